@@ -1,0 +1,79 @@
+// Building the world: reading who this process is (rank, world size, local rank, master address)
+// from torchrun/gradwire-run, Slurm or Open MPI environments, rendezvous through a c10d TCPStore,
+// and creating the world Communicator.
+//
+// Environment flavours, first match wins (explicit InitOptions fields override any of them):
+//   torchrun / gradwire-run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+//   Open MPI (mpirun):       OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE + MASTER_ADDR/PORT
+//   Slurm (srun):            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE or
+//                            SLURM_TASKS_PER_NODE; MASTER_ADDR defaults to the first host of
+//                            SLURM_JOB_NODELIST, MASTER_PORT to 20000 + SLURM_JOB_ID % 20000.
+// GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gradwire/common/env.h"
+#include "gradwire/comm/communicator.h"
+
+namespace gradwire {
+
+enum class EnvFlavour { kExplicit, kTorchrun, kOpenMpi, kSlurm };
+const char* to_string(EnvFlavour flavour);
+
+// Who this process is in the job.
+struct WorldInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  EnvFlavour flavour = EnvFlavour::kExplicit;
+};
+
+struct InitOptions {
+  // Explicit values override the environment; unset ones come from it.
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  std::optional<int> local_rank;
+  std::optional<int> local_world_size;
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
+  // "gloo", "nccl" or "auto" (nccl when built with it and CUDA is available, else gloo).
+  std::string backend = "auto";
+  // Timeout for rendezvous and every collective; nullopt: GRADWIRE_TIMEOUT, else 300 s.
+  std::optional<std::chrono::milliseconds> timeout;
+  // Address Gloo binds its connections to. Empty: 127.0.0.1 when master_addr is a loopback
+  // address, otherwise this host's name (GLOO_SOCKET_IFNAME is honoured by Gloo itself).
+  std::string bind_address;
+  // Gloo worker threads per communicator.
+  int gloo_threads = 2;
+};
+
+// Pure: combines options and environment into a WorldInfo. Throws ConfigError naming every
+// missing or inconsistent variable and the flavour it was reading.
+WorldInfo resolve_world(const InitOptions& options, const EnvMap& env);
+// Pure: the effective default timeout (options, then GRADWIRE_TIMEOUT, then 300 s).
+std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env);
+
+// A job's membership and its world communicator. Owns the rendezvous store.
+class World {
+ public:
+  virtual ~World() = default;
+  virtual const WorldInfo& info() const = 0;
+  virtual std::shared_ptr<Communicator> communicator() const = 0;
+};
+
+// Resolves the world from the process environment, joins the rendezvous (every rank must arrive
+// within the timeout; otherwise TimeoutError naming the ranks that never joined) and builds the
+// world communicator. Blocks.
+std::unique_ptr<World> init(const InitOptions& options = {});
+
+// The libtorch version gradwire was built against, e.g. "1.13.0".
+std::string torch_version();
+
+}  // namespace gradwire

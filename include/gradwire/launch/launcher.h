@@ -1,0 +1,112 @@
+// Starting and supervising the local worker processes of a distributed job (gradwire-run's
+// engine; also used by gradwire-bench and the tests to start their own ranks).
+//
+// Each worker gets the torchrun-compatible environment documented in docs/launcher.md
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,
+// OMP_NUM_THREADS, GRADWIRE_JOB_TOKEN ...). When any worker exits non-zero or is killed by a
+// signal, the others get SIGTERM, then SIGKILL after `grace_period`. No worker outlives the call.
+//
+// Thread safety: run_workers() may be called from any thread, but only one call per process at a
+// time installs signal forwarding (forward_signals). See docs/launcher.md.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::launch {
+
+struct LaunchOptions {
+  // Workers started on this node.
+  int nproc_per_node = 1;
+  // Nodes in the job and this node's index; global rank = node_rank * nproc_per_node + local.
+  int nnodes = 1;
+  int node_rank = 0;
+  // Rendezvous address/port written to MASTER_ADDR/MASTER_PORT. Port 0 picks a free port
+  // (only allowed when nnodes == 1: other nodes could not know it).
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // The program and its arguments; any executable (looked up on PATH), including scripts.
+  std::vector<std::string> command;
+  // Prefix each output line of a worker with "[rank N] " (stdout and stderr kept apart).
+  bool prefix_output = true;
+  // When non-empty, also write each worker's output to LOG_DIR/rank_N.log (created if needed).
+  std::string log_dir;
+  // Time between SIGTERM and SIGKILL when stopping workers.
+  std::chrono::milliseconds grace_period{5000};
+  // Forward SIGINT/SIGTERM/SIGHUP received by this process to every worker, then stop them
+  // (SIGKILL after grace_period; a second signal kills at once). Signals this process ignores
+  // when the call starts (nohup, background jobs) stay ignored. Previous handlers are restored on
+  // return. While one call forwards signals, another concurrent call asking for it throws.
+  bool forward_signals = true;
+  // Extra variables for every worker (override the computed ones).
+  std::map<std::string, std::string> extra_env;
+  // Threads per worker written to OMP_NUM_THREADS when the caller's environment does not set it;
+  // nullopt: max(1, hardware cores / nproc_per_node).
+  std::optional<int> threads_per_worker;
+  // File descriptors that receive worker output (tests capture it); default: our stdout/stderr.
+  // Each line is written whole.
+  int stdout_fd = 1;
+  int stderr_fd = 2;
+};
+
+// How one worker ended.
+struct WorkerExit {
+  int rank = -1;
+  int local_rank = -1;
+  int pid = -1;
+  int exit_code = 0;     // valid when signal == 0
+  int signal = 0;        // the signal that killed it, 0 if it exited
+  bool stopped_by_launcher = false;  // killed because another worker failed or we were signalled
+  bool failed() const { return signal != 0 || exit_code != 0; }
+};
+
+struct LaunchResult {
+  std::vector<WorkerExit> workers;  // ordered by local rank
+  int master_port = 0;              // the port actually used
+  // Local rank of the worker whose failure made the launcher stop the others; -1 if none failed
+  // on its own.
+  int first_failed_local_rank = -1;
+  // The signal (SIGINT/SIGTERM/SIGHUP) this process received and forwarded; 0 if none.
+  int received_signal = 0;
+  // 0 when every worker exited 0; otherwise the first failed worker's exit code, or 128+signal
+  // (its signal, or the signal the launcher received when no worker failed on its own).
+  int exit_code() const;
+  // Human-readable lines naming each failed rank with its exit code or signal, and which were
+  // stopped by the launcher. Empty when all succeeded.
+  std::string summary() const;
+};
+
+// A worker's program could not be executed (not found on PATH, not executable...). what() reads
+// "could not execute PROGRAM: reason"; error_number() is the errno of the failed exec.
+class ProgramNotExecutable : public Error {
+ public:
+  ProgramNotExecutable(const std::string& message, int error_number)
+      : Error(message), error_number_(error_number) {}
+  int error_number() const { return error_number_; }
+
+ private:
+  int error_number_;
+};
+
+// Starts the workers and blocks until all have exited. Throws gradwire::InvalidArgument for bad
+// options (empty command, nproc < 1, node_rank out of range, port 0 with nnodes > 1),
+// ProgramNotExecutable when the program cannot be executed, and gradwire::Error when a worker
+// cannot be started for another reason (log file, pipes...). Workers already started when an
+// exception is thrown are killed and reaped first.
+//
+// Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
+// is left in its group is killed. They receive SIGKILL if the thread that called run_workers
+// dies (PR_SET_PDEATHSIG), so nothing outlives a launcher that is itself killed. SIGPIPE is
+// blocked in the calling thread for the duration of the call (writes to a closed stdout_fd are
+// dropped instead of killing the process).
+LaunchResult run_workers(const LaunchOptions& options);
+
+// A TCP port on `address` that was free when asked (bind to port 0, read it, close).
+int pick_free_port(const std::string& address = "127.0.0.1");
+
+}  // namespace gradwire::launch

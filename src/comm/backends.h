@@ -1,0 +1,22 @@
+// The registry of communicator backends: a fixed table of name -> traits. Adding a backend means
+// adding one entry in backends.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "c10d_communicator.h"
+#include "gradwire/comm/world.h"
+
+namespace gradwire {
+
+// Names of the backends compiled in ("gloo", and "nccl" when built with CUDA).
+std::vector<std::string> available_backends();
+
+// Resolves "auto" (nccl when compiled in and CUDA is available, else gloo) and returns the traits
+// of the named backend. InvalidArgument for an unknown or unavailable name, listing the choices.
+BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
+                             const InitOptions& options, const EnvMap& env,
+                             std::chrono::milliseconds timeout);
+
+}  // namespace gradwire

@@ -1,0 +1,67 @@
+// The one place that knows which libtorch version gradwire is built against. libtorch 1.13 has
+// c10d::ProcessGroup as the base of ProcessGroupGloo/NCCL; 2.x splits it into ProcessGroup and
+// Backend, and the backends derive from c10d::Backend. Everything else in src/comm uses the
+// aliases and factories below.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/version.h>
+
+#if defined(GRADWIRE_WITH_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <string>
+
+namespace gradwire::c10d_adapter {
+
+#if TORCH_VERSION_MAJOR >= 2
+using BackendBase = c10d::Backend;
+#else
+using BackendBase = c10d::ProcessGroup;
+#endif
+using BackendPtr = c10::intrusive_ptr<BackendBase>;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+inline std::string torch_version_string() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+struct GlooSettings {
+  std::chrono::milliseconds timeout;
+  int threads = 2;
+  // Address to bind; empty: GLOO_SOCKET_IFNAME (interface) if set, else the default device.
+  std::string bind_address;
+  std::string interface_name;
+};
+
+inline BackendPtr make_gloo(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                            const GlooSettings& settings) {
+  auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
+  options->threads = settings.threads;
+  if (!settings.interface_name.empty()) {
+    options->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForInterface(settings.interface_name));
+  } else if (!settings.bind_address.empty()) {
+    options->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForHostname(settings.bind_address));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+}
+
+#if defined(GRADWIRE_WITH_NCCL)
+inline BackendPtr make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                            std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
+}
+#endif
+
+}  // namespace gradwire::c10d_adapter

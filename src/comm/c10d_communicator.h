@@ -1,0 +1,77 @@
+// A Communicator over a c10d backend (ProcessGroupGloo or ProcessGroupNCCL). What a backend lacks
+// natively (Gloo: bfloat16 arithmetic, AVG, reduce_scatter) is supplied here, described by
+// BackendTraits, so the Communicator contract holds on every backend.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "c10d_adapter.h"
+#include "gradwire/comm/communicator.h"
+#include "peer_table.h"
+
+namespace gradwire {
+
+struct BackendTraits {
+  std::string name;
+  bool native_avg = false;             // the backend implements ReduceOp::AVG
+  bool native_bfloat16 = false;        // the backend reduces bfloat16 itself
+  bool native_reduce_scatter = false;  // the backend implements reduce_scatter
+  c10::DeviceType device = c10::DeviceType::CPU;
+  // Builds the backend for `size` members on `store` (already prefixed).
+  std::function<c10d_adapter::BackendPtr(const c10::intrusive_ptr<c10d::Store>&, int rank,
+                                         int size)>
+      make;
+};
+
+// Shared by a world communicator and the communicators split from it.
+struct CommunicatorShared {
+  c10::intrusive_ptr<c10d::Store> store;
+  BackendTraits traits;
+  std::chrono::milliseconds timeout{0};
+  std::shared_ptr<const PeerTable> peers;
+};
+
+class C10dCommunicator : public Communicator {
+ public:
+  // Joins the members (named by their world ranks) under `prefix` and builds the backend.
+  // Blocks until every member joined; TimeoutError names the absent ones.
+  C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, std::string prefix, int rank,
+                   std::vector<int> world_ranks);
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(world_ranks_.size()); }
+  std::string backend() const override { return shared_->traits.name; }
+  const std::vector<int>& world_ranks() const override { return world_ranks_; }
+  std::chrono::milliseconds timeout() const override { return shared_->timeout; }
+
+  WorkHandle allreduce(at::Tensor& tensor, ReduceOp op) override;
+  WorkHandle broadcast(at::Tensor& tensor, int root) override;
+  WorkHandle allgather(const at::Tensor& input, at::Tensor& output) override;
+  WorkHandle reduce_scatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) override;
+  WorkHandle barrier() override;
+  WorkHandle send(const at::Tensor& tensor, int dst_rank, int tag) override;
+  WorkHandle recv(at::Tensor& tensor, int src_rank, int tag) override;
+  std::shared_ptr<Communicator> split(const std::vector<int>& ranks) override;
+
+ private:
+  void check_tensor(const char* op, const at::Tensor& tensor) const;
+  void check_rank(const char* op, const char* what, int rank) const;
+  WorkHandle wrap(c10d_adapter::WorkPtr work, std::string description,
+                  std::function<void()> finish = nullptr) const;
+
+  std::shared_ptr<CommunicatorShared> shared_;
+  std::string prefix_;
+  int rank_;
+  std::vector<int> world_ranks_;
+  c10d_adapter::BackendPtr backend_;
+
+  std::mutex split_mutex_;                      // guards split_counts_
+  std::map<std::string, int> split_counts_;     // how often each rank list was split
+};
+
+// Tensors Gloo cannot move as themselves (bfloat16, bool) viewed as a same-width integer type.
+at::Tensor as_transport_dtype(const at::Tensor& tensor);
+
+}  // namespace gradwire

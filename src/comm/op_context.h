@@ -1,0 +1,30 @@
+// What an operation was (name, ranks, sizes) and how to diagnose its failure: the pieces every
+// error message about a collective needs.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peer_table.h"
+
+namespace gradwire {
+
+struct OpContext {
+  std::string description;           // "allreduce(sum) of 1024 float elements"
+  std::vector<int> world_ranks;      // members involved, as world ranks
+  std::shared_ptr<const PeerTable> peers;
+  std::chrono::milliseconds default_timeout{0};
+  std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();
+};
+
+// Builds the gradwire error (TimeoutError, PeerLostError or BackendError) for a backend failure
+// of `op`, naming the operation, the ranks, the time since it was issued and any dead peers.
+std::exception_ptr translate_failure(const std::exception& backend_error, const OpContext& op);
+
+// "[0, 1, 2]"
+std::string format_ranks(const std::vector<int>& ranks);
+
+}  // namespace gradwire

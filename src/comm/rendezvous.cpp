@@ -1,0 +1,83 @@
+#include "rendezvous.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <thread>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire {
+
+namespace {
+std::string to_text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::vector<uint8_t> to_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
+                                              std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(world.master_port);
+  options.isServer = world.rank == 0;
+  options.numWorkers = c10::nullopt;  // gradwire's own join names absent ranks instead.
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+  } catch (const std::exception& e) {
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    std::string detail = e.what();
+    detail = detail.substr(0, detail.find('\n'));
+    if (world.rank == 0) {
+      throw ConfigError("gradwire: rank 0 could not host the rendezvous store on " + where + ": " +
+                        detail + ". Pick another MASTER_PORT (gradwire-run picks a free one).");
+    }
+    throw TimeoutError("gradwire: rank " + std::to_string(world.rank) +
+                       " could not reach the rendezvous store at " + where +
+                       " (hosted by rank 0) after " + format_duration(waited) + ": " + detail +
+                       ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all ranks?");
+  }
+}
+
+std::vector<PeerInfo> join_members(c10d::Store& store, const std::string& prefix, int index,
+                                   int size, std::chrono::milliseconds timeout,
+                                   const std::vector<int>& member_world_ranks) {
+  auto key = [&](int i) { return prefix + "/join/" + std::to_string(i); };
+  store.set(key(index), to_bytes(encode_peer(self_peer())));
+  std::vector<std::string> keys;
+  for (int i = 0; i < size; ++i) keys.push_back(key(i));
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  // Poll so the error can list exactly who is missing (store.wait() only says "timeout").
+  std::vector<int> missing;
+  auto poll = std::chrono::milliseconds(5);
+  while (true) {
+    missing.clear();
+    for (int i = 0; i < size; ++i) {
+      if (!store.check({keys[i]})) missing.push_back(i);
+    }
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string names;
+      for (int i : missing) {
+        names += (names.empty() ? "" : ", ") + std::to_string(member_world_ranks.at(i));
+      }
+      throw TimeoutError("gradwire: rendezvous '" + prefix + "' timed out after " +
+                         format_duration(timeout) + ": rank(s) " + names + " of " +
+                         std::to_string(size) +
+                         " never joined. Check that they started and use the same MASTER_ADDR, "
+                         "MASTER_PORT and WORLD_SIZE; raise GRADWIRE_TIMEOUT if they start slowly.");
+    }
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, std::chrono::milliseconds(100));
+  }
+  std::vector<PeerInfo> peers;
+  peers.reserve(size);
+  for (int i = 0; i < size; ++i) peers.push_back(decode_peer(to_text(store.get(keys[i]))));
+  return peers;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,98 @@
+#include "worker_env.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::launch::detail {
+namespace {
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw InvalidArgument("gradwire-run: " + message);
+}
+
+bool valid_env_name(const std::string& name) {
+  return !name.empty() && name.find('=') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+void validate_launch_options(const LaunchOptions& options) {
+  require(!options.command.empty() && !options.command.front().empty(),
+          "no program given: pass the program to run and its arguments");
+  require(options.nproc_per_node >= 1, "nproc_per_node must be at least 1, got " +
+                                           std::to_string(options.nproc_per_node));
+  require(options.nnodes >= 1, "nnodes must be at least 1, got " + std::to_string(options.nnodes));
+  require(options.node_rank >= 0 && options.node_rank < options.nnodes,
+          "node_rank must be in [0, nnodes) = [0, " + std::to_string(options.nnodes) + "), got " +
+              std::to_string(options.node_rank));
+  require(static_cast<long long>(options.nnodes) * options.nproc_per_node <= INT_MAX,
+          "nnodes * nproc_per_node is too large");
+  require(!options.master_addr.empty(), "master_addr must not be empty");
+  require(options.master_port >= 0 && options.master_port <= 65535,
+          "master_port must be in [0, 65535], got " + std::to_string(options.master_port));
+  require(options.master_port != 0 || options.nnodes == 1,
+          "master_port 0 (pick a free port) only works with nnodes == 1: the other nodes cannot "
+          "learn the port; pass the same explicit master_port to every node");
+  require(options.grace_period.count() >= 0, "grace_period must not be negative");
+  require(!options.threads_per_worker || *options.threads_per_worker >= 1,
+          "threads_per_worker must be at least 1, got " +
+              std::to_string(options.threads_per_worker.value_or(0)));
+  require(options.stdout_fd >= 0 && options.stderr_fd >= 0,
+          "stdout_fd and stderr_fd must be open file descriptors");
+  for (const auto& [name, value] : options.extra_env) {
+    require(valid_env_name(name), "extra_env has an invalid variable name '" + name + "'");
+    require(value.find('\0') == std::string::npos,
+            "extra_env value of " + name + " contains a NUL byte");
+  }
+}
+
+int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node) {
+  const unsigned cores = std::max(1u, hardware_threads);
+  const unsigned procs = static_cast<unsigned>(std::max(1, nproc_per_node));
+  return static_cast<int>(std::max(1u, cores / procs));
+}
+
+int global_rank(const LaunchOptions& options, int local_rank) {
+  return options.node_rank * options.nproc_per_node + local_rank;
+}
+
+std::map<std::string, std::string> worker_env(const LaunchOptions& options,
+                                              const WorkerEnvContext& context, int local_rank) {
+  GRADWIRE_CHECK_GE(local_rank, 0);
+  GRADWIRE_CHECK_LT(local_rank, options.nproc_per_node);
+  GRADWIRE_CHECK_NE(context.master_port, 0);
+
+  std::map<std::string, std::string> env = context.parent.values();
+  const std::string rank = std::to_string(global_rank(options, local_rank));
+  const std::string world_size = std::to_string(options.nnodes * options.nproc_per_node);
+
+  env["RANK"] = rank;
+  env["WORLD_SIZE"] = world_size;
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc_per_node);
+  env["GROUP_RANK"] = std::to_string(options.node_rank);
+  env["ROLE_RANK"] = rank;
+  env["ROLE_WORLD_SIZE"] = world_size;
+  env["ROLE_NAME"] = "default";
+  env["MASTER_ADDR"] = options.master_addr;
+  env["MASTER_PORT"] = std::to_string(context.master_port);
+  env["TORCHELASTIC_RUN_ID"] =
+      context.parent.get("TORCHELASTIC_RUN_ID").value_or(context.fresh_run_id);
+  env["TORCHELASTIC_RESTART_COUNT"] = "0";
+  env["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  if (!context.parent.has("OMP_NUM_THREADS")) {
+    const int threads = options.threads_per_worker.value_or(
+        default_threads_per_worker(context.hardware_threads, options.nproc_per_node));
+    env["OMP_NUM_THREADS"] = std::to_string(threads);
+  }
+  env["GRADWIRE_JOB_TOKEN"] =
+      context.parent.get("GRADWIRE_JOB_TOKEN").value_or(context.fresh_job_token);
+
+  for (const auto& [name, value] : options.extra_env) env[name] = value;
+  return env;
+}
+
+}  // namespace gradwire::launch::detail

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include "gradwire/comm/world.h"
+#include "gradwire/common/error.h"
+
+namespace gradwire {
+namespace {
+
+std::string config_error(const InitOptions& options, const EnvMap& env) {
+  try {
+    resolve_world(options, env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResolveWorld, Torchrun) {
+  EnvMap env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+              {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  auto w = resolve_world({}, env);
+  EXPECT_EQ(w.flavour, EnvFlavour::kTorchrun);
+  EXPECT_EQ(w.rank, 3);
+  EXPECT_EQ(w.world_size, 4);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.local_world_size, 2);
+  EXPECT_EQ(w.master_addr, "node0");
+  EXPECT_EQ(w.master_port, 29500);
+}
+
+TEST(ResolveWorld, OpenMpi) {
+  EnvMap env({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+              {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"},
+              // mpirun inside an allocation also sets Slurm's variables: Open MPI wins.
+              {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  auto w = resolve_world({}, env);
+  EXPECT_EQ(w.flavour, EnvFlavour::kOpenMpi);
+  EXPECT_EQ(w.rank, 5);
+  EXPECT_EQ(w.world_size, 8);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.local_world_size, 4);
+}
+
+TEST(ResolveWorld, OpenMpiNeedsMasterAddress) {
+  EnvMap env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  auto what = config_error({}, env);
+  EXPECT_NE(what.find("MASTER_ADDR, MASTER_PORT"), std::string::npos) << what;
+  EXPECT_NE(what.find("Open MPI"), std::string::npos) << what;
+  EXPECT_NE(what.find("mpirun -x"), std::string::npos) << what;
+}
+
+TEST(ResolveWorld, SlurmDerivesAddressAndPort) {
+  EnvMap env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "1"},
+              {"SLURM_TASKS_PER_NODE", "2(x3)"}, {"SLURM_NODEID", "2"},
+              {"SLURM_JOB_NODELIST", "gpu[07-09]"}, {"SLURM_JOB_ID", "123456"}});
+  auto w = resolve_world({}, env);
+  EXPECT_EQ(w.flavour, EnvFlavour::kSlurm);
+  EXPECT_EQ(w.rank, 5);
+  EXPECT_EQ(w.world_size, 6);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.local_world_size, 2);
+  EXPECT_EQ(w.master_addr, "gpu07");
+  EXPECT_EQ(w.master_port, 20000 + 123456 % 20000);
+}
+
+TEST(ResolveWorld, SlurmHonoursMasterVariables) {
+  EnvMap env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NTASKS_PER_NODE", "2"},
+              {"MASTER_ADDR", "head"}, {"MASTER_PORT", "4000"}});
+  auto w = resolve_world({}, env);
+  EXPECT_EQ(w.master_addr, "head");
+  EXPECT_EQ(w.master_port, 4000);
+  EXPECT_EQ(w.local_world_size, 2);
+}
+
+TEST(ResolveWorld, MissingVariablesAreAllNamed) {
+  auto what = config_error({}, EnvMap({{"RANK", "0"}}));
+  // RANK is set, so only the others are missing.
+  EXPECT_NE(what.find("missing environment variable(s): WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("gradwire-run"), std::string::npos) << what;
+
+  auto nothing = config_error({}, EnvMap());
+  EXPECT_NE(nothing.find("variable(s): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("), std::string::npos) << nothing;
+}
+
+TEST(ResolveWorld, InconsistentValuesAreNamed) {
+  auto what = config_error({}, EnvMap({{"RANK", "4"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"},
+                                       {"MASTER_PORT", "70000"}}));
+  EXPECT_NE(what.find("rank 4 is not in [0, world size 2)"), std::string::npos) << what;
+  EXPECT_NE(what.find("master port 70000"), std::string::npos) << what;
+  EXPECT_NE(config_error({}, EnvMap({{"RANK", "x"}, {"WORLD_SIZE", "2"}})).find("RANK='x'"),
+            std::string::npos);
+}
+
+TEST(ResolveWorld, ExplicitOptionsOverrideEnvironment) {
+  InitOptions options;
+  options.rank = 1;
+  options.world_size = 2;
+  options.master_addr = "127.0.0.1";
+  options.master_port = 5555;
+  auto w = resolve_world(options, EnvMap());
+  EXPECT_EQ(w.flavour, EnvFlavour::kExplicit);
+  EXPECT_EQ(w.rank, 1);
+  EXPECT_EQ(w.local_world_size, 1);
+  // Only the port from options; the rest from the environment.
+  InitOptions port_only;
+  port_only.master_port = 7000;
+  auto v = resolve_world(port_only, EnvMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}}));
+  EXPECT_EQ(v.master_port, 7000);
+  EXPECT_EQ(v.flavour, EnvFlavour::kTorchrun);
+}
+
+TEST(ResolveTimeout, OptionThenEnvironmentThenDefault) {
+  InitOptions options;
+  EXPECT_EQ(resolve_timeout(options, EnvMap()), std::chrono::seconds(300));
+  EXPECT_EQ(resolve_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
+            std::chrono::milliseconds(750));
+  options.timeout = std::chrono::seconds(2);
+  EXPECT_EQ(resolve_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
+            std::chrono::seconds(2));
+  EXPECT_THROW(resolve_timeout({}, EnvMap({{"GRADWIRE_TIMEOUT", "forever"}})), ConfigError);
+}
+
+}  // namespace
+}  // namespace gradwire
