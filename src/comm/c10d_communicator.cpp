@@ -47,7 +47,10 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 at::Tensor as_transport_dtype(const at::Tensor& tensor) {
-  if (tensor.scalar_type() == at::kBFloat16) return tensor.view(at::kShort);
+  // Gloo moves these bytes untouched (no arithmetic), so any 2-byte type it knows will do.
+  if (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kShort) {
+    return tensor.view(at::kHalf);
+  }
   if (tensor.scalar_type() == at::kBool) return tensor.view(at::kByte);
   return tensor;
 }

@@ -71,7 +71,8 @@ class C10dCommunicator : public Communicator {
   std::map<std::string, int> split_counts_;     // how often each rank list was split
 };
 
-// Tensors Gloo cannot move as themselves (bfloat16, bool) viewed as a same-width integer type.
+// Tensors Gloo cannot move as themselves (bfloat16, int16, bool) viewed as a same-width type it
+// can (half, uint8). Only for operations without arithmetic.
 at::Tensor as_transport_dtype(const at::Tensor& tensor);
 
 }  // namespace gradwire

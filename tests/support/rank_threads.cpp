@@ -1,0 +1,65 @@
+#include "rank_threads.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace gradwire::testing {
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("free_port: cannot bind a loopback socket");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
+               std::chrono::milliseconds timeout, std::vector<int> present) {
+  if (present.empty()) {
+    for (int r = 0; r < world_size; ++r) present.push_back(r);
+  }
+  const int port = free_port();
+  std::mutex mutex;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  for (int rank : present) {
+    threads.emplace_back([&, rank] {
+      try {
+        InitOptions options;
+        options.rank = rank;
+        options.world_size = world_size;
+        options.local_rank = rank;
+        options.local_world_size = world_size;
+        options.master_addr = "127.0.0.1";
+        options.master_port = port;
+        options.backend = "gloo";
+        options.timeout = timeout;
+        options.gloo_threads = 1;
+        auto world = init(options);
+        fn(rank, *world);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace gradwire::testing

@@ -1,0 +1,23 @@
+// Test support: N ranks of one job as threads of this process (fast unit tests, gloo
+// BaseTest::spawn style). Each thread builds its own World on a loopback port picked at run time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gradwire/comm/world.h"
+
+namespace gradwire::testing {
+
+// A TCP port on 127.0.0.1 that was free when asked.
+int free_port();
+
+// Runs fn(rank, world) on `world_size` threads (ranks `present` only, when given: the others
+// never join). Exceptions from a rank are rethrown on the caller's thread after all joined.
+void run_ranks(int world_size, const std::function<void(int rank, World& world)>& fn,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30),
+               std::vector<int> present = {});
+
+}  // namespace gradwire::testing
