@@ -22,22 +22,31 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
   options.waitWorkers = false;
   options.timeout = timeout;
   const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
-  auto start = std::chrono::steady_clock::now();
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
-  } catch (const std::exception& e) {
-    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - start);
-    std::string detail = e.what();
-    detail = detail.substr(0, detail.find('\n'));
-    if (world.rank == 0) {
-      throw ConfigError("gradwire: rank 0 could not host the rendezvous store on " + where + ": " +
-                        detail + ". Pick another MASTER_PORT (gradwire-run picks a free one).");
+  const auto start = std::chrono::steady_clock::now();
+  // libtorch 1.13 gives up at once when nobody listens yet (rank 0 starting later than this
+  // rank is normal), so retry until the deadline.
+  while (true) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    } catch (const std::exception& e) {
+      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      std::string detail = e.what();
+      detail = detail.substr(0, detail.find('\n'));
+      if (world.rank == 0) {
+        throw ConfigError("gradwire: rank 0 could not host the rendezvous store on " + where +
+                          ": " + detail +
+                          ". Pick another MASTER_PORT (gradwire-run picks a free one).");
+      }
+      if (waited >= timeout) {
+        throw TimeoutError("gradwire: rank " + std::to_string(world.rank) +
+                           " could not reach the rendezvous store at " + where +
+                           " (hosted by rank 0) after " + format_duration(waited) + ": " + detail +
+                           ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all "
+                           "ranks?");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    throw TimeoutError("gradwire: rank " + std::to_string(world.rank) +
-                       " could not reach the rendezvous store at " + where +
-                       " (hosted by rank 0) after " + format_duration(waited) + ": " + detail +
-                       ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all ranks?");
   }
 }
 
@@ -56,8 +65,17 @@ std::vector<PeerInfo> join_members(c10d::Store& store, const std::string& prefix
   auto poll = std::chrono::milliseconds(5);
   while (true) {
     missing.clear();
-    for (int i = 0; i < size; ++i) {
-      if (!store.check({keys[i]})) missing.push_back(i);
+    try {
+      for (int i = 0; i < size; ++i) {
+        if (!store.check({keys[i]})) missing.push_back(i);
+      }
+    } catch (const std::exception& e) {
+      std::string detail = e.what();
+      throw PeerLostError("gradwire: rendezvous '" + prefix +
+                              "' lost the store hosted by rank 0 (" +
+                              detail.substr(0, detail.find('\n')) +
+                              "). Rank 0 exited or failed; check its output.",
+                          {0});
     }
     if (missing.empty()) break;
     if (std::chrono::steady_clock::now() >= deadline) {

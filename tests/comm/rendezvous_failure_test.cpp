@@ -1,0 +1,93 @@
+// A rank that never joins gives every present rank a TimeoutError naming it, within the timeout.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "gradwire/common/error.h"
+#include "support/rank_threads.h"
+
+namespace gradwire {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TEST(Rendezvous, RankThatNeverJoinsIsNamed) {
+  const auto timeout = std::chrono::milliseconds(1500);
+  const auto start = Clock::now();
+  try {
+    testing::run_ranks(3, [](int, World&) { FAIL() << "init must not succeed"; }, timeout, {0, 1});
+    FAIL() << "expected TimeoutError";
+  } catch (const TimeoutError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("rank(s) 2 of 3 never joined"), std::string::npos) << what;
+    EXPECT_NE(what.find("1.50 s"), std::string::npos) << what;
+  }
+  EXPECT_LT(Clock::now() - start, timeout * 4);
+}
+
+TEST(Rendezvous, MissingRankZeroMeansStoreUnreachable) {
+  const auto timeout = std::chrono::milliseconds(1000);
+  const auto start = Clock::now();
+  try {
+    testing::run_ranks(2, [](int, World&) { FAIL(); }, timeout, {1});
+    FAIL() << "expected TimeoutError";
+  } catch (const TimeoutError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 could not reach the rendezvous store at 127.0.0.1:"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("hosted by rank 0"), std::string::npos) << what;
+  }
+  // It kept trying for the whole timeout (rank 0 may simply start later), and no longer.
+  EXPECT_GE(Clock::now() - start, timeout);
+  EXPECT_LT(Clock::now() - start, timeout * 4);
+}
+
+TEST(Rendezvous, RankZeroStartingLateIsWaitedFor) {
+  const int port = testing::free_port();
+  std::thread late([port] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    InitOptions options;
+    options.rank = 0;
+    options.world_size = 2;
+    options.master_addr = "127.0.0.1";
+    options.master_port = port;
+    options.timeout = std::chrono::seconds(10);
+    auto world = init(options);
+    world->communicator()->barrier()->wait();
+  });
+  InitOptions options;
+  options.rank = 1;
+  options.world_size = 2;
+  options.master_addr = "127.0.0.1";
+  options.master_port = port;
+  options.timeout = std::chrono::seconds(10);
+  EXPECT_NO_THROW({
+    auto world = init(options);
+    world->communicator()->barrier()->wait();
+  });
+  late.join();
+}
+
+TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
+  testing::run_ranks(3, [](int rank, World& w) {
+    auto comm = w.communicator();
+    if (rank == 2) return;  // never takes part in the split
+    try {
+      comm->split({0, 1, 2});
+      ADD_FAILURE() << "split with rank 2 absent must fail";
+    } catch (const InvalidArgument&) {
+      ADD_FAILURE() << "wrong error";
+    } catch (const TimeoutError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank(s) 2 of 3 never joined"), std::string::npos)
+          << e.what();
+    }
+    // Rank 0 hosts the store: keep it until rank 1 has seen its own timeout.
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }, std::chrono::milliseconds(1000));
+}
+
+}  // namespace
+}  // namespace gradwire
