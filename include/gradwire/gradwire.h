@@ -1,0 +1,7 @@
+// Umbrella header: everything a gradwire user includes.
+#pragma once
+
+#include "gradwire/comm/communicator.h"
+#include "gradwire/comm/world.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/version.h"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs gradwire from the build tree into a scratch prefix, builds examples/allreduce as an
+# outside project with find_package(gradwire), and runs it as a one-rank job.
+set -euo pipefail
+build_dir=$1
+source_dir=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
+cmake -S "$source_dir/examples/allreduce" -B "$scratch/build" \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$scratch/build" -j 2 >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+out=$(RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$scratch/build/example-allreduce")
+echo "$out"
+grep -q "rank 0 of 1: sum of ranks = 0" <<<"$out"
