@@ -10,7 +10,7 @@ int main() {
   auto comm = world->communicator();
   at::Tensor t = at::full({4}, static_cast<float>(comm->rank()));
   comm->allreduce(t, gradwire::ReduceOp::kSum)->wait();
-  std::cout << "rank " << comm->rank() << " of " << comm->size() << ": sum of ranks = "
-            << t[0].item<float>() << std::endl;
+  std::cout << "rank " << comm->rank() << " of " << comm->size()
+            << ": sum of ranks = " << t[0].item<float>() << std::endl;
   return 0;
 }

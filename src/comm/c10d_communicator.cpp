@@ -1,8 +1,7 @@
 #include "c10d_communicator.h"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-
 #include <algorithm>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "gradwire/common/error.h"
 #include "op_context.h"
@@ -13,10 +12,14 @@ namespace gradwire {
 
 const char* to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
   }
   return "?";
 }
@@ -25,10 +28,14 @@ namespace {
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return c10d::ReduceOp::SUM;
-    case ReduceOp::kAvg: return c10d::ReduceOp::AVG;
-    case ReduceOp::kMin: return c10d::ReduceOp::MIN;
-    case ReduceOp::kMax: return c10d::ReduceOp::MAX;
+    case ReduceOp::kSum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kAvg:
+      return c10d::ReduceOp::AVG;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
   }
   return c10d::ReduceOp::SUM;
 }
@@ -73,7 +80,8 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
 }
 
 void C10dCommunicator::check_tensor(const char* op, const at::Tensor& tensor) const {
-  if (!tensor.defined()) throw InvalidArgument(std::string("gradwire ") + op + ": tensor is undefined");
+  if (!tensor.defined())
+    throw InvalidArgument(std::string("gradwire ") + op + ": tensor is undefined");
   if (!tensor.is_contiguous()) {
     throw InvalidArgument(std::string("gradwire ") + op +
                           ": tensor must be contiguous; call .contiguous() first");
@@ -87,9 +95,9 @@ void C10dCommunicator::check_tensor(const char* op, const at::Tensor& tensor) co
 
 void C10dCommunicator::check_rank(const char* op, const char* what, int rank) const {
   if (rank < 0 || rank >= size()) {
-    throw InvalidArgument(std::string("gradwire ") + op + ": " + what + " " +
-                          std::to_string(rank) + " is not a rank of this communicator (size " +
-                          std::to_string(size()) + ")");
+    throw InvalidArgument(std::string("gradwire ") + op + ": " + what + " " + std::to_string(rank) +
+                          " is not a rank of this communicator (size " + std::to_string(size()) +
+                          ")");
   }
 }
 
@@ -103,8 +111,9 @@ WorkHandle C10dCommunicator::allreduce(at::Tensor& tensor, ReduceOp op) {
   check_tensor("allreduce", tensor);
   const bool integral = c10::isIntegralType(tensor.scalar_type(), /*includeBool=*/true);
   if (op == ReduceOp::kAvg && integral) {
-    throw InvalidArgument("gradwire allreduce: avg of integer tensors is not an integer; use sum "
-                          "and divide, or convert to floating point");
+    throw InvalidArgument(
+        "gradwire allreduce: avg of integer tensors is not an integer; use sum "
+        "and divide, or convert to floating point");
   }
   if (tensor.numel() == 0) return std::make_shared<CompletedWork>();
   const auto& traits = shared_->traits;
@@ -125,7 +134,8 @@ WorkHandle C10dCommunicator::allreduce(at::Tensor& tensor, ReduceOp op) {
       if (upcast) tensor.copy_(buffer);
     };
   }
-  return wrap(std::move(work), describe("allreduce", tensor, std::string("(") + to_string(op) + ")"),
+  return wrap(std::move(work),
+              describe("allreduce", tensor, std::string("(") + to_string(op) + ")"),
               std::move(finish));
 }
 
@@ -193,8 +203,8 @@ WorkHandle C10dCommunicator::send(const at::Tensor& tensor, int dst_rank, int ta
   check_rank("send", "destination", dst_rank);
   std::vector<at::Tensor> tensors{as_transport_dtype(tensor)};
   return wrap(backend_->send(tensors, dst_rank, tag),
-              describe("send", tensor, "(to " + std::to_string(dst_rank) + ", tag " +
-                                           std::to_string(tag) + ")"));
+              describe("send", tensor,
+                       "(to " + std::to_string(dst_rank) + ", tag " + std::to_string(tag) + ")"));
 }
 
 WorkHandle C10dCommunicator::recv(at::Tensor& tensor, int src_rank, int tag) {
@@ -202,8 +212,8 @@ WorkHandle C10dCommunicator::recv(at::Tensor& tensor, int src_rank, int tag) {
   check_rank("recv", "source", src_rank);
   std::vector<at::Tensor> tensors{as_transport_dtype(tensor)};
   return wrap(backend_->recv(tensors, src_rank, tag),
-              describe("recv", tensor, "(from " + std::to_string(src_rank) + ", tag " +
-                                           std::to_string(tag) + ")"));
+              describe("recv", tensor,
+                       "(from " + std::to_string(src_rank) + ", tag " + std::to_string(tag) + ")"));
 }
 
 std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ranks) {
@@ -211,8 +221,8 @@ std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ra
   std::sort(sorted.begin(), sorted.end());
   const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
   auto me = std::find(ranks.begin(), ranks.end(), rank_);
-  if (ranks.empty() || sorted != ranks || !distinct || me == ranks.end() ||
-      ranks.front() < 0 || ranks.back() >= size()) {
+  if (ranks.empty() || sorted != ranks || !distinct || me == ranks.end() || ranks.front() < 0 ||
+      ranks.back() >= size()) {
     throw InvalidArgument("gradwire split: ranks " + format_ranks(ranks) +
                           " must be sorted, distinct, within [0, " + std::to_string(size()) +
                           ") and include this rank (" + std::to_string(rank_) + ")");
@@ -225,8 +235,8 @@ std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ra
   std::vector<int> members;
   for (int r : ranks) members.push_back(world_ranks_[r]);
   std::string prefix = prefix_ + "/split/" + join_ranks(ranks) + "/" + std::to_string(occurrence);
-  return std::make_shared<C10dCommunicator>(shared_, std::move(prefix),
-                                            static_cast<int>(me - ranks.begin()), std::move(members));
+  return std::make_shared<C10dCommunicator>(
+      shared_, std::move(prefix), static_cast<int>(me - ranks.begin()), std::move(members));
 }
 
 }  // namespace gradwire

@@ -67,8 +67,8 @@ class C10dCommunicator : public Communicator {
   std::vector<int> world_ranks_;
   c10d_adapter::BackendPtr backend_;
 
-  std::mutex split_mutex_;                      // guards split_counts_
-  std::map<std::string, int> split_counts_;     // how often each rank list was split
+  std::mutex split_mutex_;                   // guards split_counts_
+  std::map<std::string, int> split_counts_;  // how often each rank list was split
 };
 
 // Tensors Gloo cannot move as themselves (bfloat16, int16, bool) viewed as a same-width type it

@@ -13,8 +13,8 @@
 namespace gradwire {
 
 struct OpContext {
-  std::string description;           // "allreduce(sum) of 1024 float elements"
-  std::vector<int> world_ranks;      // members involved, as world ranks
+  std::string description;       // "allreduce(sum) of 1024 float elements"
+  std::vector<int> world_ranks;  // members involved, as world ranks
   std::shared_ptr<const PeerTable> peers;
   std::chrono::milliseconds default_timeout{0};
   std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();

@@ -56,7 +56,8 @@ std::vector<int> PeerTable::dead_local_ranks(const std::vector<int>& world_ranks
 std::string PeerTable::describe(int world_rank) const {
   std::string text = "rank " + std::to_string(world_rank);
   if (world_rank >= 0 && world_rank < static_cast<int>(peers_.size())) {
-    text += " (pid " + std::to_string(peers_[world_rank].pid) + " on " + peers_[world_rank].host + ")";
+    text +=
+        " (pid " + std::to_string(peers_[world_rank].pid) + " on " + peers_[world_rank].host + ")";
   }
   return text;
 }

@@ -1,16 +1,19 @@
 #include "rendezvous.h"
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <thread>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "gradwire/common/error.h"
 
 namespace gradwire {
 
 namespace {
-std::string to_text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-std::vector<uint8_t> to_bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+std::string to_text(const std::vector<uint8_t>& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+std::vector<uint8_t> to_bytes(const std::string& text) {
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
 }  // namespace
 
 c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
@@ -71,11 +74,10 @@ std::vector<PeerInfo> join_members(c10d::Store& store, const std::string& prefix
       }
     } catch (const std::exception& e) {
       std::string detail = e.what();
-      throw PeerLostError("gradwire: rendezvous '" + prefix +
-                              "' lost the store hosted by rank 0 (" +
-                              detail.substr(0, detail.find('\n')) +
-                              "). Rank 0 exited or failed; check its output.",
-                          {0});
+      throw PeerLostError(
+          "gradwire: rendezvous '" + prefix + "' lost the store hosted by rank 0 (" +
+              detail.substr(0, detail.find('\n')) + "). Rank 0 exited or failed; check its output.",
+          {0});
     }
     if (missing.empty()) break;
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -83,11 +85,11 @@ std::vector<PeerInfo> join_members(c10d::Store& store, const std::string& prefix
       for (int i : missing) {
         names += (names.empty() ? "" : ", ") + std::to_string(member_world_ranks.at(i));
       }
-      throw TimeoutError("gradwire: rendezvous '" + prefix + "' timed out after " +
-                         format_duration(timeout) + ": rank(s) " + names + " of " +
-                         std::to_string(size) +
-                         " never joined. Check that they started and use the same MASTER_ADDR, "
-                         "MASTER_PORT and WORLD_SIZE; raise GRADWIRE_TIMEOUT if they start slowly.");
+      throw TimeoutError(
+          "gradwire: rendezvous '" + prefix + "' timed out after " + format_duration(timeout) +
+          ": rank(s) " + names + " of " + std::to_string(size) +
+          " never joined. Check that they started and use the same MASTER_ADDR, "
+          "MASTER_PORT and WORLD_SIZE; raise GRADWIRE_TIMEOUT if they start slowly.");
     }
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, std::chrono::milliseconds(100));

@@ -2,10 +2,9 @@
 // every rank announces itself and waits for all others, with a timeout that names the absentees.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "gradwire/comm/world.h"

@@ -12,11 +12,13 @@ std::string first_host(const std::string& nodelist) {
   size_t depth = 0, end = 0;
   for (; end < nodelist.size(); ++end) {
     char c = nodelist[end];
-    if (c == '[') ++depth;
+    if (c == '[')
+      ++depth;
     else if (c == ']') {
       if (depth == 0) break;
       --depth;
-    } else if (c == ',' && depth == 0) break;
+    } else if (c == ',' && depth == 0)
+      break;
   }
   std::string entry = nodelist.substr(0, end);
   auto open = entry.find('[');

@@ -1,4 +1,5 @@
 // Pure resolution of WorldInfo from options and an environment snapshot (see world.h).
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -10,10 +11,14 @@ namespace gradwire {
 
 const char* to_string(EnvFlavour flavour) {
   switch (flavour) {
-    case EnvFlavour::kExplicit: return "explicit options";
-    case EnvFlavour::kTorchrun: return "torchrun/gradwire-run";
-    case EnvFlavour::kOpenMpi: return "Open MPI";
-    case EnvFlavour::kSlurm: return "Slurm";
+    case EnvFlavour::kExplicit:
+      return "explicit options";
+    case EnvFlavour::kTorchrun:
+      return "torchrun/gradwire-run";
+    case EnvFlavour::kOpenMpi:
+      return "Open MPI";
+    case EnvFlavour::kSlurm:
+      return "Slurm";
   }
   return "unknown";
 }
@@ -53,8 +58,10 @@ std::string join(const std::vector<std::string>& names) {
 
 template <typename T>
 void take(std::optional<T> explicit_value, std::optional<long> env_value, T& out) {
-  if (explicit_value) out = *explicit_value;
-  else if (env_value) out = static_cast<T>(*env_value);
+  if (explicit_value)
+    out = *explicit_value;
+  else if (env_value)
+    out = static_cast<T>(*env_value);
 }
 
 EnvFlavour detect(const EnvMap& env) {
@@ -114,8 +121,9 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
       port = read.number("MASTER_PORT", need_port);
       break;
     case EnvFlavour::kOpenMpi:
-      names = "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, "
-              "OMPI_COMM_WORLD_LOCAL_SIZE, MASTER_ADDR, MASTER_PORT (pass with mpirun -x)";
+      names =
+          "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, "
+          "OMPI_COMM_WORLD_LOCAL_SIZE, MASTER_ADDR, MASTER_PORT (pass with mpirun -x)";
       rank = read.number("OMPI_COMM_WORLD_RANK", need_rank);
       size = read.number("OMPI_COMM_WORLD_SIZE", need_size);
       local_rank = read.number("OMPI_COMM_WORLD_LOCAL_RANK", false);
@@ -124,8 +132,9 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
       port = read.number("MASTER_PORT", need_port);
       break;
     case EnvFlavour::kSlurm: {
-      names = "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, "
-              "SLURM_JOB_NODELIST, SLURM_JOB_ID";
+      names =
+          "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, "
+          "SLURM_JOB_NODELIST, SLURM_JOB_ID";
       rank = read.number("SLURM_PROCID", need_rank);
       size = read.number("SLURM_NTASKS", need_size);
       local_rank = read.number("SLURM_LOCALID", false);
@@ -134,8 +143,10 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
       if (!addr) {
         auto nodelist = env.get("SLURM_JOB_NODELIST");
         if (!nodelist) nodelist = env.get("SLURM_NODELIST");
-        if (nodelist) addr = slurm::first_host(*nodelist);
-        else if (need_addr) read.text("SLURM_JOB_NODELIST");
+        if (nodelist)
+          addr = slurm::first_host(*nodelist);
+        else if (need_addr)
+          read.text("SLURM_JOB_NODELIST");
       }
       port = env.get_int("MASTER_PORT");
       if (!port) {
@@ -156,10 +167,12 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   take(options.rank, rank, w.rank);
   take(options.world_size, size, w.world_size);
   // Unknown local size: (0, 1) when nothing local is known, else the world size (upper bound).
-  w.local_rank = static_cast<int>(options.local_rank ? *options.local_rank : local_rank.value_or(0));
+  w.local_rank =
+      static_cast<int>(options.local_rank ? *options.local_rank : local_rank.value_or(0));
   w.local_world_size = static_cast<int>(
-      options.local_world_size ? *options.local_world_size
-                               : local_size.value_or(local_rank || options.local_rank ? w.world_size : 1));
+      options.local_world_size
+          ? *options.local_world_size
+          : local_size.value_or(local_rank || options.local_rank ? w.world_size : 1));
   w.master_addr = options.master_addr ? *options.master_addr : addr.value_or("");
   take(options.master_port, port, w.master_port);
   if (options.rank && options.world_size && options.master_addr && options.master_port) {
@@ -167,6 +180,13 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   }
   check_consistent(w, to_string(w.flavour));
   return w;
+}
+
+int resolve_intra_op_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
+                             int hardware_cores) {
+  if (options.intra_op_threads) return std::max(1, *options.intra_op_threads);
+  if (auto omp = env.get_int("OMP_NUM_THREADS")) return std::max(1L, *omp);
+  return std::max(1, hardware_cores / std::max(1, world.local_world_size));
 }
 
 std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env) {

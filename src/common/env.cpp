@@ -34,15 +34,15 @@ std::optional<long> EnvMap::get_int(const std::string& name) const {
   char* end = nullptr;
   long value = std::strtol(text->c_str(), &end, 10);
   if (text->empty() || errno != 0 || end == nullptr || *end != '\0') {
-    throw ConfigError("environment variable " + name + "='" + *text +
-                      "' is not a whole number");
+    throw ConfigError("environment variable " + name + "='" + *text + "' is not a whole number");
   }
   return value;
 }
 
 std::chrono::milliseconds parse_duration(const std::string& text, const std::string& what) {
   size_t pos = 0;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) {
+  while (pos < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) {
     ++pos;
   }
   std::string number = text.substr(0, pos);
@@ -50,9 +50,12 @@ std::chrono::milliseconds parse_duration(const std::string& text, const std::str
   char* end = nullptr;
   double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
   double scale = -1;
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "m" || unit == "min") scale = 60000;
+  if (unit.empty() || unit == "s")
+    scale = 1000;
+  else if (unit == "ms")
+    scale = 1;
+  else if (unit == "m" || unit == "min")
+    scale = 60000;
   if (value < 0 || scale < 0 || end == nullptr || *end != '\0') {
     throw ConfigError(what + "='" + text +
                       "' is not a duration; write seconds (\"30\", \"30s\"), \"500ms\" or \"2m\"");

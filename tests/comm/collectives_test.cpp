@@ -79,7 +79,8 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
         for (int root = 0; root < world; ++root) {
           at::Tensor t = input_for(rank, n, dtype);
           comm->broadcast(t, root)->wait();
-          expect_equal(t, input_for(root, n, dtype), label(dtype, n, world) + " root=" + std::to_string(root));
+          expect_equal(t, input_for(root, n, dtype),
+                       label(dtype, n, world) + " root=" + std::to_string(root));
         }
       }
     }
@@ -104,7 +105,8 @@ TEST_P(Collectives, AllgatherAndReduceScatter) {
         comm->reduce_scatter(big, mine, ReduceOp::kSum)->wait();
         at::Tensor total = at::zeros({world * n}, at::kDouble);
         for (int r = 0; r < world; ++r) total += input_for(r, world * n, at::kDouble);
-        expect_equal(mine, total.narrow(0, rank * n, n).to(dtype), "reduce_scatter " + label(dtype, n, world));
+        expect_equal(mine, total.narrow(0, rank * n, n).to(dtype),
+                     "reduce_scatter " + label(dtype, n, world));
       }
     }
   });

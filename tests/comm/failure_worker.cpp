@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start)
+        .count();
   };
   try {
     // Several operations: the first may still complete on some ranks when the victim leaves.

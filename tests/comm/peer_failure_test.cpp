@@ -1,13 +1,13 @@
 // A rank that dies or stalls mid-collective gives the survivors the promised error, naming the
 // operation, the ranks and the time waited, within the configured timeout. Real processes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <cstring>
-#include <unistd.h>
 
 #include "gradwire/launch/launcher.h"
 
@@ -29,7 +29,8 @@ struct Outcome {
 };
 
 Outcome run_job(const std::string& mode, int ranks, const std::string& timeout) {
-  auto dir = fs::temp_directory_path() / ("gradwire_peer_failure_" + mode + "_" + std::to_string(getpid()));
+  auto dir = fs::temp_directory_path() /
+             ("gradwire_peer_failure_" + mode + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   gradwire::launch::LaunchOptions options;
   options.nproc_per_node = ranks;
@@ -41,8 +42,10 @@ Outcome run_job(const std::string& mode, int ranks, const std::string& timeout) 
   options.extra_env["OMP_NUM_THREADS"] = "1";
   const auto start = std::chrono::steady_clock::now();
   Outcome outcome{gradwire::launch::run_workers(options), {}, {}};
-  outcome.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  for (int r = 0; r < ranks; ++r) outcome.logs.push_back(read_file(dir / ("rank_" + std::to_string(r) + ".log")));
+  outcome.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  for (int r = 0; r < ranks; ++r)
+    outcome.logs.push_back(read_file(dir / ("rank_" + std::to_string(r) + ".log")));
   fs::remove_all(dir);
   return outcome;
 }
@@ -53,7 +56,9 @@ TEST(PeerFailure, DeadRankIsNamedOnEverySurvivor) {
   for (int r = 0; r < 2; ++r) {
     const auto& log = outcome.logs[r];
     EXPECT_NE(log.find("CAUGHT PeerLostError"), std::string::npos) << "rank " << r << ": " << log;
-    EXPECT_NE(log.find("allreduce(sum) of 65536 Float elements over ranks [0, 1, 2]"), std::string::npos) << log;
+    EXPECT_NE(log.find("allreduce(sum) of 65536 Float elements over ranks [0, 1, 2]"),
+              std::string::npos)
+        << log;
   }
   // Rank 0 is connected to the victim directly: it can name it.
   EXPECT_NE(outcome.logs[0].find("rank 2 (pid"), std::string::npos) << outcome.logs[0];

@@ -72,21 +72,24 @@ TEST(Rendezvous, RankZeroStartingLateIsWaitedFor) {
 }
 
 TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
-  testing::run_ranks(3, [](int rank, World& w) {
-    auto comm = w.communicator();
-    if (rank == 2) return;  // never takes part in the split
-    try {
-      comm->split({0, 1, 2});
-      ADD_FAILURE() << "split with rank 2 absent must fail";
-    } catch (const InvalidArgument&) {
-      ADD_FAILURE() << "wrong error";
-    } catch (const TimeoutError& e) {
-      EXPECT_NE(std::string(e.what()).find("rank(s) 2 of 3 never joined"), std::string::npos)
-          << e.what();
-    }
-    // Rank 0 hosts the store: keep it until rank 1 has seen its own timeout.
-    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }, std::chrono::milliseconds(1000));
+  testing::run_ranks(
+      3,
+      [](int rank, World& w) {
+        auto comm = w.communicator();
+        if (rank == 2) return;  // never takes part in the split
+        try {
+          comm->split({0, 1, 2});
+          ADD_FAILURE() << "split with rank 2 absent must fail";
+        } catch (const InvalidArgument&) {
+          ADD_FAILURE() << "wrong error";
+        } catch (const TimeoutError& e) {
+          EXPECT_NE(std::string(e.what()).find("rank(s) 2 of 3 never joined"), std::string::npos)
+              << e.what();
+        }
+        // Rank 0 hosts the store: keep it until rank 1 has seen its own timeout.
+        if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      },
+      std::chrono::milliseconds(1000));
 }
 
 }  // namespace

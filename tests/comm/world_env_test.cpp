@@ -16,8 +16,12 @@ std::string config_error(const InitOptions& options, const EnvMap& env) {
 }
 
 TEST(ResolveWorld, Torchrun) {
-  EnvMap env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-              {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  EnvMap env({{"RANK", "3"},
+              {"WORLD_SIZE", "4"},
+              {"LOCAL_RANK", "1"},
+              {"LOCAL_WORLD_SIZE", "2"},
+              {"MASTER_ADDR", "node0"},
+              {"MASTER_PORT", "29500"}});
   auto w = resolve_world({}, env);
   EXPECT_EQ(w.flavour, EnvFlavour::kTorchrun);
   EXPECT_EQ(w.rank, 3);
@@ -29,11 +33,15 @@ TEST(ResolveWorld, Torchrun) {
 }
 
 TEST(ResolveWorld, OpenMpi) {
-  EnvMap env({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
-              {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"},
+  EnvMap env({{"OMPI_COMM_WORLD_RANK", "5"},
+              {"OMPI_COMM_WORLD_SIZE", "8"},
+              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+              {"MASTER_ADDR", "10.0.0.1"},
+              {"MASTER_PORT", "1234"},
               // mpirun inside an allocation also sets Slurm's variables: Open MPI wins.
-              {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+              {"SLURM_PROCID", "0"},
+              {"SLURM_NTASKS", "1"}});
   auto w = resolve_world({}, env);
   EXPECT_EQ(w.flavour, EnvFlavour::kOpenMpi);
   EXPECT_EQ(w.rank, 5);
@@ -51,9 +59,13 @@ TEST(ResolveWorld, OpenMpiNeedsMasterAddress) {
 }
 
 TEST(ResolveWorld, SlurmDerivesAddressAndPort) {
-  EnvMap env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "1"},
-              {"SLURM_TASKS_PER_NODE", "2(x3)"}, {"SLURM_NODEID", "2"},
-              {"SLURM_JOB_NODELIST", "gpu[07-09]"}, {"SLURM_JOB_ID", "123456"}});
+  EnvMap env({{"SLURM_PROCID", "5"},
+              {"SLURM_NTASKS", "6"},
+              {"SLURM_LOCALID", "1"},
+              {"SLURM_TASKS_PER_NODE", "2(x3)"},
+              {"SLURM_NODEID", "2"},
+              {"SLURM_JOB_NODELIST", "gpu[07-09]"},
+              {"SLURM_JOB_ID", "123456"}});
   auto w = resolve_world({}, env);
   EXPECT_EQ(w.flavour, EnvFlavour::kSlurm);
   EXPECT_EQ(w.rank, 5);
@@ -65,8 +77,11 @@ TEST(ResolveWorld, SlurmDerivesAddressAndPort) {
 }
 
 TEST(ResolveWorld, SlurmHonoursMasterVariables) {
-  EnvMap env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NTASKS_PER_NODE", "2"},
-              {"MASTER_ADDR", "head"}, {"MASTER_PORT", "4000"}});
+  EnvMap env({{"SLURM_PROCID", "0"},
+              {"SLURM_NTASKS", "2"},
+              {"SLURM_NTASKS_PER_NODE", "2"},
+              {"MASTER_ADDR", "head"},
+              {"MASTER_PORT", "4000"}});
   auto w = resolve_world({}, env);
   EXPECT_EQ(w.master_addr, "head");
   EXPECT_EQ(w.master_port, 4000);
@@ -82,12 +97,15 @@ TEST(ResolveWorld, MissingVariablesAreAllNamed) {
   EXPECT_NE(what.find("gradwire-run"), std::string::npos) << what;
 
   auto nothing = config_error({}, EnvMap());
-  EXPECT_NE(nothing.find("variable(s): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("), std::string::npos) << nothing;
+  EXPECT_NE(nothing.find("variable(s): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("),
+            std::string::npos)
+      << nothing;
 }
 
 TEST(ResolveWorld, InconsistentValuesAreNamed) {
-  auto what = config_error({}, EnvMap({{"RANK", "4"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"},
-                                       {"MASTER_PORT", "70000"}}));
+  auto what = config_error(
+      {},
+      EnvMap({{"RANK", "4"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "70000"}}));
   EXPECT_NE(what.find("rank 4 is not in [0, world size 2)"), std::string::npos) << what;
   EXPECT_NE(what.find("master port 70000"), std::string::npos) << what;
   EXPECT_NE(config_error({}, EnvMap({{"RANK", "x"}, {"WORLD_SIZE", "2"}})).find("RANK='x'"),
@@ -107,9 +125,21 @@ TEST(ResolveWorld, ExplicitOptionsOverrideEnvironment) {
   // Only the port from options; the rest from the environment.
   InitOptions port_only;
   port_only.master_port = 7000;
-  auto v = resolve_world(port_only, EnvMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}}));
+  auto v =
+      resolve_world(port_only, EnvMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}}));
   EXPECT_EQ(v.master_port, 7000);
   EXPECT_EQ(v.flavour, EnvFlavour::kTorchrun);
+}
+
+TEST(ResolveIntraOpThreads, OptionThenOmpThenCoresPerLocalRank) {
+  WorldInfo world;
+  world.local_world_size = 4;
+  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap(), world, 16), 4);
+  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap(), world, 2), 1);
+  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 3);
+  InitOptions options;
+  options.intra_op_threads = 5;
+  EXPECT_EQ(resolve_intra_op_threads(options, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 5);
 }
 
 TEST(ResolveTimeout, OptionThenEnvironmentThenDefault) {

@@ -3,9 +3,10 @@
 // and creating the world Communicator.
 //
 // Environment flavours, first match wins (explicit InitOptions fields override any of them):
-//   torchrun / gradwire-run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-//   Open MPI (mpirun):       OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE + MASTER_ADDR/PORT
-//   Slurm (srun):            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE or
+//   torchrun / gradwire-run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+//   MASTER_PORT Open MPI (mpirun):       OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE +
+//   MASTER_ADDR/PORT Slurm (srun):            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+//   SLURM_NTASKS_PER_NODE or
 //                            SLURM_TASKS_PER_NODE; MASTER_ADDR defaults to the first host of
 //                            SLURM_JOB_NODELIST, MASTER_PORT to 20000 + SLURM_JOB_ID % 20000.
 // GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout.
@@ -16,8 +17,8 @@
 #include <optional>
 #include <string>
 
-#include "gradwire/common/env.h"
 #include "gradwire/comm/communicator.h"
+#include "gradwire/common/env.h"
 
 namespace gradwire {
 
@@ -52,11 +53,17 @@ struct InitOptions {
   std::string bind_address;
   // Gloo worker threads per communicator.
   int gloo_threads = 2;
+  // Intra-op threads for this rank (at::set_num_threads). nullopt: OMP_NUM_THREADS when set,
+  // else max(1, hardware cores / local world size), so the ranks of a node share the cores.
+  std::optional<int> intra_op_threads;
 };
 
 // Pure: combines options and environment into a WorldInfo. Throws ConfigError naming every
 // missing or inconsistent variable and the flavour it was reading.
 WorldInfo resolve_world(const InitOptions& options, const EnvMap& env);
+// Pure: the intra-op thread count init() applies (see InitOptions::intra_op_threads).
+int resolve_intra_op_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
+                             int hardware_cores);
 // Pure: the effective default timeout (options, then GRADWIRE_TIMEOUT, then 300 s).
 std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env);
 

@@ -75,19 +75,19 @@ std::string describe_operands(const char* expr, const A& a, const B& b) {
 }  // namespace detail
 }  // namespace gradwire
 
-#define GRADWIRE_CHECK(cond)                                                     \
-  do {                                                                           \
+#define GRADWIRE_CHECK(cond)                                                         \
+  do {                                                                               \
     if (!(cond)) ::gradwire::detail::throw_check_failure(__FILE__, __LINE__, #cond); \
   } while (0)
 
-#define GRADWIRE_CHECK_OP_(a, b, op)                                                  \
-  do {                                                                                \
-    const auto& gw_a_ = (a);                                                          \
-    const auto& gw_b_ = (b);                                                          \
-    if (!(gw_a_ op gw_b_))                                                            \
-      ::gradwire::detail::throw_check_failure(                                        \
-          __FILE__, __LINE__,                                                         \
-          ::gradwire::detail::describe_operands(#a " " #op " " #b, gw_a_, gw_b_));    \
+#define GRADWIRE_CHECK_OP_(a, b, op)                                               \
+  do {                                                                             \
+    const auto& gw_a_ = (a);                                                       \
+    const auto& gw_b_ = (b);                                                       \
+    if (!(gw_a_ op gw_b_))                                                         \
+      ::gradwire::detail::throw_check_failure(                                     \
+          __FILE__, __LINE__,                                                      \
+          ::gradwire::detail::describe_operands(#a " " #op " " #b, gw_a_, gw_b_)); \
   } while (0)
 
 #define GRADWIRE_CHECK_EQ(a, b) GRADWIRE_CHECK_OP_(a, b, ==)
