@@ -1,5 +1,12 @@
 #include "rendezvous.h"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -8,6 +15,36 @@
 namespace gradwire {
 
 namespace {
+
+// True once something accepts TCP connections at address:port (non-blocking connect, bounded by
+// `limit`). Used to wait for rank 0's store quietly: c10d logs every failed attempt as an error.
+bool accepts_connections(const std::string& address, int port, std::chrono::milliseconds limit) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return false;
+  }
+  bool ok = false;
+  for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ok = poll(&p, 1, static_cast<int>(limit.count())) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return ok;
+}
+
 std::string to_text(const std::vector<uint8_t>& bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
@@ -26,9 +63,18 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
   options.timeout = timeout;
   const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
   const auto start = std::chrono::steady_clock::now();
-  // libtorch 1.13 gives up at once when nobody listens yet (rank 0 starting later than this
-  // rank is normal), so retry until the deadline.
+  // Rank 0 starting later than this rank is normal. libtorch 1.13 gives up at once when nobody
+  // listens yet (logging an error), so wait quietly for a listener, then connect; retry until
+  // the deadline.
   while (true) {
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    if (world.rank != 0 && elapsed < timeout &&
+        !accepts_connections(world.master_addr, world.master_port,
+                             std::min(timeout - elapsed, std::chrono::milliseconds(1000)))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     try {
       return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
     } catch (const std::exception& e) {

@@ -64,6 +64,19 @@ void take(std::optional<T> explicit_value, std::optional<long> env_value, T& out
     out = static_cast<T>(*env_value);
 }
 
+// The variable names of the flavours that differ only in names.
+struct FlavourNames {
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;
+  const char* hint;
+};
+constexpr FlavourNames kTorchrunNames{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", ""};
+constexpr FlavourNames kOpenMpiNames{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                     " (pass with mpirun -x)"};
+
 EnvFlavour detect(const EnvMap& env) {
   if (env.has("RANK") || env.has("WORLD_SIZE")) return EnvFlavour::kTorchrun;
   if (env.has("OMPI_COMM_WORLD_RANK")) return EnvFlavour::kOpenMpi;
@@ -112,25 +125,18 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   switch (w.flavour) {
     case EnvFlavour::kTorchrun:
     case EnvFlavour::kExplicit:
-      names = "RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT";
-      rank = read.number("RANK", need_rank);
-      size = read.number("WORLD_SIZE", need_size);
-      local_rank = read.number("LOCAL_RANK", false);
-      local_size = read.number("LOCAL_WORLD_SIZE", false);
+    case EnvFlavour::kOpenMpi: {
+      const auto& n = w.flavour == EnvFlavour::kOpenMpi ? kOpenMpiNames : kTorchrunNames;
+      names = std::string(n.rank) + ", " + n.size + ", " + n.local_rank + ", " + n.local_size +
+              ", MASTER_ADDR, MASTER_PORT" + n.hint;
+      rank = read.number(n.rank, need_rank);
+      size = read.number(n.size, need_size);
+      local_rank = read.number(n.local_rank, false);
+      local_size = read.number(n.local_size, false);
       addr = read.text("MASTER_ADDR", need_addr);
       port = read.number("MASTER_PORT", need_port);
       break;
-    case EnvFlavour::kOpenMpi:
-      names =
-          "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, "
-          "OMPI_COMM_WORLD_LOCAL_SIZE, MASTER_ADDR, MASTER_PORT (pass with mpirun -x)";
-      rank = read.number("OMPI_COMM_WORLD_RANK", need_rank);
-      size = read.number("OMPI_COMM_WORLD_SIZE", need_size);
-      local_rank = read.number("OMPI_COMM_WORLD_LOCAL_RANK", false);
-      local_size = read.number("OMPI_COMM_WORLD_LOCAL_SIZE", false);
-      addr = read.text("MASTER_ADDR", need_addr);
-      port = read.number("MASTER_PORT", need_port);
-      break;
+    }
     case EnvFlavour::kSlurm: {
       names =
           "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, "

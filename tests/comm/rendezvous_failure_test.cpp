@@ -49,23 +49,11 @@ TEST(Rendezvous, RankZeroStartingLateIsWaitedFor) {
   const int port = testing::free_port();
   std::thread late([port] {
     std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    InitOptions options;
-    options.rank = 0;
-    options.world_size = 2;
-    options.master_addr = "127.0.0.1";
-    options.master_port = port;
-    options.timeout = std::chrono::seconds(10);
-    auto world = init(options);
+    auto world = init(testing::loopback_options(0, 2, port, std::chrono::seconds(10)));
     world->communicator()->barrier()->wait();
   });
-  InitOptions options;
-  options.rank = 1;
-  options.world_size = 2;
-  options.master_addr = "127.0.0.1";
-  options.master_port = port;
-  options.timeout = std::chrono::seconds(10);
   EXPECT_NO_THROW({
-    auto world = init(options);
+    auto world = init(testing::loopback_options(1, 2, port, std::chrono::seconds(10)));
     world->communicator()->barrier()->wait();
   });
   late.join();

@@ -28,6 +28,21 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+InitOptions loopback_options(int rank, int world_size, int port,
+                             std::chrono::milliseconds timeout) {
+  InitOptions options;
+  options.rank = rank;
+  options.world_size = world_size;
+  options.local_rank = rank;
+  options.local_world_size = world_size;
+  options.master_addr = "127.0.0.1";
+  options.master_port = port;
+  options.backend = "gloo";
+  options.timeout = timeout;
+  options.gloo_threads = 1;
+  return options;
+}
+
 void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
                std::chrono::milliseconds timeout, std::vector<int> present) {
   if (present.empty()) {
@@ -40,17 +55,7 @@ void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
   for (int rank : present) {
     threads.emplace_back([&, rank] {
       try {
-        InitOptions options;
-        options.rank = rank;
-        options.world_size = world_size;
-        options.local_rank = rank;
-        options.local_world_size = world_size;
-        options.master_addr = "127.0.0.1";
-        options.master_port = port;
-        options.backend = "gloo";
-        options.timeout = timeout;
-        options.gloo_threads = 1;
-        auto world = init(options);
+        auto world = init(loopback_options(rank, world_size, port, timeout));
         fn(rank, *world);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
