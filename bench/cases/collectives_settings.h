@@ -1,0 +1,42 @@
+// What `gradwire-bench collectives` runs: its command-line flags, the presets, and the settings
+// they resolve to (pure, unit-tested).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/timing.h"
+
+namespace gradwire::bench {
+
+// The flags as given; unset ones come from the preset.
+struct CollectivesFlags {
+  std::string preset = "default";        // "default" or "quick"
+  std::optional<std::string> min_bytes;  // e.g. "8", "64K"
+  std::optional<std::string> max_bytes;  // e.g. "256M"
+  std::optional<int> iters;              // timed iterations for small messages
+  std::optional<int> warmup;             // warm-up iterations for small messages
+  std::optional<int> min_iters;          // timed iterations for the largest messages
+  std::vector<std::string> ops;          // subset of collective_ops() names; empty: all
+  std::string json_path;                 // empty: no JSON
+};
+
+// Presets:
+//   default: 8 B .. 256 MiB, 50 iterations (5 warm-up), at least 3, 1 GiB moved per size
+//   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up), at least 3, 64 MiB moved per size
+const std::vector<std::string>& collectives_presets();
+
+struct CollectivesSettings {
+  std::string preset;
+  std::vector<std::uint64_t> sizes;  // requested sizes, doubling
+  IterationPolicy policy;
+  std::vector<std::string> ops;  // names, in collective_ops() order
+};
+
+// Pure. Throws InvalidArgument for an unknown preset or op, malformed sizes, min > max, or
+// non-positive iteration counts.
+CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags);
+
+}  // namespace gradwire::bench

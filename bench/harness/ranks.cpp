@@ -1,0 +1,110 @@
+#include "harness/ranks.h"
+
+#include <ATen/Parallel.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <exception>
+#include <iostream>
+
+#include "gradwire/common/error.h"
+#include "gradwire/launch/launcher.h"
+#include "harness/report.h"
+
+namespace gradwire::bench {
+
+namespace {
+// This very program, whatever its path or name.
+constexpr const char* kSelfExe = "/proc/self/exe";
+}  // namespace
+
+void add_rank_options(CLI::App& command, RankOptions& options) {
+  command
+      .add_option("--ranks", options.ranks,
+                  "local ranks to start (ignored when already started as a rank of a job)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      .add_option("--threads", options.threads_per_rank,
+                  "intra-op threads per rank [default: cores / local ranks]")
+      ->check(CLI::PositiveNumber);
+  // An empty group hides the flag from --help: only run_on_ranks passes it.
+  command.add_flag(kWorkerFlag, options.worker, "started by the launcher")->group("");
+}
+
+bool in_rank_environment(const EnvMap& env) {
+  if (env.has("RANK") && env.has("WORLD_SIZE")) return true;
+  if (env.has("OMPI_COMM_WORLD_RANK") && env.has("OMPI_COMM_WORLD_SIZE")) return true;
+  return env.has("SLURM_PROCID") && env.has("SLURM_NTASKS") && env.has("SLURM_STEP_ID");
+}
+
+int default_threads_per_rank(int cores, int local_ranks) {
+  return std::max(1, cores / std::max(1, local_ranks));
+}
+
+std::vector<std::string> user_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> command;
+  for (const auto& arg : argv) {
+    if (arg != kWorkerFlag) command.push_back(arg);
+  }
+  if (!command.empty() && command.front() == kSelfExe) command.front() = "gradwire-bench";
+  return command;
+}
+
+namespace {
+
+int run_as_rank(const RankOptions& options, const std::function<int(RankContext&)>& body) {
+  InitOptions init_options;
+  init_options.backend = options.backend;
+  const WorldInfo info = resolve_world(init_options, EnvMap::from_process());
+  try {
+    const int threads = options.threads_per_rank.value_or(
+        default_threads_per_rank(available_cores(), info.local_world_size));
+    auto world = init(init_options);
+    // After init, which may apply its own default: the benchmark's choice wins.
+    at::set_num_threads(threads);
+    auto communicator = world->communicator();
+    RankContext context{*world, *communicator, threads};
+    return body(context);
+  } catch (const std::exception& e) {
+    std::cerr << "gradwire-bench: rank " << info.rank << " of " << info.world_size << ": "
+              << e.what() << std::endl;
+    return 1;
+  }
+}
+
+int launch_ranks(const RankOptions& options, const std::vector<std::string>& argv) {
+  launch::LaunchOptions launch_options;
+  launch_options.nproc_per_node = options.ranks;
+  launch_options.command = argv;
+  launch_options.command.at(0) = kSelfExe;
+  launch_options.command.push_back(kWorkerFlag);
+  // Only rank 0 prints, and its table should read as if it were this process's own output.
+  launch_options.prefix_output = false;
+  launch_options.threads_per_worker =
+      options.threads_per_rank.value_or(default_threads_per_rank(available_cores(), options.ranks));
+  const launch::LaunchResult result = launch::run_workers(launch_options);
+  if (result.exit_code() != 0) {
+    std::string summary = result.summary();
+    if (!summary.empty() && summary.back() != '\n') summary += '\n';
+    std::cerr << "gradwire-bench: ranks failed:\n" << summary << std::flush;
+  }
+  return result.exit_code();
+}
+
+}  // namespace
+
+int run_on_ranks(const RankOptions& options, const std::vector<std::string>& argv,
+                 const std::function<int(RankContext&)>& body) {
+  const bool in_job = in_rank_environment(EnvMap::from_process());
+  if (options.worker && !in_job) {
+    throw ConfigError(std::string(kWorkerFlag) +
+                      " is set but RANK/WORLD_SIZE are not: it is only meant for the processes "
+                      "gradwire-bench starts itself; run without it");
+  }
+  if (in_job) return run_as_rank(options, body);
+  if (argv.empty()) throw InvalidArgument("run_on_ranks needs the command line to relaunch");
+  return launch_ranks(options, argv);
+}
+
+}  // namespace gradwire::bench

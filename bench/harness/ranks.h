@@ -1,0 +1,69 @@
+// Giving a benchmark its ranks: join the job this process is already part of (started by
+// gradwire-run, torchrun, mpirun or srun), or start N local copies of this program with
+// gradwire::launch::run_workers and supervise them. Either way the benchmark body runs once per
+// rank with a World built by gradwire::init.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradwire/comm/world.h"
+#include "gradwire/common/env.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gradwire::bench {
+
+// The hidden flag marking a process started by run_on_ranks (a worker, not the launcher).
+inline constexpr const char* kWorkerFlag = "--bench-worker";
+
+struct RankOptions {
+  // Local ranks to start when this process is not already a rank of a job.
+  int ranks = 2;
+  // Intra-op threads per rank (at::set_num_threads); nullopt: max(1, cores / local ranks).
+  std::optional<int> threads_per_rank;
+  // Communicator backend (InitOptions::backend). The benchmarks so far move CPU tensors, so
+  // they use "gloo"; not a command-line option until a benchmark places tensors on a GPU.
+  std::string backend = "gloo";
+  // Set by kWorkerFlag: this process must find its rank in the environment.
+  bool worker = false;
+};
+
+// Adds --ranks, --threads and the hidden kWorkerFlag to `command`, bound to `options`.
+void add_rank_options(CLI::App& command, RankOptions& options);
+
+// Pure: whether `env` makes this process a rank of a job (RANK and WORLD_SIZE; Open MPI's
+// OMPI_COMM_WORLD_RANK and _SIZE; or an srun step's SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID).
+bool in_rank_environment(const EnvMap& env);
+
+// Pure: the default threads per rank, max(1, cores / local_ranks).
+int default_threads_per_rank(int cores, int local_ranks);
+
+// Pure: the command line as the user typed it, for reports: kWorkerFlag removed and a relaunched
+// worker's "/proc/self/exe" shown as "gradwire-bench".
+std::vector<std::string> user_command(const std::vector<std::string>& argv);
+
+// What the body of a benchmark sees on each rank.
+struct RankContext {
+  World& world;
+  Communicator& communicator;
+  int threads_per_rank;
+  // Rank 0 prints the results and writes the JSON; the others stay quiet.
+  bool reports() const { return communicator.rank() == 0; }
+};
+
+// Runs `body` on every rank and returns this process's exit code.
+//  - In a job (in_rank_environment) or with options.worker: sets the thread count, joins the
+//    world (blocks until every rank arrived) and returns body's result. An exception from init or
+//    body is printed to stderr with the rank and gives exit code 1.
+//  - Otherwise: starts options.ranks copies of /proc/self/exe with `argv` (argv[0] first) plus
+//    kWorkerFlag appended, waits for them, prints which ranks failed to stderr, and returns 0
+//    when all exited 0, else the launcher's exit code (non-zero).
+int run_on_ranks(const RankOptions& options, const std::vector<std::string>& argv,
+                 const std::function<int(RankContext&)>& body);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,140 @@
+#include "harness/report.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  const unsigned hardware = std::thread::hardware_concurrency();
+  return hardware > 0 ? static_cast<int>(hardware) : 1;
+}
+
+std::string cpu_model_from_cpuinfo(const std::string& cpuinfo_text) {
+  std::istringstream lines(cpuinfo_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || trim(line.substr(0, colon)) != "model name") continue;
+    const std::string model = trim(line.substr(colon + 1));
+    if (!model.empty()) return model;
+  }
+  return "unknown";
+}
+
+std::string utc_timestamp(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+RunMetadata collect_machine_metadata() {
+  RunMetadata metadata;
+  metadata.cpu_model = cpu_model_from_cpuinfo(read_text_file("/proc/cpuinfo"));
+  metadata.cores = available_cores();
+  char host[256] = {};
+  metadata.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  metadata.date = utc_timestamp(std::chrono::system_clock::now());
+  return metadata;
+}
+
+nlohmann::json to_json(const RunMetadata& metadata) {
+  return {{"gradwire_version", metadata.gradwire_version},
+          {"torch_version", metadata.torch_version},
+          {"backend", metadata.backend},
+          {"ranks", metadata.ranks},
+          {"threads_per_rank", metadata.threads_per_rank},
+          {"cpu_model", metadata.cpu_model},
+          {"cores", metadata.cores},
+          {"hostname", metadata.hostname},
+          {"date", metadata.date},
+          {"memcpy_gbps", metadata.memcpy_gbps},
+          {"command", metadata.command}};
+}
+
+nlohmann::json to_json(const Summary& summary, double scale) {
+  return {
+      {"count", summary.count},     {"mean", summary.mean * scale}, {"min", summary.min * scale},
+      {"max", summary.max * scale}, {"p50", summary.p50 * scale},   {"p75", summary.p75 * scale},
+      {"p90", summary.p90 * scale}, {"p95", summary.p95 * scale},   {"p99", summary.p99 * scale}};
+}
+
+nlohmann::json make_document(const std::string& benchmark, const RunMetadata& metadata) {
+  return {{"schema_version", kSchemaVersion},
+          {"benchmark", benchmark},
+          {"metadata", to_json(metadata)}};
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& document) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << document.dump(2) << '\n';
+    out.flush();
+    if (!out) {
+      throw Error("could not write benchmark results to " + temporary +
+                  ": check that the directory exists and is writable");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error("could not move benchmark results into " + path +
+                ": check that the directory exists and is writable");
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("could not open benchmark results " + path + ": check the path");
+  nlohmann::json document;
+  try {
+    in >> document;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
+                "): was the run interrupted while writing?");
+  }
+  const auto version = document.find("schema_version");
+  if (version == document.end() || !version->is_number_integer()) {
+    throw InvalidArgument(path + " has no schema_version: it is not a gradwire-bench result");
+  }
+  if (version->get<int>() != kSchemaVersion) {
+    throw InvalidArgument(path + " has schema_version " + std::to_string(version->get<int>()) +
+                          " but this gradwire-bench reads version " +
+                          std::to_string(kSchemaVersion) + ": use a matching gradwire-bench");
+  }
+  return document;
+}
+
+}  // namespace gradwire::bench

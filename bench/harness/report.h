@@ -1,0 +1,62 @@
+// The JSON documents benchmarks write (--json), and the metadata describing where a run
+// happened. Layout (docs/benchmarks.md has the full schema):
+//   { "schema_version": 1, "benchmark": "<subcommand>", "metadata": {...}, ...case fields }
+// Readers (gradwire-bench diff, report) check schema_version before anything else.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/stats.h"
+
+namespace gradwire::bench {
+
+// Bumped whenever a field changes meaning or disappears (adding fields keeps the version).
+inline constexpr int kSchemaVersion = 1;
+
+// Where and how a run happened.
+struct RunMetadata {
+  std::string gradwire_version;
+  std::string torch_version;
+  std::string backend;       // communicator backend, e.g. "gloo"
+  int ranks = 1;             // world size
+  int threads_per_rank = 1;  // at::get_num_threads() in each rank
+  std::string cpu_model;     // "model name" from /proc/cpuinfo, "unknown" when absent
+  int cores = 1;             // cores this process may run on
+  std::string hostname;
+  std::string date;                  // UTC, ISO 8601: "2026-11-22T03:55:40Z"
+  double memcpy_gbps = 0;            // single-thread memcpy reference (GB/s), 0 when not measured
+  std::vector<std::string> command;  // the command line, program name first
+};
+
+// Facts about this machine and the current time; fills cpu_model, cores, hostname, date.
+// Never throws for missing files: unknown values read "unknown".
+RunMetadata collect_machine_metadata();
+
+// Cores this process may run on (its CPU affinity mask), at least 1.
+int available_cores();
+
+// Pure: the first "model name" value of /proc/cpuinfo text, "unknown" when there is none.
+std::string cpu_model_from_cpuinfo(const std::string& cpuinfo_text);
+// Pure: "YYYY-MM-DDTHH:MM:SSZ" for `time` in UTC.
+std::string utc_timestamp(std::chrono::system_clock::time_point time);
+
+nlohmann::json to_json(const RunMetadata& metadata);
+// Every field of `summary`, each multiplied by `scale` except count (e.g. 1e6: seconds to us).
+nlohmann::json to_json(const Summary& summary, double scale = 1.0);
+
+// {"schema_version": kSchemaVersion, "benchmark": benchmark, "metadata": ...}; callers add
+// their results next to these.
+nlohmann::json make_document(const std::string& benchmark, const RunMetadata& metadata);
+
+// Writes `document` (indented) to `path` through a temporary file renamed into place, so a
+// reader never sees half a file. Throws gradwire::Error naming the path on failure.
+void write_json_file(const std::string& path, const nlohmann::json& document);
+
+// Reads a benchmark document. Throws gradwire::Error naming the path when it cannot be read or
+// parsed, and gradwire::InvalidArgument when schema_version is missing or not kSchemaVersion.
+nlohmann::json read_json_file(const std::string& path);
+
+}  // namespace gradwire::bench

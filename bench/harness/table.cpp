@@ -1,0 +1,93 @@
+#include "harness/table.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+std::string pad(const std::string& text, const Column& column) {
+  const auto width = static_cast<std::size_t>(column.width);
+  if (text.size() >= width) return text;
+  const std::string fill(width - text.size(), ' ');
+  return column.align == Align::kRight ? fill + text : text + fill;
+}
+
+}  // namespace
+
+std::string Table::header() const {
+  std::string line;
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    if (i > 0) line += "  ";
+    line += pad(columns_[i].header, columns_[i]);
+  }
+  return line;
+}
+
+std::string Table::rule() const {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    width += static_cast<std::size_t>(columns_[i].width) + (i > 0 ? 2 : 0);
+  }
+  return std::string(width, '-');
+}
+
+std::string Table::row(const std::vector<std::string>& cells) const {
+  if (cells.size() != columns_.size()) {
+    throw InvalidArgument("table row has " + std::to_string(cells.size()) + " cells for " +
+                          std::to_string(columns_.size()) + " columns");
+  }
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) line += "  ";
+    line += pad(cells[i], columns_[i]);
+  }
+  return line;
+}
+
+std::string format_fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
+  return buffer;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  const bool whole = value == static_cast<double>(static_cast<std::uint64_t>(value));
+  return (whole ? format_fixed(value, 0) : format_fixed(value, 1)) + " " + kUnits[unit];
+}
+
+std::uint64_t parse_bytes(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::string unit = text.substr(digits);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  if (unit.empty() || unit == "B") {
+    shift = 0;
+  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
+    shift = 10;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    shift = 20;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    shift = 30;
+  }
+  if (digits == 0 || digits > 12 || shift < 0) {
+    throw InvalidArgument("'" + text + "' is not a byte size: write e.g. 4096, 64K, 256M or 1G");
+  }
+  const std::uint64_t value = std::stoull(text.substr(0, digits)) << shift;
+  if (value == 0) throw InvalidArgument("byte size '" + text + "' must be positive");
+  return value;
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,42 @@
+// Fixed-width text tables, printed a line at a time so rows appear as they are measured (as
+// nccl-tests prints them). Pure string formatting; the caller chooses the stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradwire::bench {
+
+enum class Align { kLeft, kRight };
+
+struct Column {
+  std::string header;
+  int width = 10;  // characters; longer cells are printed whole and push the rest right
+  Align align = Align::kRight;
+};
+
+class Table {
+ public:
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  // The column headers, padded like the rows.
+  std::string header() const;
+  // A line of dashes as wide as the table.
+  std::string rule() const;
+  // One row; throws InvalidArgument unless cells.size() equals the number of columns.
+  std::string row(const std::vector<std::string>& cells) const;
+
+ private:
+  std::vector<Column> columns_;
+};
+
+// `value` with `precision` digits after the point ("12.35").
+std::string format_fixed(double value, int precision);
+// A byte count in binary units: "8 B", "4 KiB", "1.5 MiB", "256 MiB", "2 GiB".
+std::string format_bytes(std::uint64_t bytes);
+// Parses "4096", "64K", "256M", "1G" (binary multiples, as nccl-tests' -b/-e; "KiB", "MB" and
+// lower case are accepted too). Throws InvalidArgument naming `text` when malformed or zero.
+std::uint64_t parse_bytes(const std::string& text);
+
+}  // namespace gradwire::bench

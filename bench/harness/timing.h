@@ -1,0 +1,34 @@
+// The timing loop every benchmark case uses: untimed warm-up iterations, then timed iterations
+// measured one by one with a monotonic clock, and how many of each a message size gets.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace gradwire::bench {
+
+// How many iterations a size gets. Small messages run `iters` timed iterations; large ones fewer,
+// so that each size moves about `bytes_per_size` bytes, but never fewer than `min_iters`.
+// Warm-up shrinks in the same proportion, keeping at least one when `warmup` > 0.
+struct IterationPolicy {
+  int iters = 50;                                         // timed iterations for small messages
+  int warmup = 5;                                         // untimed iterations before them
+  int min_iters = 3;                                      // floor for the largest messages
+  std::uint64_t bytes_per_size = std::uint64_t{1} << 30;  // 1 GiB of payload per size
+};
+
+struct IterationCounts {
+  int warmup = 0;
+  int timed = 1;
+};
+
+// Pure. Throws InvalidArgument when iters < 1, warmup < 0, min_iters < 1 or bytes == 0.
+IterationCounts iterations_for_size(const IterationPolicy& policy, std::uint64_t bytes);
+
+// Runs `body` counts.warmup times untimed, then counts.timed times, timing each call alone.
+// Returns the seconds of each timed call, in order. Exceptions from body propagate.
+std::vector<double> time_iterations(const IterationCounts& counts,
+                                    const std::function<void()>& body);
+
+}  // namespace gradwire::bench

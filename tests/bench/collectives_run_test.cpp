@@ -1,0 +1,127 @@
+// Runs the real gradwire-bench binary (GRADWIRE_BENCH_PATH) on local ranks. Every run is wrapped
+// in coreutils `timeout`, so a stuck rank fails the test instead of hanging it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "gradwire/launch/launcher.h"
+#include "harness/report.h"
+
+namespace gradwire::bench {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
+}
+
+// Runs `env_prefix GRADWIRE_BENCH_PATH arguments` with a 90 s limit (SIGKILL 5 s later).
+RunResult run_bench(const std::string& arguments, const std::string& env_prefix = "") {
+  const std::string log = temp_path("log.txt");
+  const std::string command =
+      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
+      "GRADWIRE_TIMEOUT=60s " +
+      env_prefix + " '" GRADWIRE_BENCH_PATH "' " + arguments + " > '" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  RunResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  result.output = text.str();
+  std::remove(log.c_str());
+  return result;
+}
+
+void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
+  const auto& rows = op_result.at("rows");
+  ASSERT_EQ(rows.size(), 10u) << op_result.at("op");  // 8, 16, ..., 4096
+  std::uint64_t expected_bytes = 8;
+  for (const auto& row : rows) {
+    const auto bytes = row.at("bytes").get<std::uint64_t>();
+    // allgather rounds each rank's share to whole floats.
+    if (op_result.at("op") == "allgather" && expected_bytes < 4u * ranks) {
+      EXPECT_EQ(bytes, 4u * ranks);
+    } else {
+      EXPECT_EQ(bytes, expected_bytes);
+    }
+    EXPECT_EQ(row.at("wrong"), 0) << op_result.at("op") << " " << bytes;
+    EXPECT_EQ(row.at("iters"), 3);
+    EXPECT_GT(row.at("time_us").at("mean").get<double>(), 0.0);
+    EXPECT_GT(row.at("time_us").at("p50").get<double>(), 0.0);
+    EXPECT_GT(row.at("algbw_gbps").get<double>(), 0.0);
+    EXPECT_GT(row.at("busbw_gbps").get<double>(), 0.0);
+    expected_bytes *= 2;
+  }
+}
+
+TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
+  const std::string json = temp_path("two_ranks.json");
+  const RunResult run = run_bench(
+      "collectives --ranks 2 --max-bytes 4096 --iters 3 --warmup 1 "
+      "--json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("allreduce (sum)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("memcpy reference"), std::string::npos) << run.output;
+
+  const nlohmann::json document = read_json_file(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
+  EXPECT_EQ(document.at("benchmark"), "collectives");
+  EXPECT_EQ(document.at("metadata").at("ranks"), 2);
+  EXPECT_EQ(document.at("metadata").at("backend"), "gloo");
+  EXPECT_GT(document.at("metadata").at("memcpy_gbps").get<double>(), 0.0);
+  EXPECT_EQ(document.at("wrong"), 0);
+  const auto& results = document.at("results");
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].at("op"), "allreduce");
+  EXPECT_EQ(results[1].at("op"), "broadcast");
+  EXPECT_EQ(results[2].at("op"), "allgather");
+  EXPECT_DOUBLE_EQ(results[0].at("bus_factor").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(results[2].at("bus_factor").get<double>(), 0.5);
+  for (const auto& op_result : results) expect_rows_for_sizes(op_result, 2);
+}
+
+TEST(CollectivesRunTest, JoinsAnExistingJobInsteadOfLaunching) {
+  const std::string json = temp_path("joined.json");
+  const std::string env =
+      "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+      std::to_string(launch::pick_free_port());
+  // env -u in run_bench comes first, so these assignments win.
+  const RunResult run = run_bench(
+      "collectives --ranks 2 --max-bytes 64 --iters 3 --warmup 0 "
+      "--ops allreduce --json '" +
+          json + "'",
+      env);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json document = read_json_file(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("metadata").at("ranks"), 1);
+  ASSERT_EQ(document.at("results").size(), 1u);
+  EXPECT_EQ(document.at("results")[0].at("rows").size(), 4u);  // 8, 16, 32, 64
+}
+
+TEST(CollectivesRunTest, BadArgumentsFailFast) {
+  EXPECT_NE(run_bench("collectives --ops alltoall").exit_code, 0);
+  EXPECT_NE(run_bench("collectives --min-bytes 1M --max-bytes 1K").exit_code, 0);
+  // The worker flag outside a job is a usage error, not a hang.
+  const RunResult worker = run_bench("collectives --bench-worker");
+  EXPECT_NE(worker.exit_code, 0);
+  EXPECT_NE(worker.output.find("RANK"), std::string::npos) << worker.output;
+}
+
+}  // namespace
+}  // namespace gradwire::bench

@@ -1,0 +1,80 @@
+#include "cases/collectives_settings.h"
+
+#include <gtest/gtest.h>
+
+#include "cases/collective_ops.h"
+#include "gradwire/common/error.h"
+
+namespace gradwire::bench {
+namespace {
+
+TEST(CollectivesSettingsTest, DefaultPresetCovers8BytesTo256MiB) {
+  const CollectivesSettings settings = resolve_collectives_settings({});
+  ASSERT_EQ(settings.sizes.size(), 26u);
+  EXPECT_EQ(settings.sizes.front(), 8u);
+  EXPECT_EQ(settings.sizes.back(), std::uint64_t{256} << 20);
+  EXPECT_EQ(settings.policy.iters, 50);
+  EXPECT_EQ(settings.ops, (std::vector<std::string>{"allreduce", "broadcast", "allgather"}));
+}
+
+TEST(CollectivesSettingsTest, FlagsOverrideThePreset) {
+  CollectivesFlags flags;
+  flags.preset = "quick";
+  flags.max_bytes = "4K";
+  flags.iters = 2;
+  flags.warmup = 0;
+  flags.ops = {"allgather", "allreduce"};
+  const CollectivesSettings settings = resolve_collectives_settings(flags);
+  EXPECT_EQ(settings.sizes.back(), 4096u);
+  EXPECT_EQ(settings.policy.iters, 2);
+  EXPECT_EQ(settings.policy.warmup, 0);
+  EXPECT_EQ(settings.policy.min_iters, 2);  // lowered to --iters
+  EXPECT_EQ(settings.ops, (std::vector<std::string>{"allreduce", "allgather"}));  // table order
+}
+
+TEST(CollectivesSettingsTest, QuickPresetIsSmaller) {
+  CollectivesFlags flags;
+  flags.preset = "quick";
+  const CollectivesSettings settings = resolve_collectives_settings(flags);
+  EXPECT_EQ(settings.sizes.back(), std::uint64_t{16} << 20);
+  EXPECT_LT(settings.policy.bytes_per_size, resolve_collectives_settings({}).policy.bytes_per_size);
+}
+
+TEST(CollectivesSettingsTest, RejectsBadInput) {
+  CollectivesFlags flags;
+  flags.preset = "huge";
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+  flags = {};
+  flags.min_bytes = "1M";
+  flags.max_bytes = "1K";
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+  flags = {};
+  flags.ops = {"alltoall"};
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+  flags = {};
+  flags.iters = 0;
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+}
+
+TEST(CollectiveOpsTest, SizesFollowNcclTests) {
+  const auto& ops = collective_ops();
+  ASSERT_EQ(ops.size(), 3u);
+  const CollectiveOp& allreduce = ops[0];
+  const CollectiveOp& allgather = ops[2];
+  EXPECT_EQ(allreduce.input_count(4096, 4), 1024);
+  EXPECT_EQ(allreduce.reported_bytes(1024, 4), 4096u);
+  // allgather: the size is the whole gathered output.
+  EXPECT_EQ(allgather.input_count(4096, 4), 256);
+  EXPECT_EQ(allgather.reported_bytes(256, 4), 4096u);
+  EXPECT_EQ(allgather.input_count(8, 4), 1);  // at least one element each
+  EXPECT_EQ(allgather.reported_bytes(1, 4), 16u);
+}
+
+TEST(CollectiveOpsTest, RankValuesDifferPerRankAndAreExact) {
+  EXPECT_NE(rank_value(0, 5), rank_value(1, 5));
+  EXPECT_EQ(rank_value(1, 1021 + 3), rank_value(1, 3));
+  EXPECT_EQ(rank_value(0, 0), 1.0f);
+}
+
+}  // namespace
+}  // namespace gradwire::bench
