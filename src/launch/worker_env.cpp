@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 
 #include "gradwire/common/error.h"
 
@@ -10,6 +11,13 @@ namespace {
 
 void require(bool condition, const std::string& message) {
   if (!condition) throw InvalidArgument("gradwire-run: " + message);
+}
+
+// The parent's value of `name`, or `fallback` when it is unset or empty.
+std::string inherited(const EnvMap& parent, const std::string& name,
+                      const std::string& fallback = "") {
+  std::optional<std::string> value = parent.get(name);
+  return value && !value->empty() ? *value : fallback;
 }
 
 bool valid_env_name(const std::string& name) {
@@ -22,8 +30,8 @@ bool valid_env_name(const std::string& name) {
 void validate_launch_options(const LaunchOptions& options) {
   require(!options.command.empty() && !options.command.front().empty(),
           "no program given: pass the program to run and its arguments");
-  require(options.nproc_per_node >= 1, "nproc_per_node must be at least 1, got " +
-                                           std::to_string(options.nproc_per_node));
+  require(options.nproc_per_node >= 1,
+          "nproc_per_node must be at least 1, got " + std::to_string(options.nproc_per_node));
   require(options.nnodes >= 1, "nnodes must be at least 1, got " + std::to_string(options.nnodes));
   require(options.node_rank >= 0 && options.node_rank < options.nnodes,
           "node_rank must be in [0, nnodes) = [0, " + std::to_string(options.nnodes) + "), got " +
@@ -80,16 +88,16 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   env["MASTER_ADDR"] = options.master_addr;
   env["MASTER_PORT"] = std::to_string(context.master_port);
   env["TORCHELASTIC_RUN_ID"] =
-      context.parent.get("TORCHELASTIC_RUN_ID").value_or(context.fresh_run_id);
+      inherited(context.parent, "TORCHELASTIC_RUN_ID", context.fresh_run_id);
   env["TORCHELASTIC_RESTART_COUNT"] = "0";
   env["TORCHELASTIC_MAX_RESTARTS"] = "0";
-  if (!context.parent.has("OMP_NUM_THREADS")) {
+  if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
     const int threads = options.threads_per_worker.value_or(
         default_threads_per_worker(context.hardware_threads, options.nproc_per_node));
     env["OMP_NUM_THREADS"] = std::to_string(threads);
   }
   env["GRADWIRE_JOB_TOKEN"] =
-      context.parent.get("GRADWIRE_JOB_TOKEN").value_or(context.fresh_job_token);
+      inherited(context.parent, "GRADWIRE_JOB_TOKEN", context.fresh_job_token);
 
   for (const auto& [name, value] : options.extra_env) env[name] = value;
   return env;

@@ -59,8 +59,8 @@ struct WorkerExit {
   int rank = -1;
   int local_rank = -1;
   int pid = -1;
-  int exit_code = 0;     // valid when signal == 0
-  int signal = 0;        // the signal that killed it, 0 if it exited
+  int exit_code = 0;                 // valid when signal == 0
+  int signal = 0;                    // the signal that killed it, 0 if it exited
   bool stopped_by_launcher = false;  // killed because another worker failed or we were signalled
   bool failed() const { return signal != 0 || exit_code != 0; }
 };

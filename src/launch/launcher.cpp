@@ -1,0 +1,165 @@
+// run_workers: validates the options, prepares environments and log files, starts the workers
+// and hands them to the Supervisor. The pieces live in worker_env (pure), process (fork/exec),
+// output_pump, signal_forwarding and supervisor.
+#include "gradwire/launch/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "output_pump.h"
+#include "process.h"
+#include "signal_forwarding.h"
+#include "supervisor.h"
+#include "unique_fd.h"
+#include "worker_env.h"
+
+namespace gradwire::launch {
+namespace {
+
+using detail::UniqueFd;
+
+// `chars` random hex digits from /dev/urandom.
+std::string random_hex(size_t chars) {
+  UniqueFd urandom(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  std::string bytes((chars + 1) / 2, '\0');
+  size_t filled = 0;
+  while (urandom.valid() && filled < bytes.size()) {
+    ssize_t got = ::read(urandom.get(), bytes.data() + filled, bytes.size() - filled);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    filled += static_cast<size_t>(got);
+  }
+  if (filled < bytes.size()) {
+    throw Error(std::string("gradwire-run: cannot read /dev/urandom: ") + std::strerror(errno));
+  }
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char byte : bytes) {
+    hex += kDigits[byte >> 4];
+    hex += kDigits[byte & 0xf];
+  }
+  hex.resize(chars);
+  return hex;
+}
+
+// LOG_DIR/rank_N.log for every local worker (truncated); invalid fds when log_dir is empty.
+std::vector<UniqueFd> open_log_files(const LaunchOptions& options) {
+  std::vector<UniqueFd> files(options.nproc_per_node);
+  if (options.log_dir.empty()) return files;
+  std::error_code error;
+  std::filesystem::create_directories(options.log_dir, error);
+  if (error) {
+    throw Error("gradwire-run: cannot create log directory " + options.log_dir + ": " +
+                error.message());
+  }
+  for (int local = 0; local < options.nproc_per_node; ++local) {
+    const std::string path =
+        (std::filesystem::path(options.log_dir) /
+         ("rank_" + std::to_string(detail::global_rank(options, local)) + ".log"))
+            .string();
+    files[local].reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!files[local].valid()) {
+      throw Error("gradwire-run: cannot open log file " + path + ": " + std::strerror(errno));
+    }
+  }
+  return files;
+}
+
+// Blocks SIGPIPE in the calling thread while alive, so that a closed stdout_fd makes writes fail
+// with EPIPE instead of killing the process; a SIGPIPE raised meanwhile is discarded.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&sigpipe_);
+    sigaddset(&sigpipe_, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &sigpipe_, &original_);
+  }
+  ~ScopedSigpipeBlock() {
+    if (!sigismember(&original_, SIGPIPE)) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE)) {
+        timespec no_wait{};
+        ::sigtimedwait(&sigpipe_, nullptr, &no_wait);
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &original_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+  // The caller's mask from before the block: what workers start with.
+  const sigset_t& original() const { return original_; }
+
+ private:
+  sigset_t sigpipe_;
+  sigset_t original_;
+};
+
+// Workers are reaped with waitpid(); with SIGCHLD ignored the kernel reaps them first.
+void require_waitable_children() {
+  struct sigaction child_action {};
+  ::sigaction(SIGCHLD, nullptr, &child_action);
+  if (child_action.sa_handler == SIG_IGN || (child_action.sa_flags & SA_NOCLDWAIT) != 0) {
+    throw Error(
+        "gradwire-run: SIGCHLD is ignored in this process, so worker exit statuses cannot be "
+        "collected; restore the default SIGCHLD disposition before calling run_workers");
+  }
+}
+
+}  // namespace
+
+LaunchResult run_workers(const LaunchOptions& options) {
+  detail::validate_launch_options(options);
+  require_waitable_children();
+
+  detail::WorkerEnvContext context;
+  context.parent = EnvMap::from_process();
+  context.master_port =
+      options.master_port != 0 ? options.master_port : pick_free_port(options.master_addr);
+  context.fresh_run_id = random_hex(16);
+  context.fresh_job_token = random_hex(32);
+  context.hardware_threads = std::thread::hardware_concurrency();
+
+  std::vector<UniqueFd> log_files = open_log_files(options);
+
+  // Declaration order is destruction order in reverse: on an exception the started workers are
+  // killed and reaped first, then the pipes close and the signal handlers are restored.
+  ScopedSigpipeBlock sigpipe_block;
+  std::optional<detail::SignalForwarding> forwarding;
+  if (options.forward_signals) forwarding.emplace();
+  detail::OutputPump pump({options.prefix_output, options.stdout_fd, options.stderr_fd});
+  std::vector<detail::SupervisedWorker> workers;
+  workers.reserve(options.nproc_per_node);
+
+  for (int local = 0; local < options.nproc_per_node; ++local) {
+    detail::SpawnRequest request;
+    request.argv = options.command;
+    request.env = detail::worker_env(options, context, local);
+    request.signal_mask = sigpipe_block.original();
+    detail::SpawnedWorker spawned = detail::spawn_worker(request);
+    const int rank = detail::global_rank(options, local);
+    pump.add_worker(rank, std::move(spawned.stdout_read), std::move(spawned.stderr_read),
+                    std::move(log_files[local]));
+    workers.push_back({rank, local, std::move(spawned.process)});
+  }
+
+  detail::SupervisorOptions supervision;
+  supervision.grace_period = options.grace_period;
+  supervision.signals = forwarding ? &*forwarding : nullptr;
+  detail::Supervisor supervisor(std::move(workers), pump, supervision);
+  LaunchResult result = supervisor.run();
+  result.master_port = context.master_port;
+  return result;
+}
+
+}  // namespace gradwire::launch

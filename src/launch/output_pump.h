@@ -1,0 +1,69 @@
+// Copies the workers' output to the launcher's stdout/stderr, whole lines at a time, optionally
+// prefixed with "[rank N] ", and to per-rank log files (launch-internal). An unterminated last
+// line (or a piece of an over-long one) gets a newline on stdout/stderr; log files get the
+// bytes exactly as the worker wrote them.
+//
+// The pump never blocks on a worker: the caller polls fds() and calls on_readable(). Writes to
+// the targets block (a full terminal pipe slows the workers down, as it would without a
+// launcher). A target that fails (EPIPE...) is dropped, the others keep working; SIGPIPE must be
+// blocked by the caller. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unique_fd.h"
+
+namespace gradwire::launch::detail {
+
+struct OutputPumpOptions {
+  bool prefix_output = true;  // "[rank N] " before each line on stdout_fd/stderr_fd
+  int stdout_fd = 1;          // not owned
+  int stderr_fd = 2;          // not owned
+};
+
+class OutputPump {
+ public:
+  // A line longer than this is written in pieces of this size.
+  static constexpr size_t kMaxLineBytes = 64 * 1024;
+
+  explicit OutputPump(OutputPumpOptions options);
+  ~OutputPump();
+  OutputPump(const OutputPump&) = delete;
+  OutputPump& operator=(const OutputPump&) = delete;
+
+  // Takes ownership of a worker's output pipes and, when valid, of its log file (which gets both
+  // streams, unprefixed).
+  void add_worker(int rank, UniqueFd stdout_read, UniqueFd stderr_read, UniqueFd log_file);
+
+  // The pipe read ends still open.
+  std::vector<int> fds() const;
+  bool all_closed() const { return streams_.empty(); }
+
+  // Reads what is available on `fd` (one of fds()) and writes the complete lines; at end of file
+  // flushes the partial last line and closes the pipe.
+  void on_readable(int fd);
+
+  // Flushes partial lines and closes every pipe (used when stragglers keep a pipe open).
+  void close_all();
+
+ private:
+  struct Stream;
+  void add_stream(int rank, UniqueFd pipe, bool is_stderr, const std::string& prefix);
+  void emit(Stream& stream, const char* data, size_t size, bool at_eof);
+  void write_target(int& target_fd, const std::string& data);
+
+  OutputPumpOptions options_;
+  int stdout_target_;  // -1 once a write to it failed
+  int stderr_target_;
+  std::map<int, std::unique_ptr<Stream>> streams_;  // by pipe fd
+  std::map<int, UniqueFd> log_files_;               // by rank
+};
+
+// Writes all of `data` to `fd`, retrying on EINTR and waiting while a non-blocking fd is full.
+// Returns false when the fd fails (EPIPE, EBADF...).
+bool write_fully(int fd, const char* data, size_t size);
+
+}  // namespace gradwire::launch::detail

@@ -1,0 +1,211 @@
+// The gradwire-run executable: command-line parsing, exit codes, signal forwarding, and workers
+// dying with a launcher that is SIGKILLed. gradwire-run runs as a child of the test; every wait
+// is bounded and the Child handle kills it if a test fails half-way.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace gradwire::launch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Child;
+using testing::read_file;
+using testing::split_lines;
+using testing::TempDir;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class GradwireRunTest : public ::testing::Test {
+ protected:
+  // Runs gradwire-run with `args` to completion (at most 30 s); returns its exit status.
+  int run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{GRADWIRE_RUN_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child child(argv, dir_.file("stdout"), dir_.file("stderr"));
+    const std::optional<int> status = child.wait(30s);
+    if (!status) {
+      ADD_FAILURE() << "gradwire-run did not exit within 30 s";
+      return -1;
+    }
+    if (!WIFEXITED(*status)) {
+      ADD_FAILURE() << "gradwire-run did not exit normally, status " << *status;
+      return -1;
+    }
+    return WEXITSTATUS(*status);
+  }
+  std::string out() const { return read_file(dir_.file("stdout")); }
+  std::string err() const { return read_file(dir_.file("stderr")); }
+
+  // Starts gradwire-run with 2 workers that run the shell commands `first`, write their pid to
+  // DIR/pid<rank> and then run `then`.
+  std::unique_ptr<Child> start_two_workers(const std::string& then,
+                                           const std::string& grace_period = "3",
+                                           const std::string& first = "") {
+    const std::string script = first + "echo $$ > " + dir_.path() + "/pid$RANK; " + then;
+    return std::make_unique<Child>(
+        std::vector<std::string>{GRADWIRE_RUN_PATH, "--nproc-per-node", "2", "--grace-period",
+                                 grace_period, "/bin/sh", "-c", script},
+        dir_.file("stdout"), dir_.file("stderr"));
+  }
+  std::vector<pid_t> worker_pids() {
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < 2; ++rank) {
+      pids.push_back(testing::wait_for_pid_file(dir_.file("pid" + std::to_string(rank))));
+    }
+    worker_pids_ = pids;
+    return pids;
+  }
+  void TearDown() override { testing::kill_leftovers(worker_pids_); }
+
+  TempDir dir_;
+  std::vector<pid_t> worker_pids_;
+};
+
+TEST_F(GradwireRunTest, ProgramFlagsArePassedThroughUntouched) {
+  ASSERT_EQ(run({"-n", "2", "/bin/sh", "-c", "echo \"args:$*\"", "sh", "--foo", "-n", "7",
+                 "--nproc-per-node", "3", "--", "x"}),
+            0)
+      << err();
+  std::vector<std::string> lines = split_lines(out());
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"[rank 0] args:--foo -n 7 --nproc-per-node 3 -- x",
+                                             "[rank 1] args:--foo -n 7 --nproc-per-node 3 -- x"}));
+}
+
+TEST_F(GradwireRunTest, AcceptsTorchrunSpellingsAndDoubleDash) {
+  ASSERT_EQ(run({"--nproc_per_node=2", "--no-prefix", "--master_port", "29999", "--", "/bin/sh",
+                 "-c", "echo $RANK/$WORLD_SIZE:$MASTER_PORT"}),
+            0)
+      << err();
+  std::vector<std::string> lines = split_lines(out());
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0/2:29999", "1/2:29999"}));
+}
+
+TEST_F(GradwireRunTest, LogDirAndThreadsPerWorker) {
+  const std::string logs = dir_.file("logs");
+  ASSERT_EQ(run({"--nproc-per-node", "2", "--log-dir", logs, "--threads-per-worker", "3",
+                 "/usr/bin/env"}),
+            0)
+      << err();
+  for (const std::string rank : {"0", "1"}) {
+    const std::string log = read_file(logs + "/rank_" + rank + ".log");
+    EXPECT_TRUE(contains(log, "RANK=" + rank + "\n")) << log;
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+      EXPECT_TRUE(contains(log, "OMP_NUM_THREADS=3\n")) << log;
+    }
+  }
+}
+
+TEST_F(GradwireRunTest, ExitsWithFailedRankCodeAndPrintsSummary) {
+  EXPECT_EQ(run({"-n", "2", "--grace-period", "500ms", "/bin/sh", "-c",
+                 "if [ $RANK = 1 ]; then exit 7; fi; exec sleep 30"}),
+            7);
+  EXPECT_TRUE(contains(err(), "gradwire-run: rank 1 (local 1, pid ")) << err();
+  EXPECT_TRUE(contains(err(), ") exited with code 7")) << err();
+  EXPECT_TRUE(contains(err(), "was stopped by gradwire-run after rank 1 failed")) << err();
+}
+
+TEST_F(GradwireRunTest, UnexecutableProgramExits127NamingIt) {
+  EXPECT_EQ(run({"-n", "2", "gradwire-no-such-program", "--x"}), 127);
+  EXPECT_TRUE(contains(err(), "could not execute gradwire-no-such-program: No such file")) << err();
+}
+
+TEST_F(GradwireRunTest, UsageErrorsExit2) {
+  EXPECT_EQ(run({"-n", "2"}), 2);  // no program
+  EXPECT_TRUE(contains(err(), "PROGRAM")) << err();
+  EXPECT_EQ(run({"--no-such-option", "/bin/true"}), 2);
+  EXPECT_EQ(run({"-n", "0", "/bin/true"}), 2);
+  EXPECT_TRUE(contains(err(), "nproc_per_node")) << err();
+  EXPECT_EQ(run({"--nnodes", "2", "--node-rank", "1", "/bin/true"}), 2);  // port 0, two nodes
+  EXPECT_EQ(run({"--grace-period", "soon", "/bin/true"}), 2);
+}
+
+TEST_F(GradwireRunTest, SigtermIsForwardedAndWorkersAreGone) {
+  auto launcher = start_two_workers("exec sleep 30");
+  const std::vector<pid_t> pids = worker_pids();
+  ASSERT_GT(pids[0], 0);
+  ASSERT_GT(pids[1], 0);
+  ASSERT_EQ(::kill(launcher->pid(), SIGTERM), 0);
+
+  const std::optional<int> status = launcher->wait(15s);
+  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM);
+  EXPECT_TRUE(contains(err(), "received SIGTERM")) << err();
+  for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << "worker " << pid << " runs";
+}
+
+TEST_F(GradwireRunTest, SecondSignalKillsWithoutWaitingForTheGracePeriod) {
+  // The workers survive SIGTERM (they only report it); the grace period (60 s) is longer than
+  // the test may take, so only the second signal can end them.
+  auto launcher = start_two_workers("while true; do sleep 30 & wait $!; done", "60",
+                                    "trap 'echo got$RANK' TERM; ");
+  const std::vector<pid_t> pids = worker_pids();
+  ASSERT_GT(pids[0], 0);
+  ASSERT_GT(pids[1], 0);
+  ASSERT_EQ(::kill(launcher->pid(), SIGTERM), 0);
+  // Standard signals do not queue: send the second one only once the first was forwarded.
+  ASSERT_TRUE(testing::wait_until([&] {
+    return contains(out(), "[rank 0] got0") && contains(out(), "[rank 1] got1");
+  })) << out();
+  ASSERT_EQ(::kill(launcher->pid(), SIGTERM), 0);
+
+  const std::optional<int> status = launcher->wait(15s);
+  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit after a second SIGTERM";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM);
+  EXPECT_TRUE(contains(err(), "killed by signal 9 (SIGKILL)")) << err();
+  for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << "worker " << pid << " runs";
+}
+
+TEST_F(GradwireRunTest, SigintLetsWorkersShutDownGracefully) {
+  // The background sleep ignores SIGINT (as background jobs of sh do); gradwire-run kills it
+  // when its worker exits.
+  auto launcher = start_two_workers("trap 'echo graceful$RANK; exit 0' INT; sleep 30 & echo $! > " +
+                                    dir_.path() + "/child$RANK; wait");
+  const std::vector<pid_t> pids = worker_pids();
+  const pid_t child0 = testing::wait_for_pid_file(dir_.file("child0"));
+  const pid_t child1 = testing::wait_for_pid_file(dir_.file("child1"));
+  worker_pids_.insert(worker_pids_.end(), {child0, child1});
+  ASSERT_EQ(::kill(launcher->pid(), SIGINT), 0);
+
+  const std::optional<int> status = launcher->wait(15s);
+  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit after SIGINT";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGINT);
+  EXPECT_TRUE(contains(out(), "[rank 0] graceful0")) << out();
+  EXPECT_TRUE(contains(out(), "[rank 1] graceful1")) << out();
+  for (pid_t pid : worker_pids_) {
+    EXPECT_TRUE(testing::wait_until([&] { return testing::process_gone(pid); }, 5s))
+        << "process " << pid << " still runs";
+  }
+}
+
+TEST_F(GradwireRunTest, WorkersDieWhenLauncherIsKilled) {
+  auto launcher = start_two_workers("exec sleep 30");
+  const std::vector<pid_t> pids = worker_pids();
+  ASSERT_GT(pids[0], 0);
+  ASSERT_GT(pids[1], 0);
+  ASSERT_EQ(::kill(launcher->pid(), SIGKILL), 0);
+  const std::optional<int> status = launcher->wait(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*status));
+  // PR_SET_PDEATHSIG: the kernel kills the orphaned workers at once.
+  for (pid_t pid : pids) {
+    EXPECT_TRUE(testing::wait_until([&] { return testing::process_gone(pid); }, 5s))
+        << "worker " << pid << " outlived its launcher";
+  }
+}
+
+}  // namespace
+}  // namespace gradwire::launch

@@ -1,0 +1,65 @@
+// Unit tests of LaunchResult::exit_code() and summary().
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "gradwire/launch/launcher.h"
+
+namespace gradwire::launch {
+namespace {
+
+WorkerExit worker(int rank, int code, int signal = 0, bool stopped = false) {
+  WorkerExit exit;
+  exit.rank = rank;
+  exit.local_rank = rank;
+  exit.pid = 1000 + rank;
+  exit.exit_code = code;
+  exit.signal = signal;
+  exit.stopped_by_launcher = stopped;
+  return exit;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(LaunchResultTest, AllSucceededIsZeroAndSilent) {
+  LaunchResult result;
+  result.workers = {worker(0, 0), worker(1, 0)};
+  EXPECT_EQ(result.exit_code(), 0);
+  EXPECT_EQ(result.summary(), "");
+}
+
+TEST(LaunchResultTest, FailedRankNamesCodeAndStoppedRanks) {
+  LaunchResult result;
+  result.workers = {worker(0, 0, SIGTERM, true), worker(1, 3), worker(2, 0, SIGKILL, true)};
+  result.first_failed_local_rank = 1;
+  EXPECT_EQ(result.exit_code(), 3);
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary, "gradwire-run: rank 1 (local 1, pid 1001) exited with code 3"))
+      << summary;
+  EXPECT_TRUE(contains(
+      summary, "rank 0 (local 0, pid 1000) was stopped by gradwire-run after rank 1 failed"))
+      << summary;
+  EXPECT_TRUE(contains(summary, "killed by signal 9 (SIGKILL)")) << summary;
+}
+
+TEST(LaunchResultTest, SignalledWorkerGives128PlusSignal) {
+  LaunchResult result;
+  result.workers = {worker(0, 0, SIGSEGV)};
+  result.first_failed_local_rank = 0;
+  EXPECT_EQ(result.exit_code(), 128 + SIGSEGV);
+  EXPECT_TRUE(contains(result.summary(), "killed by signal 11 (SIGSEGV)")) << result.summary();
+}
+
+TEST(LaunchResultTest, ReceivedSignalDecidesWhenNoWorkerFailedOnItsOwn) {
+  LaunchResult result;
+  result.workers = {worker(0, 0, SIGTERM, true), worker(1, 0, 0, true)};
+  result.received_signal = SIGTERM;
+  EXPECT_EQ(result.exit_code(), 128 + SIGTERM);
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary, "received SIGTERM")) << summary;
+  EXPECT_TRUE(contains(summary, "after receiving SIGTERM")) << summary;
+}
+
+}  // namespace
+}  // namespace gradwire::launch

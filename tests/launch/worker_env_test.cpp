@@ -1,0 +1,153 @@
+// Unit tests of the pure part of the launcher: option validation and worker environments.
+#include "launch/worker_env.h"
+
+#include <gtest/gtest.h>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::launch::detail {
+namespace {
+
+LaunchOptions two_node_options() {
+  LaunchOptions options;
+  options.command = {"train"};
+  options.nproc_per_node = 2;
+  options.nnodes = 2;
+  options.node_rank = 1;
+  options.master_addr = "10.0.0.1";
+  options.master_port = 29500;
+  return options;
+}
+
+WorkerEnvContext context_with(std::map<std::string, std::string> parent) {
+  WorkerEnvContext context;
+  context.parent = EnvMap(std::move(parent));
+  context.master_port = 29500;
+  context.fresh_run_id = "freshrun";
+  context.fresh_job_token = "0123456789abcdef0123456789abcdef";
+  context.hardware_threads = 8;
+  return context;
+}
+
+TEST(WorkerEnvTest, TorchrunVariablesForSecondNodeOfTwo) {
+  const LaunchOptions options = two_node_options();
+  const WorkerEnvContext context = context_with({{"HOME", "/home/me"}, {"RANK", "stale"}});
+
+  const auto env = worker_env(options, context, 1);
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("ROLE_RANK"), "3");
+  EXPECT_EQ(env.at("ROLE_WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("ROLE_NAME"), "default");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29500");
+  EXPECT_EQ(env.at("TORCHELASTIC_RUN_ID"), "freshrun");
+  EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "0");
+  EXPECT_EQ(env.at("TORCHELASTIC_MAX_RESTARTS"), "0");
+  EXPECT_EQ(env.at("GRADWIRE_JOB_TOKEN"), "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(env.at("HOME"), "/home/me");  // the parent's environment is inherited
+
+  EXPECT_EQ(worker_env(options, context, 0).at("RANK"), "2");
+  EXPECT_EQ(global_rank(options, 0), 2);
+}
+
+TEST(WorkerEnvTest, OmpNumThreadsDividesCoresUnlessSet) {
+  LaunchOptions options = two_node_options();
+  EXPECT_EQ(worker_env(options, context_with({}), 0).at("OMP_NUM_THREADS"), "4");  // 8 cores / 2
+
+  options.threads_per_worker = 3;
+  EXPECT_EQ(worker_env(options, context_with({}), 0).at("OMP_NUM_THREADS"), "3");
+
+  // The caller's own setting wins over both.
+  EXPECT_EQ(worker_env(options, context_with({{"OMP_NUM_THREADS", "7"}}), 0).at("OMP_NUM_THREADS"),
+            "7");
+  // An empty value counts as unset.
+  EXPECT_EQ(worker_env(options, context_with({{"OMP_NUM_THREADS", ""}}), 0).at("OMP_NUM_THREADS"),
+            "3");
+}
+
+TEST(WorkerEnvTest, DefaultThreadsPerWorkerIsAtLeastOne) {
+  EXPECT_EQ(default_threads_per_worker(8, 2), 4);
+  EXPECT_EQ(default_threads_per_worker(8, 3), 2);
+  EXPECT_EQ(default_threads_per_worker(2, 8), 1);
+  EXPECT_EQ(default_threads_per_worker(0, 1), 1);  // hardware_concurrency() unknown
+}
+
+TEST(WorkerEnvTest, JobTokenAndRunIdAreSharedAndInherited) {
+  const LaunchOptions options = two_node_options();
+  const WorkerEnvContext fresh = context_with({});
+  EXPECT_EQ(worker_env(options, fresh, 0).at("GRADWIRE_JOB_TOKEN"),
+            worker_env(options, fresh, 1).at("GRADWIRE_JOB_TOKEN"));
+  EXPECT_EQ(worker_env(options, fresh, 0).at("TORCHELASTIC_RUN_ID"),
+            worker_env(options, fresh, 1).at("TORCHELASTIC_RUN_ID"));
+
+  const WorkerEnvContext inherited =
+      context_with({{"GRADWIRE_JOB_TOKEN", "parenttoken"}, {"TORCHELASTIC_RUN_ID", "job42"}});
+  for (int local = 0; local < 2; ++local) {
+    const auto env = worker_env(options, inherited, local);
+    EXPECT_EQ(env.at("GRADWIRE_JOB_TOKEN"), "parenttoken");
+    EXPECT_EQ(env.at("TORCHELASTIC_RUN_ID"), "job42");
+  }
+
+  const WorkerEnvContext empty =
+      context_with({{"GRADWIRE_JOB_TOKEN", ""}, {"TORCHELASTIC_RUN_ID", ""}});
+  EXPECT_EQ(worker_env(options, empty, 0).at("GRADWIRE_JOB_TOKEN"), fresh.fresh_job_token);
+  EXPECT_EQ(worker_env(options, empty, 0).at("TORCHELASTIC_RUN_ID"), "freshrun");
+}
+
+TEST(WorkerEnvTest, ExtraEnvOverridesComputedValues) {
+  LaunchOptions options = two_node_options();
+  options.extra_env = {{"MASTER_ADDR", "override.example"}, {"MY_FLAG", "1"}};
+  const auto env = worker_env(options, context_with({{"MY_FLAG", "0"}}), 0);
+  EXPECT_EQ(env.at("MASTER_ADDR"), "override.example");
+  EXPECT_EQ(env.at("MY_FLAG"), "1");
+  EXPECT_EQ(env.at("RANK"), "2");
+}
+
+TEST(WorkerEnvTest, ValidOptionsPass) {
+  EXPECT_NO_THROW(validate_launch_options(two_node_options()));
+  LaunchOptions single;
+  single.command = {"prog"};
+  EXPECT_NO_THROW(validate_launch_options(single));  // port 0 is fine on one node
+}
+
+TEST(WorkerEnvTest, InvalidOptionsThrowInvalidArgument) {
+  auto expect_invalid = [](const std::function<void(LaunchOptions&)>& change,
+                           const std::string& mention) {
+    LaunchOptions options = two_node_options();
+    change(options);
+    try {
+      validate_launch_options(options);
+      ADD_FAILURE() << "expected InvalidArgument mentioning " << mention;
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find(mention), std::string::npos) << error.what();
+    }
+  };
+  expect_invalid([](LaunchOptions& o) { o.command.clear(); }, "no program");
+  expect_invalid([](LaunchOptions& o) { o.command = {""}; }, "no program");
+  expect_invalid([](LaunchOptions& o) { o.nproc_per_node = 0; }, "nproc_per_node");
+  expect_invalid([](LaunchOptions& o) { o.nnodes = 0; }, "nnodes");
+  expect_invalid([](LaunchOptions& o) { o.node_rank = 2; }, "node_rank");
+  expect_invalid([](LaunchOptions& o) { o.node_rank = -1; }, "node_rank");
+  expect_invalid([](LaunchOptions& o) { o.master_port = 0; }, "master_port 0");
+  expect_invalid([](LaunchOptions& o) { o.master_port = 70000; }, "master_port");
+  expect_invalid([](LaunchOptions& o) { o.master_addr.clear(); }, "master_addr");
+  expect_invalid([](LaunchOptions& o) { o.grace_period = std::chrono::milliseconds(-1); },
+                 "grace_period");
+  expect_invalid([](LaunchOptions& o) { o.threads_per_worker = 0; }, "threads_per_worker");
+  expect_invalid([](LaunchOptions& o) { o.stdout_fd = -1; }, "stdout_fd");
+  expect_invalid([](LaunchOptions& o) { o.extra_env = {{"A=B", "x"}}; }, "A=B");
+}
+
+TEST(WorkerEnvTest, RunWorkersRejectsInvalidOptionsBeforeStartingAnything) {
+  LaunchOptions options;
+  options.command = {"/bin/true"};
+  options.nproc_per_node = 0;
+  EXPECT_THROW(run_workers(options), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::launch::detail

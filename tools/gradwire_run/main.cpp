@@ -1,0 +1,124 @@
+// gradwire-run: starts N local workers of any program with a torchrun-compatible environment and
+// supervises them (docs/launcher.md).
+//
+//   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
+//                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
+//                [--threads-per-worker T] PROGRAM [ARGS...]
+//
+// Everything from PROGRAM on is passed to the program untouched. Exit status: 0 when every
+// worker succeeded; the first failed worker's exit code (128+signal when killed by a signal);
+// 128+signal when gradwire-run itself was interrupted; 2 for usage errors; 126/127 when the
+// program cannot be executed.
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/launch/launcher.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+// Command-line values that need conversion before they become LaunchOptions.
+struct CommandLine {
+  gradwire::launch::LaunchOptions options;
+  std::string grace_period = "5s";
+  int threads_per_worker = 0;  // 0: not given
+};
+
+void add_options(CLI::App& app, CommandLine& line) {
+  auto& options = line.options;
+  // Each option also accepts torchrun's underscore spelling (--nproc_per_node).
+  app.add_option("-n,--nproc-per-node,--nproc_per_node", options.nproc_per_node,
+                 "Workers to start on this node")
+      ->capture_default_str();
+  app.add_option("--nnodes", options.nnodes, "Nodes in the job")->capture_default_str();
+  app.add_option("--node-rank,--node_rank", options.node_rank, "This node's index in [0, nnodes)")
+      ->capture_default_str();
+  app.add_option("--master-addr,--master_addr", options.master_addr,
+                 "Rendezvous address written to MASTER_ADDR")
+      ->capture_default_str();
+  app.add_option("--master-port,--master_port", options.master_port,
+                 "Rendezvous port written to MASTER_PORT; 0 picks a free one (single node only)")
+      ->capture_default_str();
+  app.add_flag(
+      "--no-prefix,--no_prefix", [&options](int64_t) { options.prefix_output = false; },
+      "Do not prefix output lines with [rank N]");
+  app.add_option("--log-dir,--log_dir", options.log_dir,
+                 "Also write each worker's output to DIR/rank_N.log");
+  app.add_option("--grace-period,--grace_period", line.grace_period,
+                 "Time between SIGTERM and SIGKILL when stopping workers (e.g. 5, 500ms, 1m)")
+      ->capture_default_str();
+  app.add_option("--threads-per-worker,--threads_per_worker", line.threads_per_worker,
+                 "OMP_NUM_THREADS for each worker when the environment does not set it "
+                 "(default: cores / nproc-per-node)")
+      ->check(CLI::PositiveNumber);
+  app.footer(
+      "PROGRAM and everything after it are passed to the workers untouched; use -- before "
+      "PROGRAM if its name starts with '-'. See docs/launcher.md for the worker environment.");
+}
+
+// Splits what CLI11 left over (from the first non-option on) into the worker command.
+std::vector<std::string> worker_command(const CLI::App& app) {
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty() && rest.front() == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
+    throw CLI::ExtrasError({rest.front()});
+  }
+  return rest;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"gradwire-run: start and supervise the local workers of a gradwire job"};
+  app.prefix_command();  // stop parsing at PROGRAM: its flags belong to it
+  CommandLine line;
+  add_options(app, line);
+
+  try {
+    app.parse(argc, argv);
+    line.options.command = worker_command(app);
+    if (line.options.command.empty()) {
+      throw CLI::RequiredError("PROGRAM (the program each worker runs)");
+    }
+    line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
+    if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);  // prints help, version or the error
+    return code == 0 ? 0 : kUsageError;
+  } catch (const gradwire::Error& error) {
+    std::cerr << "gradwire-run: " << error.what() << "\n";
+    return kUsageError;
+  }
+
+  try {
+    const gradwire::launch::LaunchResult result = gradwire::launch::run_workers(line.options);
+    const int code = result.exit_code();
+    if (code != 0) std::cerr << result.summary() << std::flush;
+    return code;
+  } catch (const gradwire::launch::ProgramNotExecutable& error) {
+    std::cerr << "gradwire-run: " << error.what() << "\n";
+    return error.error_number() == ENOENT ? 127 : 126;
+  } catch (const gradwire::InvalidArgument& error) {
+    std::cerr << error.what() << "\n";
+    return kUsageError;
+  } catch (const gradwire::Error& error) {
+    std::cerr << error.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {  // a bug or out of memory: still say what happened
+    std::cerr << "gradwire-run: " << error.what() << "\n";
+    return 1;
+  }
+}
