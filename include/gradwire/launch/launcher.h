@@ -96,8 +96,8 @@ class ProgramNotExecutable : public Error {
 // Starts the workers and blocks until all have exited. Throws gradwire::InvalidArgument for bad
 // options (empty command, nproc < 1, node_rank out of range, port 0 with nnodes > 1),
 // ProgramNotExecutable when the program cannot be executed, and gradwire::Error when a worker
-// cannot be started for another reason (log file, pipes...). Workers already started when an
-// exception is thrown are killed and reaped first.
+// cannot be started for another reason (log file, pipes, SIGCHLD ignored by this process...).
+// Workers already started when an exception is thrown are killed and reaped first.
 //
 // Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
 // is left in its group is killed. They receive SIGKILL if the thread that called run_workers
