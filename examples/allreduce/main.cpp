@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-int main() {
+int main() try {
   auto world = gradwire::init();  // reads RANK, WORLD_SIZE, MASTER_ADDR ... from the launcher
   auto comm = world->communicator();
   at::Tensor t = at::full({4}, static_cast<float>(comm->rank()));
@@ -13,4 +13,7 @@ int main() {
   std::cout << "rank " << comm->rank() << " of " << comm->size()
             << ": sum of ranks = " << t[0].item<float>() << std::endl;
   return 0;
+} catch (const gradwire::Error& e) {
+  std::cerr << e.what() << std::endl;
+  return 1;
 }
