@@ -1,32 +1,14 @@
 #include "rank_threads.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <exception>
 #include <mutex>
-#include <stdexcept>
 #include <thread>
+
+#include "gradwire/launch/launcher.h"
 
 namespace gradwire::testing {
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("free_port: cannot bind a loopback socket");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+int free_port() { return launch::pick_free_port("127.0.0.1"); }
 
 InitOptions loopback_options(int rank, int world_size, int port,
                              std::chrono::milliseconds timeout) {
