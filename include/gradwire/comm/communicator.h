@@ -81,9 +81,4 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(const std::vector<int>& ranks) = 0;
 };
 
-// Convenience: issue and wait.
-inline void wait_all(const std::vector<WorkHandle>& works) {
-  for (const auto& work : works) work->wait();
-}
-
 }  // namespace gradwire
