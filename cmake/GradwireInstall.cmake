@@ -1,7 +1,7 @@
 # `cmake --install` exports gradwire::gradwire for find_package(gradwire).
 include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gradwire DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS gradwire gradwire_common gradwire_comm gradwire_torch
+install(TARGETS gradwire gradwire_common gradwire_comm gradwire_ddp gradwire_models gradwire_torch
   EXPORT gradwireTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -1,0 +1,43 @@
+// The only file of gradwire that uses libtorch's autograd internals (torch/csrc/autograd: gradient
+// accumulators, post hooks, the engine's end-of-backward callback). These APIs are the same in
+// libtorch 1.13 and 2.x.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace gradwire::ddp {
+
+// Calls on_ready(i) each time autograd has accumulated a gradient into params[i].grad (after
+// accumulation, on the thread running that part of backward). The hooks are removed on
+// destruction. Parameters must require grad.
+class GradReadyHooks {
+ public:
+  GradReadyHooks(const std::vector<at::Tensor>& params, std::function<void(size_t)> on_ready);
+  ~GradReadyHooks();
+  GradReadyHooks(const GradReadyHooks&) = delete;
+  GradReadyHooks& operator=(const GradReadyHooks&) = delete;
+
+  // For each parameter, whether its gradient accumulator can be reached from the autograd graph
+  // of `outputs` (i.e. whether backward from them can produce its gradient).
+  std::vector<bool> reachable_from(const std::vector<at::Tensor>& outputs) const;
+
+ private:
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> keys_;
+};
+
+// Runs fn once when the backward pass now running ends, before backward() returns. Must be called
+// from inside a backward pass (e.g. from an on_ready callback). An exception thrown by fn is
+// rethrown by backward().
+void at_backward_end(std::function<void()> fn);
+
+}  // namespace gradwire::ddp

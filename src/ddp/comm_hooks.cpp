@@ -1,0 +1,108 @@
+// The built-in comm hooks and their registry.
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <utility>
+
+#include "gradwire/common/error.h"
+#include "gradwire/ddp/comm_hook.h"
+
+namespace gradwire::ddp {
+namespace {
+
+class ThenFuture : public BucketFuture {
+ public:
+  ThenFuture(WorkHandle work, std::function<at::Tensor()> finish)
+      : work_(std::move(work)), finish_(std::move(finish)) {}
+  at::Tensor wait() override {
+    if (!done_) {
+      work_->wait();
+      result_ = finish_();
+      done_ = true;
+    }
+    return result_;
+  }
+
+ private:
+  WorkHandle work_;
+  std::function<at::Tensor()> finish_;
+  bool done_ = false;
+  at::Tensor result_;
+};
+
+class AllreduceHook : public CommHook {
+ public:
+  std::string name() const override { return "allreduce"; }
+  std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
+    at::Tensor buffer = bucket.buffer;
+    buffer.div_(comm.size());
+    return make_bucket_future(comm.allreduce(buffer, ReduceOp::kSum), [buffer] { return buffer; });
+  }
+};
+
+// Reduces a copy of the bucket in a narrower dtype; the result comes back in the bucket's dtype.
+class CompressHook : public CommHook {
+ public:
+  CompressHook(std::string name, at::ScalarType wire_type)
+      : name_(std::move(name)), wire_type_(wire_type) {}
+  std::string name() const override { return name_; }
+  std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
+    at::Tensor compressed = bucket.buffer.to(wire_type_).div_(comm.size());
+    at::Tensor buffer = bucket.buffer;
+    return make_bucket_future(comm.allreduce(compressed, ReduceOp::kSum), [compressed, buffer] {
+      buffer.copy_(compressed);
+      return buffer;
+    });
+  }
+
+ private:
+  std::string name_;
+  at::ScalarType wire_type_;
+};
+
+struct HookEntry {
+  const char* name;
+  std::function<std::shared_ptr<CommHook>()> make;
+};
+
+const std::vector<HookEntry>& hook_table() {
+  static const std::vector<HookEntry> table = {
+      {"allreduce", allreduce_hook},
+      {"fp16", fp16_compress_hook},
+      {"bf16", bf16_compress_hook},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::shared_ptr<BucketFuture> make_bucket_future(WorkHandle work,
+                                                 std::function<at::Tensor()> finish) {
+  GRADWIRE_CHECK(work != nullptr);
+  return std::make_shared<ThenFuture>(std::move(work), std::move(finish));
+}
+
+std::shared_ptr<CommHook> allreduce_hook() { return std::make_shared<AllreduceHook>(); }
+std::shared_ptr<CommHook> fp16_compress_hook() {
+  return std::make_shared<CompressHook>("fp16", at::kHalf);
+}
+std::shared_ptr<CommHook> bf16_compress_hook() {
+  return std::make_shared<CompressHook>("bf16", at::kBFloat16);
+}
+
+std::vector<std::string> comm_hook_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : hook_table()) names.emplace_back(entry.name);
+  return names;
+}
+
+std::shared_ptr<CommHook> make_comm_hook(const std::string& name) {
+  for (const auto& entry : hook_table()) {
+    if (name == entry.name) return entry.make();
+  }
+  std::string known;
+  for (const auto& n : comm_hook_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InvalidArgument("unknown comm hook '" + name + "'; known hooks: " + known);
+}
+
+}  // namespace gradwire::ddp

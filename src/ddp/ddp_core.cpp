@@ -1,0 +1,133 @@
+// DdpCore: construction checks, parameter/buffer broadcast, and the forward-side half of an
+// iteration; the backward side is the Reducer.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <chrono>
+#include <unordered_set>
+
+#include "coalesced.h"
+#include "gradwire/common/error.h"
+#include "gradwire/ddp/ddp.h"
+#include "model_check.h"
+#include "reducer.h"
+
+namespace gradwire::ddp::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t mib_to_bytes(double mib, const char* option) {
+  if (!(mib > 0)) {
+    throw InvalidArgument(std::string("DdpOptions::") + option + " must be positive, got " +
+                          std::to_string(mib));
+  }
+  return static_cast<size_t>(mib * 1024 * 1024);
+}
+
+// Distinct tensors (tied weights appear once, under their first name).
+template <typename Items>
+void collect_distinct(const Items& items, std::vector<at::Tensor>& tensors,
+                      std::vector<std::string>& names) {
+  std::unordered_set<const void*> seen;
+  for (const auto& item : items) {
+    if (!seen.insert(item.value().unsafeGetTensorImpl()).second) continue;
+    tensors.push_back(item.value());
+    names.push_back(item.key());
+  }
+}
+
+}  // namespace
+
+class DdpCore::Impl {
+ public:
+  Impl(torch::nn::Module& module, std::shared_ptr<Communicator> comm, DdpOptions options)
+      : comm_(std::move(comm)), options_(std::move(options)) {
+    if (!comm_) throw InvalidArgument("DistributedDataParallel: the communicator is null");
+    ReducerOptions reducer_options;
+    reducer_options.caps_bytes = {mib_to_bytes(options_.first_bucket_mb, "first_bucket_mb"),
+                                  mib_to_bytes(options_.bucket_cap_mb, "bucket_cap_mb")};
+    reducer_options.find_unused_parameters = options_.find_unused_parameters;
+    reducer_options.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+    reducer_options.static_graph = options_.static_graph;
+    reducer_options.comm_hook = options_.comm_hook ? options_.comm_hook : allreduce_hook();
+    reducer_options.record_events = options_.record_events;
+
+    check_model_across_ranks(module, *comm_);
+
+    std::vector<at::Tensor> params;
+    std::vector<std::string> param_names;
+    collect_distinct(module.named_parameters(/*recurse=*/true), params, param_names);
+    std::vector<std::string> buffer_names;
+    collect_distinct(module.named_buffers(/*recurse=*/true), buffers_, buffer_names);
+
+    std::vector<at::Tensor> state = params;
+    state.insert(state.end(), buffers_.begin(), buffers_.end());
+    broadcast_coalesced(*comm_, state, /*root=*/0);
+
+    std::vector<at::Tensor> trained;
+    std::vector<std::string> trained_names;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].requires_grad()) continue;
+      trained.push_back(params[i]);
+      trained_names.push_back(param_names[i]);
+    }
+    reducer_ = Reducer::create(std::move(trained), std::move(trained_names), comm_,
+                               std::move(reducer_options));
+  }
+
+  void before_forward() {
+    forward_start_ = Clock::now();
+    if (synchronising()) reducer_->rebuild_buckets_if_due();
+    if (options_.broadcast_buffers && !buffers_.empty() && comm_->size() > 1) {
+      broadcast_coalesced(*comm_, buffers_, /*root=*/0);
+    }
+  }
+
+  void after_forward(const std::vector<at::Tensor>& outputs, bool outputs_known) {
+    double forward_s = std::chrono::duration<double>(Clock::now() - forward_start_).count();
+    if (synchronising()) {
+      reducer_->arm(outputs, outputs_known, forward_s);
+    } else {
+      reducer_->disarm();
+    }
+  }
+
+  bool set_sync(bool enabled) {
+    bool previous = sync_;
+    sync_ = enabled;
+    return previous;
+  }
+
+  Communicator& communicator() const { return *comm_; }
+  Reducer& reducer() const { return *reducer_; }
+
+ private:
+  bool synchronising() const { return sync_ && at::GradMode::is_enabled(); }
+
+  std::shared_ptr<Communicator> comm_;
+  DdpOptions options_;
+  std::vector<at::Tensor> buffers_;
+  std::shared_ptr<Reducer> reducer_;
+  bool sync_ = true;
+  Clock::time_point forward_start_;
+};
+
+DdpCore::DdpCore(torch::nn::Module& module, std::shared_ptr<Communicator> comm,
+                 DdpOptions options)
+    : impl_(std::make_shared<Impl>(module, std::move(comm), std::move(options))) {}
+DdpCore::~DdpCore() = default;
+
+void DdpCore::before_forward() { impl_->before_forward(); }
+void DdpCore::after_forward(const std::vector<at::Tensor>& outputs, bool outputs_known) {
+  impl_->after_forward(outputs, outputs_known);
+}
+bool DdpCore::set_sync(bool enabled) { return impl_->set_sync(enabled); }
+DdpStats DdpCore::stats() const { return impl_->reducer().stats(); }
+void DdpCore::reset_stats() { impl_->reducer().reset_stats(); }
+std::vector<DdpEvent> DdpCore::last_iteration_events() const {
+  return impl_->reducer().last_iteration_events();
+}
+Communicator& DdpCore::communicator() const { return impl_->communicator(); }
+
+}  // namespace gradwire::ddp::detail

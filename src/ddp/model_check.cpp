@@ -1,0 +1,111 @@
+#include "model_check.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::ddp {
+namespace {
+
+std::string describe(const char* kind, const std::string& name, const at::Tensor& t) {
+  std::ostringstream line;
+  line << kind << ' ' << name << ' ' << t.scalar_type() << " [";
+  for (int64_t d = 0; d < t.dim(); ++d) line << (d ? ", " : "") << t.size(d);
+  line << ']';
+  return line.str();
+}
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+std::string entry_or_none(const std::vector<std::string>& entries, size_t i) {
+  return i < entries.size() ? "'" + entries[i] + "'" : "nothing (" +
+                                                           std::to_string(entries.size()) +
+                                                           " entries in all)";
+}
+
+// Concatenates lines with '\n' and splits them back.
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) out += line + '\n';
+  return out;
+}
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> describe_model(torch::nn::Module& module) {
+  std::vector<std::string> lines;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    lines.push_back(describe("parameter", item.key(), item.value()));
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) {
+    lines.push_back(describe("buffer", item.key(), item.value()));
+  }
+  return lines;
+}
+
+std::optional<std::string> find_model_mismatch(
+    const std::vector<std::vector<std::string>>& descriptions) {
+  if (descriptions.size() < 2) return std::nullopt;
+  const auto& reference = descriptions[0];
+  size_t longest = 0;
+  for (const auto& d : descriptions) longest = std::max(longest, d.size());
+  for (size_t i = 0; i < longest; ++i) {
+    std::vector<int> differing;
+    for (size_t r = 1; r < descriptions.size(); ++r) {
+      const auto& d = descriptions[r];
+      bool same = i < d.size() && i < reference.size() && d[i] == reference[i];
+      if (!same) differing.push_back(static_cast<int>(r));
+    }
+    if (differing.empty()) continue;
+    std::ostringstream message;
+    message << "DistributedDataParallel: the model differs across ranks at entry " << i
+            << ": rank 0 has " << entry_or_none(reference, i);
+    for (int r : differing) {
+      message << "; rank " << r << " has " << entry_or_none(descriptions[r], i);
+    }
+    message << ". Every rank must build the same model (same parameters and buffers, in the same "
+               "registration order) before wrapping it; "
+            << join_ranks(differing) << " differ from rank 0.";
+    return message.str();
+  }
+  return std::nullopt;
+}
+
+void check_model_across_ranks(torch::nn::Module& module, Communicator& comm) {
+  if (comm.size() < 2) return;
+  std::string mine = join_lines(describe_model(module));
+  auto opts = at::TensorOptions().dtype(at::kLong);
+  at::Tensor length = at::full({1}, static_cast<int64_t>(mine.size()), opts);
+  at::Tensor lengths = at::empty({comm.size()}, opts);
+  comm.allgather(length, lengths)->wait();
+  int64_t longest = lengths.max().item<int64_t>();
+
+  at::Tensor text = at::zeros({std::max<int64_t>(longest, 1)}, at::kByte);
+  std::copy(mine.begin(), mine.end(), text.data_ptr<uint8_t>());
+  at::Tensor all = at::empty({comm.size() * text.numel()}, at::kByte);
+  comm.allgather(text, all)->wait();
+
+  std::vector<std::vector<std::string>> descriptions;
+  const auto* bytes = reinterpret_cast<const char*>(all.data_ptr<uint8_t>());
+  for (int r = 0; r < comm.size(); ++r) {
+    const char* start = bytes + r * text.numel();
+    descriptions.push_back(split_lines(std::string(start, lengths[r].item<int64_t>())));
+  }
+  if (auto mismatch = find_model_mismatch(descriptions)) throw InvalidArgument(*mismatch);
+}
+
+}  // namespace gradwire::ddp

@@ -1,0 +1,335 @@
+#include "reducer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <sstream>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* state_name(int state) {
+  static const char* const kNames[] = {"idle", "armed", "reducing"};
+  return kNames[state];
+}
+
+// "a.weight, b.bias and 3 more"
+std::string list_names(const std::vector<std::string>& names, const std::vector<size_t>& indices) {
+  constexpr size_t kShown = 20;
+  std::ostringstream out;
+  for (size_t k = 0; k < indices.size() && k < kShown; ++k) {
+    out << (k ? ", " : "") << names[indices[k]];
+  }
+  if (indices.size() > kShown) out << " and " << indices.size() - kShown << " more";
+  return out.str();
+}
+
+// Waits for every launched bucket, ignoring failures: used before reporting another error, so
+// no reduction still writes into a buffer afterwards.
+void drain(BucketLayout& layout) {
+  for (auto& bucket : layout.buckets) {
+    if (!bucket.future) continue;
+    try {
+      bucket.future->wait();
+    } catch (const std::exception&) {
+    }
+    bucket.future.reset();
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Reducer> Reducer::create(std::vector<at::Tensor> params,
+                                         std::vector<std::string> names,
+                                         std::shared_ptr<Communicator> comm,
+                                         ReducerOptions options) {
+  std::shared_ptr<Reducer> reducer(
+      new Reducer(std::move(params), std::move(names), std::move(comm), std::move(options)));
+  std::weak_ptr<Reducer> weak = reducer;
+  reducer->hooks_ = std::make_unique<GradReadyHooks>(reducer->params_, [weak](size_t index) {
+    if (auto self = weak.lock()) self->on_grad_ready(index);
+  });
+  return reducer;
+}
+
+Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
+                 std::shared_ptr<Communicator> comm, ReducerOptions options)
+    : params_(std::move(params)),
+      names_(std::move(names)),
+      comm_(std::move(comm)),
+      options_(std::move(options)) {
+  GRADWIRE_CHECK_EQ(params_.size(), names_.size());
+  GRADWIRE_CHECK(options_.comm_hook != nullptr);
+  if (params_.empty()) {
+    throw InvalidArgument(
+        "DistributedDataParallel: the module has no parameter that requires grad; there is "
+        "nothing to synchronise");
+  }
+  layout_ = make_layout(params_, reverse_order(params_.size()), options_.caps_bytes);
+  bind_grads_to_views();
+  ready_.assign(params_.size(), false);
+  used_.assign(params_.size(), 0);
+}
+
+void Reducer::transition(State from, State to) {
+  if (state_ != from) {
+    throw InternalError(std::string("DistributedDataParallel reducer: transition to ") +
+                        state_name(static_cast<int>(to)) + " expected state " +
+                        state_name(static_cast<int>(from)) + " but is " +
+                        state_name(static_cast<int>(state_)));
+  }
+  state_ = to;
+}
+
+bool Reducer::tracks_unused() const {
+  return (options_.find_unused_parameters && !options_.static_graph) ||
+         (options_.static_graph && !static_unused_);
+}
+
+void Reducer::bind_grads_to_views() {
+  if (!options_.gradient_as_bucket_view) return;
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& grad = params_[i].mutable_grad();
+    if (!grad.defined()) continue;
+    const Slot& slot = layout_.slots[i];
+    at::Tensor& view = layout_.buckets[slot.bucket].grads.gradients[slot.position];
+    view.copy_(grad);
+    grad = view;
+  }
+}
+
+void Reducer::rebuild_buckets_if_due() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (rebuilt_ || synced_iterations_ == 0) return;
+  if (options_.find_unused_parameters && !options_.static_graph) return;  // order varies
+  GRADWIRE_CHECK_EQ(rebuild_order_.size(), params_.size());
+  at::Tensor order = at::empty({static_cast<int64_t>(params_.size())}, at::kLong);
+  for (size_t k = 0; k < rebuild_order_.size(); ++k) {
+    order[static_cast<int64_t>(k)] = static_cast<int64_t>(rebuild_order_[k]);
+  }
+  if (comm_->size() > 1) comm_->broadcast(order, 0)->wait();  // rank 0 decides
+  std::vector<size_t> chosen(params_.size());
+  const int64_t* data = order.data_ptr<int64_t>();
+  for (size_t k = 0; k < chosen.size(); ++k) chosen[k] = static_cast<size_t>(data[k]);
+  layout_ = make_layout(params_, chosen, options_.caps_bytes);
+  bind_grads_to_views();
+  rebuilt_ = true;
+}
+
+void Reducer::start_iteration(double forward_seconds) {
+  if (state_ == State::kReducing) drain(layout_);  // a backward that never ended (it threw)
+  state_ = State::kIdle;
+  ready_.assign(params_.size(), false);
+  used_.assign(params_.size(), 0);
+  for (auto& bucket : layout_.buckets) {
+    bucket.pending = bucket.members.size();
+    bucket.future.reset();
+  }
+  next_to_launch_ = 0;
+  ready_order_.clear();
+  unused_.clear();
+  events_.clear();
+  timer_.start(forward_seconds);
+}
+
+void Reducer::arm(const std::vector<at::Tensor>& outputs, bool outputs_known,
+                  double forward_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  start_iteration(forward_seconds);
+  if (options_.static_graph && static_unused_) {
+    unused_ = *static_unused_;
+  } else if (options_.find_unused_parameters && !options_.static_graph && outputs_known) {
+    std::vector<bool> reachable = hooks_->reachable_from(outputs);
+    for (size_t i = 0; i < reachable.size(); ++i) {
+      if (!reachable[i]) unused_.push_back(i);
+    }
+  }
+  transition(State::kIdle, State::kArmed);
+}
+
+void Reducer::disarm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ == State::kReducing) drain(layout_);
+  state_ = State::kIdle;
+}
+
+void Reducer::on_grad_ready(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ == State::kIdle) return;  // no_sync, or a backward DDP was not armed for
+  if (state_ == State::kArmed) {
+    transition(State::kArmed, State::kReducing);
+    std::weak_ptr<Reducer> weak = weak_from_this();
+    at_backward_end([weak] {
+      if (auto self = weak.lock()) self->finalize();
+    });
+    for (size_t unused : unused_) mark_ready(unused, /*used=*/false);
+  }
+  timer_.grad_ready(Clock::now());
+  mark_ready(index, /*used=*/true);
+}
+
+void Reducer::mark_ready(size_t index, bool used) {
+  if (ready_[index]) {
+    throw InvalidArgument(
+        "DistributedDataParallel: parameter '" + names_[index] + "' " +
+        (used_[index] ? "received its gradient twice in one backward pass"
+                      : "was found unused after forward but then received a gradient") +
+        ". Reentrant backward, or using a parameter outside the wrapped forward, is not "
+        "supported; if the set of unused parameters never changes, try static_graph = true.");
+  }
+  ready_[index] = true;
+  used_[index] = used ? 1 : 0;
+  ready_order_.push_back(index);
+  record(DdpEventKind::kGradReady, index);
+  copy_grad_to_bucket(index, used);
+  const Slot& slot = layout_.slots[index];
+  if (--layout_.buckets[slot.bucket].pending == 0) launch_ready_buckets();
+}
+
+void Reducer::copy_grad_to_bucket(size_t index, bool used) {
+  const Slot& slot = layout_.slots[index];
+  at::Tensor& view = layout_.buckets[slot.bucket].grads.gradients[slot.position];
+  at::Tensor& grad = params_[index].mutable_grad();
+  if (!grad.defined()) {
+    view.zero_();
+    return;
+  }
+  if (grad.is_sparse()) {
+    throw InvalidArgument("DistributedDataParallel: parameter '" + names_[index] +
+                          "' has a sparse gradient, which buckets cannot hold; use dense "
+                          "gradients, or gradwire's parameter-server embeddings");
+  }
+  if (options_.gradient_as_bucket_view) {
+    if (grad.is_alias_of(view)) return;  // accumulated in place already
+    view.copy_(grad);
+    if (used) grad = view;
+  } else {
+    view.copy_(grad);
+  }
+}
+
+void Reducer::launch_ready_buckets() {
+  auto& buckets = layout_.buckets;
+  while (next_to_launch_ < buckets.size() && buckets[next_to_launch_].pending == 0) {
+    Bucket& bucket = buckets[next_to_launch_];
+    record(DdpEventKind::kBucketLaunched, next_to_launch_);
+    timer_.launched(Clock::now());
+    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+    ++next_to_launch_;
+  }
+}
+
+void Reducer::finalize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    finalize_locked();
+  } catch (...) {
+    drain(layout_);
+    state_ = State::kIdle;
+    throw;
+  }
+}
+
+void Reducer::finalize_locked() {
+  at::NoGradGuard no_grad;
+  timer_.backward_end(Clock::now());
+  record(DdpEventKind::kBackwardEnd, 0);
+  const bool first_static = options_.static_graph && !static_unused_;
+  const bool tracking = tracks_unused();
+
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!ready_[i]) missing.push_back(i);
+  }
+  if (!missing.empty() && !tracking) fail_unused(missing);
+  for (size_t i : missing) mark_ready(i, /*used=*/false);
+  if (first_static) {
+    std::vector<size_t> unused;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!used_[i]) unused.push_back(i);
+    }
+    static_unused_ = std::move(unused);
+  }
+  GRADWIRE_CHECK_EQ(next_to_launch_, layout_.buckets.size());
+
+  if (tracking) globally_used_ = reduce_used_map();
+  for (auto& bucket : layout_.buckets) {
+    at::Tensor result = bucket.future->wait();
+    bucket.future.reset();
+    if (!result.is_same(bucket.grads.buffer)) bucket.grads.buffer.copy_(result);
+    record(DdpEventKind::kBucketReduced, bucket.grads.index);
+  }
+  write_grads();
+  timer_.reduced(Clock::now());
+  if (synced_iterations_ == 0) rebuild_order_ = ready_order_;
+  ++synced_iterations_;
+  last_events_ = events_;
+  transition(State::kReducing, State::kIdle);
+}
+
+void Reducer::fail_unused(const std::vector<size_t>& missing) {
+  std::ostringstream message;
+  message << "DistributedDataParallel: backward ended on rank " << comm_->rank()
+          << " without a gradient for " << missing.size() << " of " << params_.size()
+          << " parameters: " << list_names(names_, missing)
+          << ". They took no part in computing the loss. If that is intended, construct "
+             "DistributedDataParallel with DdpOptions::find_unused_parameters = true (or "
+             "static_graph = true when the same parameters are unused every iteration); "
+             "otherwise make the loss depend on them.";
+  throw InvalidArgument(message.str());
+}
+
+at::Tensor Reducer::reduce_used_map() {
+  at::Tensor used = at::empty({static_cast<int64_t>(used_.size())}, at::kInt);
+  std::copy(used_.begin(), used_.end(), used.data_ptr<int32_t>());
+  if (comm_->size() > 1) comm_->allreduce(used, ReduceOp::kMax)->wait();
+  return used;
+}
+
+void Reducer::write_grads() {
+  const int32_t* used = globally_used_.defined() ? globally_used_.data_ptr<int32_t>() : nullptr;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (used && used[i] == 0) continue;  // unused on every rank: .grad stays as it was
+    const Slot& slot = layout_.slots[i];
+    const at::Tensor& view = layout_.buckets[slot.bucket].grads.gradients[slot.position];
+    at::Tensor& grad = params_[i].mutable_grad();
+    if (options_.gradient_as_bucket_view) {
+      if (!grad.defined() || !grad.is_alias_of(view)) grad = view;
+    } else if (grad.defined()) {
+      grad.copy_(view);
+    } else {
+      grad = view.clone();
+    }
+  }
+}
+
+void Reducer::record(DdpEventKind kind, size_t index) {
+  if (options_.record_events) events_.push_back({kind, index, Clock::now()});
+}
+
+DdpStats Reducer::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DdpStats stats;
+  timer_.fill(stats);
+  stats.buckets_rebuilt = rebuilt_;
+  stats.comm_hook = options_.comm_hook->name();
+  stats.buckets = describe_layout(layout_, names_);
+  return stats;
+}
+
+void Reducer::reset_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  timer_.reset();
+}
+
+std::vector<DdpEvent> Reducer::last_iteration_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_events_;
+}
+
+}  // namespace gradwire::ddp
