@@ -33,9 +33,9 @@ class ThenFuture : public BucketFuture {
 class AllreduceHook : public CommHook {
  public:
   std::string name() const override { return "allreduce"; }
+  bool divides_on_fill() const override { return true; }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
     at::Tensor buffer = bucket.buffer;
-    buffer.div_(comm.size());
     return make_bucket_future(comm.allreduce(buffer, ReduceOp::kSum), [buffer] { return buffer; });
   }
 };
@@ -46,8 +46,9 @@ class CompressHook : public CommHook {
   CompressHook(std::string name, at::ScalarType wire_type)
       : name_(std::move(name)), wire_type_(wire_type) {}
   std::string name() const override { return name_; }
+  bool divides_on_fill() const override { return true; }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
-    at::Tensor compressed = bucket.buffer.to(wire_type_).div_(comm.size());
+    at::Tensor compressed = bucket.buffer.to(wire_type_);
     at::Tensor buffer = bucket.buffer;
     return make_bucket_future(comm.allreduce(compressed, ReduceOp::kSum), [compressed, buffer] {
       buffer.copy_(compressed);

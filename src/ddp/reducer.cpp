@@ -69,6 +69,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "DistributedDataParallel: the module has no parameter that requires grad; there is "
         "nothing to synchronise");
   }
+  if (options_.comm_hook->divides_on_fill()) fill_scale_ = 1.0 / comm_->size();
   layout_ = make_layout(params_, reverse_order(params_.size()), options_.caps_bytes);
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
@@ -204,13 +205,16 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
                           "' has a sparse gradient, which buckets cannot hold; use dense "
                           "gradients, or gradwire's parameter-server embeddings");
   }
-  if (options_.gradient_as_bucket_view) {
-    if (grad.is_alias_of(view)) return;  // accumulated in place already
-    view.copy_(grad);
-    if (used) grad = view;
+  if (options_.gradient_as_bucket_view && grad.is_alias_of(view)) {
+    if (fill_scale_ != 1.0) view.mul_(fill_scale_);  // accumulated in place already
+    return;
+  }
+  if (fill_scale_ != 1.0) {
+    at::mul_out(view, grad, fill_scale_);
   } else {
     view.copy_(grad);
   }
+  if (options_.gradient_as_bucket_view && used) grad = view;
 }
 
 void Reducer::launch_ready_buckets() {

@@ -80,6 +80,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const std::shared_ptr<Communicator> comm_;
   const ReducerOptions options_;
   std::unique_ptr<GradReadyHooks> hooks_;
+  double fill_scale_ = 1.0;  // gradients are multiplied by it on their way into a bucket
 
   mutable std::mutex mutex_;  // guards everything below (hooks may run on autograd threads)
   State state_ = State::kIdle;

@@ -2,12 +2,14 @@
 //
 // The reducer hands each full bucket to the hook in bucket order (the same order on every rank)
 // and waits on the returned future when backward ends. The future's tensor is the bucket's
-// *averaged* gradient: the reducer writes it to the parameters' .grad unchanged. A hook must
-// therefore divide by comm.size() itself (all built-in hooks do).
+// *averaged* gradient: the reducer writes it to the parameters' .grad unchanged. A hook either
+// divides by comm.size() itself, or declares divides_on_fill(): then the reducer divides each
+// gradient while copying it into the bucket (saving a pass over the buffer) and the hook only
+// sums. The built-in hooks all use divides_on_fill().
 //
 // Built in (see make_comm_hook):
-//   "allreduce"  divide by the world size, allreduce-sum in place (the default).
-//   "fp16"       cast to float16 and divide, allreduce, cast back (half the bytes on the wire).
+//   "allreduce"  allreduce-sum in place (the default).
+//   "fp16"       cast to float16, allreduce, cast back (half the bytes on the wire).
 //   "bf16"       the same with bfloat16 (wider range than fp16, fewer mantissa bits).
 //
 // Thread safety: run() is called from the autograd thread that made the bucket ready; a hook
@@ -52,6 +54,8 @@ class CommHook {
  public:
   virtual ~CommHook() = default;
   virtual std::string name() const = 0;
+  // True: buckets arrive already divided by the world size; run() must only sum them.
+  virtual bool divides_on_fill() const { return false; }
   // Starts reducing `bucket` over `comm`; must not block on the network. Every rank calls it
   // for the same bucket in the same order. The bucket (and its buffer) stay alive and untouched
   // until the future has been waited on.
