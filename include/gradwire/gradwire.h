@@ -5,3 +5,5 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
+#include "gradwire/ddp/comm_hook.h"
+#include "gradwire/ddp/ddp.h"
