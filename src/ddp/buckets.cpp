@@ -9,6 +9,22 @@
 
 namespace gradwire::ddp {
 
+namespace {
+
+// A contiguous tensor of `sizes` over buffer's storage from element `offset`. Unlike narrow/view
+// it is not an autograd view, so it can serve as .grad: libtorch's Optimizer::zero_grad calls
+// detach_() on every gradient, which autograd views refuse.
+at::Tensor alias(const at::Tensor& buffer, int64_t offset, at::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * sizes[d + 1];
+  }
+  return at::empty({0}, buffer.options())
+      .set_(buffer.storage(), buffer.storage_offset() + offset, sizes, strides);
+}
+
+}  // namespace
+
 std::vector<size_t> reverse_order(size_t count) {
   std::vector<size_t> order(count);
   std::iota(order.rbegin(), order.rend(), size_t{0});
@@ -40,8 +56,7 @@ BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vecto
     for (size_t k = 0; k < bucket.members.size(); ++k) {
       const at::Tensor& p = params[bucket.members[k]];
       bucket.grads.parameters.push_back(p);
-      bucket.grads.gradients.push_back(
-          bucket.grads.buffer.narrow(0, offset, p.numel()).view(p.sizes()));
+      bucket.grads.gradients.push_back(alias(bucket.grads.buffer, offset, p.sizes()));
       offset += p.numel();
       layout.slots[bucket.members[k]] = {b, k};
     }
