@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   using gradwire::bench::SubcommandRun;
   const std::vector<Subcommand> subcommands = {
       gradwire::bench::collectives_subcommand(),
+#ifdef GRADWIRE_BENCH_WITH_DDP
+      gradwire::bench::ddp_subcommand(),
+#endif
+      gradwire::bench::diff_subcommand(),
   };
 
   CLI::App app{"gradwire-bench: measure gradwire's collectives and training loops"};

@@ -28,6 +28,10 @@ void add_rank_options(CLI::App& command, RankOptions& options) {
       .add_option("--threads", options.threads_per_rank,
                   "intra-op threads per rank [default: cores / local ranks]")
       ->check(CLI::PositiveNumber);
+  add_worker_flag(command, options);
+}
+
+void add_worker_flag(CLI::App& command, RankOptions& options) {
   // An empty group hides the flag from --help: only run_on_ranks passes it.
   command.add_flag(kWorkerFlag, options.worker, "started by the launcher")->group("");
 }
@@ -56,6 +60,7 @@ namespace {
 int run_as_rank(const RankOptions& options, const std::function<int(RankContext&)>& body) {
   InitOptions init_options;
   init_options.backend = options.backend;
+  init_options.timeout = options.timeout;
   const WorldInfo info = resolve_world(init_options, EnvMap::from_process());
   try {
     const int threads = options.threads_per_rank.value_or(

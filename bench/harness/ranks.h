@@ -4,6 +4,7 @@
 // rank with a World built by gradwire::init.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,10 +32,15 @@ struct RankOptions {
   std::string backend = "gloo";
   // Set by kWorkerFlag: this process must find its rank in the environment.
   bool worker = false;
+  // Timeout of the rendezvous and of every collective (InitOptions::timeout); nullopt:
+  // GRADWIRE_TIMEOUT, else gradwire's default.
+  std::optional<std::chrono::milliseconds> timeout;
 };
 
 // Adds --ranks, --threads and the hidden kWorkerFlag to `command`, bound to `options`.
 void add_rank_options(CLI::App& command, RankOptions& options);
+// Adds only the hidden kWorkerFlag (for benchmarks that choose the rank count themselves).
+void add_worker_flag(CLI::App& command, RankOptions& options);
 
 // Pure: whether `env` makes this process a rank of a job (RANK and WORLD_SIZE; Open MPI's
 // OMPI_COMM_WORLD_RANK and _SIZE; or an srun step's SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID).

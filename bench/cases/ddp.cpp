@@ -1,0 +1,394 @@
+// `gradwire-bench ddp`: training iteration time of DistributedDataParallel, as PyTorch's
+// benchmarks/distributed/ddp/benchmark.py measures it. Per model: a "no ddp" baseline on rank 0,
+// then DDP over ranks 0..n-1 for each world size n (the other ranks wait); every member's
+// per-iteration times are gathered to rank 0, which prints p50/p75/p90/p95 rows and writes the
+// JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h).
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+
+#include "cases/ddp_reference.h"
+#include "cases/ddp_report.h"
+#include "cases/ddp_results.h"
+#include "cases/ddp_settings.h"
+#include "cases/ddp_training.h"
+#include "gradwire/comm/world.h"
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/version.h"
+#include "gradwire/launch/launcher.h"
+#include "harness/hardware.h"
+#include "harness/ranks.h"
+#include "harness/report.h"
+#include "harness/table.h"
+#include "subcommand.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+// Idle ranks wait in a barrier while others train, which for a large model on a CPU can take
+// many minutes; unless GRADWIRE_TIMEOUT says otherwise, collectives may wait this long.
+constexpr std::chrono::hours kDefaultTimeout{1};
+
+void progress(const std::string& line) { std::cerr << "gradwire-bench ddp: " << line << std::endl; }
+
+std::string milliseconds(double seconds) { return format_fixed(seconds * 1e3, 1) + " ms"; }
+
+// Every member's seconds, rank 0's first: an allgather of float64 tensors.
+std::vector<double> gather_seconds(Communicator& communicator, const std::vector<double>& seconds) {
+  const at::Tensor input = at::tensor(at::ArrayRef<double>(seconds), at::kDouble);
+  at::Tensor output =
+      at::empty({communicator.size() * static_cast<std::int64_t>(seconds.size())}, at::kDouble);
+  communicator.allgather(input, output)->wait();
+  return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
+}
+
+// The communicator of ranks 0..size-1 (the world itself when it has that size). Members only.
+std::shared_ptr<Communicator> first_ranks(const std::shared_ptr<Communicator>& world, int size) {
+  if (size == world->size()) return world;
+  std::vector<int> ranks(static_cast<std::size_t>(size));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return world->split(ranks);
+}
+
+std::string stats_line(const ddp::DdpStats& stats) {
+  return "forward " + milliseconds(stats.forward_s) + ", backward " +
+         milliseconds(stats.backward_s) + ", communication " + milliseconds(stats.communication_s) +
+         " (" + milliseconds(stats.overlapped_s) + " overlapped, " + milliseconds(stats.exposed_s) +
+         " exposed), " + std::to_string(stats.buckets.size()) +
+         (stats.buckets.size() == 1 ? " bucket" : " buckets");
+}
+
+// Whether the PyTorch reference can run, decided the same way on every rank.
+struct ReferencePlan {
+  bool run = false;
+  PythonTorch python;
+  std::string script;
+  std::string header_line;  // for the header block
+};
+
+class DdpSweep {
+ public:
+  DdpSweep(RankContext& context, const DdpSettings& settings, std::vector<std::string> argv)
+      : context_(context),
+        settings_(settings),
+        argv_(std::move(argv)),
+        world_(context.world.communicator()),
+        rank_(world_->rank()),
+        ranks_per_node_(context.world.info().local_world_size) {}
+
+  int run() {
+    if (reports()) progress(describe_ddp_settings(settings_, context_.threads_per_rank));
+    const ReferencePlan reference = plan_reference();
+    if (reports()) print_header(reference);
+    std::vector<DdpModelResult> results;
+    for (const auto& model : settings_.models) results.push_back(sweep_model(model));
+
+    nlohmann::json reference_document;
+    int exit_code = 0;
+    if (reference.run) exit_code = run_reference(reference, results, reference_document);
+    if (reports() && !settings_.json_path.empty()) {
+      write_json_file(settings_.json_path, document(results, reference_document));
+      progress("wrote " + settings_.json_path);
+    }
+    return reports() ? exit_code : 0;
+  }
+
+ private:
+  bool reports() const { return rank_ == 0; }
+
+  TrainingSetup setup_for(const std::string& model) const {
+    TrainingSetup setup;
+    setup.model = model;
+    setup.image_size = settings_.image_size;
+    setup.batch_size = settings_.batch_size;
+    setup.warmup = settings_.warmup;
+    setup.iterations = settings_.iterations;
+    setup.bucket_cap_mb = settings_.bucket_cap_mb;
+    return setup;
+  }
+
+  ReferencePlan plan_reference() {
+    ReferencePlan plan;
+    if (!settings_.reference_pytorch) return plan;
+    std::string why_not;
+    std::optional<PythonTorch> python = find_python_with_torch(settings_.python, why_not);
+    std::optional<std::string> script;
+    if (python) script = find_reference_script(settings_.reference_script, why_not);
+    at::Tensor ready = at::full({1}, python && script ? 1 : 0, at::kLong);
+    world_->allreduce(ready, ReduceOp::kMin)->wait();
+    plan.run = ready.item<std::int64_t>() == 1;
+    if (plan.run) {
+      plan.python = *python;
+      plan.script = *script;
+      plan.header_line = "PyTorch " + python->torch_version +
+                         " torch.nn.parallel.DistributedDataParallel (" + python->python + " " +
+                         *script + "), same settings, run after gradwire";
+    } else {
+      if (why_not.empty()) why_not = "another rank cannot run Python with torch";
+      plan.header_line = "skipped: " + why_not;
+      if (reports()) progress("--reference pytorch skipped: " + why_not);
+    }
+    return plan;
+  }
+
+  void print_header(const ReferencePlan& reference) {
+    hardware_ = describe_hardware();
+    DdpHeader header;
+    header.gradwire_version = version();
+    header.torch_version = torch_version();
+    header.backend = world_->backend();
+    header.bucket_cap_mb = settings_.bucket_cap_mb;
+    header.first_bucket_mb = benchmark_ddp_options(setup_for("")).first_bucket_mb;
+    header.ranks = world_->size();
+    header.ranks_per_node = ranks_per_node_;
+    header.threads_per_rank = context_.threads_per_rank;
+    header.image_size = settings_.image_size;
+    header.warmup = settings_.warmup;
+    header.iterations = settings_.iterations;
+    header.reference = settings_.reference_pytorch ? reference.header_line : "";
+    header.hardware = hardware_;
+    print_ddp_header(std::cout, header);
+  }
+
+  DdpModelResult sweep_model(const std::string& model) {
+    const TrainingSetup setup = setup_for(model);
+    DdpModelResult result{model, settings_.batch_size, {}};
+    if (reports()) {
+      std::cout << "\n"
+                << ddp_benchmark_title(model, settings_.batch_size) << "\n\n"
+                << ddp_table_header() << std::endl;
+    }
+    // The baseline: rank 0 alone, without DDP.
+    if (rank_ == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      progress(model + ", no ddp: " + iterations_text());
+      DdpRound round;
+      round.ddp = false;
+      round.ranks = {0};
+      round.measurements = train_and_time(setup, nullptr, 0).seconds;
+      finish_round(result, std::move(round), start, "");
+    }
+    world_->barrier()->wait();
+    for (const int size : settings_.world_sizes) {
+      if (rank_ < size) {
+        const auto start = std::chrono::steady_clock::now();
+        if (reports())
+          progress(model + ", DDP on " + std::to_string(size) +
+                   (size == 1 ? " rank: " : " ranks: ") + iterations_text());
+        const std::shared_ptr<Communicator> group = first_ranks(world_, size);
+        const TrainingMeasurement measurement =
+            train_and_time(setup, group, static_cast<std::uint64_t>(rank_));
+        DdpRound round;
+        round.ranks.resize(static_cast<std::size_t>(size));
+        std::iota(round.ranks.begin(), round.ranks.end(), 0);
+        round.measurements = gather_seconds(*group, measurement.seconds);
+        round.ddp_stats = to_json(measurement.stats);
+        if (reports()) finish_round(result, std::move(round), start, stats_line(measurement.stats));
+      }
+      world_->barrier()->wait();
+    }
+    return result;
+  }
+
+  std::string iterations_text() const {
+    return std::to_string(settings_.warmup) + " warm-up + " + std::to_string(settings_.iterations) +
+           " timed iterations";
+  }
+
+  void finish_round(DdpModelResult& result, DdpRound round,
+                    std::chrono::steady_clock::time_point start, const std::string& stats) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    std::cout << ddp_row(round, round_label(round, ranks_per_node_), result.batch_size)
+              << std::endl;
+    progress(result.model + ", " + round_label(round, ranks_per_node_) + ": done in " +
+             format_fixed(elapsed.count(), 1) + " s" +
+             (stats.empty() ? "" : "; rank 0 per iteration: " + stats));
+    result.rounds.push_back(std::move(round));
+  }
+
+  // Runs the reference on every rank; rank 0 prints the comparison. Returns the exit code.
+  int run_reference(const ReferencePlan& plan, const std::vector<DdpModelResult>& results,
+                    nlohmann::json& reference_document) {
+    at::Tensor port = at::zeros({1}, at::kLong);
+    if (reports()) port.fill_(launch::pick_free_port(""));
+    world_->broadcast(port, 0)->wait();
+    std::string json_path;
+    bool temporary = false;
+    if (reports()) {
+      json_path = reference_json_path(settings_.json_path);
+      temporary = settings_.json_path.empty();
+      progress("running the PyTorch reference: " + plan.python.python + " " + plan.script);
+    }
+    ReferenceRank rank;
+    rank.rank = rank_;
+    rank.world_size = world_->size();
+    rank.master_addr = context_.world.info().master_addr;
+    rank.master_port = static_cast<int>(port.item<std::int64_t>());
+    rank.threads = context_.threads_per_rank;
+    const auto command = reference_command(plan.python, plan.script, settings_,
+                                           context_.threads_per_rank, json_path);
+    at::Tensor failed = at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong);
+    world_->allreduce(failed, ReduceOp::kMax)->wait();
+    if (!reports()) return 0;
+    if (failed.item<std::int64_t>() != 0) {
+      progress("the PyTorch reference failed (see its messages above)");
+      return 1;
+    }
+    const DdpReport reference = read_ddp_file(json_path);
+    {
+      std::ifstream in(json_path);
+      in >> reference_document;
+    }
+    if (temporary) {
+      std::remove(json_path.c_str());
+    } else {
+      progress("wrote " + json_path);
+    }
+    const std::string title = "reference: PyTorch " + plan.python.torch_version +
+                              " DistributedDataParallel, same settings";
+    print_ddp_comparison(std::cout, results, reference, ranks_per_node_, title);
+    return 0;
+  }
+
+  // The reference's JSON: next to --json ("out.json" -> "out.pytorch.json"), else a temporary.
+  static std::string reference_json_path(const std::string& json_path) {
+    if (json_path.empty()) {
+      return "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
+    }
+    const auto dot = json_path.rfind('.');
+    const auto slash = json_path.rfind('/');
+    const bool has_extension =
+        dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
+  }
+
+  nlohmann::json document(const std::vector<DdpModelResult>& results,
+                          const nlohmann::json& reference) const {
+    RunMetadata metadata = collect_machine_metadata();
+    metadata.gradwire_version = version();
+    metadata.torch_version = torch_version();
+    metadata.backend = world_->backend();
+    metadata.ranks = world_->size();
+    metadata.threads_per_rank = context_.threads_per_rank;
+    metadata.command = user_command(argv_);
+    nlohmann::json document = make_document("ddp", metadata);
+    document["implementation"] = "gradwire";
+    // PyTorch benchmark.py's fields, same meaning.
+    document["pytorch_version"] = torch_version();
+    document["cuda_version"] = nullptr;
+    document["distributed_backend"] = world_->backend();
+    const double bucket = settings_.bucket_cap_mb;
+    document["bucket_size"] = bucket == static_cast<double>(static_cast<std::int64_t>(bucket))
+                                  ? nlohmann::json(static_cast<std::int64_t>(bucket))
+                                  : nlohmann::json(bucket);
+    // gradwire's.
+    document["gradwire_version"] = version();
+    document["torch_version"] = torch_version();
+    document["preset"] = settings_.preset;
+    document["image_size"] = settings_.image_size;
+    document["threads_per_rank"] = context_.threads_per_rank;
+    document["world_size"] = world_->size();
+    document["ranks_per_node"] = ranks_per_node_;
+    document["warmup"] = settings_.warmup;
+    document["iterations"] = settings_.iterations;
+    document["hardware"] = to_json(hardware_);
+    document["benchmark_results"] = to_json(results, ranks_per_node_);
+    if (!reference.is_null()) document["reference"] = reference;
+    return document;
+  }
+
+  RankContext& context_;
+  const DdpSettings& settings_;
+  std::vector<std::string> argv_;
+  std::shared_ptr<Communicator> world_;
+  int rank_;
+  int ranks_per_node_;
+  HardwareInfo hardware_;
+};
+
+}  // namespace
+
+Subcommand ddp_subcommand() {
+  Subcommand subcommand;
+  subcommand.name = "ddp";
+  subcommand.description =
+      "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
+      "DDP benchmark)";
+  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
+    struct State {
+      DdpFlags flags;
+      RankOptions ranks;
+    };
+    auto state = std::make_shared<State>();
+    DdpFlags& flags = state->flags;
+    command
+        .add_option("--preset", flags.preset, "settings preset (quick: resnet18 and cnn, small)")
+        ->check(CLI::IsMember(ddp_presets()))
+        ->capture_default_str();
+    command
+        .add_option("--model", flags.models,
+                    "models to run, repeatable or comma-separated [default: resnet50, resnet101, "
+                    "resnext50_32x4d, resnext101_32x8d; quick: resnet18, cnn]")
+        ->delimiter(',');
+    command.add_option("--batch-size", flags.batch_size, "examples per rank [32; quick 8]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--image-size", flags.image_size, "ResNet input size [224; quick 64]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "DDP bucket cap in MiB [25]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--iterations", flags.iterations, "timed iterations [10; quick 40]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--warmup", flags.warmup, "warm-up iterations [5]")
+        ->check(CLI::NonNegativeNumber);
+    command
+        .add_option("--world-sizes", flags.world_sizes,
+                    "DDP rank counts, e.g. 1,2,4 [1, 2, 4, ... up to --max-ranks or the job]")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
+    command
+        .add_option("--max-ranks", flags.max_ranks,
+                    "largest default world size when starting local ranks [2]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--backend", state->ranks.backend, "communicator backend")
+        ->capture_default_str();
+    command
+        .add_option("--threads", state->ranks.threads_per_rank,
+                    "intra-op threads per rank [cores / local ranks]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--json", flags.json_path, "write the results to this JSON file");
+    command
+        .add_option("--reference", flags.reference,
+                    "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare")
+        ->check(CLI::IsMember({"pytorch"}));
+    command.add_option("--python", flags.python,
+                       "Python with torch for --reference [python3, then /usr/bin/python3]");
+    command.add_option("--reference-script", flags.reference_script,
+                       "path of ddp_reference.py [the source tree's, then the installed copy]");
+    add_worker_flag(command, state->ranks);
+    return [state](const std::vector<std::string>& argv) {
+      const EnvMap env = EnvMap::from_process();
+      std::optional<int> job_world_size;
+      if (in_rank_environment(env)) job_world_size = resolve_world({}, env).world_size;
+      const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
+      RankOptions ranks = state->ranks;
+      ranks.ranks = settings.ranks;
+      if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+      return run_on_ranks(ranks, argv, [&](RankContext& context) {
+        return DdpSweep(context, settings, argv).run();
+      });
+    };
+  };
+  return subcommand;
+}
+
+}  // namespace gradwire::bench

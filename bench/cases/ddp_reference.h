@@ -1,0 +1,53 @@
+// `gradwire-bench ddp --reference pytorch`: the same sweep run with PyTorch's own
+// DistributedDataParallel by bench/reference/ddp_reference.py, one Python process per rank,
+// started by each gradwire rank with the torchrun environment (RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT) on a port rank 0 chose. Optional: when no Python interpreter can import torch the
+// reference is skipped with a message.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cases/ddp_settings.h"
+
+namespace gradwire::bench {
+
+struct PythonTorch {
+  std::string python;         // the interpreter, e.g. "/usr/bin/python3"
+  std::string torch_version;  // torch.__version__ as it reports it
+};
+
+// The interpreters tried, in order: `preferred` alone when given; else python3 on PATH, then
+// /usr/bin/python3 (where Debian's python3-torch lives when PATH has another python3 first).
+std::vector<std::string> python_candidates(const std::string& preferred);
+
+// The first candidate that imports torch (runs each for a second or two). nullopt, with the
+// reason in `why_not`, when none does.
+std::optional<PythonTorch> find_python_with_torch(const std::string& preferred,
+                                                  std::string& why_not);
+
+// ddp_reference.py: `preferred` when given, else the source tree's, else the installed copy.
+// nullopt, with the reason in `why_not`, when the file is not there.
+std::optional<std::string> find_reference_script(const std::string& preferred,
+                                                 std::string& why_not);
+
+// Pure: the script's command line for these settings (the interpreter first).
+std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,
+                                           const DdpSettings& settings, int threads_per_rank,
+                                           const std::string& json_path);
+
+// Where a rank's reference process finds the others.
+struct ReferenceRank {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  int threads = 1;  // OMP_NUM_THREADS, as the gradwire rank's own
+};
+
+// Starts `command` as this rank's reference process and waits for it. Blocks. Returns its exit
+// code (non-zero when it failed; its stderr goes to ours).
+int run_reference_rank(const std::vector<std::string>& command, const ReferenceRank& rank);
+
+}  // namespace gradwire::bench

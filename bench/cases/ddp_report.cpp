@@ -1,0 +1,179 @@
+#include "cases/ddp_report.h"
+
+#include <cstdio>
+
+#include "harness/table.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+// Width of "   2 ranks --    1M/2R:" (upstream: "%4d GPUs -- %8s:").
+constexpr int kPrefixWidth = 23;
+constexpr int kSecondsWidth = 9;
+constexpr int kRateWidth = 9;
+
+std::string pad_left(const std::string& text, int width) {
+  const auto size = static_cast<std::size_t>(width);
+  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
+}
+
+std::string trim_right(std::string text) {
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string prefix(int world_size, const std::string& label) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%4d ranks -- %8s", world_size, label.c_str());
+  return buffer;
+}
+
+std::string percentile_name(int p) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "  p%02d: ", p);
+  return buffer;
+}
+
+std::string percentile_cells(const std::vector<double>& measurements, std::int64_t batch_size) {
+  std::string cells;
+  for (const auto& row : ddp_percentiles(measurements, batch_size, ddp_row_percentiles())) {
+    cells += percentile_name(row.percentile) +
+             pad_left(format_seconds(row.seconds) + "s", kSecondsWidth) + " " +
+             pad_left(format_fixed(row.examples_per_second, 1) + "/s", kRateWidth);
+  }
+  return cells;
+}
+
+std::string column_headers(int prefix_width) {
+  std::string line(static_cast<std::size_t>(prefix_width), ' ');
+  for (std::size_t i = 0; i < ddp_row_percentiles().size(); ++i) {
+    line += std::string(7, ' ') + pad_left("sec/iter", kSecondsWidth) + " " +
+            pad_left("ex/sec", kRateWidth);
+  }
+  return line;
+}
+
+}  // namespace
+
+const std::vector<int>& ddp_row_percentiles() {
+  static const std::vector<int> kPercentiles = {50, 75, 90, 95};
+  return kPercentiles;
+}
+
+std::string format_seconds(double seconds) {
+  const int decimals = seconds >= 1 ? 3 : (seconds >= 0.01 ? 4 : 6);
+  return format_fixed(seconds, decimals);
+}
+
+void print_ddp_header(std::ostream& out, const DdpHeader& header) {
+  const std::string rule = "-----------------------------------------";
+  out << rule << "\n"
+      << "gradwire distributed benchmark suite: ddp\n"
+      << rule << "\n\n"
+      << "* gradwire version: " << header.gradwire_version << "\n"
+      << "* libtorch version: " << header.torch_version << "\n"
+      << "* Distributed backend: " << header.backend << "\n"
+      << "* Maximum bucket size: " << header.bucket_cap_mb << "MB (first bucket "
+      << header.first_bucket_mb << "MB)\n"
+      << "* Ranks: " << header.ranks << " (" << header.ranks_per_node
+      << " per machine), threads per rank: " << header.threads_per_rank << "\n"
+      << "* Input: random, " << header.image_size << "x" << header.image_size
+      << " for the ResNets; random labels; cross-entropy; SGD lr 0.001 momentum 0.9\n"
+      << "* Iterations: " << header.warmup << " warm-up + " << header.iterations
+      << " timed per rank and configuration; percentiles over every rank's iterations\n"
+      << "* ex/sec: batch size / sec/iter, per rank (the job processes ranks times as many)\n";
+  if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
+  out << "\n";
+  if (!header.hardware.gpu_topology.empty()) {
+    out << "--- nvidia-smi topo -m ---\n\n" << header.hardware.gpu_topology;
+    if (header.hardware.gpu_topology.back() != '\n') out << "\n";
+  } else {
+    out << "--- CPU ---\n\n"
+        << header.hardware.cpu_model << ", " << header.hardware.cores << " cores, "
+        << header.threads_per_rank << (header.threads_per_rank == 1 ? " thread" : " threads")
+        << " per rank\n";
+  }
+  out << "--------------------------\n" << std::flush;
+}
+
+std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_size) {
+  return "Benchmark: " + model + " with batch size " + std::to_string(batch_size);
+}
+
+std::string ddp_table_header() { return column_headers(kPrefixWidth); }
+
+std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size) {
+  return prefix(round.world_size(), label) + ":" + percentile_cells(round.measurements, batch_size);
+}
+
+std::string ddp_comparison_header() { return column_headers(kPrefixWidth + 17); }
+
+std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
+                                             const std::vector<double>& gradwire_seconds,
+                                             const std::vector<double>& reference_seconds,
+                                             std::int64_t batch_size) {
+  const std::string blank(static_cast<std::size_t>(kPrefixWidth - 1), ' ');
+  std::string ratios;
+  const auto ours = ddp_percentiles(gradwire_seconds, batch_size, ddp_row_percentiles());
+  const auto theirs = ddp_percentiles(reference_seconds, batch_size, ddp_row_percentiles());
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    const double ratio = theirs[i].seconds > 0 ? ours[i].seconds / theirs[i].seconds : 0.0;
+    ratios += percentile_name(ours[i].percentile) +
+              pad_left(format_fixed(ratio, 3) + "x", kSecondsWidth) + " " +
+              std::string(kRateWidth, ' ');
+  }
+  return {
+      prefix(world_size, label) + " " + pad_left("gradwire", 16) + ":" +
+          percentile_cells(gradwire_seconds, batch_size),
+      blank + " " + pad_left("pytorch", 16) + ":" + percentile_cells(reference_seconds, batch_size),
+      trim_right(blank + " " + pad_left("gradwire/pytorch", 16) + ":" + ratios)};
+}
+
+const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round) {
+  for (const auto& candidate : result.rounds) {
+    if (candidate.ddp == round.ddp && candidate.world_size() == round.world_size()) {
+      return &candidate;
+    }
+  }
+  return nullptr;
+}
+
+const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
+                                          std::int64_t batch_size) {
+  for (const auto& result : report.results) {
+    if (result.model == model && result.batch_size == batch_size) return &result;
+  }
+  return nullptr;
+}
+
+void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
+                          const DdpReport& reference, int ranks_per_node,
+                          const std::string& reference_title) {
+  out << "\n--- " << reference_title << " ---\n"
+      << "(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)\n";
+  for (const auto& result : gradwire) {
+    out << "\n" << ddp_benchmark_title(result.model, result.batch_size) << "\n\n";
+    const DdpModelResult* theirs = find_matching_model(reference, result.model, result.batch_size);
+    if (theirs == nullptr) {
+      out << "(the reference did not measure this model)\n";
+      continue;
+    }
+    out << ddp_comparison_header() << "\n";
+    for (const auto& round : result.rounds) {
+      const DdpRound* match = find_matching_round(*theirs, round);
+      const std::string label = round_label(round, ranks_per_node);
+      if (match == nullptr) {
+        out << prefix(round.world_size(), label) << "  (not measured by the reference)\n";
+        continue;
+      }
+      for (const auto& line : ddp_comparison_rows(round.world_size(), label, round.measurements,
+                                                  match->measurements, result.batch_size)) {
+        out << line << "\n";
+      }
+    }
+  }
+  out << std::flush;
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,69 @@
+// How `gradwire-bench ddp` prints its results: the header block, and per model a table of
+// sec/iter and ex/sec at p50/p75/p90/p95 for each configuration, laid out as PyTorch's DDP
+// benchmark prints them; plus the comparison with the PyTorch reference. Pure formatting.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cases/ddp_results.h"
+#include "harness/hardware.h"
+
+namespace gradwire::bench {
+
+// The percentiles every table row shows (upstream's).
+const std::vector<int>& ddp_row_percentiles();
+
+// What the header block says about the run.
+struct DdpHeader {
+  std::string gradwire_version;
+  std::string torch_version;
+  std::string backend;
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  int ranks = 1;           // processes taking part
+  int ranks_per_node = 1;  // local world size
+  int threads_per_rank = 1;
+  std::int64_t image_size = 224;
+  int warmup = 0;
+  int iterations = 0;
+  std::string reference;  // a line about the PyTorch reference; empty: not asked for
+  HardwareInfo hardware;
+};
+
+void print_ddp_header(std::ostream& out, const DdpHeader& header);
+
+// Pure: seconds with 3 (>= 1 s), 4 (>= 10 ms) or 6 decimals, so small models stay readable.
+std::string format_seconds(double seconds);
+
+// "Benchmark: resnet50 with batch size 32" (upstream's wording).
+std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_size);
+// The column headers above ddp_row lines.
+std::string ddp_table_header();
+// "   2 ranks --    1M/2R:  p50:  0.2150s   37.2/s  p75: ..." (no newline).
+std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size);
+
+// The comparison with the reference: column headers, then for one configuration three lines:
+// gradwire's percentiles, the reference's, and gradwire/reference sec/iter ratios.
+std::string ddp_comparison_header();
+std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
+                                             const std::vector<double>& gradwire_seconds,
+                                             const std::vector<double>& reference_seconds,
+                                             std::int64_t batch_size);
+
+// Pure: the reference's round matching `round` (same ddp flag and world size), if any.
+const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round);
+// Pure: the reference's result for `model` and `batch_size`, if any.
+const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
+                                          std::int64_t batch_size);
+
+// The whole comparison section: per model of `gradwire`, each configuration the reference also
+// measured. Configurations missing from the reference are named.
+void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
+                          const DdpReport& reference, int ranks_per_node,
+                          const std::string& reference_title);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,137 @@
+#include "cases/ddp_results.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "gradwire/common/error.h"
+#include "harness/report.h"
+#include "harness/stats.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+const nlohmann::json& require(const nlohmann::json& object, const char* key,
+                              const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) {
+    throw InvalidArgument(where + " has no \"" + key + "\": it is not a DDP benchmark result");
+  }
+  return object.at(key);
+}
+
+DdpRound parse_round(const nlohmann::json& entry, std::size_t index, const std::string& where) {
+  DdpRound round;
+  const nlohmann::json& ranks = require(entry, "ranks", where);
+  if (ranks.is_array()) {
+    for (const auto& rank : ranks) round.ranks.push_back(rank.get<int>());
+  } else if (ranks.is_number_integer()) {  // a count instead of a list
+    for (int rank = 0; rank < ranks.get<int>(); ++rank) round.ranks.push_back(rank);
+  }
+  if (round.ranks.empty()) throw InvalidArgument(where + " has no ranks");
+  const nlohmann::json& measurements = require(entry, "measurements", where);
+  if (!measurements.is_array() || measurements.empty()) {
+    throw InvalidArgument(where + " has no measurements");
+  }
+  for (const auto& seconds : measurements) round.measurements.push_back(seconds.get<double>());
+  // Upstream marks the baseline by position only: the first round of every model.
+  round.ddp = entry.contains("ddp") ? entry.at("ddp").get<bool>() : index != 0;
+  if (entry.contains("ddp_stats")) round.ddp_stats = entry.at("ddp_stats");
+  return round;
+}
+
+}  // namespace
+
+std::string round_label(const DdpRound& round, int ranks_per_node) {
+  if (!round.ddp) return "no ddp";
+  const int per_node = std::max(1, std::min(ranks_per_node, round.world_size()));
+  const int machines = (round.world_size() + per_node - 1) / per_node;
+  return std::to_string(machines) + "M/" + std::to_string(per_node) + "R";
+}
+
+std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
+                                           std::int64_t batch_size,
+                                           const std::vector<int>& percentiles) {
+  std::vector<DdpPercentile> rows;
+  for (const int p : percentiles) {
+    const double seconds = percentile(measurements, p);
+    rows.push_back({p, seconds, seconds > 0 ? static_cast<double>(batch_size) / seconds : 0.0});
+  }
+  return rows;
+}
+
+nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per_node) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& result : results) {
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const auto& round : result.rounds) {
+      nlohmann::json entry = {{"ranks", round.ranks},
+                              {"measurements", round.measurements},
+                              {"ddp", round.ddp},
+                              {"label", round_label(round, ranks_per_node)}};
+      if (!round.ddp_stats.is_null()) entry["ddp_stats"] = round.ddp_stats;
+      rounds.push_back(std::move(entry));
+    }
+    models.push_back(
+        {{"model", result.model}, {"batch_size", result.batch_size}, {"result", rounds}});
+  }
+  return models;
+}
+
+DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& source) {
+  if (!document.is_object()) throw InvalidArgument(source + " is not a JSON object");
+  DdpReport report;
+  if (document.contains("schema_version")) {
+    const auto& version = document.at("schema_version");
+    if (!version.is_number_integer() || version.get<int>() != kSchemaVersion) {
+      throw InvalidArgument(source + " has schema_version " + version.dump() +
+                            " but this gradwire-bench reads version " +
+                            std::to_string(kSchemaVersion) + ": use a matching gradwire-bench");
+    }
+    const std::string benchmark = document.value("benchmark", std::string("?"));
+    if (benchmark != "ddp") {
+      throw InvalidArgument(source + " holds results of gradwire-bench " + benchmark +
+                            ", not ddp: diff compares two ddp results");
+    }
+    report.implementation = document.value("implementation", std::string("gradwire"));
+  } else {
+    report.implementation = "pytorch benchmark.py";
+  }
+  const nlohmann::json& models = require(document, "benchmark_results", source);
+  if (!models.is_array()) throw InvalidArgument(source + ": benchmark_results is not a list");
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    const std::string where = source + " benchmark_results[" + std::to_string(m) + "]";
+    DdpModelResult result;
+    result.model = require(models[m], "model", where).get<std::string>();
+    result.batch_size = require(models[m], "batch_size", where).get<std::int64_t>();
+    const nlohmann::json& rounds = require(models[m], "result", where);
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+      result.rounds.push_back(
+          parse_round(rounds[r], r, where + ".result[" + std::to_string(r) + "]"));
+    }
+    report.results.push_back(std::move(result));
+  }
+  for (const auto& [key, value] : document.items()) {
+    if (key != "benchmark_results") report.fields[key] = value;
+  }
+  return report;
+}
+
+DdpReport read_ddp_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("could not open benchmark results " + path + ": check the path");
+  nlohmann::json document;
+  try {
+    in >> document;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
+                "): was the run interrupted while writing?");
+  }
+  try {
+    return parse_ddp_document(document, path);
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(path + " has a field of the wrong type (" + e.what() +
+                          "): it is not a DDP benchmark result");
+  }
+}
+
+}  // namespace gradwire::bench

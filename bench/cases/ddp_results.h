@@ -1,0 +1,66 @@
+// The results of `gradwire-bench ddp` as data, and their JSON: PyTorch's DDP benchmark schema
+// (benchmarks/distributed/ddp/benchmark.py: pytorch_version, cuda_version, distributed_backend,
+// bucket_size, benchmark_results[{model, batch_size, result[{ranks, measurements}]}]) plus
+// gradwire's own fields, so that either tool's files can be read and compared (diff.h).
+// Pure; docs/benchmarks.md has the schema.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace gradwire::bench {
+
+// One configuration of one model: the "no ddp" baseline or DDP over `ranks`.
+struct DdpRound {
+  bool ddp = true;                   // false: plain training in one process
+  std::vector<int> ranks;            // the ranks that trained: {0}, {0, 1}, ...
+  std::vector<double> measurements;  // seconds per iteration, every rank's (rank 0's first)
+  nlohmann::json ddp_stats;          // rank 0's DdpStats (gradwire only); null when absent
+  int world_size() const { return static_cast<int>(ranks.size()); }
+};
+
+struct DdpModelResult {
+  std::string model;
+  std::int64_t batch_size = 0;   // per rank
+  std::vector<DdpRound> rounds;  // "no ddp" first, then increasing world sizes
+};
+
+// A whole result file: the fields besides benchmark_results (as read), and the results.
+struct DdpReport {
+  nlohmann::json fields = nlohmann::json::object();
+  std::vector<DdpModelResult> results;
+  // Who wrote it: "gradwire", "pytorch" (bench/reference/ddp_reference.py) or "pytorch
+  // benchmark.py" (upstream's own script, recognised by the absence of schema_version).
+  std::string implementation;
+};
+
+// Pure: the row label of a round, as upstream prints it: "no ddp", or "<machines>M/<ranks>R"
+// where ranks_per_node ranks share a machine ("1M/2R", "2M/8R").
+std::string round_label(const DdpRound& round, int ranks_per_node);
+
+// Percentiles of a round as its rows print them.
+struct DdpPercentile {
+  int percentile = 50;
+  double seconds = 0;              // sec/iter, linear interpolation (numpy's default)
+  double examples_per_second = 0;  // batch_size / seconds: per rank, as upstream defines ex/sec
+};
+// Pure: one entry per requested percentile. Throws InvalidArgument when measurements is empty.
+std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
+                                           std::int64_t batch_size,
+                                           const std::vector<int>& percentiles);
+
+// The JSON of the results alone (benchmark_results).
+nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per_node);
+
+// Pure: reads a document written by gradwire-bench ddp, by bench/reference/ddp_reference.py or by
+// PyTorch's benchmark.py. In upstream files the first round of each model is the "no ddp"
+// baseline (upstream marks it by position only). Throws InvalidArgument naming `source` when the
+// document is another benchmark's, has another schema_version, or lacks a required field.
+DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& source);
+
+// Reads and parses a file; throws gradwire::Error naming the path when it cannot be read.
+DdpReport read_ddp_file(const std::string& path);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,131 @@
+#include "cases/ddp_settings.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "gradwire/common/error.h"
+#include "gradwire/models/zoo.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+DdpSettings preset_named(const std::string& name) {
+  DdpSettings settings;
+  settings.preset = name;
+  if (name == "default") {
+    settings.models = {"resnet50", "resnet101", "resnext50_32x4d", "resnext101_32x8d"};
+    return settings;  // batch 32, 224x224, 25 MiB buckets, 5 + 10 iterations
+  }
+  if (name == "quick") {
+    settings.models = {"resnet18", "cnn"};
+    settings.batch_size = 8;
+    settings.image_size = 64;
+    settings.warmup = 5;
+    settings.iterations = 40;
+    return settings;
+  }
+  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+void check_models(const std::vector<std::string>& names) {
+  std::vector<std::string> known;
+  for (const auto& info : models::model_catalog()) known.push_back(info.name);
+  for (const auto& name : names) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InvalidArgument("unknown model '" + name + "': use one of " + join(known, ", "));
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& ddp_presets() {
+  static const std::vector<std::string> kPresets = {"default", "quick"};
+  return kPresets;
+}
+
+std::vector<int> default_world_sizes(int max_ranks) {
+  if (max_ranks < 1) throw InvalidArgument("the largest world size must be at least 1");
+  std::vector<int> sizes;
+  for (int size = 1; size < max_ranks; size *= 2) sizes.push_back(size);
+  sizes.push_back(max_ranks);
+  return sizes;
+}
+
+DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size) {
+  DdpSettings settings = preset_named(flags.preset);
+  if (!flags.models.empty()) settings.models = flags.models;
+  // De-duplicate while keeping the order given.
+  std::vector<std::string> unique_models;
+  for (const auto& name : settings.models) {
+    if (std::find(unique_models.begin(), unique_models.end(), name) == unique_models.end()) {
+      unique_models.push_back(name);
+    }
+  }
+  settings.models = unique_models;
+  check_models(settings.models);
+  if (flags.batch_size) settings.batch_size = *flags.batch_size;
+  if (flags.image_size) settings.image_size = *flags.image_size;
+  if (flags.bucket_cap_mb) settings.bucket_cap_mb = *flags.bucket_cap_mb;
+  if (flags.iterations) settings.iterations = *flags.iterations;
+  if (flags.warmup) settings.warmup = *flags.warmup;
+  if (settings.batch_size < 1 || settings.image_size < 1 || !(settings.bucket_cap_mb > 0) ||
+      settings.iterations < 1 || settings.warmup < 0) {
+    throw InvalidArgument(
+        "batch size, image size, bucket size and iterations must be positive and warm-up "
+        "non-negative");
+  }
+
+  if (flags.world_sizes.empty()) {
+    settings.world_sizes =
+        default_world_sizes(job_world_size.value_or(flags.max_ranks.value_or(kDefaultMaxRanks)));
+  } else {
+    settings.world_sizes = flags.world_sizes;
+    std::sort(settings.world_sizes.begin(), settings.world_sizes.end());
+    settings.world_sizes.erase(
+        std::unique(settings.world_sizes.begin(), settings.world_sizes.end()),
+        settings.world_sizes.end());
+    if (settings.world_sizes.front() < 1) throw InvalidArgument("world sizes must be >= 1");
+  }
+  settings.ranks = settings.world_sizes.back();
+  if (job_world_size && settings.ranks > *job_world_size) {
+    throw InvalidArgument(
+        "world size " + std::to_string(settings.ranks) + " was asked for but this job has only " +
+        std::to_string(*job_world_size) + " ranks: start more ranks or lower --world-sizes");
+  }
+  // Inside a job every rank takes part (the idle ones wait), so the sweep needs all of them.
+  if (job_world_size) settings.ranks = *job_world_size;
+
+  settings.json_path = flags.json_path;
+  if (!flags.reference.empty() && flags.reference != "pytorch") {
+    throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
+  }
+  settings.reference_pytorch = flags.reference == "pytorch";
+  settings.python = flags.python;
+  settings.reference_script = flags.reference_script;
+  return settings;
+}
+
+std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_rank) {
+  std::ostringstream text;
+  text << "preset " << settings.preset << ": models " << join(settings.models, ",") << ", batch "
+       << settings.batch_size << " per rank, images " << settings.image_size << "x"
+       << settings.image_size << ", bucket cap " << settings.bucket_cap_mb << " MiB, "
+       << settings.warmup << " warm-up + " << settings.iterations
+       << " timed iterations, world sizes ";
+  for (std::size_t i = 0; i < settings.world_sizes.size(); ++i) {
+    text << (i > 0 ? "," : "") << settings.world_sizes[i];
+  }
+  text << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
+       << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
+  return text.str();
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,67 @@
+// What `gradwire-bench ddp` runs: its flags, the presets, and the settings they resolve to (pure,
+// unit-tested).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradwire::bench {
+
+// The flags as given; unset ones come from the preset.
+struct DdpFlags {
+  std::string preset = "default";          // "default" or "quick"
+  std::vector<std::string> models;         // zoo names; empty: the preset's
+  std::optional<std::int64_t> batch_size;  // examples per rank and iteration
+  std::optional<std::int64_t> image_size;  // height and width of the ResNets' input
+  std::optional<double> bucket_cap_mb;     // DdpOptions::bucket_cap_mb
+  std::optional<int> iterations;           // timed iterations per rank and configuration
+  std::optional<int> warmup;               // untimed iterations before them
+  std::vector<int> world_sizes;            // DDP rank counts; empty: 1, 2, 4, ... up to max
+  std::optional<int> max_ranks;            // largest default world size when launching locally
+  std::string json_path;                   // empty: no JSON
+  std::string reference;                   // "" or "pytorch"
+  std::string python;                      // interpreter for the reference; empty: automatic
+  std::string reference_script;            // ddp_reference.py; empty: automatic
+};
+
+// Presets (docs/benchmarks.md):
+//   default: resnet50, resnet101, resnext50_32x4d, resnext101_32x8d; batch 32, 224x224,
+//            5 warm-up + 10 timed iterations (PyTorch's benchmarks/distributed/ddp/benchmark.py)
+//   quick:   resnet18 and cnn; batch 8, 64x64, 5 warm-up + 40 timed iterations
+const std::vector<std::string>& ddp_presets();
+
+// Ranks started locally when neither --world-sizes nor --max-ranks says otherwise.
+inline constexpr int kDefaultMaxRanks = 2;
+
+struct DdpSettings {
+  std::string preset;
+  std::vector<std::string> models;
+  std::int64_t batch_size = 32;
+  std::int64_t image_size = 224;
+  double bucket_cap_mb = 25;
+  int iterations = 10;
+  int warmup = 5;
+  std::vector<int> world_sizes;  // ascending, distinct, each >= 1
+  int ranks = 1;                 // processes the sweep needs: the largest world size
+  std::string json_path;
+  bool reference_pytorch = false;
+  std::string python;
+  std::string reference_script;
+};
+
+// Pure: 1, 2, 4, ... below max_ranks, then max_ranks itself (e.g. 6 -> 1, 2, 4, 6).
+std::vector<int> default_world_sizes(int max_ranks);
+
+// Pure. `job_world_size` is the size of the job this process already belongs to (gradwire-run,
+// torchrun...), nullopt when gradwire-bench starts its own ranks: then world sizes default to
+// default_world_sizes(max_ranks), otherwise to default_world_sizes(job size), and larger ones are
+// an error. Throws InvalidArgument for an unknown preset, model or reference, non-positive
+// sizes or iterations, or world sizes the job cannot provide.
+DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size);
+
+// One line describing the settings, for stderr: "models resnet18,cnn, batch 8, 64x64, ...".
+std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_rank);
+
+}  // namespace gradwire::bench

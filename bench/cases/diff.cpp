@@ -1,0 +1,219 @@
+#include "cases/diff.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cases/ddp_report.h"
+#include "harness/stats.h"
+#include "harness/table.h"
+#include "subcommand.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+constexpr int kMinKeyWidth = 20;
+constexpr int kValueWidth = 20;
+constexpr int kRowPrefixWidth = 11;  // "   2 ranks:"
+constexpr int kSecondsWidth = 9;
+constexpr int kRateWidth = 9;
+constexpr int kDeltaWidth = 8;
+
+std::string pad_left(const std::string& text, int width) {
+  const auto size = static_cast<std::size_t>(width);
+  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
+}
+
+std::string trim_right(std::string text) {
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string pad_right(const std::string& text, int width) {
+  const auto size = static_cast<std::size_t>(width);
+  return text.size() >= size ? text : text + std::string(size - text.size(), ' ');
+}
+
+// The settings of a file, flattened: top-level fields and one level of nested objects
+// ("hardware.cpu_model"). Results, the embedded reference and the harness metadata (which repeats
+// the top-level fields) are left out.
+std::map<std::string, std::string> settings_of(const DdpReport& report) {
+  static const std::set<std::string> kSkipped = {"benchmark_results", "reference", "metadata",
+                                                 "implementation"};
+  std::map<std::string, std::string> settings;
+  for (const auto& [key, value] : report.fields.items()) {
+    if (kSkipped.count(key) != 0) continue;
+    if (value.is_object()) {
+      for (const auto& [inner_key, inner_value] : value.items()) {
+        settings[key + "." + inner_key] = describe_field(inner_value);
+      }
+    } else {
+      settings[key] = describe_field(value);
+    }
+  }
+  return settings;
+}
+
+void print_settings(std::ostream& out, const DdpReport& baseline, const DdpReport& test) {
+  const auto a = settings_of(baseline);
+  const auto b = settings_of(test);
+  std::set<std::string> keys;
+  for (const auto& entry : a) keys.insert(entry.first);
+  for (const auto& entry : b) keys.insert(entry.first);
+  int key_width = kMinKeyWidth;
+  for (const auto& key : keys) key_width = std::max(key_width, static_cast<int>(key.size()) + 1);
+  const std::string blank(static_cast<std::size_t>(key_width), ' ');
+  out << blank << " " << pad_left("baseline", kValueWidth) << "      "
+      << pad_left("test", kValueWidth) << "\n"
+      << blank << " " << std::string(kValueWidth, '-') << "      " << std::string(kValueWidth, '-')
+      << "\n";
+  auto line = [&](const std::string& key, const std::string& va, const std::string& vb) {
+    out << pad_right(key + ":", key_width) << " " << pad_left(va, kValueWidth) << "  vs  "
+        << pad_left(vb, kValueWidth) << "\n";
+  };
+  line("implementation", baseline.implementation, test.implementation);
+  for (const auto& key : keys) {
+    const auto va = a.find(key);
+    const auto vb = b.find(key);
+    line(key, va == a.end() ? "-" : va->second, vb == b.end() ? "-" : vb->second);
+  }
+  out << "\n";
+}
+
+std::string cells(double seconds, std::int64_t batch_size) {
+  return pad_left(format_seconds(seconds) + "s", kSecondsWidth) + " " +
+         pad_left(format_fixed(seconds > 0 ? batch_size / seconds : 0.0, 1) + "/s", kRateWidth);
+}
+
+void print_model_header(std::ostream& out) {
+  const std::string blank(kRowPrefixWidth, ' ');
+  const int pair_width = kSecondsWidth + 1 + kRateWidth;
+  std::string groups = blank;
+  std::string columns = blank;
+  for (std::size_t i = 0; i < diff_percentiles().size(); ++i) {
+    groups += std::string(7, ' ') + pad_left("baseline", pair_width) + "  " +
+              pad_left("test", pair_width) + std::string(1 + kDeltaWidth, ' ');
+    const std::string pair =
+        pad_left("sec/iter", kSecondsWidth) + " " + pad_left("ex/sec", kRateWidth);
+    columns += std::string(7, ' ') + pair + "  " + pair + " " + pad_left("diff", kDeltaWidth);
+  }
+  out << trim_right(groups) << "\n" << columns << "\n";
+}
+
+std::string row_prefix(const DdpRound& round) {
+  if (!round.ddp) return pad_left("no ddp:", kRowPrefixWidth);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%4d ranks:", round.world_size());
+  return pad_left(buffer, kRowPrefixWidth);
+}
+
+void print_model(std::ostream& out, const DdpModelResult& a, const DdpModelResult& b) {
+  out << ddp_benchmark_title(a.model, a.batch_size) << "\n\n";
+  print_model_header(out);
+  for (const auto& round : a.rounds) {
+    const DdpRound* other = find_matching_round(b, round);
+    if (other == nullptr) {
+      out << row_prefix(round) << "  (only in baseline)\n";
+      continue;
+    }
+    std::string line = row_prefix(round);
+    for (const int p : diff_percentiles()) {
+      const double va = percentile(round.measurements, p);
+      const double vb = percentile(other->measurements, p);
+      char name[16];
+      std::snprintf(name, sizeof name, "  p%02d: ", p);
+      char delta[32];
+      std::snprintf(delta, sizeof delta, "%+.1f%%", delta_percent(va, vb));
+      line += name + cells(va, a.batch_size) + "  " + cells(vb, b.batch_size) + " " +
+              pad_left(delta, kDeltaWidth);
+    }
+    out << line << "\n";
+  }
+  for (const auto& round : b.rounds) {
+    if (find_matching_round(a, round) == nullptr) {
+      out << row_prefix(round) << "  (only in test)\n";
+    }
+  }
+  out << "\n";
+}
+
+}  // namespace
+
+const std::vector<int>& diff_percentiles() {
+  static const std::vector<int> kPercentiles = {75, 95};
+  return kPercentiles;
+}
+
+double delta_percent(double baseline_seconds, double test_seconds) {
+  if (baseline_seconds == 0) return 0;
+  // Written as (baseline - test) so that equal times give +0.0, not -0.0.
+  return 100.0 * (baseline_seconds - test_seconds) / baseline_seconds;
+}
+
+std::string describe_field(const nlohmann::json& value) {
+  if (value.is_null()) return "None";
+  if (value.is_string()) {
+    std::string text = value.get<std::string>();
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    const auto lines = std::count(text.begin(), text.end(), '\n') + 1;
+    return lines > 1 ? "(" + std::to_string(lines) + " lines)" : text;
+  }
+  if (value.is_array()) {
+    std::string text;
+    for (const auto& item : value) text += (text.empty() ? "" : " ") + describe_field(item);
+    return text;
+  }
+  return value.dump();
+}
+
+void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test) {
+  print_settings(out, baseline, test);
+  for (const auto& a : baseline.results) {
+    const DdpModelResult* b = find_matching_model(test, a.model, a.batch_size);
+    if (b == nullptr) {
+      out << ddp_benchmark_title(a.model, a.batch_size) << ": only in baseline\n\n";
+      continue;
+    }
+    print_model(out, a, *b);
+  }
+  for (const auto& b : test.results) {
+    if (find_matching_model(baseline, b.model, b.batch_size) == nullptr) {
+      out << ddp_benchmark_title(b.model, b.batch_size) << ": only in test\n\n";
+    }
+  }
+  out << std::flush;
+}
+
+Subcommand diff_subcommand() {
+  Subcommand subcommand;
+  subcommand.name = "diff";
+  subcommand.description =
+      "compare two ddp results (gradwire-bench ddp --json, or PyTorch's benchmark.py --json)";
+  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
+    struct Paths {
+      std::string baseline;
+      std::string test;
+    };
+    auto paths = std::make_shared<Paths>();
+    command.add_option("baseline", paths->baseline, "the baseline result (JSON)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    command.add_option("test", paths->test, "the result compared with it (JSON)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    return [paths](const std::vector<std::string>&) {
+      const DdpReport baseline = read_ddp_file(paths->baseline);
+      const DdpReport test = read_ddp_file(paths->test);
+      print_ddp_diff(std::cout, baseline, test);
+      return 0;
+    };
+  };
+  return subcommand;
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,30 @@
+// `gradwire-bench diff BASELINE.json TEST.json`: A/B comparison of two DDP benchmark results, as
+// PyTorch's benchmarks/distributed/ddp/diff.py prints it: the files' settings side by side, then
+// per model and configuration p75 and p95 sec/iter and ex/sec of both and the change
+// delta% = -100 * (test - baseline) / baseline (positive: the test is faster). Reads files of
+// gradwire-bench ddp, bench/reference/ddp_reference.py and PyTorch's benchmark.py.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cases/ddp_results.h"
+
+namespace gradwire::bench {
+
+// The percentiles the diff compares (upstream's).
+const std::vector<int>& diff_percentiles();
+
+// Pure: -100 * (test - baseline) / baseline; 0 when baseline is 0.
+double delta_percent(double baseline_seconds, double test_seconds);
+
+// Pure: a field value as the settings block prints it: strings bare, null as "None" (as
+// upstream's Python prints it), arrays space-separated, multi-line text as "(N lines)".
+std::string describe_field(const nlohmann::json& value);
+
+// Pure: the whole comparison. Models are matched by name and batch size, configurations by
+// "no ddp" or DDP and world size; those present in one file only are named, not compared.
+void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,24 @@
+// What the machine a benchmark ran on looks like, for report headers: the GPU topology printed
+// by `nvidia-smi topo -m` when that program works (as PyTorch's DDP benchmark prints it), and the
+// CPU model and cores otherwise.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gradwire::bench {
+
+struct HardwareInfo {
+  std::string gpu_topology;  // `nvidia-smi topo -m` output; empty when unavailable
+  std::string cpu_model;     // "model name" from /proc/cpuinfo, "unknown" when absent
+  int cores = 1;             // cores this process may run on
+};
+
+// Runs `nvidia-smi topo -m` (when present) and reads /proc/cpuinfo. Blocks for as long as
+// nvidia-smi takes (well under a second). Never throws.
+HardwareInfo describe_hardware();
+
+// {"cpu_model": ..., "cores": ..., "gpu_topology": text or null}.
+nlohmann::json to_json(const HardwareInfo& hardware);
+
+}  // namespace gradwire::bench

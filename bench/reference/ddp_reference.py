@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""The PyTorch side of `gradwire-bench ddp --reference pytorch`.
+
+Runs the sweep gradwire-bench ddp runs, with torch.nn.parallel.DistributedDataParallel: per model
+a "no ddp" baseline on rank 0, then DDP over ranks 0..n-1 for each world size n; each iteration is
+zero_grad, forward, cross-entropy on random labels, backward, SGD step (lr 0.001, momentum 0.9,
+weight decay 1e-4) on one random batch generated once. Rank 0 writes the measurements in the
+schema of PyTorch's benchmarks/distributed/ddp/benchmark.py plus gradwire's fields
+(docs/benchmarks.md), so `gradwire-bench diff` reads it.
+
+One process per rank with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (gradwire-bench,
+gradwire-run or torchrun start them). The models are torchvision's when it is installed; otherwise
+the definitions below, which follow torchvision's architecture, and gradwire's mlp and cnn.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def conv3x3(cin, cout, stride=1, groups=1):
+    return nn.Conv2d(cin, cout, 3, stride=stride, padding=1, groups=groups, bias=False)
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, cin, planes, stride, downsample, groups, width_per_group):
+        super().__init__()
+        self.conv1, self.bn1 = conv3x3(cin, planes, stride), nn.BatchNorm2d(planes)
+        self.conv2, self.bn2 = conv3x3(planes, planes), nn.BatchNorm2d(planes)
+        self.relu, self.downsample = nn.ReLU(inplace=True), downsample
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class Bottleneck(nn.Module):  # v1.5: the stride sits on the 3x3 conv
+    expansion = 4
+
+    def __init__(self, cin, planes, stride, downsample, groups, width_per_group):
+        super().__init__()
+        width = int(planes * (width_per_group / 64.0)) * groups
+        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2, self.bn2 = conv3x3(width, width, stride, groups), nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu, self.downsample = nn.ReLU(inplace=True), downsample
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet(nn.Module):
+    def __init__(self, block, layers, groups=1, width_per_group=64, num_classes=1000):
+        super().__init__()
+        self.inplanes, self.groups, self.width = 64, groups, width_per_group
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1, self.relu = nn.BatchNorm2d(64), nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.layer1 = self._stage(block, 64, layers[0], 1)
+        self.layer2 = self._stage(block, 128, layers[1], 2)
+        self.layer3 = self._stage(block, 256, layers[2], 2)
+        self.layer4 = self._stage(block, 512, layers[3], 2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(512 * block.expansion, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def _stage(self, block, planes, blocks, stride):
+        downsample = None
+        if stride != 1 or self.inplanes != planes * block.expansion:
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * block.expansion))
+        layers = [block(self.inplanes, planes, stride, downsample, self.groups, self.width)]
+        self.inplanes = planes * block.expansion
+        for _ in range(1, blocks):
+            layers.append(block(self.inplanes, planes, 1, None, self.groups, self.width))
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+RESNETS = {
+    "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
+    "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
+    "resnet101": lambda: ResNet(Bottleneck, [3, 4, 23, 3]),
+    "resnext50_32x4d": lambda: ResNet(Bottleneck, [3, 4, 6, 3], groups=32, width_per_group=4),
+    "resnext101_32x8d": lambda: ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=8),
+}
+
+
+class SmallCnn(nn.Module):  # gradwire's "cnn": 1x28x28 images, 10 classes
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = conv3x3(1, 16), nn.BatchNorm2d(16)
+        self.conv2, self.bn2 = conv3x3(16, 32), nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def make_model(name, image_size):
+    """(model, example shape, classes)."""
+    if name == "mlp":
+        mlp = nn.Sequential(nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                            nn.Linear(64, 10))
+        return mlp, [784], 10
+    if name == "cnn":
+        return SmallCnn(), [1, 28, 28], 10
+    try:
+        import torchvision
+        model = torchvision.models.__dict__[name]()
+    except ImportError:
+        model = RESNETS[name]()
+    return model, [3, image_size, image_size], 1000
+
+
+def train_and_time(args, name, group, seed):
+    """Seconds of each timed iteration; DDP over `group` unless it is None."""
+    torch.manual_seed(seed)
+    model, shape, classes = make_model(name, args.image_size)
+    inputs = torch.randn([args.batch_size] + shape)
+    target = torch.randint(0, classes, [args.batch_size])
+    optimizer = torch.optim.SGD(model.parameters(), 0.001, momentum=0.9, weight_decay=1e-4)
+    if group is not None:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, process_group=group, bucket_cap_mb=args.bucket_cap_mb, broadcast_buffers=False)
+    seconds = []
+    for _ in range(args.warmup + args.iterations):
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=False)
+        F.cross_entropy(model(inputs), target).backward()
+        optimizer.step()
+        seconds.append(time.perf_counter() - start)
+    return seconds[args.warmup:]
+
+
+def percentile(values, p):  # linear interpolation, numpy's default
+    values = sorted(values)
+    h = p / 100.0 * (len(values) - 1)
+    low = int(h)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (h - low) * (values[high] - values[low])
+
+
+def row(prefix, batch_size, measurements):
+    cells = ["  p%02d: %9.4fs %7.1f/s" % (p, percentile(measurements, p),
+                                           batch_size / percentile(measurements, p))
+             for p in (50, 75, 90, 95)]
+    return prefix + ":" + "".join(cells)
+
+
+def sweep(args, name, rank):
+    log = (lambda text: print("ddp_reference.py: " + text, file=sys.stderr, flush=True)) \
+        if rank == 0 else (lambda text: None)
+    rounds = []
+    if rank == 0:
+        log("%s, no ddp" % name)
+        rounds.append({"ranks": [0], "ddp": False, "label": "no ddp",
+                       "measurements": train_and_time(args, name, None, 0)})
+    dist.barrier()
+    for size in args.world_sizes:
+        group = dist.new_group(ranks=list(range(size)))  # collective over the whole world
+        if rank < size:
+            log("%s, DDP on %d rank%s" % (name, size, "" if size == 1 else "s"))
+            mine = torch.tensor(train_and_time(args, name, group, rank), dtype=torch.float64)
+            everyone = [torch.empty_like(mine) for _ in range(size)]
+            dist.all_gather(everyone, mine, group=group)
+            rounds.append({"ranks": list(range(size)), "ddp": True, "label": "ddp",
+                           "measurements": torch.cat(everyone).tolist()})
+        dist.barrier()
+    return rounds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet18")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--bucket-cap-mb", type=float, default=25)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--world-sizes", default="")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--json", default="")
+    parser.add_argument("--quiet", action="store_true", help="no table on stdout")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    dist.init_process_group(args.backend, timeout=datetime.timedelta(hours=1))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    args.world_sizes = [int(s) for s in args.world_sizes.split(",")] if args.world_sizes \
+        else [world]
+    if max(args.world_sizes) > world:
+        sys.exit("ddp_reference.py: world sizes %s need %d ranks, WORLD_SIZE is %d"
+                 % (args.world_sizes, max(args.world_sizes), world))
+
+    results = []
+    for name in args.models.split(","):
+        rounds = sweep(args, name, rank)
+        results.append({"model": name, "batch_size": args.batch_size, "result": rounds})
+        if rank == 0 and not args.quiet:
+            print("\nBenchmark: %s with batch size %d\n" % (name, args.batch_size))
+            for r in rounds:
+                print(row("%4d ranks -- %8s" % (len(r["ranks"]), r["label"]), args.batch_size,
+                          r["measurements"]))
+    if rank == 0 and args.json:
+        bucket = int(args.bucket_cap_mb) if args.bucket_cap_mb.is_integer() else args.bucket_cap_mb
+        report = {
+            "pytorch_version": torch.__version__,
+            "cuda_version": torch.version.cuda,
+            "distributed_backend": args.backend,
+            "bucket_size": bucket,
+            "schema_version": 1,
+            "benchmark": "ddp",
+            "implementation": "pytorch",
+            "torch_version": torch.__version__,
+            "image_size": args.image_size,
+            "threads_per_rank": args.threads,
+            "world_size": world,
+            "warmup": args.warmup,
+            "iterations": args.iterations,
+            "benchmark_results": results,
+        }
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(report, f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

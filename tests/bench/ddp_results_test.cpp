@@ -1,0 +1,119 @@
+#include "cases/ddp_results.h"
+
+#include <gtest/gtest.h>
+
+#include "gradwire/common/error.h"
+#include "harness/report.h"
+
+namespace gradwire::bench {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
+}
+
+DdpRound round_of(bool ddp, int ranks, std::vector<double> measurements) {
+  DdpRound round;
+  round.ddp = ddp;
+  for (int rank = 0; rank < ranks; ++rank) round.ranks.push_back(rank);
+  round.measurements = std::move(measurements);
+  return round;
+}
+
+TEST(RoundLabelTest, NamesMachinesAndRanksAsUpstream) {
+  EXPECT_EQ(round_label(round_of(false, 1, {1}), 2), "no ddp");
+  EXPECT_EQ(round_label(round_of(true, 1, {1}), 2), "1M/1R");
+  EXPECT_EQ(round_label(round_of(true, 2, {1}), 2), "1M/2R");
+  EXPECT_EQ(round_label(round_of(true, 16, {1}), 8), "2M/8R");
+  EXPECT_EQ(round_label(round_of(true, 4, {1}), 1), "4M/1R");
+}
+
+TEST(DdpPercentilesTest, InterpolatesAndDividesTheBatchBySeconds) {
+  // Sorted 0.11 .. 0.15: p50 at position 2, p75 at 3, p90 at 3.6, p95 at 3.8.
+  const auto rows = ddp_percentiles({0.15, 0.11, 0.14, 0.12, 0.13}, 32, {50, 75, 90, 95});
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].percentile, 50);
+  EXPECT_NEAR(rows[0].seconds, 0.13, 1e-12);
+  EXPECT_NEAR(rows[1].seconds, 0.14, 1e-12);
+  EXPECT_NEAR(rows[2].seconds, 0.146, 1e-12);
+  EXPECT_NEAR(rows[3].seconds, 0.148, 1e-12);
+  EXPECT_NEAR(rows[1].examples_per_second, 32 / 0.14, 1e-9);
+  EXPECT_THROW(ddp_percentiles({}, 32, {50}), InvalidArgument);
+}
+
+TEST(DdpJsonTest, ResultsRoundTrip) {
+  DdpModelResult result;
+  result.model = "resnet18";
+  result.batch_size = 8;
+  result.rounds = {round_of(false, 1, {0.1, 0.2}), round_of(true, 1, {0.3, 0.4}),
+                   round_of(true, 2, {0.5, 0.6, 0.7, 0.8})};
+  result.rounds[2].ddp_stats = {{"iterations", 2}, {"exposed_s", 0.01}};
+  nlohmann::json document = {{"schema_version", kSchemaVersion},
+                             {"benchmark", "ddp"},
+                             {"distributed_backend", "gloo"},
+                             {"bucket_size", 25}};
+  document["benchmark_results"] = to_json(std::vector<DdpModelResult>{result}, 2);
+  // Through text, as a file would be.
+  const DdpReport report = parse_ddp_document(nlohmann::json::parse(document.dump()), "memory");
+
+  EXPECT_EQ(report.implementation, "gradwire");
+  EXPECT_EQ(report.fields.at("bucket_size"), 25);
+  EXPECT_FALSE(report.fields.contains("benchmark_results"));
+  ASSERT_EQ(report.results.size(), 1u);
+  const DdpModelResult& back = report.results[0];
+  EXPECT_EQ(back.model, "resnet18");
+  EXPECT_EQ(back.batch_size, 8);
+  ASSERT_EQ(back.rounds.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.rounds[i].ddp, result.rounds[i].ddp);
+    EXPECT_EQ(back.rounds[i].ranks, result.rounds[i].ranks);
+    EXPECT_EQ(back.rounds[i].measurements, result.rounds[i].measurements);
+  }
+  EXPECT_EQ(back.rounds[2].ddp_stats.at("iterations"), 2);
+  EXPECT_TRUE(back.rounds[0].ddp_stats.is_null());
+  // The written entries carry upstream's fields and gradwire's label.
+  const auto& entry = document["benchmark_results"][0]["result"][2];
+  EXPECT_EQ(entry.at("ranks"), nlohmann::json({0, 1}));
+  EXPECT_EQ(entry.at("label"), "1M/2R");
+}
+
+TEST(DdpJsonTest, ReadsUpstreamFilesWithTheBaselineFirst) {
+  const DdpReport report = read_ddp_file(fixture("ddp_pytorch_benchmark.json"));
+  EXPECT_EQ(report.implementation, "pytorch benchmark.py");
+  EXPECT_EQ(report.fields.at("pytorch_version"), "1.4.0a0+05140f0");
+  ASSERT_EQ(report.results.size(), 2u);
+  const auto& rounds = report.results[0].rounds;
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_FALSE(rounds[0].ddp);  // upstream marks "no ddp" by position only
+  EXPECT_TRUE(rounds[1].ddp);
+  EXPECT_EQ(rounds[1].world_size(), 1);
+  EXPECT_EQ(rounds[2].world_size(), 2);
+  EXPECT_EQ(rounds[2].measurements.size(), 10u);
+}
+
+TEST(DdpJsonTest, ReadsGradwireFiles) {
+  const DdpReport report = read_ddp_file(fixture("ddp_gradwire.json"));
+  EXPECT_EQ(report.implementation, "gradwire");
+  ASSERT_EQ(report.results.size(), 2u);
+  EXPECT_EQ(report.results[0].rounds[2].ddp_stats.at("comm_hook"), "allreduce");
+  EXPECT_EQ(report.results[1].model, "cnn");
+}
+
+TEST(DdpJsonTest, RejectsOtherDocuments) {
+  EXPECT_THROW(parse_ddp_document(
+                   {{"schema_version", kSchemaVersion}, {"benchmark", "collectives"}}, "c.json"),
+               InvalidArgument);
+  EXPECT_THROW(parse_ddp_document({{"schema_version", 99}, {"benchmark", "ddp"}}, "v.json"),
+               InvalidArgument);
+  EXPECT_THROW(parse_ddp_document({{"pytorch_version", "1.4"}}, "empty.json"), InvalidArgument);
+  const nlohmann::json no_measurements = {
+      {"benchmark_results",
+       {{{"model", "m"},
+         {"batch_size", 1},
+         {"result", {{{"ranks", {0}}, {"measurements", nlohmann::json::array()}}}}}}}};
+  EXPECT_THROW(parse_ddp_document(no_measurements, "n.json"), InvalidArgument);
+  EXPECT_THROW(read_ddp_file(fixture("does_not_exist.json")), Error);
+}
+
+}  // namespace
+}  // namespace gradwire::bench

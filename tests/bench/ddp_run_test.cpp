@@ -1,0 +1,135 @@
+// Runs the real gradwire-bench ddp (GRADWIRE_BENCH_PATH) with the small models on 1 and 2 local
+// ranks, and diff on what it wrote. Every run is wrapped in coreutils `timeout`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cases/ddp_results.h"
+#include "harness/command.h"
+
+namespace gradwire::bench {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "bench_ddp_" + name + "_" + std::to_string(getpid());
+}
+
+RunResult run_bench(const std::string& arguments) {
+  const std::string log = temp_path("log.txt");
+  const std::string command =
+      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
+      "GRADWIRE_TIMEOUT=60s '" GRADWIRE_BENCH_PATH "' " +
+      arguments + " > '" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  RunResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  result.output = text.str();
+  std::remove(log.c_str());
+  return result;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
+  const std::string json = temp_path("run.json");
+  const RunResult run = run_bench(
+      "ddp --model mlp --model cnn --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
+      "--json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("* Distributed backend: gloo"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("Benchmark: mlp with batch size 4"), std::string::npos);
+  EXPECT_NE(run.output.find("Benchmark: cnn with batch size 4"), std::string::npos);
+  // Per model: no ddp, 1 rank and 2 ranks, each with four percentiles.
+  EXPECT_EQ(count(run.output, "   1 ranks --   no ddp:  p50:"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "   1 ranks --    1M/1R:  p50:"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "   2 ranks --    1M/2R:  p50:"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "  p95: "), 6u) << run.output;
+  EXPECT_NE(run.output.find("gradwire-bench ddp: preset default: models mlp,cnn"),
+            std::string::npos)
+      << run.output;
+
+  std::ifstream in(json);
+  const nlohmann::json document = nlohmann::json::parse(in);
+  EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_EQ(document.at("benchmark"), "ddp");
+  EXPECT_EQ(document.at("distributed_backend"), "gloo");
+  EXPECT_EQ(document.at("bucket_size"), 25);
+  EXPECT_EQ(document.at("world_size"), 2);
+  EXPECT_TRUE(document.contains("pytorch_version"));
+  EXPECT_TRUE(document.at("hardware").contains("cpu_model"));
+  const DdpReport report = parse_ddp_document(document, json);
+  ASSERT_EQ(report.results.size(), 2u);
+  for (const auto& result : report.results) {
+    ASSERT_EQ(result.rounds.size(), 3u) << result.model;
+    EXPECT_FALSE(result.rounds[0].ddp);
+    EXPECT_EQ(result.rounds[0].measurements.size(), 3u);  // rank 0 only
+    EXPECT_EQ(result.rounds[1].measurements.size(), 3u);
+    EXPECT_EQ(result.rounds[2].measurements.size(), 6u);  // both ranks' iterations
+    for (const auto& round : result.rounds) {
+      for (const double seconds : round.measurements) EXPECT_GT(seconds, 0.0);
+    }
+    EXPECT_EQ(result.rounds[2].ddp_stats.at("iterations"), 3);
+  }
+
+  // diff of a file against itself: every configuration, no change.
+  const RunResult diff = run_bench("diff '" + json + "' '" + json + "'");
+  std::remove(json.c_str());
+  ASSERT_EQ(diff.exit_code, 0) << diff.output;
+  EXPECT_EQ(count(diff.output, "    no ddp:  p75:"), 2u) << diff.output;
+  EXPECT_EQ(count(diff.output, "   2 ranks:  p75:"), 2u) << diff.output;
+  EXPECT_EQ(count(diff.output, "+0.0%"), 12u) << diff.output;
+}
+
+TEST(DdpRunTest, MissingPythonSkipsTheReference) {
+  const RunResult run = run_bench(
+      "ddp --model mlp --batch-size 4 --iterations 2 --warmup 0 --world-sizes 1 "
+      "--reference pytorch --python /nonexistent/python3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--reference pytorch skipped: no Python interpreter with torch"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("* Reference: skipped"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("gradwire/pytorch"), std::string::npos) << run.output;
+}
+
+TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
+  if (!run_command({"python3", "-c", "import torch"}).succeeded() &&
+      !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
+    GTEST_SKIP() << "no Python with torch: the reference is optional";
+  }
+  const RunResult run = run_bench(
+      "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
+      "--reference pytorch");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
+  EXPECT_EQ(count(run.output, "gradwire/pytorch:  p50:"), 3u) << run.output;
+}
+
+TEST(DdpRunTest, BadArgumentsFailFast) {
+  EXPECT_NE(run_bench("ddp --model resnet9000").exit_code, 0);
+  EXPECT_NE(run_bench("ddp --reference tensorflow").exit_code, 0);
+  EXPECT_NE(run_bench("diff /nonexistent.json /nonexistent.json").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gradwire::bench

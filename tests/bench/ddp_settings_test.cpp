@@ -1,0 +1,119 @@
+#include "cases/ddp_settings.h"
+
+#include <gtest/gtest.h>
+
+#include "cases/ddp_reference.h"
+#include "gradwire/common/error.h"
+
+namespace gradwire::bench {
+namespace {
+
+TEST(DdpSettingsTest, DefaultPresetIsUpstreams) {
+  const DdpSettings settings = resolve_ddp_settings({}, std::nullopt);
+  EXPECT_EQ(settings.models, (std::vector<std::string>{"resnet50", "resnet101", "resnext50_32x4d",
+                                                       "resnext101_32x8d"}));
+  EXPECT_EQ(settings.batch_size, 32);
+  EXPECT_EQ(settings.image_size, 224);
+  EXPECT_DOUBLE_EQ(settings.bucket_cap_mb, 25);
+  EXPECT_EQ(settings.warmup, 5);
+  EXPECT_EQ(settings.iterations, 10);
+  EXPECT_EQ(settings.world_sizes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(settings.ranks, 2);
+  EXPECT_FALSE(settings.reference_pytorch);
+}
+
+TEST(DdpSettingsTest, QuickPresetAndOverrides) {
+  DdpFlags flags;
+  flags.preset = "quick";
+  DdpSettings settings = resolve_ddp_settings(flags, std::nullopt);
+  EXPECT_EQ(settings.models, (std::vector<std::string>{"resnet18", "cnn"}));
+  EXPECT_EQ(settings.batch_size, 8);
+  EXPECT_EQ(settings.image_size, 64);
+
+  flags.models = {"mlp", "cnn", "mlp"};
+  flags.batch_size = 4;
+  flags.iterations = 3;
+  flags.warmup = 0;
+  flags.world_sizes = {4, 1, 2, 2};
+  flags.reference = "pytorch";
+  settings = resolve_ddp_settings(flags, std::nullopt);
+  EXPECT_EQ(settings.models, (std::vector<std::string>{"mlp", "cnn"}));
+  EXPECT_EQ(settings.batch_size, 4);
+  EXPECT_EQ(settings.iterations, 3);
+  EXPECT_EQ(settings.warmup, 0);
+  EXPECT_EQ(settings.world_sizes, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(settings.ranks, 4);
+  EXPECT_TRUE(settings.reference_pytorch);
+  EXPECT_NE(describe_ddp_settings(settings, 1).find("models mlp,cnn"), std::string::npos);
+}
+
+TEST(DdpSettingsTest, WorldSizesFollowTheJob) {
+  EXPECT_EQ(default_world_sizes(1), (std::vector<int>{1}));
+  EXPECT_EQ(default_world_sizes(4), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(default_world_sizes(6), (std::vector<int>{1, 2, 4, 6}));
+  DdpFlags flags;
+  flags.max_ranks = 8;
+  EXPECT_EQ(resolve_ddp_settings(flags, std::nullopt).world_sizes, (std::vector<int>{1, 2, 4, 8}));
+  // In a job of 3 ranks: the job decides, and all 3 take part.
+  const DdpSettings in_job = resolve_ddp_settings(flags, 3);
+  EXPECT_EQ(in_job.world_sizes, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(in_job.ranks, 3);
+  flags.world_sizes = {1};
+  EXPECT_EQ(resolve_ddp_settings(flags, 3).ranks, 3);
+  flags.world_sizes = {4};
+  EXPECT_THROW(resolve_ddp_settings(flags, 3), InvalidArgument);
+}
+
+TEST(DdpSettingsTest, RejectsBadValues) {
+  DdpFlags flags;
+  flags.models = {"resnet9000"};
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.preset = "slow";
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.iterations = 0;
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.reference = "tensorflow";
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+}
+
+TEST(DdpReferenceTest, CommandCarriesTheSettings) {
+  DdpFlags flags;
+  flags.preset = "quick";
+  flags.bucket_cap_mb = 2.5;
+  const DdpSettings settings = resolve_ddp_settings(flags, std::nullopt);
+  const auto command =
+      reference_command({"/usr/bin/python3", "1.13.0"}, "ddp_reference.py", settings, 1, "r.json");
+  const std::vector<std::string> expected = {"/usr/bin/python3",
+                                             "ddp_reference.py",
+                                             "--models",
+                                             "resnet18,cnn",
+                                             "--batch-size",
+                                             "8",
+                                             "--image-size",
+                                             "64",
+                                             "--bucket-cap-mb",
+                                             "2.5",
+                                             "--warmup",
+                                             "5",
+                                             "--iterations",
+                                             "40",
+                                             "--world-sizes",
+                                             "1,2",
+                                             "--threads",
+                                             "1",
+                                             "--quiet",
+                                             "--json",
+                                             "r.json"};
+  EXPECT_EQ(command, expected);
+  EXPECT_EQ(python_candidates(""), (std::vector<std::string>{"python3", "/usr/bin/python3"}));
+  EXPECT_EQ(python_candidates("/opt/py"), (std::vector<std::string>{"/opt/py"}));
+  std::string why_not;
+  EXPECT_FALSE(find_python_with_torch("/nonexistent/python", why_not));
+  EXPECT_NE(why_not.find("/nonexistent/python (not found)"), std::string::npos) << why_not;
+}
+
+}  // namespace
+}  // namespace gradwire::bench
