@@ -230,7 +230,7 @@ def main():
                 print(row("%4d ranks -- %8s" % (len(r["ranks"]), r["label"]), args.batch_size,
                           r["measurements"]))
     if rank == 0 and args.json:
-        bucket = int(args.bucket_cap_mb) if args.bucket_cap_mb.is_integer() else args.bucket_cap_mb
+        bucket = int(args.bucket_cap_mb) if float(args.bucket_cap_mb).is_integer() else args.bucket_cap_mb
         report = {
             "pytorch_version": torch.__version__,
             "cuda_version": torch.version.cuda,
