@@ -52,6 +52,7 @@ class DdpCore::Impl {
     reducer_options.static_graph = options_.static_graph;
     reducer_options.comm_hook = options_.comm_hook ? options_.comm_hook : allreduce_hook();
     reducer_options.record_events = options_.record_events;
+    reducer_options.schedule = options_.schedule;
 
     check_model_across_ranks(module, *comm_);
 
@@ -113,8 +114,7 @@ class DdpCore::Impl {
   Clock::time_point forward_start_;
 };
 
-DdpCore::DdpCore(torch::nn::Module& module, std::shared_ptr<Communicator> comm,
-                 DdpOptions options)
+DdpCore::DdpCore(torch::nn::Module& module, std::shared_ptr<Communicator> comm, DdpOptions options)
     : impl_(std::make_shared<Impl>(module, std::move(comm), std::move(options))) {}
 DdpCore::~DdpCore() = default;
 

@@ -189,7 +189,10 @@ void Reducer::mark_ready(size_t index, bool used) {
   record(DdpEventKind::kGradReady, index);
   copy_grad_to_bucket(index, used);
   const Slot& slot = layout_.slots[index];
-  if (--layout_.buckets[slot.bucket].pending == 0) launch_ready_buckets();
+  if (--layout_.buckets[slot.bucket].pending == 0 &&
+      options_.schedule == ReductionSchedule::kOverlapped) {
+    launch_ready_buckets();
+  }
 }
 
 void Reducer::copy_grad_to_bucket(size_t index, bool used) {
@@ -217,14 +220,18 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
   if (options_.gradient_as_bucket_view && used) grad = view;
 }
 
+void Reducer::launch_next_bucket() {
+  Bucket& bucket = layout_.buckets[next_to_launch_];
+  record(DdpEventKind::kBucketLaunched, next_to_launch_);
+  timer_.launched(Clock::now());
+  bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  ++next_to_launch_;
+}
+
 void Reducer::launch_ready_buckets() {
   auto& buckets = layout_.buckets;
   while (next_to_launch_ < buckets.size() && buckets[next_to_launch_].pending == 0) {
-    Bucket& bucket = buckets[next_to_launch_];
-    record(DdpEventKind::kBucketLaunched, next_to_launch_);
-    timer_.launched(Clock::now());
-    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
-    ++next_to_launch_;
+    launch_next_bucket();
   }
 }
 
@@ -259,10 +266,15 @@ void Reducer::finalize_locked() {
     }
     static_unused_ = std::move(unused);
   }
-  GRADWIRE_CHECK_EQ(next_to_launch_, layout_.buckets.size());
+  // kOverlapped launched every bucket during backward; kAfterBackward launches them all now;
+  // kAfterBackwardSync launches each just before waiting for it.
+  const bool sync = options_.schedule == ReductionSchedule::kAfterBackwardSync;
+  if (options_.schedule == ReductionSchedule::kAfterBackward) launch_ready_buckets();
+  GRADWIRE_CHECK_EQ(next_to_launch_, sync ? 0 : layout_.buckets.size());
 
   if (tracking) globally_used_ = reduce_used_map();
   for (auto& bucket : layout_.buckets) {
+    if (sync) launch_next_bucket();
     at::Tensor result = bucket.future->wait();
     bucket.future.reset();
     if (!result.is_same(bucket.grads.buffer)) bucket.grads.buffer.copy_(result);

@@ -32,6 +32,7 @@ struct ReducerOptions {
   bool static_graph = false;
   std::shared_ptr<CommHook> comm_hook;  // never null
   bool record_events = false;
+  ReductionSchedule schedule = ReductionSchedule::kOverlapped;
 };
 
 class Reducer : public std::enable_shared_from_this<Reducer> {
@@ -64,6 +65,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void on_grad_ready(size_t index);
   void mark_ready(size_t index, bool used);
   void copy_grad_to_bucket(size_t index, bool used);
+  void launch_next_bucket();
   void launch_ready_buckets();
   void finalize();
   void finalize_locked();
@@ -85,13 +87,13 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   mutable std::mutex mutex_;  // guards everything below (hooks may run on autograd threads)
   State state_ = State::kIdle;
   BucketLayout layout_;
-  std::vector<bool> ready_;        // this iteration
-  std::vector<int32_t> used_;      // this iteration: got a gradient from autograd
-  std::vector<size_t> unused_;     // to mark ready at the first hook (found by walk or static)
+  std::vector<bool> ready_;     // this iteration
+  std::vector<int32_t> used_;   // this iteration: got a gradient from autograd
+  std::vector<size_t> unused_;  // to mark ready at the first hook (found by walk or static)
   std::optional<std::vector<size_t>> static_unused_;  // static_graph: found in iteration one
   at::Tensor globally_used_;  // int32 per parameter, from the last tracked iteration
   size_t next_to_launch_ = 0;
-  std::vector<size_t> ready_order_;  // this iteration, for the rebuild
+  std::vector<size_t> ready_order_;    // this iteration, for the rebuild
   std::vector<size_t> rebuild_order_;  // rank 0's candidate, kept from the first iteration
   int64_t synced_iterations_ = 0;
   bool rebuilt_ = false;

@@ -19,6 +19,18 @@ const char* to_string(DdpEventKind kind) {
   return "unknown";
 }
 
+const char* to_string(ReductionSchedule schedule) {
+  switch (schedule) {
+    case ReductionSchedule::kOverlapped:
+      return "overlapped";
+    case ReductionSchedule::kAfterBackward:
+      return "async";
+    case ReductionSchedule::kAfterBackwardSync:
+      return "sync";
+  }
+  return "unknown";
+}
+
 std::string to_string(const DdpStats& stats) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(6);

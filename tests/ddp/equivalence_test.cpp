@@ -111,6 +111,19 @@ TEST(DdpEquivalence, MoreThanThreeBucketsGradientAsBucketView) {
   expect_many_buckets_match(options, 5);
 }
 
+// The measurement schedules reduce the same buckets, only later: same result.
+TEST(DdpEquivalence, MoreThanThreeBucketsReducedAfterBackward) {
+  auto options = tiny_buckets();
+  options.schedule = ReductionSchedule::kAfterBackward;
+  expect_many_buckets_match(options, 5);
+}
+
+TEST(DdpEquivalence, MoreThanThreeBucketsReducedAfterBackwardOneByOne) {
+  auto options = tiny_buckets();
+  options.schedule = ReductionSchedule::kAfterBackwardSync;
+  expect_many_buckets_match(options, 5);
+}
+
 // Default caps: one bucket; the rebuild after the first iteration still happens.
 TEST(DdpEquivalence, BucketsRebuiltAfterTwoIterations) {
   torch::set_num_threads(1);

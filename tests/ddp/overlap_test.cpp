@@ -23,7 +23,8 @@ struct RankEvents {
   size_t parameters = 0;
 };
 
-std::vector<RankEvents> record_last_iteration() {
+std::vector<RankEvents> record_last_iteration(
+    ReductionSchedule schedule = ReductionSchedule::kOverlapped) {
   torch::set_num_threads(1);
   auto batches = make_batches(kIterations, 4 * kWorld, {16}, 4, 37);
   auto replicas = make_replicas(kWorld, [] {
@@ -33,6 +34,7 @@ std::vector<RankEvents> record_last_iteration() {
   options.bucket_cap_mb = 0.001;
   options.first_bucket_mb = 0.001;
   options.record_events = true;
+  options.schedule = schedule;
   std::vector<RankEvents> out(kWorld);
   gradwire::testing::run_ranks(
       kWorld,
@@ -135,6 +137,53 @@ TEST(DdpOverlap, EveryBucketLaunchedAndReducedOnceInOrder) {
     auto ready = positions_of(events, DdpEventKind::kGradReady);
     if (!ready.empty() && backward_ends == 1) EXPECT_LT(ready.back(), backward_end_at);
   }
+}
+
+// kAfterBackward: nothing is launched before backward ends; then every bucket is launched, in
+// order, before the first one is waited for.
+TEST(DdpOverlap, AfterBackwardLaunchesEverythingWhenBackwardEnds) {
+  auto ranks = record_last_iteration(ReductionSchedule::kAfterBackward);
+  for (int r = 0; r < kWorld; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& events = ranks[r].events;
+    ASSERT_GE(ranks[r].buckets, 3u);
+    auto end = positions_of(events, DdpEventKind::kBackwardEnd);
+    auto launched = positions_of(events, DdpEventKind::kBucketLaunched);
+    auto reduced = positions_of(events, DdpEventKind::kBucketReduced);
+    ASSERT_EQ(end.size(), 1u) << describe(events);
+    ASSERT_EQ(launched.size(), ranks[r].buckets) << describe(events);
+    ASSERT_EQ(reduced.size(), ranks[r].buckets) << describe(events);
+    EXPECT_GT(launched.front(), end.front()) << describe(events);
+    EXPECT_LT(launched.back(), reduced.front()) << describe(events);
+  }
+}
+
+// kAfterBackwardSync: after backward, launch and reduction alternate bucket by bucket.
+TEST(DdpOverlap, AfterBackwardSyncReducesOneBucketAtATime) {
+  auto ranks = record_last_iteration(ReductionSchedule::kAfterBackwardSync);
+  for (int r = 0; r < kWorld; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& events = ranks[r].events;
+    ASSERT_GE(ranks[r].buckets, 3u);
+    auto end = positions_of(events, DdpEventKind::kBackwardEnd);
+    ASSERT_EQ(end.size(), 1u) << describe(events);
+    std::vector<std::pair<DdpEventKind, size_t>> after;
+    for (size_t i = end.front() + 1; i < events.size(); ++i) {
+      after.emplace_back(events[i].kind, events[i].index);
+    }
+    std::vector<std::pair<DdpEventKind, size_t>> expected;
+    for (size_t b = 0; b < ranks[r].buckets; ++b) {
+      expected.emplace_back(DdpEventKind::kBucketLaunched, b);
+      expected.emplace_back(DdpEventKind::kBucketReduced, b);
+    }
+    EXPECT_EQ(after, expected) << describe(events);
+  }
+}
+
+TEST(DdpOverlap, ScheduleNames) {
+  EXPECT_STREQ(to_string(ReductionSchedule::kOverlapped), "overlapped");
+  EXPECT_STREQ(to_string(ReductionSchedule::kAfterBackward), "async");
+  EXPECT_STREQ(to_string(ReductionSchedule::kAfterBackwardSync), "sync");
 }
 
 }  // namespace

@@ -44,6 +44,17 @@
 
 namespace gradwire::ddp {
 
+// When the reducer starts reducing buckets. Only kOverlapped is for training; the others exist to
+// measure what overlapping communication with backward buys (`gradwire-bench reducers`): they
+// use the same buckets, copies and comm hook, and differ only in when the hook runs.
+enum class ReductionSchedule {
+  kOverlapped,         // a bucket's reduction starts as soon as it is full, while backward runs
+  kAfterBackward,      // every bucket's reduction starts when backward ends; all then waited
+  kAfterBackwardSync,  // when backward ends, each bucket is reduced and waited in turn
+};
+// "overlapped", "async" (kAfterBackward) or "sync" (kAfterBackwardSync).
+const char* to_string(ReductionSchedule schedule);
+
 struct DdpOptions {
   // Cap of every bucket but the first, in MiB (PyTorch: bucket_cap_mb = 25).
   double bucket_cap_mb = 25;
@@ -64,14 +75,16 @@ struct DdpOptions {
   std::shared_ptr<CommHook> comm_hook;
   // Keep the events of the last synchronised iteration (see last_iteration_events()).
   bool record_events = false;
+  // When buckets are reduced; anything but the default is for measurements only.
+  ReductionSchedule schedule = ReductionSchedule::kOverlapped;
 };
 
 // One bucket of the current layout.
 struct BucketInfo {
   size_t index = 0;
   size_t bytes = 0;
-  std::string dtype;    // e.g. "Float"
-  std::string device;   // e.g. "cpu"
+  std::string dtype;                    // e.g. "Float"
+  std::string device;                   // e.g. "cpu"
   std::vector<std::string> parameters;  // parameter names in buffer order
 };
 
