@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       gradwire::bench::collectives_subcommand(),
 #ifdef GRADWIRE_BENCH_WITH_DDP
       gradwire::bench::ddp_subcommand(),
+      gradwire::bench::reducers_subcommand(),
 #endif
       gradwire::bench::diff_subcommand(),
   };

@@ -28,6 +28,7 @@ struct Subcommand {
 // The entries, one per benchmark (defined next to each benchmark).
 Subcommand collectives_subcommand();
 Subcommand ddp_subcommand();  // needs gradwire_ddp and gradwire_models (GRADWIRE_BENCH_WITH_DDP)
+Subcommand reducers_subcommand();  // as ddp_subcommand
 Subcommand diff_subcommand();
 
 }  // namespace gradwire::bench

@@ -43,15 +43,6 @@ void progress(const std::string& line) { std::cerr << "gradwire-bench ddp: " << 
 
 std::string milliseconds(double seconds) { return format_fixed(seconds * 1e3, 1) + " ms"; }
 
-// Every member's seconds, rank 0's first: an allgather of float64 tensors.
-std::vector<double> gather_seconds(Communicator& communicator, const std::vector<double>& seconds) {
-  const at::Tensor input = at::tensor(at::ArrayRef<double>(seconds), at::kDouble);
-  at::Tensor output =
-      at::empty({communicator.size() * static_cast<std::int64_t>(seconds.size())}, at::kDouble);
-  communicator.allgather(input, output)->wait();
-  return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
-}
-
 // The communicator of ranks 0..size-1 (the world itself when it has that size). Members only.
 std::shared_ptr<Communicator> first_ranks(const std::shared_ptr<Communicator>& world, int size) {
   if (size == world->size()) return world;
@@ -191,7 +182,7 @@ class DdpSweep {
         DdpRound round;
         round.ranks.resize(static_cast<std::size_t>(size));
         std::iota(round.ranks.begin(), round.ranks.end(), 0);
-        round.measurements = gather_seconds(*group, measurement.seconds);
+        round.measurements = gather_samples(*group, measurement.seconds);
         round.ddp_stats = to_json(measurement.stats);
         if (reports()) finish_round(result, std::move(round), start, stats_line(measurement.stats));
       }

@@ -85,14 +85,17 @@ void print_ddp_header(std::ostream& out, const DdpHeader& header) {
       << "* ex/sec: batch size / sec/iter, per rank (the job processes ranks times as many)\n";
   if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
   out << "\n";
-  if (!header.hardware.gpu_topology.empty()) {
-    out << "--- nvidia-smi topo -m ---\n\n" << header.hardware.gpu_topology;
-    if (header.hardware.gpu_topology.back() != '\n') out << "\n";
+  print_hardware_block(out, header.hardware, header.threads_per_rank);
+}
+
+void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank) {
+  if (!hardware.gpu_topology.empty()) {
+    out << "--- nvidia-smi topo -m ---\n\n" << hardware.gpu_topology;
+    if (hardware.gpu_topology.back() != '\n') out << "\n";
   } else {
     out << "--- CPU ---\n\n"
-        << header.hardware.cpu_model << ", " << header.hardware.cores << " cores, "
-        << header.threads_per_rank << (header.threads_per_rank == 1 ? " thread" : " threads")
-        << " per rank\n";
+        << hardware.cpu_model << ", " << hardware.cores << " cores, " << threads_per_rank
+        << (threads_per_rank == 1 ? " thread" : " threads") << " per rank\n";
   }
   out << "--------------------------\n" << std::flush;
 }

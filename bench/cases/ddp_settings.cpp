@@ -34,7 +34,9 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return text;
 }
 
-void check_models(const std::vector<std::string>& names) {
+}  // namespace
+
+void check_model_names(const std::vector<std::string>& names) {
   std::vector<std::string> known;
   for (const auto& info : models::model_catalog()) known.push_back(info.name);
   for (const auto& name : names) {
@@ -43,8 +45,6 @@ void check_models(const std::vector<std::string>& names) {
     }
   }
 }
-
-}  // namespace
 
 const std::vector<std::string>& ddp_presets() {
   static const std::vector<std::string> kPresets = {"default", "quick"};
@@ -70,7 +70,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
     }
   }
   settings.models = unique_models;
-  check_models(settings.models);
+  check_model_names(settings.models);
   if (flags.batch_size) settings.batch_size = *flags.batch_size;
   if (flags.image_size) settings.image_size = *flags.image_size;
   if (flags.bucket_cap_mb) settings.bucket_cap_mb = *flags.bucket_cap_mb;

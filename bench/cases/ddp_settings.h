@@ -51,6 +51,9 @@ struct DdpSettings {
   std::string reference_script;
 };
 
+// Throws InvalidArgument naming the first name that is not in the model zoo, and the known ones.
+void check_model_names(const std::vector<std::string>& names);
+
 // Pure: 1, 2, 4, ... below max_ranks, then max_ranks itself (e.g. 6 -> 1, 2, 4, 6).
 std::vector<int> default_world_sizes(int max_ranks);
 

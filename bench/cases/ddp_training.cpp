@@ -1,19 +1,48 @@
 #include "cases/ddp_training.h"
 
+#include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "gradwire/models/zoo.h"
-#include "harness/timing.h"
 
 namespace gradwire::bench {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Upstream's optimizer: SGD, lr 0.001, momentum 0.9, weight decay 1e-4.
 torch::optim::SGDOptions sgd_options() {
   return torch::optim::SGDOptions(0.001).momentum(0.9).weight_decay(1e-4);
+}
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// `warmup` untimed steps, then `iterations` timed ones; `loss` runs the forward and the loss.
+void time_steps(int warmup, int iterations, torch::optim::Optimizer& optimizer,
+                const std::function<torch::Tensor()>& loss, TrainingMeasurement& out) {
+  for (int i = 0; i < warmup + iterations; ++i) {
+    const auto start = Clock::now();
+    optimizer.zero_grad();
+    const auto forward_start = Clock::now();
+    const torch::Tensor value = loss();
+    const auto backward_start = Clock::now();
+    value.backward();
+    const auto backward_end = Clock::now();
+    optimizer.step();
+    const auto end = Clock::now();
+    if (i < warmup) continue;
+    out.seconds.push_back(seconds_between(start, end));
+    out.forward_seconds.push_back(seconds_between(forward_start, backward_start));
+    out.backward_seconds.push_back(seconds_between(backward_start, backward_end));
+  }
 }
 
 }  // namespace
@@ -21,7 +50,10 @@ torch::optim::SGDOptions sgd_options() {
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   ddp::DdpOptions options;
   options.bucket_cap_mb = setup.bucket_cap_mb;
+  // A cap below the default first bucket's caps the first bucket too.
+  options.first_bucket_mb = std::min(options.first_bucket_mb, setup.bucket_cap_mb);
   options.broadcast_buffers = false;
+  options.schedule = setup.schedule;
   return options;
 }
 
@@ -41,36 +73,30 @@ TrainingMeasurement train_and_time(const TrainingSetup& setup,
   torch::optim::SGD optimizer(model->parameters(), sgd_options());
 
   TrainingMeasurement measurement;
-  const IterationCounts warmup{setup.warmup, 0};
-  const IterationCounts timed{0, setup.iterations};
   if (!communicator) {
-    auto step = [&] {
-      optimizer.zero_grad();
-      const torch::Tensor loss =
-          torch::nn::functional::cross_entropy(model->forward(input), target);
-      loss.backward();
-      optimizer.step();
-    };
-    time_iterations(warmup, step);
-    measurement.seconds = time_iterations(timed, step);
+    time_steps(
+        setup.warmup, setup.iterations, optimizer,
+        [&] { return torch::nn::functional::cross_entropy(model->forward(input), target); },
+        measurement);
     return measurement;
   }
   ddp::DistributedDataParallel wrapped(model, communicator, benchmark_ddp_options(setup));
-  auto step = [&] {
-    optimizer.zero_grad();
-    const torch::Tensor output = wrapped(input);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(output, target);
-    loss.backward();
-    optimizer.step();
-  };
-  time_iterations(warmup, step);
+  auto loss = [&] { return torch::nn::functional::cross_entropy(wrapped(input), target); };
+  time_steps(setup.warmup, 0, optimizer, loss, measurement);
   wrapped.reset_stats();
-  measurement.seconds = time_iterations(timed, step);
+  time_steps(0, setup.iterations, optimizer, loss, measurement);
   measurement.ddp = true;
   measurement.stats = wrapped.stats();
   return measurement;
 }
 
+std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples) {
+  const at::Tensor input = at::tensor(at::ArrayRef<double>(samples), at::kDouble);
+  at::Tensor output =
+      at::empty({communicator.size() * static_cast<std::int64_t>(samples.size())}, at::kDouble);
+  communicator.allgather(input, output)->wait();
+  return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
+}
 nlohmann::json to_json(const ddp::DdpStats& stats) {
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& bucket : stats.buckets) {

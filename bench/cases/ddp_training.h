@@ -1,6 +1,7 @@
-// One configuration of `gradwire-bench ddp` on one rank: build the model, generate one random
-// batch, and time training iterations (zero_grad, forward, cross-entropy on random labels,
-// backward, SGD step), through DistributedDataParallel or, for the "no ddp" baseline, without.
+// One configuration of `gradwire-bench ddp` or `reducers` on one rank: build the model, generate
+// one random batch, and time training iterations (zero_grad, forward, cross-entropy on random
+// labels, backward, SGD step), through DistributedDataParallel or, for the "no ddp" baseline,
+// without.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +23,16 @@ struct TrainingSetup {
   int warmup = 5;                 // untimed iterations first
   int iterations = 10;            // timed iterations
   double bucket_cap_mb = 25;      // DdpOptions::bucket_cap_mb
+  // DdpOptions::schedule (gradwire-bench reducers compares them).
+  ddp::ReductionSchedule schedule = ddp::ReductionSchedule::kOverlapped;
 };
 
+// Per timed iteration, in order: the whole step (zero_grad to the optimizer step), its forward
+// (the model and the loss) and its backward (loss.backward(), which includes DDP's reduction).
 struct TrainingMeasurement {
-  std::vector<double> seconds;  // one per timed iteration, in order
+  std::vector<double> seconds;
+  std::vector<double> forward_seconds;
+  std::vector<double> backward_seconds;
   bool ddp = false;
   ddp::DdpStats stats;  // over the timed iterations; meaningful when ddp
 };
@@ -39,9 +46,14 @@ TrainingMeasurement train_and_time(const TrainingSetup& setup,
                                    const std::shared_ptr<Communicator>& communicator,
                                    std::uint64_t seed);
 
-// DdpOptions the benchmark uses: bucket_cap_mb from the setup and broadcast_buffers false (as
-// upstream's benchmark); everything else gradwire's defaults.
+// DdpOptions the benchmark uses: bucket_cap_mb and schedule from the setup (a cap below 1 MiB
+// also caps the first bucket) and broadcast_buffers false (as upstream's benchmark); everything
+// else gradwire's defaults.
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup);
+
+// Every member's samples, rank 0's first (an allgather; collective over `communicator`, and
+// every member must pass as many samples).
+std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples);
 
 // The DDP statistics for the JSON: averages in seconds and the bucket layout (bytes per bucket).
 nlohmann::json to_json(const ddp::DdpStats& stats);

@@ -1,0 +1,198 @@
+// `gradwire-bench reducers`: the compare_ddp study. For each bucket size, trains the same model
+// with DistributedDataParallel under each ReductionSchedule (overlapped with backward, or every
+// bucket reduced after backward, asynchronously or one at a time) and compares forward and
+// backward latency. Every rank's samples are gathered to rank 0, which prints and writes them.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cases/ddp_report.h"
+#include "cases/ddp_training.h"
+#include "cases/reducers_report.h"
+#include "cases/reducers_settings.h"
+#include "gradwire/common/version.h"
+#include "harness/hardware.h"
+#include "harness/ranks.h"
+#include "harness/report.h"
+#include "harness/table.h"
+#include "subcommand.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+// Large models on a CPU take minutes per configuration; unless GRADWIRE_TIMEOUT says otherwise,
+// collectives may wait this long.
+constexpr std::chrono::hours kDefaultTimeout{1};
+
+void progress(const std::string& line) {
+  std::cerr << "gradwire-bench reducers: " << line << std::endl;
+}
+
+std::vector<double> to_milliseconds(std::vector<double> seconds) {
+  for (double& value : seconds) value *= 1e3;
+  return seconds;
+}
+
+class ReducersStudy {
+ public:
+  ReducersStudy(RankContext& context, const ReducersSettings& settings,
+                std::vector<std::string> argv)
+      : context_(context), settings_(settings), argv_(std::move(argv)) {}
+
+  int run() {
+    Communicator& comm = context_.communicator;
+    if (context_.reports()) {
+      progress(describe_reducers_settings(settings_, comm.size(), context_.threads_per_rank));
+      print_header();
+    }
+    std::vector<BucketSizeResult> results;
+    for (const double size : settings_.bucket_sizes_mb) {
+      BucketSizeResult result{size, {}};
+      for (const auto reducer : settings_.reducers)
+        result.reducers.push_back(measure(size, reducer));
+      if (context_.reports()) std::cout << "\n" << reducers_summary(result) << std::flush;
+      results.push_back(std::move(result));
+    }
+    if (!context_.reports()) return 0;
+    std::cout << "\n" << reducers_overview(results) << std::flush;
+    if (!settings_.json_path.empty()) {
+      write_json_file(settings_.json_path, document(results));
+      progress("wrote " + settings_.json_path);
+    }
+    return 0;
+  }
+
+ private:
+  ReducerMeasurement measure(double bucket_size_mb, ddp::ReductionSchedule reducer) {
+    Communicator& comm = context_.communicator;
+    TrainingSetup setup;
+    setup.model = settings_.model;
+    setup.image_size = settings_.image_size;
+    setup.batch_size = settings_.batch_size;
+    setup.warmup = settings_.warmup;
+    setup.iterations = settings_.iterations;
+    setup.bucket_cap_mb = bucket_size_mb;
+    setup.schedule = reducer;
+    const auto start = std::chrono::steady_clock::now();
+    const TrainingMeasurement measurement = train_and_time(
+        setup, context_.world.communicator(), static_cast<std::uint64_t>(comm.rank()));
+    ReducerMeasurement out;
+    out.reducer = reducer;
+    out.buckets = measurement.stats.buckets.size();
+    out.forward_ms = to_milliseconds(gather_samples(comm, measurement.forward_seconds));
+    out.backward_ms = to_milliseconds(gather_samples(comm, measurement.backward_seconds));
+    if (context_.reports()) {
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      progress(format_fixed(bucket_size_mb, 1) + " MiB, " + ddp::to_string(reducer) + ": " +
+               std::to_string(out.buckets) + " buckets, done in " +
+               format_fixed(elapsed.count(), 1) + " s");
+    }
+    return out;
+  }
+
+  void print_header() {
+    hardware_ = describe_hardware();
+    const std::string rule = "-----------------------------------------";
+    std::cout << rule << "\ngradwire distributed benchmark suite: reducers\n"
+              << rule << "\n\n"
+              << "* gradwire version: " << version() << "\n"
+              << "* libtorch version: " << torch_version() << "\n"
+              << "* Distributed backend: " << context_.communicator.backend() << "\n"
+              << "* Model: " << settings_.model << ", batch " << settings_.batch_size
+              << " per rank, " << settings_.image_size << "x" << settings_.image_size
+              << " for the ResNets; random data; cross-entropy; SGD\n"
+              << "* Ranks: " << context_.communicator.size()
+              << ", threads per rank: " << context_.threads_per_rank << "\n"
+              << "* Iterations: " << settings_.warmup << " warm-up + " << settings_.iterations
+              << " timed per rank and configuration; statistics over every rank's iterations\n"
+              << "* forward: the wrapped model and the loss; backward: loss.backward(), "
+                 "including the reduction\n"
+              << "* Reducers: overlapped = DDP reduces a bucket as soon as it is full, while "
+                 "backward runs; async = every bucket reduced after backward, all launched then "
+                 "waited; sync = after backward, one bucket at a time\n\n";
+    print_hardware_block(std::cout, hardware_, context_.threads_per_rank);
+  }
+
+  nlohmann::json document(const std::vector<BucketSizeResult>& results) const {
+    RunMetadata metadata = collect_machine_metadata();
+    metadata.gradwire_version = version();
+    metadata.torch_version = torch_version();
+    metadata.backend = context_.communicator.backend();
+    metadata.ranks = context_.communicator.size();
+    metadata.threads_per_rank = context_.threads_per_rank;
+    metadata.command = user_command(argv_);
+    nlohmann::json doc = make_document("reducers", metadata);
+    std::vector<std::string> reducer_names;
+    for (const auto reducer : settings_.reducers)
+      reducer_names.emplace_back(ddp::to_string(reducer));
+    doc["settings"] = {{"preset", settings_.preset},
+                       {"model", settings_.model},
+                       {"batch_size", settings_.batch_size},
+                       {"image_size", settings_.image_size},
+                       {"world_size", context_.communicator.size()},
+                       {"threads_per_rank", context_.threads_per_rank},
+                       {"warmup", settings_.warmup},
+                       {"iterations", settings_.iterations},
+                       {"bucket_sizes_mb", settings_.bucket_sizes_mb},
+                       {"reducers", reducer_names}};
+    doc["hardware"] = to_json(hardware_);
+    doc["results"] = reducers_results_json(results);
+    return doc;
+  }
+
+  RankContext& context_;
+  const ReducersSettings& settings_;
+  std::vector<std::string> argv_;
+  HardwareInfo hardware_;
+};
+
+}  // namespace
+
+Subcommand reducers_subcommand() {
+  Subcommand subcommand;
+  subcommand.name = "reducers";
+  subcommand.description =
+      "DDP forward/backward latency over bucket sizes: overlapped reduction against reducing "
+      "after backward, async and sync (PyTorch's compare_ddp.py)";
+  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
+    struct State {
+      ReducersFlags flags;
+      RankOptions ranks;
+    };
+    auto state = std::make_shared<State>();
+    ReducersFlags& flags = state->flags;
+    command.add_option("--preset", flags.preset, "settings preset (quick: resnet18, small)")
+        ->check(CLI::IsMember(reducers_presets()))
+        ->capture_default_str();
+    command.add_option("--model", flags.model, "model of the zoo [resnet50; quick resnet18]");
+    command.add_option("--batch-size", flags.batch_size, "examples per rank [32; quick 8]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--image-size", flags.image_size, "ResNet input size [224; quick 64]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--bucket-sizes", flags.bucket_sizes,
+                       "bucket caps in MiB, e.g. 3..27 or 1,5,25 [3..27; quick 1,5,25]");
+    command
+        .add_option("--reducers", flags.reducers,
+                    "overlapped, async, sync; the first is the delta% baseline [all three]")
+        ->delimiter(',');
+    command.add_option("--iterations", flags.iterations, "timed iterations [100; quick 20]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--warmup", flags.warmup, "warm-up iterations [20; quick 3]")
+        ->check(CLI::NonNegativeNumber);
+    command.add_option("--json", flags.json_path, "write the results to this JSON file");
+    add_rank_options(command, state->ranks);
+    return [state](const std::vector<std::string>& argv) {
+      const ReducersSettings settings = resolve_reducers_settings(state->flags);
+      RankOptions ranks = state->ranks;
+      if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+      return run_on_ranks(ranks, argv, [&](RankContext& context) {
+        return ReducersStudy(context, settings, argv).run();
+      });
+    };
+  };
+  return subcommand;
+}
+
+}  // namespace gradwire::bench

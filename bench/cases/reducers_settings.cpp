@@ -1,0 +1,149 @@
+#include "cases/reducers_settings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "cases/ddp_settings.h"
+#include "gradwire/common/error.h"
+#include "harness/table.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+constexpr ddp::ReductionSchedule kAllReducers[] = {ddp::ReductionSchedule::kOverlapped,
+                                                   ddp::ReductionSchedule::kAfterBackward,
+                                                   ddp::ReductionSchedule::kAfterBackwardSync};
+
+ReducersSettings preset_named(const std::string& name) {
+  ReducersSettings settings;
+  settings.preset = name;
+  settings.reducers.assign(std::begin(kAllReducers), std::end(kAllReducers));
+  if (name == "default") {
+    settings.model = "resnet50";
+    settings.bucket_sizes_mb = parse_bucket_sizes("3..27");
+    return settings;  // batch 32, 224x224, 20 + 100 iterations
+  }
+  if (name == "quick") {
+    settings.model = "resnet18";
+    settings.batch_size = 8;
+    settings.image_size = 64;
+    settings.bucket_sizes_mb = {1, 5, 25};
+    settings.warmup = 3;
+    settings.iterations = 20;
+    return settings;
+  }
+  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
+}
+
+double parse_size(const std::string& item, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(item, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != item.size() || !(value > 0) || !std::isfinite(value)) {
+    throw InvalidArgument("bucket sizes '" + text + "': '" + item +
+                          "' is not a positive number of MiB (write e.g. 3..27 or 1,5,25)");
+  }
+  return value;
+}
+
+}  // namespace
+
+const std::vector<std::string>& reducers_presets() {
+  static const std::vector<std::string> kPresets = {"default", "quick"};
+  return kPresets;
+}
+
+std::vector<double> parse_bucket_sizes(const std::string& text) {
+  std::vector<double> sizes;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto dots = item.find("..");
+    if (dots == std::string::npos) {
+      sizes.push_back(parse_size(item, text));
+      continue;
+    }
+    const double first = parse_size(item.substr(0, dots), text);
+    const double last = parse_size(item.substr(dots + 2), text);
+    if (last < first) {
+      throw InvalidArgument("bucket sizes '" + text + "': the range '" + item + "' runs backwards");
+    }
+    for (double size = first; size <= last + 1e-9; size += 1) sizes.push_back(size);
+  }
+  if (sizes.empty()) throw InvalidArgument("bucket sizes '" + text + "': no size given");
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (std::find(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), sizes[i]) !=
+        sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw InvalidArgument("bucket sizes '" + text + "': " + format_fixed(sizes[i], 1) +
+                            " MiB appears twice");
+    }
+  }
+  return sizes;
+}
+
+ddp::ReductionSchedule parse_reducer(const std::string& name) {
+  std::string known;
+  for (const auto schedule : kAllReducers) {
+    if (name == ddp::to_string(schedule)) return schedule;
+    known += (known.empty() ? "" : ", ") + std::string(ddp::to_string(schedule));
+  }
+  throw InvalidArgument("unknown reducer '" + name + "': use " + known);
+}
+
+ReducersSettings resolve_reducers_settings(const ReducersFlags& flags) {
+  ReducersSettings settings = preset_named(flags.preset);
+  if (!flags.model.empty()) settings.model = flags.model;
+  check_model_names({settings.model});
+  if (flags.batch_size) settings.batch_size = *flags.batch_size;
+  if (flags.image_size) settings.image_size = *flags.image_size;
+  if (!flags.bucket_sizes.empty())
+    settings.bucket_sizes_mb = parse_bucket_sizes(flags.bucket_sizes);
+  if (!flags.reducers.empty()) {
+    settings.reducers.clear();
+    for (const auto& name : flags.reducers) {
+      const auto schedule = parse_reducer(name);
+      if (std::find(settings.reducers.begin(), settings.reducers.end(), schedule) !=
+          settings.reducers.end()) {
+        throw InvalidArgument("reducer '" + name + "' is listed twice");
+      }
+      settings.reducers.push_back(schedule);
+    }
+  }
+  if (flags.iterations) settings.iterations = *flags.iterations;
+  if (flags.warmup) settings.warmup = *flags.warmup;
+  if (settings.batch_size < 1 || settings.image_size < 1 || settings.iterations < 1 ||
+      settings.warmup < 0) {
+    throw InvalidArgument(
+        "batch size, image size and iterations must be positive and warm-up non-negative");
+  }
+  settings.json_path = flags.json_path;
+  settings.html_path = flags.html_path;
+  return settings;
+}
+
+std::string describe_reducers_settings(const ReducersSettings& settings, int ranks,
+                                       int threads_per_rank) {
+  std::ostringstream text;
+  text << "preset " << settings.preset << ": model " << settings.model << ", batch "
+       << settings.batch_size << " per rank, images " << settings.image_size << "x"
+       << settings.image_size << ", buckets ";
+  for (std::size_t i = 0; i < settings.bucket_sizes_mb.size(); ++i) {
+    text << (i > 0 ? "," : "") << settings.bucket_sizes_mb[i];
+  }
+  text << " MiB, reducers ";
+  for (std::size_t i = 0; i < settings.reducers.size(); ++i) {
+    text << (i > 0 ? "," : "") << ddp::to_string(settings.reducers[i]);
+  }
+  text << ", " << settings.warmup << " warm-up + " << settings.iterations << " timed iterations, "
+       << ranks << (ranks == 1 ? " rank, " : " ranks, ") << threads_per_rank
+       << (threads_per_rank == 1 ? " thread" : " threads") << " per rank";
+  return text.str();
+}
+
+}  // namespace gradwire::bench
