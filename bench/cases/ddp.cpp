@@ -81,20 +81,66 @@ class DdpSweep {
     if (reports()) progress(describe_ddp_settings(settings_, context_.threads_per_rank));
     const ReferencePlan reference = plan_reference();
     if (reports()) print_header(reference);
-    std::vector<DdpModelResult> results;
-    for (const auto& model : settings_.models) results.push_back(sweep_model(model));
+    DdpRepeats repeats;
+    nlohmann::json reference_document;  // the first repeat's, for its fields
+    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
+      if (settings_.repeat > 1 && reports()) {
+        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
+      }
+      std::vector<DdpModelResult> results;
+      for (const auto& model : settings_.models) results.push_back(sweep_model(model));
+      repeats.gradwire.push_back(std::move(results));
+      if (!reference.run) continue;
+      nlohmann::json document;
+      if (!run_reference(reference, document)) return reports() ? 1 : 0;
+      if (!reports()) continue;
+      repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
+      if (reference_document.is_null()) reference_document = std::move(document);
+    }
+    if (!reports()) return 0;
 
-    nlohmann::json reference_document;
-    int exit_code = 0;
-    if (reference.run) exit_code = run_reference(reference, results, reference_document);
-    if (reports() && !settings_.json_path.empty()) {
+    const std::vector<DdpModelResult> results = pool_repeats(repeats.gradwire);
+    if (settings_.repeat > 1) print_pooled(results);
+    if (reference.run) {
+      reference_document["benchmark_results"] =
+          to_json(pool_repeats(repeats.reference), ranks_per_node_);
+      reference_document["repeat"] = settings_.repeat;
+      const std::string title = "reference: PyTorch " + reference.python.torch_version +
+                                " DistributedDataParallel, same settings";
+      print_ddp_comparison(std::cout, results,
+                           parse_ddp_document(reference_document, "the PyTorch reference"),
+                           ranks_per_node_, title, repeats);
+    }
+    if (!settings_.json_path.empty()) {
       write_json_file(settings_.json_path, document(results, reference_document));
       progress("wrote " + settings_.json_path);
+      if (reference.run) {
+        const std::string path = reference_json_path(settings_.json_path);
+        write_json_file(path, reference_document);
+        progress("wrote " + path);
+      }
     }
-    return reports() ? exit_code : 0;
+    return 0;
   }
 
  private:
+  // Rows appear on stdout as they are measured, unless the sweep repeats: then stdout gets the
+  // pooled tables at the end and each repeat's rows are progress on stderr.
+  std::ostream& rows() const { return settings_.repeat > 1 ? std::cerr : std::cout; }
+
+  void print_pooled(const std::vector<DdpModelResult>& results) const {
+    std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
+    for (const auto& result : results) {
+      std::cout << "\n"
+                << ddp_benchmark_title(result.model, result.batch_size) << "\n\n"
+                << ddp_table_header() << "\n";
+      for (const auto& round : result.rounds) {
+        std::cout << ddp_row(round, round_label(round, ranks_per_node_), result.batch_size) << "\n";
+      }
+    }
+    std::cout << std::flush;
+  }
+
   bool reports() const { return rank_ == 0; }
 
   TrainingSetup setup_for(const std::string& model) const {
@@ -121,9 +167,12 @@ class DdpSweep {
     if (plan.run) {
       plan.python = *python;
       plan.script = *script;
-      plan.header_line = "PyTorch " + python->torch_version +
-                         " torch.nn.parallel.DistributedDataParallel (" + python->python + " " +
-                         *script + "), same settings, run after gradwire";
+      plan.header_line =
+          "PyTorch " + python->torch_version + " torch.nn.parallel.DistributedDataParallel (" +
+          python->python + " " + *script + "), same settings, " +
+          (settings_.repeat > 1
+               ? "alternating with gradwire, " + std::to_string(settings_.repeat) + " times"
+               : "run after gradwire");
     } else {
       if (why_not.empty()) why_not = "another rank cannot run Python with torch";
       plan.header_line = "skipped: " + why_not;
@@ -155,9 +204,9 @@ class DdpSweep {
     const TrainingSetup setup = setup_for(model);
     DdpModelResult result{model, settings_.batch_size, {}};
     if (reports()) {
-      std::cout << "\n"
-                << ddp_benchmark_title(model, settings_.batch_size) << "\n\n"
-                << ddp_table_header() << std::endl;
+      rows() << "\n"
+             << ddp_benchmark_title(model, settings_.batch_size) << "\n\n"
+             << ddp_table_header() << std::endl;
     }
     // The baseline: rank 0 alone, without DDP.
     if (rank_ == 0) {
@@ -199,27 +248,23 @@ class DdpSweep {
   void finish_round(DdpModelResult& result, DdpRound round,
                     std::chrono::steady_clock::time_point start, const std::string& stats) {
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    std::cout << ddp_row(round, round_label(round, ranks_per_node_), result.batch_size)
-              << std::endl;
+    rows() << ddp_row(round, round_label(round, ranks_per_node_), result.batch_size) << std::endl;
     progress(result.model + ", " + round_label(round, ranks_per_node_) + ": done in " +
              format_fixed(elapsed.count(), 1) + " s" +
              (stats.empty() ? "" : "; rank 0 per iteration: " + stats));
     result.rounds.push_back(std::move(round));
   }
 
-  // Runs the reference on every rank; rank 0 prints the comparison. Returns the exit code.
-  int run_reference(const ReferencePlan& plan, const std::vector<DdpModelResult>& results,
-                    nlohmann::json& reference_document) {
+  // Runs the reference on every rank (collective). Returns false when it failed on any rank; on
+  // rank 0, `document` receives what the reference wrote.
+  bool run_reference(const ReferencePlan& plan, nlohmann::json& document) {
     at::Tensor port = at::zeros({1}, at::kLong);
     if (reports()) port.fill_(launch::pick_free_port(""));
     world_->broadcast(port, 0)->wait();
-    std::string json_path;
-    bool temporary = false;
-    if (reports()) {
-      json_path = reference_json_path(settings_.json_path);
-      temporary = settings_.json_path.empty();
+    const std::string json_path =
+        "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
+    if (reports())
       progress("running the PyTorch reference: " + plan.python.python + " " + plan.script);
-    }
     ReferenceRank rank;
     rank.rank = rank_;
     rank.world_size = world_->size();
@@ -227,35 +272,23 @@ class DdpSweep {
     rank.master_port = static_cast<int>(port.item<std::int64_t>());
     rank.threads = context_.threads_per_rank;
     const auto command = reference_command(plan.python, plan.script, settings_,
-                                           context_.threads_per_rank, json_path);
+                                           context_.threads_per_rank, reports() ? json_path : "");
     at::Tensor failed = at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong);
     world_->allreduce(failed, ReduceOp::kMax)->wait();
-    if (!reports()) return 0;
     if (failed.item<std::int64_t>() != 0) {
-      progress("the PyTorch reference failed (see its messages above)");
-      return 1;
-    }
-    const DdpReport reference = read_ddp_file(json_path);
-    {
-      std::ifstream in(json_path);
-      in >> reference_document;
-    }
-    if (temporary) {
+      if (reports()) progress("the PyTorch reference failed (see its messages above)");
       std::remove(json_path.c_str());
-    } else {
-      progress("wrote " + json_path);
+      return false;
     }
-    const std::string title = "reference: PyTorch " + plan.python.torch_version +
-                              " DistributedDataParallel, same settings";
-    print_ddp_comparison(std::cout, results, reference, ranks_per_node_, title);
-    return 0;
+    if (reports()) {
+      document = read_json_file(json_path);
+      std::remove(json_path.c_str());
+    }
+    return true;
   }
 
-  // The reference's JSON: next to --json ("out.json" -> "out.pytorch.json"), else a temporary.
+  // The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
   static std::string reference_json_path(const std::string& json_path) {
-    if (json_path.empty()) {
-      return "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
-    }
     const auto dot = json_path.rfind('.');
     const auto slash = json_path.rfind('/');
     const bool has_extension =
@@ -292,6 +325,7 @@ class DdpSweep {
     document["ranks_per_node"] = ranks_per_node_;
     document["warmup"] = settings_.warmup;
     document["iterations"] = settings_.iterations;
+    document["repeat"] = settings_.repeat;
     document["hardware"] = to_json(hardware_);
     document["benchmark_results"] = to_json(results, ranks_per_node_);
     if (!reference.is_null()) document["reference"] = reference;
@@ -361,6 +395,11 @@ Subcommand ddp_subcommand() {
         .add_option("--reference", flags.reference,
                     "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare")
         ->check(CLI::IsMember({"pytorch"}));
+    command
+        .add_option("--repeat", flags.repeat,
+                    "run the sweep (and the reference after it) this many times, alternating, "
+                    "and pool the measurements [1]")
+        ->check(CLI::PositiveNumber);
     command.add_option("--python", flags.python,
                        "Python with torch for --reference [python3, then /usr/bin/python3]");
     command.add_option("--reference-script", flags.reference_script,

@@ -1,7 +1,9 @@
 #include "cases/ddp_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "harness/stats.h"
 #include "harness/table.h"
 
 namespace gradwire::bench {
@@ -150,9 +152,29 @@ const DdpModelResult* find_matching_model(const DdpReport& report, const std::st
   return nullptr;
 }
 
+std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
+                                        std::int64_t batch_size, const DdpRound& round) {
+  std::vector<double> ratios;
+  const std::size_t count = std::min(repeats.gradwire.size(), repeats.reference.size());
+  for (std::size_t r = 0; r < count; ++r) {
+    DdpReport ours;
+    ours.results = repeats.gradwire[r];
+    DdpReport theirs;
+    theirs.results = repeats.reference[r];
+    const DdpModelResult* a = find_matching_model(ours, model, batch_size);
+    const DdpModelResult* b = find_matching_model(theirs, model, batch_size);
+    const DdpRound* x = a ? find_matching_round(*a, round) : nullptr;
+    const DdpRound* y = b ? find_matching_round(*b, round) : nullptr;
+    if (x == nullptr || y == nullptr) continue;
+    const double denominator = percentile(y->measurements, 50);
+    if (denominator > 0) ratios.push_back(percentile(x->measurements, 50) / denominator);
+  }
+  return ratios;
+}
+
 void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
                           const DdpReport& reference, int ranks_per_node,
-                          const std::string& reference_title) {
+                          const std::string& reference_title, const DdpRepeats& repeats) {
   out << "\n--- " << reference_title << " ---\n"
       << "(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)\n";
   for (const auto& result : gradwire) {
@@ -173,6 +195,13 @@ void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& 
       for (const auto& line : ddp_comparison_rows(round.world_size(), label, round.measurements,
                                                   match->measurements, result.batch_size)) {
         out << line << "\n";
+      }
+      const auto ratios = p50_ratio_by_repeat(repeats, result.model, result.batch_size, round);
+      if (ratios.size() > 1) {
+        std::string line =
+            std::string(kPrefixWidth - 1, ' ') + " " + pad_left("p50 by repeat", 16) + ": ";
+        for (const double ratio : ratios) line += " " + format_fixed(ratio, 3) + "x";
+        out << line << ", median " << format_fixed(percentile(ratios, 50), 3) << "x\n";
       }
     }
   }

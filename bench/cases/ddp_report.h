@@ -62,10 +62,22 @@ const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound
 const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
                                           std::int64_t batch_size);
 
+// Each repeat's results of both sides, in the order they ran (gradwire-bench ddp --repeat).
+struct DdpRepeats {
+  std::vector<std::vector<DdpModelResult>> gradwire;
+  std::vector<std::vector<DdpModelResult>> reference;
+};
+
+// Pure: gradwire's p50 sec/iter over the reference's in each repeat that both measured for the
+// configuration `round` of `model` (batch `batch_size`).
+std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
+                                        std::int64_t batch_size, const DdpRound& round);
+
 // The whole comparison section: per model of `gradwire`, each configuration the reference also
-// measured. Configurations missing from the reference are named.
+// measured. Configurations missing from the reference are named. With more than one repeat, each
+// configuration gets a fourth line: the p50 ratio of every repeat and their median.
 void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
                           const DdpReport& reference, int ranks_per_node,
-                          const std::string& reference_title);
+                          const std::string& reference_title, const DdpRepeats& repeats = {});
 
 }  // namespace gradwire::bench

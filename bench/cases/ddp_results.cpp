@@ -39,7 +39,56 @@ DdpRound parse_round(const nlohmann::json& entry, std::size_t index, const std::
   return round;
 }
 
+// ddp_stats of `into` (over its iterations) and `next` combined as averages over both.
+void pool_stats(nlohmann::json& into, const nlohmann::json& next) {
+  if (into.is_null() || next.is_null()) {
+    into = next;
+    return;
+  }
+  const double a = into.value("iterations", 0.0);
+  const double b = next.value("iterations", 0.0);
+  nlohmann::json pooled = next;
+  for (const auto& [key, value] : next.items()) {
+    const bool average = key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0;
+    if (!average || !value.is_number() || !into.contains(key) || a + b <= 0) continue;
+    pooled[key] = (into.at(key).get<double>() * a + value.get<double>() * b) / (a + b);
+  }
+  if (next.contains("iterations")) pooled["iterations"] = static_cast<std::int64_t>(a + b);
+  into = std::move(pooled);
+}
+
 }  // namespace
+
+std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelResult>>& repeats) {
+  if (repeats.empty()) return {};
+  std::vector<DdpModelResult> pooled = repeats.front();
+  for (std::size_t r = 1; r < repeats.size(); ++r) {
+    const auto& repeat = repeats[r];
+    const std::string where = "repeat " + std::to_string(r + 1);
+    if (repeat.size() != pooled.size()) {
+      throw InvalidArgument(where + " measured " + std::to_string(repeat.size()) +
+                            " models, the first " + std::to_string(pooled.size()));
+    }
+    for (std::size_t m = 0; m < pooled.size(); ++m) {
+      DdpModelResult& into = pooled[m];
+      const DdpModelResult& next = repeat[m];
+      if (next.model != into.model || next.batch_size != into.batch_size ||
+          next.rounds.size() != into.rounds.size()) {
+        throw InvalidArgument(where + " measured " + next.model + " differently from the first");
+      }
+      for (std::size_t k = 0; k < into.rounds.size(); ++k) {
+        DdpRound& a = into.rounds[k];
+        const DdpRound& b = next.rounds[k];
+        if (a.ddp != b.ddp || a.ranks != b.ranks) {
+          throw InvalidArgument(where + " measured other configurations of " + next.model);
+        }
+        a.measurements.insert(a.measurements.end(), b.measurements.begin(), b.measurements.end());
+        pool_stats(a.ddp_stats, b.ddp_stats);
+      }
+    }
+  }
+  return pooled;
+}
 
 std::string round_label(const DdpRound& round, int ranks_per_node) {
   if (!round.ddp) return "no ddp";

@@ -51,6 +51,12 @@ std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measuremen
                                            std::int64_t batch_size,
                                            const std::vector<int>& percentiles);
 
+// Pure: the results of several repeats of the same sweep as one: every configuration's
+// measurements concatenated in repeat order. ddp_stats: the *_s averages weighted by iterations,
+// "iterations" summed, other fields from the last repeat. Throws InvalidArgument when the repeats
+// did not measure the same models and configurations.
+std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelResult>>& repeats);
+
 // The JSON of the results alone (benchmark_results).
 nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per_node);
 

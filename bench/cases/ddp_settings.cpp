@@ -76,11 +76,12 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   if (flags.bucket_cap_mb) settings.bucket_cap_mb = *flags.bucket_cap_mb;
   if (flags.iterations) settings.iterations = *flags.iterations;
   if (flags.warmup) settings.warmup = *flags.warmup;
+  if (flags.repeat) settings.repeat = *flags.repeat;
   if (settings.batch_size < 1 || settings.image_size < 1 || !(settings.bucket_cap_mb > 0) ||
-      settings.iterations < 1 || settings.warmup < 0) {
+      settings.iterations < 1 || settings.warmup < 0 || settings.repeat < 1) {
     throw InvalidArgument(
-        "batch size, image size, bucket size and iterations must be positive and warm-up "
-        "non-negative");
+        "batch size, image size, bucket size, iterations and repeats must be positive and "
+        "warm-up non-negative");
   }
 
   if (flags.world_sizes.empty()) {
@@ -125,6 +126,7 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
   }
   text << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
        << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
+  if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   return text.str();
 }
 

@@ -24,6 +24,7 @@ struct DdpFlags {
   std::string reference;                   // "" or "pytorch"
   std::string python;                      // interpreter for the reference; empty: automatic
   std::string reference_script;            // ddp_reference.py; empty: automatic
+  std::optional<int> repeat;               // sweeps (each with its reference run), alternating
 };
 
 // Presets (docs/benchmarks.md):
@@ -47,6 +48,9 @@ struct DdpSettings {
   int ranks = 1;                 // processes the sweep needs: the largest world size
   std::string json_path;
   bool reference_pytorch = false;
+  // The whole sweep (and the reference after it) runs this many times, alternating, and the
+  // measurements of all repeats are pooled: noise on a shared machine hits both sides alike.
+  int repeat = 1;
   std::string python;
   std::string reference_script;
 };

@@ -69,6 +69,34 @@ TEST(DdpComparisonTest, MatchesRoundsAndNamesMissingOnes) {
   EXPECT_NE(text.find("(the reference did not measure this model)"), std::string::npos) << text;
 }
 
+TEST(DdpComparisonTest, RatioOfEveryRepeat) {
+  DdpRound two;
+  two.ranks = {0, 1};
+  auto with = [&](std::vector<double> seconds) {
+    DdpRound round = two;
+    round.measurements = std::move(seconds);
+    return std::vector<DdpModelResult>{{"resnet18", 8, {round}}};
+  };
+  DdpRepeats repeats;
+  repeats.gradwire = {with({0.2, 0.2}), with({0.3, 0.3}), with({0.1, 0.1})};
+  repeats.reference = {with({0.4, 0.4}), with({0.3, 0.3}), with({0.4, 0.4})};
+  const auto ratios = p50_ratio_by_repeat(repeats, "resnet18", 8, two);
+  ASSERT_EQ(ratios.size(), 3u);
+  EXPECT_DOUBLE_EQ(ratios[0], 0.5);
+  EXPECT_DOUBLE_EQ(ratios[1], 1.0);
+  EXPECT_DOUBLE_EQ(ratios[2], 0.25);
+  EXPECT_TRUE(p50_ratio_by_repeat(repeats, "resnet50", 8, two).empty());
+
+  DdpReport reference;
+  reference.results = pool_repeats(repeats.reference);
+  std::ostringstream out;
+  print_ddp_comparison(out, pool_repeats(repeats.gradwire), reference, 2, "reference: test",
+                       repeats);
+  EXPECT_NE(out.str().find("p50 by repeat:  0.500x 1.000x 0.250x, median 0.500x"),
+            std::string::npos)
+      << out.str();
+}
+
 TEST(DdpHeaderTest, ShowsVersionsBucketAndHardware) {
   DdpHeader header;
   header.gradwire_version = "0.1.0";

@@ -41,6 +41,34 @@ TEST(DdpPercentilesTest, InterpolatesAndDividesTheBatchBySeconds) {
   EXPECT_THROW(ddp_percentiles({}, 32, {50}), InvalidArgument);
 }
 
+TEST(PoolRepeatsTest, ConcatenatesMeasurementsAndAveragesStats) {
+  DdpModelResult first;
+  first.model = "resnet18";
+  first.batch_size = 8;
+  first.rounds = {round_of(false, 1, {0.1, 0.2}), round_of(true, 2, {0.5, 0.6})};
+  first.rounds[1].ddp_stats = {{"iterations", 1}, {"exposed_s", 0.01}, {"comm_hook", "a"}};
+  DdpModelResult second = first;
+  second.rounds[0].measurements = {0.3};
+  second.rounds[1].measurements = {0.7, 0.8};
+  second.rounds[1].ddp_stats = {{"iterations", 3}, {"exposed_s", 0.05}, {"comm_hook", "b"}};
+
+  const auto pooled = pool_repeats({{first}, {second}});
+  ASSERT_EQ(pooled.size(), 1u);
+  EXPECT_EQ(pooled[0].rounds[0].measurements, (std::vector<double>{0.1, 0.2, 0.3}));
+  EXPECT_EQ(pooled[0].rounds[1].measurements, (std::vector<double>{0.5, 0.6, 0.7, 0.8}));
+  const auto& stats = pooled[0].rounds[1].ddp_stats;
+  EXPECT_EQ(stats.at("iterations"), 4);
+  EXPECT_NEAR(stats.at("exposed_s").get<double>(), (0.01 * 1 + 0.05 * 3) / 4, 1e-12);
+  EXPECT_EQ(stats.at("comm_hook"), "b");
+  EXPECT_TRUE(pooled[0].rounds[0].ddp_stats.is_null());
+  EXPECT_EQ(pool_repeats({{first}}).front().rounds[1].measurements, first.rounds[1].measurements);
+
+  DdpModelResult other = first;
+  other.rounds[1].ranks = {0, 1, 2};
+  EXPECT_THROW(pool_repeats({{first}, {other}}), InvalidArgument);
+  EXPECT_THROW(pool_repeats({{first}, {}}), InvalidArgument);
+}
+
 TEST(DdpJsonTest, ResultsRoundTrip) {
   DdpModelResult result;
   result.model = "resnet18";

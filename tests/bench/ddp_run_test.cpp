@@ -117,12 +117,29 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
       !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
     GTEST_SKIP() << "no Python with torch: the reference is optional";
   }
+  const std::string json = temp_path("reference.json");
+  const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
   const RunResult run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
-      "--reference pytorch");
+      "--reference pytorch --repeat 2 --json '" +
+      json + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("alternating with gradwire, 2 times"), std::string::npos);
+  EXPECT_NE(run.output.find("(all 2 repeats pooled)"), std::string::npos) << run.output;
   EXPECT_EQ(count(run.output, "gradwire/pytorch:  p50:"), 3u) << run.output;
+  EXPECT_EQ(count(run.output, "p50 by repeat: "), 3u) << run.output;
+  // Both files hold both repeats' measurements: 2 x 3 iterations per rank.
+  for (const auto& path : {json, reference_json}) {
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << path;
+    const DdpReport report = parse_ddp_document(nlohmann::json::parse(in), path);
+    std::remove(path.c_str());
+    ASSERT_EQ(report.results.size(), 1u) << path;
+    ASSERT_EQ(report.results[0].rounds.size(), 3u) << path;
+    EXPECT_EQ(report.results[0].rounds[0].measurements.size(), 6u) << path;
+    EXPECT_EQ(report.results[0].rounds[2].measurements.size(), 12u) << path;
+  }
 }
 
 TEST(DdpRunTest, BadArgumentsFailFast) {

@@ -20,6 +20,7 @@ TEST(DdpSettingsTest, DefaultPresetIsUpstreams) {
   EXPECT_EQ(settings.world_sizes, (std::vector<int>{1, 2}));
   EXPECT_EQ(settings.ranks, 2);
   EXPECT_FALSE(settings.reference_pytorch);
+  EXPECT_EQ(settings.repeat, 1);
 }
 
 TEST(DdpSettingsTest, QuickPresetAndOverrides) {
@@ -77,6 +78,11 @@ TEST(DdpSettingsTest, RejectsBadValues) {
   flags = {};
   flags.reference = "tensorflow";
   EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.repeat = 0;
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags.repeat = 3;
+  EXPECT_EQ(resolve_ddp_settings(flags, std::nullopt).repeat, 3);
 }
 
 TEST(DdpReferenceTest, CommandCarriesTheSettings) {
