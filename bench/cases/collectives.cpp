@@ -69,17 +69,6 @@ std::optional<CollectiveRow> measure_size(RankContext& context, const Collective
                              bus_factor, wrong);
 }
 
-RunMetadata run_metadata(RankContext& context, const std::vector<std::string>& argv) {
-  RunMetadata metadata = collect_machine_metadata();
-  metadata.gradwire_version = version();
-  metadata.torch_version = torch_version();
-  metadata.backend = context.communicator.backend();
-  metadata.ranks = context.communicator.size();
-  metadata.threads_per_rank = at::get_num_threads();
-  metadata.command = user_command(argv);
-  return metadata;
-}
-
 int run_collectives(RankContext& context, const CollectivesSettings& settings,
                     const std::string& json_path, const std::vector<std::string>& argv) {
   Communicator& communicator = context.communicator;

@@ -298,14 +298,7 @@ class DdpSweep {
 
   nlohmann::json document(const std::vector<DdpModelResult>& results,
                           const nlohmann::json& reference) const {
-    RunMetadata metadata = collect_machine_metadata();
-    metadata.gradwire_version = version();
-    metadata.torch_version = torch_version();
-    metadata.backend = world_->backend();
-    metadata.ranks = world_->size();
-    metadata.threads_per_rank = context_.threads_per_rank;
-    metadata.command = user_command(argv_);
-    nlohmann::json document = make_document("ddp", metadata);
+    nlohmann::json document = make_document("ddp", run_metadata(context_, argv_));
     document["implementation"] = "gradwire";
     // PyTorch benchmark.py's fields, same meaning.
     document["pytorch_version"] = torch_version();

@@ -76,8 +76,8 @@ class ReducersStudy {
     setup.bucket_cap_mb = bucket_size_mb;
     setup.schedule = reducer;
     const auto start = std::chrono::steady_clock::now();
-    const TrainingMeasurement measurement = train_and_time(
-        setup, context_.world.communicator(), static_cast<std::uint64_t>(comm.rank()));
+    const TrainingMeasurement measurement = train_and_time(setup, context_.world.communicator(),
+                                                           static_cast<std::uint64_t>(comm.rank()));
     ReducerMeasurement out;
     out.reducer = reducer;
     out.buckets = measurement.stats.buckets.size();
@@ -116,14 +116,7 @@ class ReducersStudy {
   }
 
   nlohmann::json document(const std::vector<BucketSizeResult>& results) const {
-    RunMetadata metadata = collect_machine_metadata();
-    metadata.gradwire_version = version();
-    metadata.torch_version = torch_version();
-    metadata.backend = context_.communicator.backend();
-    metadata.ranks = context_.communicator.size();
-    metadata.threads_per_rank = context_.threads_per_rank;
-    metadata.command = user_command(argv_);
-    nlohmann::json doc = make_document("reducers", metadata);
+    nlohmann::json doc = make_document("reducers", run_metadata(context_, argv_));
     std::vector<std::string> reducer_names;
     for (const auto reducer : settings_.reducers)
       reducer_names.emplace_back(ddp::to_string(reducer));

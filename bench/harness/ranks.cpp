@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/version.h"
 #include "gradwire/launch/launcher.h"
 #include "harness/report.h"
 
@@ -110,6 +111,17 @@ int run_on_ranks(const RankOptions& options, const std::vector<std::string>& arg
   if (in_job) return run_as_rank(options, body);
   if (argv.empty()) throw InvalidArgument("run_on_ranks needs the command line to relaunch");
   return launch_ranks(options, argv);
+}
+
+RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv) {
+  RunMetadata metadata = collect_machine_metadata();
+  metadata.gradwire_version = version();
+  metadata.torch_version = torch_version();
+  metadata.backend = context.communicator.backend();
+  metadata.ranks = context.communicator.size();
+  metadata.threads_per_rank = context.threads_per_rank;
+  metadata.command = user_command(argv);
+  return metadata;
 }
 
 }  // namespace gradwire::bench

@@ -12,6 +12,7 @@
 
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
+#include "harness/report.h"
 
 namespace CLI {
 class App;
@@ -61,6 +62,10 @@ struct RankContext {
   // Rank 0 prints the results and writes the JSON; the others stay quiet.
   bool reports() const { return communicator.rank() == 0; }
 };
+
+// Where and how this run happens, for the JSON: the machine, versions, backend, world size,
+// threads per rank and the command line as the user typed it.
+RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv);
 
 // Runs `body` on every rank and returns this process's exit code.
 //  - In a job (in_rank_environment) or with options.worker: sets the thread count, joins the
