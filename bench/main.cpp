@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       gradwire::bench::reducers_subcommand(),
 #endif
       gradwire::bench::diff_subcommand(),
+      gradwire::bench::report_subcommand(),
   };
 
   CLI::App app{"gradwire-bench: measure gradwire's collectives and training loops"};

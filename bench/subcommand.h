@@ -30,5 +30,6 @@ Subcommand collectives_subcommand();
 Subcommand ddp_subcommand();  // needs gradwire_ddp and gradwire_models (GRADWIRE_BENCH_WITH_DDP)
 Subcommand reducers_subcommand();  // as ddp_subcommand
 Subcommand diff_subcommand();
+Subcommand report_subcommand();  // draws result files into an HTML page (bench/report/)
 
 }  // namespace gradwire::bench

@@ -1,0 +1,76 @@
+// Chart specifications drawn by `gradwire-bench report`: what a line chart shows (title, axes,
+// named series of points, horizontal baselines), independent of how it is drawn, and how a
+// benchmark result document becomes charts. Pure; the page (html_page.h) serialises these with
+// to_json and its embedded script (charts.js) draws them.
+//
+// Documents read: "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
+// benchmark.py --json, recognised by benchmark_results without schema_version) and "reducers"
+// (gradwire-bench reducers --json). docs/benchmarks.md lists the charts of each.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace gradwire::bench {
+
+// How the x axis maps values to positions.
+enum class AxisScale {
+  kLinear,
+  kLog2,  // equal distances for doublings: world sizes 1, 2, 4, 8, ...
+};
+
+struct ChartPoint {
+  double x = 0;
+  double y = 0;
+  std::string note;  // extra text for the point's tooltip ("9 buckets"); may be empty
+};
+
+// One line of points. Series of the same `group` share a colour (e.g. "gradwire" p50 and p90);
+// `dashed` tells a secondary statistic apart from the main one.
+struct ChartSeries {
+  std::string name;  // legend text, e.g. "gradwire p50"
+  std::string group;
+  bool dashed = false;
+  std::vector<ChartPoint> points;  // sorted by x
+};
+
+// A horizontal line across the chart, e.g. the "no ddp" baseline; coloured by `group`.
+struct ChartBaseline {
+  std::string name;
+  std::string group;
+  double y = 0;
+};
+
+struct ChartSpec {
+  std::string title;
+  std::string subtitle;  // where the data comes from (file, implementations)
+  std::string x_label;
+  std::string y_label;
+  std::string x_unit;  // for tooltips: "ranks", "MiB"
+  std::string y_unit;  // for tooltips: "s", "ms"
+  AxisScale x_scale = AxisScale::kLinear;
+  std::vector<double> x_values;  // every x of every series, sorted, unique: the axis ticks
+  std::vector<ChartSeries> series;
+  std::vector<ChartBaseline> baselines;
+};
+
+// Pure: fills `x_values` from the series (sorted, unique), sorts each series' points by x, and
+// picks the x scale: kLog2 when every x is positive and the largest is at least 4 times the
+// smallest, else kLinear. Call after adding the series.
+void finish_chart(ChartSpec& chart);
+
+// Pure: the charts of one document, in the order of its results. `source` names the document in
+// titles and messages (a file path). Throws gradwire::InvalidArgument naming `source` when the
+// document is not an object, has a schema_version other than kSchemaVersion, is of a benchmark
+// that has no charts ("collectives", unknown kinds), or lacks a field the charts need.
+std::vector<ChartSpec> charts_from_document(const nlohmann::json& document,
+                                            const std::string& source);
+
+// The benchmark kinds charts_from_document draws, for messages and docs.
+const std::vector<std::string>& charted_benchmarks();
+
+// What the page's script reads (field names as in the structs; x_scale "linear" or "log2").
+nlohmann::json to_json(const ChartSpec& chart);
+
+}  // namespace gradwire::bench
