@@ -29,6 +29,7 @@
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
+#include "report/html_report.h"
 #include "subcommand.h"
 
 namespace gradwire::bench {
@@ -111,14 +112,20 @@ class DdpSweep {
                            parse_ddp_document(reference_document, "the PyTorch reference"),
                            ranks_per_node_, title, repeats);
     }
+    const nlohmann::json whole = document(results, reference_document);
     if (!settings_.json_path.empty()) {
-      write_json_file(settings_.json_path, document(results, reference_document));
+      write_json_file(settings_.json_path, whole);
       progress("wrote " + settings_.json_path);
       if (reference.run) {
         const std::string path = reference_json_path(settings_.json_path);
         write_json_file(path, reference_document);
         progress("wrote " + path);
       }
+    }
+    // After the JSON, so a page that cannot be drawn never costs the results.
+    if (!settings_.html_path.empty()) {
+      write_html_report(settings_.html_path, {whole}, "gradwire-bench ddp");
+      progress("wrote " + settings_.html_path);
     }
     return 0;
   }
@@ -384,6 +391,8 @@ Subcommand ddp_subcommand() {
                     "intra-op threads per rank [cores / local ranks]")
         ->check(CLI::PositiveNumber);
     command.add_option("--json", flags.json_path, "write the results to this JSON file");
+    command.add_option("--html", flags.html_path,
+                       "draw the results into this HTML page (gradwire-bench report)");
     command
         .add_option("--reference", flags.reference,
                     "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare")

@@ -105,6 +105,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   if (job_world_size) settings.ranks = *job_world_size;
 
   settings.json_path = flags.json_path;
+  settings.html_path = flags.html_path;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }

@@ -21,6 +21,7 @@ struct DdpFlags {
   std::vector<int> world_sizes;            // DDP rank counts; empty: 1, 2, 4, ... up to max
   std::optional<int> max_ranks;            // largest default world size when launching locally
   std::string json_path;                   // empty: no JSON
+  std::string html_path;                   // empty: no page
   std::string reference;                   // "" or "pytorch"
   std::string python;                      // interpreter for the reference; empty: automatic
   std::string reference_script;            // ddp_reference.py; empty: automatic
@@ -47,6 +48,7 @@ struct DdpSettings {
   std::vector<int> world_sizes;  // ascending, distinct, each >= 1
   int ranks = 1;                 // processes the sweep needs: the largest world size
   std::string json_path;
+  std::string html_path;
   bool reference_pytorch = false;
   // The whole sweep (and the reference after it) runs this many times, alternating, and the
   // measurements of all repeats are pooled: noise on a shared machine hits both sides alike.

@@ -16,6 +16,7 @@
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
+#include "report/html_report.h"
 #include "subcommand.h"
 
 namespace gradwire::bench {
@@ -57,9 +58,15 @@ class ReducersStudy {
     }
     if (!context_.reports()) return 0;
     std::cout << "\n" << reducers_overview(results) << std::flush;
+    const nlohmann::json whole = document(results);
     if (!settings_.json_path.empty()) {
-      write_json_file(settings_.json_path, document(results));
+      write_json_file(settings_.json_path, whole);
       progress("wrote " + settings_.json_path);
+    }
+    // After the JSON, so a page that cannot be drawn never costs the results.
+    if (!settings_.html_path.empty()) {
+      write_html_report(settings_.html_path, {whole}, "gradwire-bench reducers");
+      progress("wrote " + settings_.html_path);
     }
     return 0;
   }
@@ -175,6 +182,8 @@ Subcommand reducers_subcommand() {
     command.add_option("--warmup", flags.warmup, "warm-up iterations [20; quick 3]")
         ->check(CLI::NonNegativeNumber);
     command.add_option("--json", flags.json_path, "write the results to this JSON file");
+    command.add_option("--html", flags.html_path,
+                       "draw the results into this HTML page (gradwire-bench report)");
     add_rank_options(command, state->ranks);
     return [state](const std::vector<std::string>& argv) {
       const ReducersSettings settings = resolve_reducers_settings(state->flags);

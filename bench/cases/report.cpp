@@ -1,6 +1,8 @@
 // `gradwire-bench report RESULT.json... --html OUT.html [--title TEXT]`: draws benchmark results
 // (ddp, reducers; docs/benchmarks.md) into one self-contained HTML page with charts, which any
 // browser opens offline. Reads every file first, so a bad one leaves no page behind.
+#include "harness/report.h"
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -33,7 +35,7 @@ Subcommand report_subcommand() {
       std::vector<ReportInput> inputs;
       for (const auto& file : options->files) inputs.push_back(read_report_input(file));
       const ReportPage page = build_report_page(inputs, options->title);
-      write_html_file(options->html, render_html_page(page));
+      write_text_file(options->html, render_html_page(page));
       std::cout << "wrote " << page.charts.size()
                 << (page.charts.size() == 1 ? " chart" : " charts") << " from " << inputs.size()
                 << (inputs.size() == 1 ? " file" : " files") << " to " << options->html

@@ -97,22 +97,27 @@ nlohmann::json make_document(const std::string& benchmark, const RunMetadata& me
           {"metadata", to_json(metadata)}};
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& document) {
+void write_text_file(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
   {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << document.dump(2) << '\n';
+    std::ofstream out(temporary, std::ios::trunc | std::ios::binary);
+    out << text;
     out.flush();
     if (!out) {
-      throw Error("could not write benchmark results to " + temporary +
+      std::remove(temporary.c_str());
+      throw Error("could not write " + temporary +
                   ": check that the directory exists and is writable");
     }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     std::remove(temporary.c_str());
-    throw Error("could not move benchmark results into " + path +
+    throw Error("could not move " + temporary + " into " + path +
                 ": check that the directory exists and is writable");
   }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& document) {
+  write_text_file(path, document.dump(2) + "\n");
 }
 
 nlohmann::json read_json_file(const std::string& path) {

@@ -51,8 +51,10 @@ nlohmann::json to_json(const Summary& summary, double scale = 1.0);
 // their results next to these.
 nlohmann::json make_document(const std::string& benchmark, const RunMetadata& metadata);
 
-// Writes `document` (indented) to `path` through a temporary file renamed into place, so a
+// Writes `text` to `path` through a temporary file (path + ".tmp") renamed into place, so a
 // reader never sees half a file. Throws gradwire::Error naming the path on failure.
+void write_text_file(const std::string& path, const std::string& text);
+// write_text_file of `document`, indented.
 void write_json_file(const std::string& path, const nlohmann::json& document);
 
 // Reads a benchmark document. Throws gradwire::Error naming the path when it cannot be read or

@@ -1,10 +1,10 @@
 #include "report/html_report.h"
 
-#include <cstdio>
 #include <fstream>
 
 #include "cases/diff.h"
 #include "gradwire/common/error.h"
+#include "harness/report.h"
 
 namespace gradwire::bench {
 
@@ -144,25 +144,6 @@ ReportInput read_report_input(const std::string& path) {
   return input;
 }
 
-void write_html_file(const std::string& path, const std::string& html) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc | std::ios::binary);
-    out << html;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error("could not write the report to " + temporary +
-                  ": check that the directory exists and is writable");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error("could not move the report into " + path +
-                ": check that the directory exists and is writable");
-  }
-}
-
 void write_html_report(const std::string& path, const std::vector<nlohmann::json>& documents,
                        const std::string& title) {
   std::vector<ReportInput> inputs;
@@ -175,7 +156,7 @@ void write_html_report(const std::string& path, const std::vector<nlohmann::json
     if (documents.size() > 1) source += " #" + std::to_string(i + 1);
     inputs.push_back({source, document});
   }
-  write_html_file(path, render_html_page(build_report_page(inputs, title)));
+  write_text_file(path, render_html_page(build_report_page(inputs, title)));
 }
 
 }  // namespace gradwire::bench

@@ -33,15 +33,11 @@ ReportPage build_report_page(const std::vector<ReportInput>& inputs, const std::
 // gradwire::Error naming the path when it cannot be read or is not JSON.
 ReportInput read_report_input(const std::string& path);
 
-// Writes `html` to `path` through a temporary file (path + ".tmp") renamed into place, so a
-// browser never sees half a page. Throws gradwire::Error naming the path on failure.
-void write_html_file(const std::string& path, const std::string& html);
-
 // For subcommands: draws `documents` (as written by their --json, e.g. gradwire-bench ddp's or
-// reducers') into a page titled `title` and writes it to `path` as write_html_file does. The
-// documents are named "gradwire-bench <benchmark>" on the page, numbered when there are several.
-// Throws InvalidArgument for a document the report cannot draw, Error when the file cannot be
-// written. Blocks for the file write only.
+// reducers') into a page titled `title` and writes it to `path` (write_text_file: never half a
+// page). The documents are named "gradwire-bench <benchmark>" on the page, numbered when there are
+// several. Throws InvalidArgument for a document the report cannot draw, Error when the file cannot
+// be written. Blocks for the file write only.
 void write_html_report(const std::string& path, const std::vector<nlohmann::json>& documents,
                        const std::string& title = kDefaultReportTitle);
 

@@ -1,7 +1,6 @@
 // Runs the real gradwire-bench binary (GRADWIRE_BENCH_PATH) on local ranks. Every run is wrapped
 // in coreutils `timeout`, so a stuck rank fails the test instead of hanging it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,38 +10,17 @@
 #include <sstream>
 #include <string>
 
+#include "bench_process.h"
 #include "gradwire/launch/launcher.h"
 #include "harness/report.h"
 
 namespace gradwire::bench {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
-}
-
-// Runs `env_prefix GRADWIRE_BENCH_PATH arguments` with a 90 s limit (SIGKILL 5 s later).
-RunResult run_bench(const std::string& arguments, const std::string& env_prefix = "") {
-  const std::string log = temp_path("log.txt");
-  const std::string command =
-      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
-      "GRADWIRE_TIMEOUT=60s " +
-      env_prefix + " '" GRADWIRE_BENCH_PATH "' " + arguments + " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(log);
-  std::ostringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
-  std::remove(log.c_str());
-  return result;
-}
+using testing::BenchRun;
+using testing::count;
+using testing::run_bench;
+using testing::temp_path;
 
 void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
   const auto& rows = op_result.at("rows");
@@ -68,7 +46,7 @@ void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
 
 TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   const std::string json = temp_path("two_ranks.json");
-  const RunResult run = run_bench(
+  const BenchRun run = run_bench(
       "collectives --ranks 2 --max-bytes 4096 --iters 3 --warmup 1 "
       "--json '" +
       json + "'");
@@ -101,7 +79,7 @@ TEST(CollectivesRunTest, JoinsAnExistingJobInsteadOfLaunching) {
       "MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
       std::to_string(launch::pick_free_port());
   // env -u in run_bench comes first, so these assignments win.
-  const RunResult run = run_bench(
+  const BenchRun run = run_bench(
       "collectives --ranks 2 --max-bytes 64 --iters 3 --warmup 0 "
       "--ops allreduce --json '" +
           json + "'",
@@ -118,7 +96,7 @@ TEST(CollectivesRunTest, BadArgumentsFailFast) {
   EXPECT_NE(run_bench("collectives --ops alltoall").exit_code, 0);
   EXPECT_NE(run_bench("collectives --min-bytes 1M --max-bytes 1K").exit_code, 0);
   // The worker flag outside a job is a usage error, not a hang.
-  const RunResult worker = run_bench("collectives --bench-worker");
+  const BenchRun worker = run_bench("collectives --bench-worker");
   EXPECT_NE(worker.exit_code, 0);
   EXPECT_NE(worker.output.find("RANK"), std::string::npos) << worker.output;
 }

@@ -1,61 +1,42 @@
 // Runs the real gradwire-bench ddp (GRADWIRE_BENCH_PATH) with the small models on 1 and 2 local
 // ranks, and diff on what it wrote. Every run is wrapped in coreutils `timeout`.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "bench_process.h"
 #include "cases/ddp_results.h"
 #include "harness/command.h"
 
 namespace gradwire::bench {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "bench_ddp_" + name + "_" + std::to_string(getpid());
-}
-
-RunResult run_bench(const std::string& arguments) {
-  const std::string log = temp_path("log.txt");
-  const std::string command =
-      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
-      "GRADWIRE_TIMEOUT=60s '" GRADWIRE_BENCH_PATH "' " +
-      arguments + " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(log);
-  std::ostringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
-  std::remove(log.c_str());
-  return result;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::BenchRun;
+using testing::count;
+using testing::run_bench;
+using testing::temp_path;
 
 TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   const std::string json = temp_path("run.json");
-  const RunResult run = run_bench(
+  const BenchRun run = run_bench(
       "ddp --model mlp --model cnn --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
       "--json '" +
-      json + "'");
+      json + "' --html '" + json + ".html'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  {
+    std::ifstream in(json + ".html");
+    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove((json + ".html").c_str());
+    EXPECT_NE(page.find("<title>gradwire-bench ddp</title>"), std::string::npos);
+    EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);  // mlp and cnn
+  }
   EXPECT_NE(run.output.find("* Distributed backend: gloo"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("Benchmark: mlp with batch size 4"), std::string::npos);
   EXPECT_NE(run.output.find("Benchmark: cnn with batch size 4"), std::string::npos);
@@ -92,7 +73,7 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   }
 
   // diff of a file against itself: every configuration, no change.
-  const RunResult diff = run_bench("diff '" + json + "' '" + json + "'");
+  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
   std::remove(json.c_str());
   ASSERT_EQ(diff.exit_code, 0) << diff.output;
   EXPECT_EQ(count(diff.output, "    no ddp:  p75:"), 2u) << diff.output;
@@ -101,7 +82,7 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
 }
 
 TEST(DdpRunTest, MissingPythonSkipsTheReference) {
-  const RunResult run = run_bench(
+  const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 2 --warmup 0 --world-sizes 1 "
       "--reference pytorch --python /nonexistent/python3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -119,7 +100,7 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
   }
   const std::string json = temp_path("reference.json");
   const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
-  const RunResult run = run_bench(
+  const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
       "--reference pytorch --repeat 2 --json '" +
       json + "'");

@@ -1,58 +1,40 @@
 // Runs the real `gradwire-bench reducers` (GRADWIRE_BENCH_PATH) with the small MLP on 2 local
 // ranks, under coreutils `timeout`.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
+
+#include "bench_process.h"
 
 namespace gradwire::bench {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "bench_reducers_" + name + "_" + std::to_string(getpid());
-}
-
-RunResult run_bench(const std::string& arguments) {
-  const std::string log = temp_path("log.txt");
-  const std::string command =
-      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
-      "GRADWIRE_TIMEOUT=60s '" GRADWIRE_BENCH_PATH "' " +
-      arguments + " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(log);
-  std::ostringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
-  std::remove(log.c_str());
-  return result;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::BenchRun;
+using testing::count;
+using testing::run_bench;
+using testing::temp_path;
 
 TEST(ReducersRunTest, MlpOnTwoRanks) {
   const std::string json = temp_path("run.json");
-  const RunResult run = run_bench(
+  const std::string html = temp_path("run.html");
+  const BenchRun run = run_bench(
       "reducers --model mlp --batch-size 4 --bucket-sizes 0.01,1 --iterations 3 --warmup 1 "
       "--ranks 2 --json '" +
-      json + "'");
+      json + "' --html '" + html + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  {
+    // The page: its two charts (forward, backward) are drawn by gradwire-bench report's code,
+    // which report_run_test checks in a browser.
+    std::ifstream in(html);
+    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(html.c_str());
+    EXPECT_NE(page.find("<title>gradwire-bench reducers</title>"), std::string::npos);
+    EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);
+  }
   EXPECT_NE(run.output.find("gradwire distributed benchmark suite: reducers"), std::string::npos)
       << run.output;
   EXPECT_EQ(count(run.output, "=== Summary for bucket size: "), 2u) << run.output;

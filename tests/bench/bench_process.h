@@ -1,0 +1,54 @@
+// Running the real gradwire-bench binary (GRADWIRE_BENCH_PATH) from a test: outside any job
+// (RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK and SLURM_PROCID removed), with collectives limited to
+// 60 s, under coreutils `timeout` (90 s, SIGKILL 5 s later) so a stuck rank fails the test
+// instead of hanging it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gradwire::bench::testing {
+
+struct BenchRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// A path in the test's temporary directory, unique to this process.
+inline std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
+}
+
+// Runs `env_prefix GRADWIRE_BENCH_PATH arguments`.
+inline BenchRun run_bench(const std::string& arguments, const std::string& env_prefix = "") {
+  const std::string log = temp_path("log.txt");
+  const std::string command =
+      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
+      "GRADWIRE_TIMEOUT=60s " +
+      env_prefix + " '" GRADWIRE_BENCH_PATH "' " + arguments + " > '" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  BenchRun result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  result.output = text.str();
+  std::remove(log.c_str());
+  return result;
+}
+
+// How many times `what` occurs in `text`.
+inline std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace gradwire::bench::testing
