@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -215,19 +216,30 @@ class DdpSweep {
              << ddp_benchmark_title(model, settings_.batch_size) << "\n\n"
              << ddp_table_header() << std::endl;
     }
-    // The baseline: rank 0 alone, without DDP.
+    // The baseline: rank 0 alone, without DDP; with --interleave, DDP on 1 rank alongside it.
+    std::optional<DdpRound> paired;
     if (rank_ == 0) {
       const auto start = std::chrono::steady_clock::now();
-      progress(model + ", no ddp: " + iterations_text());
       DdpRound round;
       round.ddp = false;
       round.ranks = {0};
-      round.measurements = train_and_time(setup, nullptr, 0).seconds;
+      if (interleaves()) {
+        progress(model + ", no ddp and DDP on 1 rank, alternating: " + iterations_text());
+        auto [baseline, one] = train_and_time_interleaved(setup, first_ranks(world_, 1), 0);
+        round.measurements = baseline.seconds;
+        paired = ddp_round({0}, one.seconds, one.stats);
+      } else {
+        progress(model + ", no ddp: " + iterations_text());
+        round.measurements = train_and_time(setup, nullptr, 0).seconds;
+      }
       finish_round(result, std::move(round), start, "");
     }
     world_->barrier()->wait();
     for (const int size : settings_.world_sizes) {
-      if (rank_ < size) {
+      if (paired && size == 1) {
+        finish_round(result, std::move(*paired), std::chrono::steady_clock::now(),
+                     "measured with the baseline");
+      } else if (rank_ < size && !(interleaves() && size == 1)) {
         const auto start = std::chrono::steady_clock::now();
         if (reports())
           progress(model + ", DDP on " + std::to_string(size) +
@@ -235,16 +247,30 @@ class DdpSweep {
         const std::shared_ptr<Communicator> group = first_ranks(world_, size);
         const TrainingMeasurement measurement =
             train_and_time(setup, group, static_cast<std::uint64_t>(rank_));
-        DdpRound round;
-        round.ranks.resize(static_cast<std::size_t>(size));
-        std::iota(round.ranks.begin(), round.ranks.end(), 0);
-        round.measurements = gather_samples(*group, measurement.seconds);
-        round.ddp_stats = to_json(measurement.stats);
+        std::vector<int> ranks(static_cast<std::size_t>(size));
+        std::iota(ranks.begin(), ranks.end(), 0);
+        DdpRound round =
+            ddp_round(ranks, gather_samples(*group, measurement.seconds), measurement.stats);
         if (reports()) finish_round(result, std::move(round), start, stats_line(measurement.stats));
       }
       world_->barrier()->wait();
     }
     return result;
+  }
+
+  // --interleave applies when DDP on 1 rank is among the configurations.
+  bool interleaves() const {
+    const auto& sizes = settings_.world_sizes;
+    return settings_.interleave && std::find(sizes.begin(), sizes.end(), 1) != sizes.end();
+  }
+
+  static DdpRound ddp_round(std::vector<int> ranks, std::vector<double> measurements,
+                            const ddp::DdpStats& stats) {
+    DdpRound round;
+    round.ranks = std::move(ranks);
+    round.measurements = std::move(measurements);
+    round.ddp_stats = to_json(stats);
+    return round;
   }
 
   std::string iterations_text() const {
@@ -326,6 +352,7 @@ class DdpSweep {
     document["warmup"] = settings_.warmup;
     document["iterations"] = settings_.iterations;
     document["repeat"] = settings_.repeat;
+    document["interleave"] = settings_.interleave;
     document["hardware"] = to_json(hardware_);
     document["benchmark_results"] = to_json(results, ranks_per_node_);
     if (!reference.is_null()) document["reference"] = reference;
@@ -397,6 +424,9 @@ Subcommand ddp_subcommand() {
         .add_option("--reference", flags.reference,
                     "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare")
         ->check(CLI::IsMember({"pytorch"}));
+    command.add_flag("--interleave", flags.interleave,
+                     "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
+                     "iteration by iteration (robust DDP overhead on a noisy machine)");
     command
         .add_option("--repeat", flags.repeat,
                     "run the sweep (and the reference after it) this many times, alternating, "

@@ -80,6 +80,7 @@ std::vector<std::string> reference_command(const PythonTorch& python, const std:
                                       "--world-sizes",   world_sizes,
                                       "--threads",       std::to_string(threads_per_rank),
                                       "--quiet"};
+  if (settings.interleave) command.push_back("--interleave");
   if (!json_path.empty()) {
     command.push_back("--json");
     command.push_back(json_path);

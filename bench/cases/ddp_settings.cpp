@@ -106,6 +106,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
 
   settings.json_path = flags.json_path;
   settings.html_path = flags.html_path;
+  settings.interleave = flags.interleave;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }
@@ -128,6 +129,7 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
   text << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
        << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
+  if (settings.interleave) text << ", baseline and 1 rank interleaved";
   return text.str();
 }
 

@@ -26,6 +26,7 @@ struct DdpFlags {
   std::string python;                      // interpreter for the reference; empty: automatic
   std::string reference_script;            // ddp_reference.py; empty: automatic
   std::optional<int> repeat;               // sweeps (each with its reference run), alternating
+  bool interleave = false;                 // baseline and DDP on 1 rank, step by step
 };
 
 // Presets (docs/benchmarks.md):
@@ -53,6 +54,9 @@ struct DdpSettings {
   // The whole sweep (and the reference after it) runs this many times, alternating, and the
   // measurements of all repeats are pooled: noise on a shared machine hits both sides alike.
   int repeat = 1;
+  // The "no ddp" baseline and DDP on 1 rank run in one process, alternating iteration by
+  // iteration, so that DDP's overhead is measured under the same conditions as the baseline.
+  bool interleave = false;
   std::string python;
   std::string reference_script;
 };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
 
 namespace gradwire::bench {
@@ -25,26 +26,6 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// `warmup` untimed steps, then `iterations` timed ones; `loss` runs the forward and the loss.
-void time_steps(int warmup, int iterations, torch::optim::Optimizer& optimizer,
-                const std::function<torch::Tensor()>& loss, TrainingMeasurement& out) {
-  for (int i = 0; i < warmup + iterations; ++i) {
-    const auto start = Clock::now();
-    optimizer.zero_grad();
-    const auto forward_start = Clock::now();
-    const torch::Tensor value = loss();
-    const auto backward_start = Clock::now();
-    value.backward();
-    const auto backward_end = Clock::now();
-    optimizer.step();
-    const auto end = Clock::now();
-    if (i < warmup) continue;
-    out.seconds.push_back(seconds_between(start, end));
-    out.forward_seconds.push_back(seconds_between(forward_start, backward_start));
-    out.backward_seconds.push_back(seconds_between(backward_start, backward_end));
-  }
-}
-
 }  // namespace
 
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
@@ -57,37 +38,99 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   return options;
 }
 
+class TrainingLoop::Impl {
+ public:
+  Impl(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
+       std::uint64_t seed) {
+    torch::manual_seed(seed);
+    models::ModelConfig config;
+    config.image_size = setup.image_size;
+    model_ = models::make_model(setup.model, config);
+    std::vector<std::int64_t> shape = {setup.batch_size};
+    for (const auto size : models::example_shape(setup.model, config)) shape.push_back(size);
+    // Random data, generated once.
+    input_ = torch::randn(shape);
+    target_ = torch::randint(0, models::num_outputs(setup.model, config), {setup.batch_size},
+                             torch::kLong);
+    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), sgd_options());
+    if (communicator) {
+      ddp_ = std::make_unique<ddp::DistributedDataParallel<torch::nn::SequentialImpl>>(
+          model_, communicator, benchmark_ddp_options(setup));
+    }
+  }
+
+  void step(TrainingMeasurement* record) {
+    const auto start = Clock::now();
+    optimizer_->zero_grad();
+    const auto forward_start = Clock::now();
+    const torch::Tensor output = ddp_ ? (*ddp_)(input_) : model_->forward(input_);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(output, target_);
+    const auto backward_start = Clock::now();
+    loss.backward();
+    const auto backward_end = Clock::now();
+    optimizer_->step();
+    const auto end = Clock::now();
+    if (record == nullptr) return;
+    record->seconds.push_back(seconds_between(start, end));
+    record->forward_seconds.push_back(seconds_between(forward_start, backward_start));
+    record->backward_seconds.push_back(seconds_between(backward_start, backward_end));
+  }
+
+  void reset_stats() {
+    if (ddp_) ddp_->reset_stats();
+  }
+
+  void finish(TrainingMeasurement& record) const {
+    record.ddp = ddp_ != nullptr;
+    if (ddp_) record.stats = ddp_->stats();
+  }
+
+ private:
+  torch::nn::Sequential model_{nullptr};
+  torch::Tensor input_;
+  torch::Tensor target_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<ddp::DistributedDataParallel<torch::nn::SequentialImpl>> ddp_;
+};
+
+TrainingLoop::TrainingLoop(const TrainingSetup& setup,
+                           const std::shared_ptr<Communicator>& communicator, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(setup, communicator, seed)) {}
+TrainingLoop::~TrainingLoop() = default;
+void TrainingLoop::step(TrainingMeasurement* record) { impl_->step(record); }
+void TrainingLoop::reset_stats() { impl_->reset_stats(); }
+void TrainingLoop::finish(TrainingMeasurement& record) const { impl_->finish(record); }
+
 TrainingMeasurement train_and_time(const TrainingSetup& setup,
                                    const std::shared_ptr<Communicator>& communicator,
                                    std::uint64_t seed) {
-  torch::manual_seed(seed);
-  models::ModelConfig config;
-  config.image_size = setup.image_size;
-  torch::nn::Sequential model = models::make_model(setup.model, config);
-  std::vector<std::int64_t> shape = {setup.batch_size};
-  for (const auto size : models::example_shape(setup.model, config)) shape.push_back(size);
-  // Random data, generated once.
-  const torch::Tensor input = torch::randn(shape);
-  const torch::Tensor target =
-      torch::randint(0, models::num_outputs(setup.model, config), {setup.batch_size}, torch::kLong);
-  torch::optim::SGD optimizer(model->parameters(), sgd_options());
-
+  TrainingLoop loop(setup, communicator, seed);
+  for (int i = 0; i < setup.warmup; ++i) loop.step(nullptr);
+  loop.reset_stats();
   TrainingMeasurement measurement;
-  if (!communicator) {
-    time_steps(
-        setup.warmup, setup.iterations, optimizer,
-        [&] { return torch::nn::functional::cross_entropy(model->forward(input), target); },
-        measurement);
-    return measurement;
-  }
-  ddp::DistributedDataParallel wrapped(model, communicator, benchmark_ddp_options(setup));
-  auto loss = [&] { return torch::nn::functional::cross_entropy(wrapped(input), target); };
-  time_steps(setup.warmup, 0, optimizer, loss, measurement);
-  wrapped.reset_stats();
-  time_steps(0, setup.iterations, optimizer, loss, measurement);
-  measurement.ddp = true;
-  measurement.stats = wrapped.stats();
+  for (int i = 0; i < setup.iterations; ++i) loop.step(&measurement);
+  loop.finish(measurement);
   return measurement;
+}
+
+std::pair<TrainingMeasurement, TrainingMeasurement> train_and_time_interleaved(
+    const TrainingSetup& setup, const std::shared_ptr<Communicator>& one_rank, std::uint64_t seed) {
+  GRADWIRE_CHECK(one_rank != nullptr && one_rank->size() == 1);
+  TrainingLoop baseline(setup, nullptr, seed);
+  TrainingLoop wrapped(setup, one_rank, seed);
+  for (int i = 0; i < setup.warmup; ++i) {
+    baseline.step(nullptr);
+    wrapped.step(nullptr);
+  }
+  wrapped.reset_stats();
+  std::pair<TrainingMeasurement, TrainingMeasurement> measured;
+  for (int i = 0; i < setup.iterations; ++i) {
+    baseline.step(&measured.first);
+    wrapped.step(&measured.second);
+  }
+  baseline.finish(measured.first);
+  wrapped.finish(measured.second);
+  return measured;
 }
 
 std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gradwire/comm/communicator.h"
@@ -37,14 +38,42 @@ struct TrainingMeasurement {
   ddp::DdpStats stats;  // over the timed iterations; meaningful when ddp
 };
 
-// Trains `setup.model` on this rank. `communicator` null: plain training (the "no ddp"
-// baseline); otherwise DDP over it (collective: every member calls it with the same setup).
-// Seeds torch's generator with `seed` first (upstream seeds with the rank), so the data differs
-// between ranks; DDP's construction broadcasts rank 0's parameters. Blocks; throws what the model
-// or DDP throws.
+// One model with its random batch and SGD optimizer, trained plainly or through
+// DistributedDataParallel. Not copyable; one thread.
+class TrainingLoop {
+ public:
+  // Seeds torch's generator with `seed` first (upstream seeds with the rank), so the data differs
+  // between ranks and two loops with the same seed start identical. `communicator` null: plain
+  // training; otherwise DDP over it (construction is collective over its members).
+  TrainingLoop(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
+               std::uint64_t seed);
+  ~TrainingLoop();
+  TrainingLoop(const TrainingLoop&) = delete;
+  TrainingLoop& operator=(const TrainingLoop&) = delete;
+
+  // One iteration; its times are appended to `record` unless it is null (warm-up).
+  void step(TrainingMeasurement* record);
+  // Restarts DDP's statistics (after warm-up); fills ddp and stats of `record` with them.
+  void reset_stats();
+  void finish(TrainingMeasurement& record) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Trains `setup.model` on this rank: setup.warmup untimed, then setup.iterations timed
+// iterations of one TrainingLoop. Blocks; throws what the model or DDP throws.
 TrainingMeasurement train_and_time(const TrainingSetup& setup,
                                    const std::shared_ptr<Communicator>& communicator,
                                    std::uint64_t seed);
+
+// The "no ddp" baseline and DDP over `one_rank` (a communicator of this rank alone), in the same
+// process and alternating iteration by iteration (baseline, DDP, baseline, ...), so that both see
+// the same machine: on a noisy one, DDP's overhead is otherwise lost in the drift between two
+// runs. Both start from the same seed, hence the same model and data. Returns {baseline, DDP}.
+std::pair<TrainingMeasurement, TrainingMeasurement> train_and_time_interleaved(
+    const TrainingSetup& setup, const std::shared_ptr<Communicator>& one_rank, std::uint64_t seed);
 
 // DdpOptions the benchmark uses: bucket_cap_mb and schedule from the setup (a cap below 1 MiB
 // also caps the first bucket) and broadcast_buffers false (as upstream's benchmark); everything

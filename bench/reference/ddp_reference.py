@@ -140,24 +140,49 @@ def make_model(name, image_size):
     return model, [3, image_size, image_size], 1000
 
 
+class Loop:
+    """One model with its random batch and optimizer, plain or wrapped in DDP over `group`."""
+
+    def __init__(self, args, name, group, seed):
+        torch.manual_seed(seed)
+        model, shape, classes = make_model(name, args.image_size)
+        self.inputs = torch.randn([args.batch_size] + shape)
+        self.target = torch.randint(0, classes, [args.batch_size])
+        self.optimizer = torch.optim.SGD(model.parameters(), 0.001, momentum=0.9,
+                                         weight_decay=1e-4)
+        if group is not None:
+            model = torch.nn.parallel.DistributedDataParallel(
+                model, process_group=group, bucket_cap_mb=args.bucket_cap_mb,
+                broadcast_buffers=False)
+        self.model = model
+
+    def step(self):
+        """Seconds of one iteration."""
+        start = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=False)
+        F.cross_entropy(self.model(self.inputs), self.target).backward()
+        self.optimizer.step()
+        return time.perf_counter() - start
+
+
 def train_and_time(args, name, group, seed):
     """Seconds of each timed iteration; DDP over `group` unless it is None."""
-    torch.manual_seed(seed)
-    model, shape, classes = make_model(name, args.image_size)
-    inputs = torch.randn([args.batch_size] + shape)
-    target = torch.randint(0, classes, [args.batch_size])
-    optimizer = torch.optim.SGD(model.parameters(), 0.001, momentum=0.9, weight_decay=1e-4)
-    if group is not None:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, process_group=group, bucket_cap_mb=args.bucket_cap_mb, broadcast_buffers=False)
-    seconds = []
-    for _ in range(args.warmup + args.iterations):
-        start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=False)
-        F.cross_entropy(model(inputs), target).backward()
-        optimizer.step()
-        seconds.append(time.perf_counter() - start)
+    loop = Loop(args, name, group, seed)
+    seconds = [loop.step() for _ in range(args.warmup + args.iterations)]
     return seconds[args.warmup:]
+
+
+def train_and_time_interleaved(args, name, one_rank, seed):
+    """The baseline and DDP over `one_rank` alternating step by step: (baseline, ddp) seconds."""
+    baseline = Loop(args, name, None, seed)
+    wrapped = Loop(args, name, one_rank, seed)
+    plain, ddp = [], []
+    for i in range(args.warmup + args.iterations):
+        a, b = baseline.step(), wrapped.step()
+        if i >= args.warmup:
+            plain.append(a)
+            ddp.append(b)
+    return plain, ddp
 
 
 def percentile(values, p):  # linear interpolation, numpy's default
@@ -179,20 +204,30 @@ def sweep(args, name, rank):
     log = (lambda text: print("ddp_reference.py: " + text, file=sys.stderr, flush=True)) \
         if rank == 0 else (lambda text: None)
     rounds = []
+    interleave = args.interleave and 1 in args.world_sizes
+    one_rank = dist.new_group(ranks=[0]) if interleave else None  # collective over the world
+    paired = None
     if rank == 0:
-        log("%s, no ddp" % name)
-        rounds.append({"ranks": [0], "ddp": False, "label": "no ddp",
-                       "measurements": train_and_time(args, name, None, 0)})
+        if interleave:
+            log("%s, no ddp and DDP on 1 rank, alternating" % name)
+            plain, paired = train_and_time_interleaved(args, name, one_rank, 0)
+        else:
+            log("%s, no ddp" % name)
+            plain = train_and_time(args, name, None, 0)
+        rounds.append({"ranks": [0], "ddp": False, "label": "no ddp", "measurements": plain})
     dist.barrier()
     for size in args.world_sizes:
         group = dist.new_group(ranks=list(range(size)))  # collective over the whole world
         if rank < size:
-            log("%s, DDP on %d rank%s" % (name, size, "" if size == 1 else "s"))
-            mine = torch.tensor(train_and_time(args, name, group, rank), dtype=torch.float64)
-            everyone = [torch.empty_like(mine) for _ in range(size)]
-            dist.all_gather(everyone, mine, group=group)
-            rounds.append({"ranks": list(range(size)), "ddp": True, "label": "ddp",
-                           "measurements": torch.cat(everyone).tolist()})
+            if interleave and size == 1:
+                rounds.append({"ranks": [0], "ddp": True, "label": "ddp", "measurements": paired})
+            else:
+                log("%s, DDP on %d rank%s" % (name, size, "" if size == 1 else "s"))
+                mine = torch.tensor(train_and_time(args, name, group, rank), dtype=torch.float64)
+                everyone = [torch.empty_like(mine) for _ in range(size)]
+                dist.all_gather(everyone, mine, group=group)
+                rounds.append({"ranks": list(range(size)), "ddp": True, "label": "ddp",
+                               "measurements": torch.cat(everyone).tolist()})
         dist.barrier()
     return rounds
 
@@ -210,6 +245,8 @@ def main():
     parser.add_argument("--backend", default="gloo")
     parser.add_argument("--json", default="")
     parser.add_argument("--quiet", action="store_true", help="no table on stdout")
+    parser.add_argument("--interleave", action="store_true",
+                        help="baseline and DDP on 1 rank in one process, step by step")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(hours=1))
@@ -245,6 +282,7 @@ def main():
             "world_size": world,
             "warmup": args.warmup,
             "iterations": args.iterations,
+            "interleave": args.interleave,
             "benchmark_results": results,
         }
         with open(args.json + ".tmp", "w") as f:

@@ -81,6 +81,36 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   EXPECT_EQ(count(diff.output, "+0.0%"), 12u) << diff.output;
 }
 
+// --interleave: the baseline and DDP on 1 rank come from one alternating run; the other world
+// sizes as usual.
+TEST(DdpRunTest, InterleavedBaselineAndOneRank) {
+  const std::string json = temp_path("interleaved.json");
+  const BenchRun run = run_bench(
+      "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 --interleave "
+      "--json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("mlp, no ddp and DDP on 1 rank, alternating"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("mlp, DDP on 1 rank:"), std::string::npos) << run.output;
+  EXPECT_EQ(count(run.output, "   1 ranks --    1M/1R:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "   2 ranks --    1M/2R:  p50:"), 1u) << run.output;
+  std::ifstream in(json);
+  const nlohmann::json document = nlohmann::json::parse(in);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("interleave"), true);
+  const DdpReport report = parse_ddp_document(document, json);
+  ASSERT_EQ(report.results.size(), 1u);
+  const auto& rounds = report.results[0].rounds;
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_FALSE(rounds[0].ddp);
+  EXPECT_EQ(rounds[0].measurements.size(), 3u);
+  EXPECT_TRUE(rounds[1].ddp);
+  EXPECT_EQ(rounds[1].measurements.size(), 3u);
+  EXPECT_EQ(rounds[1].ddp_stats.at("iterations"), 3);
+  EXPECT_EQ(rounds[2].measurements.size(), 6u);
+}
+
 TEST(DdpRunTest, MissingPythonSkipsTheReference) {
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 2 --warmup 0 --world-sizes 1 "
@@ -102,7 +132,7 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
   const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
-      "--reference pytorch --repeat 2 --json '" +
+      "--reference pytorch --repeat 2 --interleave --json '" +
       json + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
@@ -119,6 +149,7 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
     ASSERT_EQ(report.results.size(), 1u) << path;
     ASSERT_EQ(report.results[0].rounds.size(), 3u) << path;
     EXPECT_EQ(report.results[0].rounds[0].measurements.size(), 6u) << path;
+    EXPECT_EQ(report.results[0].rounds[1].measurements.size(), 6u) << path;  // interleaved
     EXPECT_EQ(report.results[0].rounds[2].measurements.size(), 12u) << path;
   }
 }

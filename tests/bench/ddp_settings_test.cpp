@@ -114,6 +114,11 @@ TEST(DdpReferenceTest, CommandCarriesTheSettings) {
                                              "--json",
                                              "r.json"};
   EXPECT_EQ(command, expected);
+  DdpSettings interleaved = settings;
+  interleaved.interleave = true;
+  const auto with_flag =
+      reference_command({"/usr/bin/python3", "1.13.0"}, "ddp_reference.py", interleaved, 1, "");
+  EXPECT_EQ(with_flag.back(), "--interleave");
   EXPECT_EQ(python_candidates(""), (std::vector<std::string>{"python3", "/usr/bin/python3"}));
   EXPECT_EQ(python_candidates("/opt/py"), (std::vector<std::string>{"/opt/py"}));
   std::string why_not;
