@@ -4,13 +4,10 @@
 // per-iteration times are gathered to rank 0, which prints p50/p75/p90/p95 rows and writes the
 // JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h).
 #include <ATen/ATen.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -25,7 +22,6 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
-#include "gradwire/launch/launcher.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
@@ -61,14 +57,6 @@ std::string stats_line(const ddp::DdpStats& stats) {
          (stats.buckets.size() == 1 ? " bucket" : " buckets");
 }
 
-// Whether the PyTorch reference can run, decided the same way on every rank.
-struct ReferencePlan {
-  bool run = false;
-  PythonTorch python;
-  std::string script;
-  std::string header_line;  // for the header block
-};
-
 class DdpSweep {
  public:
   DdpSweep(RankContext& context, const DdpSettings& settings, std::vector<std::string> argv)
@@ -81,7 +69,7 @@ class DdpSweep {
 
   int run() {
     if (reports()) progress(describe_ddp_settings(settings_, context_.threads_per_rank));
-    const ReferencePlan reference = plan_reference();
+    const ReferencePlan reference = plan();
     if (reports()) print_header(reference);
     DdpRepeats repeats;
     nlohmann::json reference_document;  // the first repeat's, for its fields
@@ -159,33 +147,14 @@ class DdpSweep {
     setup.warmup = settings_.warmup;
     setup.iterations = settings_.iterations;
     setup.bucket_cap_mb = settings_.bucket_cap_mb;
+    setup.gradient_as_bucket_view = settings_.gradient_as_bucket_view;
     return setup;
   }
 
-  ReferencePlan plan_reference() {
-    ReferencePlan plan;
-    if (!settings_.reference_pytorch) return plan;
-    std::string why_not;
-    std::optional<PythonTorch> python = find_python_with_torch(settings_.python, why_not);
-    std::optional<std::string> script;
-    if (python) script = find_reference_script(settings_.reference_script, why_not);
-    at::Tensor ready = at::full({1}, python && script ? 1 : 0, at::kLong);
-    world_->allreduce(ready, ReduceOp::kMin)->wait();
-    plan.run = ready.item<std::int64_t>() == 1;
-    if (plan.run) {
-      plan.python = *python;
-      plan.script = *script;
-      plan.header_line =
-          "PyTorch " + python->torch_version + " torch.nn.parallel.DistributedDataParallel (" +
-          python->python + " " + *script + "), same settings, " +
-          (settings_.repeat > 1
-               ? "alternating with gradwire, " + std::to_string(settings_.repeat) + " times"
-               : "run after gradwire");
-    } else {
-      if (why_not.empty()) why_not = "another rank cannot run Python with torch";
-      plan.header_line = "skipped: " + why_not;
-      if (reports()) progress("--reference pytorch skipped: " + why_not);
-    }
+  ReferencePlan plan() {
+    if (!settings_.reference_pytorch) return {};
+    ReferencePlan plan = plan_reference(*world_, settings_);
+    if (!plan.run && reports()) progress("--reference pytorch skipped: " + plan.why_not);
     return plan;
   }
 
@@ -203,7 +172,7 @@ class DdpSweep {
     header.image_size = settings_.image_size;
     header.warmup = settings_.warmup;
     header.iterations = settings_.iterations;
-    header.reference = settings_.reference_pytorch ? reference.header_line : "";
+    if (settings_.reference_pytorch) header.reference = reference_line(reference);
     header.hardware = hardware_;
     print_ddp_header(std::cout, header);
   }
@@ -288,36 +257,28 @@ class DdpSweep {
     result.rounds.push_back(std::move(round));
   }
 
+  // What the header says about the reference.
+  std::string reference_line(const ReferencePlan& plan) const {
+    if (!plan.run) return "skipped: " + plan.why_not;
+    return "PyTorch " + plan.python.torch_version + " torch.nn.parallel.DistributedDataParallel (" +
+           plan.python.python + " " + plan.script + "), same settings, " +
+           (settings_.repeat > 1
+                ? "alternating with gradwire, " + std::to_string(settings_.repeat) + " times"
+                : "run after gradwire");
+  }
+
   // Runs the reference on every rank (collective). Returns false when it failed on any rank; on
   // rank 0, `document` receives what the reference wrote.
   bool run_reference(const ReferencePlan& plan, nlohmann::json& document) {
-    at::Tensor port = at::zeros({1}, at::kLong);
-    if (reports()) port.fill_(launch::pick_free_port(""));
-    world_->broadcast(port, 0)->wait();
-    const std::string json_path =
-        "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
-    if (reports())
-      progress("running the PyTorch reference: " + plan.python.python + " " + plan.script);
-    ReferenceRank rank;
-    rank.rank = rank_;
-    rank.world_size = world_->size();
-    rank.master_addr = context_.world.info().master_addr;
-    rank.master_port = static_cast<int>(port.item<std::int64_t>());
-    rank.threads = context_.threads_per_rank;
-    const auto command = reference_command(plan.python, plan.script, settings_,
-                                           context_.threads_per_rank, reports() ? json_path : "");
-    at::Tensor failed = at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong);
-    world_->allreduce(failed, ReduceOp::kMax)->wait();
-    if (failed.item<std::int64_t>() != 0) {
-      if (reports()) progress("the PyTorch reference failed (see its messages above)");
-      std::remove(json_path.c_str());
-      return false;
-    }
     if (reports()) {
-      document = read_json_file(json_path);
-      std::remove(json_path.c_str());
+      progress("running the PyTorch reference: " + plan.python.python + " " + plan.script);
     }
-    return true;
+    if (run_reference_once(*world_, context_.world.info().master_addr, plan, settings_,
+                           context_.threads_per_rank, document)) {
+      return true;
+    }
+    if (reports()) progress("the PyTorch reference failed (see its messages above)");
+    return false;
   }
 
   // The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
@@ -353,6 +314,7 @@ class DdpSweep {
     document["iterations"] = settings_.iterations;
     document["repeat"] = settings_.repeat;
     document["interleave"] = settings_.interleave;
+    document["gradient_as_bucket_view"] = settings_.gradient_as_bucket_view;
     document["hardware"] = to_json(hardware_);
     document["benchmark_results"] = to_json(results, ranks_per_node_);
     if (!reference.is_null()) document["reference"] = reference;
@@ -424,6 +386,8 @@ Subcommand ddp_subcommand() {
         .add_option("--reference", flags.reference,
                     "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare")
         ->check(CLI::IsMember({"pytorch"}));
+    command.add_flag("--gradient-as-bucket-view", flags.gradient_as_bucket_view,
+                     "DdpOptions::gradient_as_bucket_view (and PyTorch's, for the reference)");
     command.add_flag("--interleave", flags.interleave,
                      "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
                      "iteration by iteration (robust DDP overhead on a noisy machine)");

@@ -1,10 +1,15 @@
 #include "cases/ddp_reference.h"
 
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "gradwire/launch/launcher.h"
 #include "harness/command.h"
+#include "harness/report.h"
 
 namespace gradwire::bench {
 
@@ -81,6 +86,7 @@ std::vector<std::string> reference_command(const PythonTorch& python, const std:
                                       "--threads",       std::to_string(threads_per_rank),
                                       "--quiet"};
   if (settings.interleave) command.push_back("--interleave");
+  if (settings.gradient_as_bucket_view) command.push_back("--gradient-as-bucket-view");
   if (!json_path.empty()) {
     command.push_back("--json");
     command.push_back(json_path);
@@ -101,6 +107,47 @@ int run_reference_rank(const std::vector<std::string>& command, const ReferenceR
   options.threads_per_worker = rank.threads;
   options.extra_env["OMP_NUM_THREADS"] = std::to_string(rank.threads);
   return launch::run_workers(options).exit_code();
+}
+
+ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings) {
+  ReferencePlan plan;
+  std::optional<PythonTorch> python = find_python_with_torch(settings.python, plan.why_not);
+  std::optional<std::string> script;
+  if (python) script = find_reference_script(settings.reference_script, plan.why_not);
+  at::Tensor ready = at::full({1}, python && script ? 1 : 0, at::kLong);
+  world.allreduce(ready, ReduceOp::kMin)->wait();
+  plan.run = ready.item<std::int64_t>() == 1;
+  if (plan.run) {
+    plan.python = *python;
+    plan.script = *script;
+  } else if (plan.why_not.empty()) {
+    plan.why_not = "another rank cannot run Python with torch";
+  }
+  return plan;
+}
+
+bool run_reference_once(Communicator& world, const std::string& master_addr,
+                        const ReferencePlan& plan, const DdpSettings& settings,
+                        int threads_per_rank, nlohmann::json& document) {
+  at::Tensor port = at::zeros({1}, at::kLong);
+  if (world.rank() == 0) port.fill_(launch::pick_free_port(""));
+  world.broadcast(port, 0)->wait();
+  const std::string json_path =
+      "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
+  ReferenceRank rank;
+  rank.rank = world.rank();
+  rank.world_size = world.size();
+  rank.master_addr = master_addr;
+  rank.master_port = static_cast<int>(port.item<std::int64_t>());
+  rank.threads = threads_per_rank;
+  const auto command = reference_command(plan.python, plan.script, settings, threads_per_rank,
+                                         world.rank() == 0 ? json_path : "");
+  at::Tensor failed = at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong);
+  world.allreduce(failed, ReduceOp::kMax)->wait();
+  const bool succeeded = failed.item<std::int64_t>() == 0;
+  if (succeeded && world.rank() == 0) document = read_json_file(json_path);
+  std::remove(json_path.c_str());
+  return succeeded;
 }
 
 }  // namespace gradwire::bench

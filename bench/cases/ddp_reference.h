@@ -5,11 +5,13 @@
 // reference is skipped with a message.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cases/ddp_settings.h"
+#include "gradwire/comm/communicator.h"
 
 namespace gradwire::bench {
 
@@ -49,5 +51,23 @@ struct ReferenceRank {
 // Starts `command` as this rank's reference process and waits for it. Blocks. Returns its exit
 // code (non-zero when it failed; its stderr goes to ours).
 int run_reference_rank(const std::vector<std::string>& command, const ReferenceRank& rank);
+
+// Whether the reference runs: every rank must find Python with torch and the script. Collective
+// over `world` (an allreduce), so every rank decides alike.
+struct ReferencePlan {
+  bool run = false;
+  PythonTorch python;
+  std::string script;
+  std::string why_not;  // when !run: this rank's reason, or that another rank could not
+};
+ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings);
+
+// Runs the reference sweep once (collective over `world`): rank 0 picks a free port on this
+// host, every rank starts its Python process (run_reference_rank) with `master_addr` and that
+// port, and waits. Returns false when it failed on any rank; then rank 0 on true gets, in
+// `document`, what the script wrote. Blocks for the whole sweep.
+bool run_reference_once(Communicator& world, const std::string& master_addr,
+                        const ReferencePlan& plan, const DdpSettings& settings,
+                        int threads_per_rank, nlohmann::json& document);
 
 }  // namespace gradwire::bench

@@ -107,6 +107,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   settings.json_path = flags.json_path;
   settings.html_path = flags.html_path;
   settings.interleave = flags.interleave;
+  settings.gradient_as_bucket_view = flags.gradient_as_bucket_view;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }
@@ -130,6 +131,7 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
        << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
+  if (settings.gradient_as_bucket_view) text << ", gradient_as_bucket_view";
   return text.str();
 }
 

@@ -27,6 +27,7 @@ struct DdpFlags {
   std::string reference_script;            // ddp_reference.py; empty: automatic
   std::optional<int> repeat;               // sweeps (each with its reference run), alternating
   bool interleave = false;                 // baseline and DDP on 1 rank, step by step
+  bool gradient_as_bucket_view = false;    // DdpOptions::gradient_as_bucket_view
 };
 
 // Presets (docs/benchmarks.md):
@@ -57,6 +58,8 @@ struct DdpSettings {
   // The "no ddp" baseline and DDP on 1 rank run in one process, alternating iteration by
   // iteration, so that DDP's overhead is measured under the same conditions as the baseline.
   bool interleave = false;
+  // DdpOptions::gradient_as_bucket_view (PyTorch's option of the same name for the reference).
+  bool gradient_as_bucket_view = false;
   std::string python;
   std::string reference_script;
 };

@@ -35,6 +35,7 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   options.first_bucket_mb = std::min(options.first_bucket_mb, setup.bucket_cap_mb);
   options.broadcast_buffers = false;
   options.schedule = setup.schedule;
+  options.gradient_as_bucket_view = setup.gradient_as_bucket_view;
   return options;
 }
 

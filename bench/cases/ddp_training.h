@@ -26,6 +26,7 @@ struct TrainingSetup {
   double bucket_cap_mb = 25;      // DdpOptions::bucket_cap_mb
   // DdpOptions::schedule (gradwire-bench reducers compares them).
   ddp::ReductionSchedule schedule = ddp::ReductionSchedule::kOverlapped;
+  bool gradient_as_bucket_view = false;  // DdpOptions::gradient_as_bucket_view
 };
 
 // Per timed iteration, in order: the whole step (zero_grad to the optimizer step), its forward
@@ -75,9 +76,9 @@ TrainingMeasurement train_and_time(const TrainingSetup& setup,
 std::pair<TrainingMeasurement, TrainingMeasurement> train_and_time_interleaved(
     const TrainingSetup& setup, const std::shared_ptr<Communicator>& one_rank, std::uint64_t seed);
 
-// DdpOptions the benchmark uses: bucket_cap_mb and schedule from the setup (a cap below 1 MiB
-// also caps the first bucket) and broadcast_buffers false (as upstream's benchmark); everything
-// else gradwire's defaults.
+// DdpOptions the benchmark uses: bucket_cap_mb, schedule and gradient_as_bucket_view from the setup
+// (a cap below 1 MiB also caps the first bucket) and broadcast_buffers false (as upstream's
+// benchmark); everything else gradwire's defaults.
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup);
 
 // Every member's samples, rank 0's first (an allgather; collective over `communicator`, and

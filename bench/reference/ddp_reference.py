@@ -153,7 +153,7 @@ class Loop:
         if group is not None:
             model = torch.nn.parallel.DistributedDataParallel(
                 model, process_group=group, bucket_cap_mb=args.bucket_cap_mb,
-                broadcast_buffers=False)
+                broadcast_buffers=False, gradient_as_bucket_view=args.gradient_as_bucket_view)
         self.model = model
 
     def step(self):
@@ -245,6 +245,7 @@ def main():
     parser.add_argument("--backend", default="gloo")
     parser.add_argument("--json", default="")
     parser.add_argument("--quiet", action="store_true", help="no table on stdout")
+    parser.add_argument("--gradient-as-bucket-view", action="store_true")
     parser.add_argument("--interleave", action="store_true",
                         help="baseline and DDP on 1 rank in one process, step by step")
     args = parser.parse_args()
@@ -283,6 +284,7 @@ def main():
             "warmup": args.warmup,
             "iterations": args.iterations,
             "interleave": args.interleave,
+            "gradient_as_bucket_view": args.gradient_as_bucket_view,
             "benchmark_results": results,
         }
         with open(args.json + ".tmp", "w") as f:

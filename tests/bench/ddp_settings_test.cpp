@@ -116,9 +116,11 @@ TEST(DdpReferenceTest, CommandCarriesTheSettings) {
   EXPECT_EQ(command, expected);
   DdpSettings interleaved = settings;
   interleaved.interleave = true;
-  const auto with_flag =
+  interleaved.gradient_as_bucket_view = true;
+  const auto with_flags =
       reference_command({"/usr/bin/python3", "1.13.0"}, "ddp_reference.py", interleaved, 1, "");
-  EXPECT_EQ(with_flag.back(), "--interleave");
+  EXPECT_EQ(with_flags[with_flags.size() - 2], "--interleave");
+  EXPECT_EQ(with_flags.back(), "--gradient-as-bucket-view");
   EXPECT_EQ(python_candidates(""), (std::vector<std::string>{"python3", "/usr/bin/python3"}));
   EXPECT_EQ(python_candidates("/opt/py"), (std::vector<std::string>{"/opt/py"}));
   std::string why_not;
