@@ -26,9 +26,8 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }
 
 std::string entry_or_none(const std::vector<std::string>& entries, size_t i) {
-  return i < entries.size() ? "'" + entries[i] + "'" : "nothing (" +
-                                                           std::to_string(entries.size()) +
-                                                           " entries in all)";
+  return i < entries.size() ? "'" + entries[i] + "'"
+                            : "nothing (" + std::to_string(entries.size()) + " entries in all)";
 }
 
 // Concatenates lines with '\n' and splits them back.
