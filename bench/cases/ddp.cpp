@@ -187,6 +187,7 @@ class DdpSweep {
     }
     // The baseline: rank 0 alone, without DDP; with --interleave, DDP on 1 rank alongside it.
     std::optional<DdpRound> paired;
+    std::string paired_stats;
     if (rank_ == 0) {
       const auto start = std::chrono::steady_clock::now();
       DdpRound round;
@@ -197,6 +198,7 @@ class DdpSweep {
         auto [baseline, one] = train_and_time_interleaved(setup, first_ranks(world_, 1), 0);
         round.measurements = baseline.seconds;
         paired = ddp_round({0}, one.seconds, one.stats);
+        paired_stats = stats_line(one.stats) + " (measured with the baseline)";
       } else {
         progress(model + ", no ddp: " + iterations_text());
         round.measurements = train_and_time(setup, nullptr, 0).seconds;
@@ -206,8 +208,7 @@ class DdpSweep {
     world_->barrier()->wait();
     for (const int size : settings_.world_sizes) {
       if (paired && size == 1) {
-        finish_round(result, std::move(*paired), std::chrono::steady_clock::now(),
-                     "measured with the baseline");
+        finish_round(result, std::move(*paired), std::chrono::steady_clock::now(), paired_stats);
       } else if (rank_ < size && !(interleaves() && size == 1)) {
         const auto start = std::chrono::steady_clock::now();
         if (reports())

@@ -129,21 +129,23 @@ TEST(DdpModelCheck, DifferentShapeOnRankOneThrowsOnBothRanks) {
   // Built on the main thread: rank 1's hidden layer is wider.
   std::vector<TwoLayer> models = {TwoLayer(5), TwoLayer(6)};
   std::vector<std::string> messages(2);
-  std::vector<bool> threw_invalid_argument(2, false);
+  // One byte per rank: std::vector<bool> packs bits, and two threads writing neighbouring bits
+  // of one word race.
+  std::vector<char> threw_invalid_argument(2, 0);
   gradwire::testing::run_ranks(
       2,
       [&](int rank, World& w) {
         try {
           DistributedDataParallel<TwoLayerImpl> ddp(models[rank], w.communicator());
         } catch (const InvalidArgument& e) {
-          threw_invalid_argument[rank] = true;
+          threw_invalid_argument[rank] = 1;
           messages[rank] = e.what();
         }
       },
       std::chrono::seconds(20));
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE("rank " + std::to_string(rank));
-    EXPECT_TRUE(threw_invalid_argument[rank]);
+    EXPECT_TRUE(threw_invalid_argument[rank] != 0);
     EXPECT_THAT(messages[rank], HasSubstr("fc1.weight"));
     EXPECT_THAT(messages[rank], HasSubstr("rank 1"));
   }
