@@ -26,6 +26,14 @@ inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
 }
 
+// The whole file at `path`; empty when it cannot be read.
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // Runs `env_prefix GRADWIRE_BENCH_PATH arguments`.
 inline BenchRun run_bench(const std::string& arguments, const std::string& env_prefix = "") {
   const std::string log = temp_path("log.txt");
@@ -36,10 +44,7 @@ inline BenchRun run_bench(const std::string& arguments, const std::string& env_p
   const int status = std::system(command.c_str());
   BenchRun result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(log);
-  std::ostringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
+  result.output = read_text_file(log);
   std::remove(log.c_str());
   return result;
 }

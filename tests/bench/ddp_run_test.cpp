@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -20,6 +19,7 @@ namespace {
 
 using testing::BenchRun;
 using testing::count;
+using testing::read_text_file;
 using testing::run_bench;
 using testing::temp_path;
 
@@ -31,8 +31,7 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
       json + "' --html '" + json + ".html'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   {
-    std::ifstream in(json + ".html");
-    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string page = read_text_file(json + ".html");
     std::remove((json + ".html").c_str());
     EXPECT_NE(page.find("<title>gradwire-bench ddp</title>"), std::string::npos);
     EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);  // mlp and cnn

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -15,6 +14,7 @@ namespace {
 
 using testing::BenchRun;
 using testing::count;
+using testing::read_text_file;
 using testing::run_bench;
 using testing::temp_path;
 
@@ -29,8 +29,7 @@ TEST(ReducersRunTest, MlpOnTwoRanks) {
   {
     // The page: its two charts (forward, backward) are drawn by gradwire-bench report's code,
     // which report_run_test checks in a browser.
-    std::ifstream in(html);
-    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string page = read_text_file(html);
     std::remove(html.c_str());
     EXPECT_NE(page.find("<title>gradwire-bench reducers</title>"), std::string::npos);
     EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);
