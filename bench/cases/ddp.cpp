@@ -207,9 +207,11 @@ class DdpSweep {
     }
     world_->barrier()->wait();
     for (const int size : settings_.world_sizes) {
-      if (paired && size == 1) {
-        finish_round(result, std::move(*paired), std::chrono::steady_clock::now(), paired_stats);
-      } else if (rank_ < size && !(interleaves() && size == 1)) {
+      if (interleaves() && size == 1) {
+        // Measured with the baseline, on rank 0.
+        if (paired)
+          finish_round(result, std::move(*paired), std::chrono::steady_clock::now(), paired_stats);
+      } else if (rank_ < size) {
         const auto start = std::chrono::steady_clock::now();
         if (reports())
           progress(model + ", DDP on " + std::to_string(size) +

@@ -144,12 +144,17 @@ const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound
   return nullptr;
 }
 
-const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
-                                          std::int64_t batch_size) {
-  for (const auto& result : report.results) {
+const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& results,
+                                          const std::string& model, std::int64_t batch_size) {
+  for (const auto& result : results) {
     if (result.model == model && result.batch_size == batch_size) return &result;
   }
   return nullptr;
+}
+
+const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
+                                          std::int64_t batch_size) {
+  return find_matching_model(report.results, model, batch_size);
 }
 
 std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
@@ -157,12 +162,8 @@ std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::st
   std::vector<double> ratios;
   const std::size_t count = std::min(repeats.gradwire.size(), repeats.reference.size());
   for (std::size_t r = 0; r < count; ++r) {
-    DdpReport ours;
-    ours.results = repeats.gradwire[r];
-    DdpReport theirs;
-    theirs.results = repeats.reference[r];
-    const DdpModelResult* a = find_matching_model(ours, model, batch_size);
-    const DdpModelResult* b = find_matching_model(theirs, model, batch_size);
+    const DdpModelResult* a = find_matching_model(repeats.gradwire[r], model, batch_size);
+    const DdpModelResult* b = find_matching_model(repeats.reference[r], model, batch_size);
     const DdpRound* x = a ? find_matching_round(*a, round) : nullptr;
     const DdpRound* y = b ? find_matching_round(*b, round) : nullptr;
     if (x == nullptr || y == nullptr) continue;

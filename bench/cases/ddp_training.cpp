@@ -141,6 +141,7 @@ std::vector<double> gather_samples(Communicator& communicator, const std::vector
   communicator.allgather(input, output)->wait();
   return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
 }
+
 nlohmann::json to_json(const ddp::DdpStats& stats) {
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& bucket : stats.buckets) {
