@@ -1,0 +1,86 @@
+// The trainer's side of the parameter servers: creating tables, looking rows up on all owning
+// servers in parallel, pushing sparse gradients and ending steps (docs/ps.md).
+//
+// Thread safety: a Client may be used from several threads; pushes from one thread are sent in
+// order. Every call has a deadline; an unreachable server is an error naming its address.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gradwire/ps/table.h"
+
+namespace gradwire::ps {
+
+struct ClientOptions {
+  // Server addresses HOST:PORT in sharding order. Empty: GRADWIRE_PS_ADDRS (comma-separated).
+  std::vector<std::string> servers;
+  // The job's token. Empty: GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN, else the file named by
+  // token_file. None of them: ConfigError.
+  std::string token;
+  std::string token_file;
+  // This trainer's rank among the trainers and their number. -1: RANK / WORLD_SIZE, else 0 / 1.
+  int trainer_rank = -1;
+  int num_trainers = -1;
+  // Deadline of each call (lookups, pushes, table creation).
+  std::chrono::milliseconds call_deadline{30000};
+  // How long step() waits for the other trainers in sync mode. nullopt-like 0: GRADWIRE_TIMEOUT,
+  // else 300 s.
+  std::chrono::milliseconds step_timeout{0};
+  // Idempotent calls (lookups, table creation) are retried this many times on UNAVAILABLE, with
+  // exponential backoff from retry_backoff, as long as the deadline allows.
+  int max_retries = 3;
+  std::chrono::milliseconds retry_backoff{50};
+  // TLS: a PEM file of root certificates to trust; empty: plaintext (loopback and trusted nets).
+  std::string tls_root_cert_file;
+  // Largest request or response, in bytes.
+  int64_t max_message_bytes = 64 << 20;
+};
+
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  virtual int num_servers() const = 0;
+  virtual const std::vector<std::string>& servers() const = 0;
+  virtual int trainer_rank() const = 0;
+  virtual int num_trainers() const = 0;
+
+  // Creates the table on every server, or checks that it exists with an equal config (then keeps
+  // its content: a restarted server's restored rows stay). A different config is InvalidArgument.
+  // Sets this client's step counter for the table to the servers' step. Blocks.
+  virtual void create_table(const TableConfig& config) = 0;
+  virtual const TableConfig& table(const std::string& name) const = 0;
+
+  // Rows of `ids` (int64, 1-D, duplicates allowed) as an ids.size(0) x dim float tensor. Ids are
+  // deduplicated per server and all owners are asked in parallel. Out-of-range ids are
+  // InvalidArgument. Blocks until every owner answered.
+  virtual at::Tensor lookup(const std::string& table, const at::Tensor& ids) = 0;
+
+  // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim) to their owners without
+  // waiting; duplicate ids are summed first. Errors surface from flush() or step().
+  virtual void push(const std::string& table, const at::Tensor& ids, const at::Tensor& grads) = 0;
+  // Waits until every push sent so far was applied (async) or accepted (sync); throws the first
+  // push error.
+  virtual void flush() = 0;
+  // Ends this trainer's step on every table: flush(); then, for sync tables, waits until every
+  // trainer finished the step and the servers applied it (TimeoutError naming the trainers that
+  // did not arrive within step_timeout).
+  virtual void step() = 0;
+  // Steps this client has completed on `table` (the servers' count at create_table, plus step()).
+  virtual int64_t step_count(const std::string& table) const = 0;
+
+  // Asks every server to checkpoint its tables now (ServerOptions::checkpoint_dir). Blocks.
+  virtual void checkpoint() = 0;
+};
+
+// Connects lazily: no call is made until the first request. Throws ConfigError when no server or
+// no token can be found.
+std::shared_ptr<Client> connect(const ClientOptions& options = {});
+
+}  // namespace gradwire::ps

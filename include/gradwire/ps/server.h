@@ -1,0 +1,53 @@
+// A parameter server: holds shards of tables created by clients, applies server-side optimizers to
+// pushed sparse gradients, checkpoints its tables (docs/ps.md). `gradwire-ps-server` is a thin
+// command line around this class; tests start servers in-process with it.
+//
+// Threads: gRPC's handler threads run the calls; each table shard has its own mutex, so calls on
+// different tables never wait for each other. In sync mode a Step call blocks its handler thread
+// until every trainer has finished that step or the call's deadline passes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gradwire::ps {
+
+struct ServerOptions {
+  // HOST:PORT to listen on. Port 0 picks a free port (read it back with Server::address()).
+  std::string listen = "127.0.0.1:0";
+  // The job's shared token; every call must carry it. Required: an empty token is a ConfigError.
+  std::string token;
+  // Where tables are checkpointed and, at start, restored from. Empty: no checkpoints.
+  std::string checkpoint_dir;
+  // Also checkpoint a table after every this many applied steps (0: only on request).
+  int64_t checkpoint_every_steps = 0;
+  // gRPC handler threads (upper bound on threads serving calls at once).
+  int threads = 4;
+  // TLS: both set = serve TLS with this certificate chain and private key (PEM files).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Largest request or response accepted, in bytes.
+  int64_t max_message_bytes = 64 << 20;
+  // Largest table this server accepts (rows held here x dim x 4 bytes, optimizer state included).
+  int64_t max_table_bytes = int64_t{8} << 30;
+};
+
+class Server {
+ public:
+  virtual ~Server() = default;
+  // "HOST:PORT" actually listened on (the picked port when ServerOptions::listen had port 0).
+  virtual std::string address() const = 0;
+  // Stops accepting calls, finishes or cancels running ones (within `grace`) and returns.
+  virtual void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(2000)) = 0;
+  // Blocks until shutdown() was called (from another thread or a signal handler's thread).
+  virtual void wait() = 0;
+};
+
+// Binds, restores tables found in checkpoint_dir, starts serving and returns. Throws ConfigError
+// for bad options (no token, unreadable TLS files, address in use) and Error for a checkpoint that
+// fails its CRC check (naming the file).
+std::unique_ptr<Server> start_server(const ServerOptions& options);
+
+}  // namespace gradwire::ps

@@ -1,0 +1,84 @@
+// Parameter-server tables: what a table is (its configuration), how its rows are spread over the
+// servers and how they start. Shared by the server, the client and the modules (docs/ps.md).
+//
+// Sharding rule: with S servers listed in a fixed order (GRADWIRE_PS_ADDRS), row `id` lives on
+// server `id % S` at local row `id / S`. A table's content never depends on S: row `id` is
+// initialised from (initializer, seed, id) alone, and every optimizer works row by row.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gradwire::ps {
+
+enum class OptimizerKind { kSgd, kAdagrad, kAdam };
+const char* to_string(OptimizerKind kind);
+
+// Server-side optimizer of one table. The update is sparse: only rows that received a gradient
+// in a step change, and their state (momentum, sums, moments) likewise.
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double lr = 0.01;
+  // SGD: buffer = momentum * buffer + grad; row -= lr * buffer (PyTorch's SGD, dampening 0).
+  double momentum = 0.0;
+  // Adagrad: sum += grad^2; row -= lr * grad / (sqrt(sum) + eps). initial_accumulator_value 0.
+  // Adam: PyTorch's Adam (SparseAdam for the rows touched): betas, eps; bias correction uses the
+  // table's step count, incremented once per applied update.
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;  // Adagrad uses 1e-10 in PyTorch; set it explicitly to match.
+};
+
+enum class InitializerKind { kNormal, kUniform, kZeros };
+const char* to_string(InitializerKind kind);
+
+// How rows start: normal(0, scale) (torch.nn.Embedding's default with scale 1), uniform(-scale,
+// scale) or zeros, drawn from a counter-based generator keyed by (seed, row id).
+struct InitializerConfig {
+  InitializerKind kind = InitializerKind::kNormal;
+  double scale = 1.0;
+  uint64_t seed = 0;
+};
+
+// When pushed gradients are applied.
+//  kSync:  the server collects the pushes of all `num_trainers` trainers for a step, reduces them,
+//          applies the optimizer once, and only then answers lookups of the next step.
+//  kAsync: each push is applied when it arrives (Hogwild-style, as PyTorch's DistributedOptimizer).
+enum class UpdateMode { kSync, kAsync };
+const char* to_string(UpdateMode mode);
+
+// How the gradients of the trainers are combined. kMean (default) divides by num_trainers, which
+// matches DDP's averaging of dense gradients: N trainers with equal batches then train exactly like
+// one process on the concatenated batch. In async mode each push is scaled by 1/num_trainers.
+enum class GradientReduction { kMean, kSum };
+const char* to_string(GradientReduction reduction);
+
+// A sparse embedding table: num_rows x dim float32 rows.
+struct TableConfig {
+  std::string name;  // [A-Za-z0-9_.-]{1,64}
+  int64_t num_rows = 0;
+  int64_t dim = 0;
+  OptimizerConfig optimizer;
+  InitializerConfig initializer;
+  UpdateMode mode = UpdateMode::kSync;
+  GradientReduction reduction = GradientReduction::kMean;
+  int num_trainers = 1;  // trainers pushing to this table (the sync barrier's size)
+};
+
+// Throws InvalidArgument naming the field when the config cannot work (empty or bad name, rows or
+// dim < 1, lr <= 0, betas outside [0, 1), num_trainers < 1 ...).
+void validate(const TableConfig& config);
+// Whether two configs describe the same table (creating it again with an equal config is fine).
+bool same_table(const TableConfig& a, const TableConfig& b);
+// One line for messages: "table 'emb' (300 x 64, adagrad lr 0.05, sync, 2 trainers)".
+std::string describe(const TableConfig& config);
+
+// The sharding rule (see the top of this file).
+inline int owner_of(int64_t id, int num_servers) { return static_cast<int>(id % num_servers); }
+inline int64_t local_row(int64_t id, int num_servers) { return id / num_servers; }
+// Rows of a table held by server `server` of `num_servers`.
+inline int64_t rows_on_server(int64_t num_rows, int server, int num_servers) {
+  return num_rows > server ? (num_rows - server + num_servers - 1) / num_servers : 0;
+}
+
+}  // namespace gradwire::ps
