@@ -1,0 +1,94 @@
+#include "rpc/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::rpc {
+namespace {
+
+constexpr char kSources[] =
+    "an explicit token, a token file (--token-file / token_file), GRADWIRE_TOKEN or "
+    "GRADWIRE_JOB_TOKEN";
+
+std::string read_token_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError("gradwire: cannot read the token file '" + path +
+                      "'. Check the path and its permissions, or pass the token through "
+                      "GRADWIRE_TOKEN.");
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  std::string token = content.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                            token.back() == '\t')) {
+    token.pop_back();
+  }
+  if (token.empty()) {
+    throw ConfigError("gradwire: the token file '" + path +
+                      "' is empty. Write the job's token into it (any non-empty string).");
+  }
+  return token;
+}
+
+}  // namespace
+
+std::string load_token(const std::string& explicit_token, const std::string& token_file,
+                       const EnvMap& env) {
+  if (!explicit_token.empty()) return explicit_token;
+  if (!token_file.empty()) return read_token_file(token_file);
+  for (const char* name : {"GRADWIRE_TOKEN", "GRADWIRE_JOB_TOKEN"}) {
+    const std::optional<std::string> value = env.get(name);
+    if (value && !value->empty()) return *value;
+  }
+  throw ConfigError(std::string("gradwire: no job token; looked at ") + kSources +
+                    ", and none is set or non-empty. Start the job with gradwire-run (which "
+                    "hands out a fresh token), or set GRADWIRE_TOKEN to the same secret on "
+                    "servers and trainers.");
+}
+
+bool tokens_equal(std::string_view a, std::string_view b) {
+  // Every byte of the longer string is visited whatever the content, so the time taken says
+  // nothing about where the strings differ.
+  const size_t length = a.size() > b.size() ? a.size() : b.size();
+  volatile unsigned char difference = static_cast<unsigned char>(a.size() != b.size());
+  for (size_t i = 0; i < length; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference = difference | static_cast<unsigned char>(x ^ y);
+  }
+  return difference == 0;
+}
+
+std::string authorization_value(const std::string& token) { return kBearerPrefix + token; }
+
+void add_token(grpc::ClientContext& context, const std::string& token) {
+  context.AddMetadata(kAuthorizationMetadataKey, authorization_value(token));
+}
+
+grpc::Status check_token(const grpc::ServerContext& context, const std::string& expected) {
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find(kAuthorizationMetadataKey);
+  if (found == metadata.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "missing token: every call must carry the job token in the "
+                        "'authorization' metadata");
+  }
+  const std::string_view value(found->second.data(), found->second.size());
+  const std::string_view prefix(kBearerPrefix);
+  const bool has_prefix = value.size() >= prefix.size() && value.substr(0, prefix.size()) == prefix;
+  const std::string_view token = has_prefix ? value.substr(prefix.size()) : std::string_view();
+  if (!has_prefix || token.empty()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "missing token: the 'authorization' metadata is not 'Bearer TOKEN'");
+  }
+  if (!tokens_equal(token, expected)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "wrong token: the call's token is not this job's token");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gradwire::rpc

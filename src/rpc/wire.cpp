@@ -1,0 +1,134 @@
+#include "rpc/wire.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "gradwire/common/error.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the wire format is little-endian; a big-endian host would need a byte swap here"
+#endif
+
+namespace gradwire::rpc {
+namespace {
+
+[[noreturn]] void throw_malformed(const std::string& field, const std::string& what) {
+  throw InvalidArgument("gradwire: malformed tensor '" + field + "': " + what +
+                        ". Tensors travel as dtype, shape and exactly numel x element size "
+                        "little-endian bytes; check the client's gradwire version.");
+}
+
+std::string shape_text(const v1::Tensor& message) {
+  std::ostringstream out;
+  out << "[";
+  for (int i = 0; i < message.shape_size(); ++i) out << (i ? ", " : "") << message.shape(i);
+  out << "]";
+  return out.str();
+}
+
+at::ScalarType to_scalar_type(v1::DType dtype) {
+  return dtype == v1::FLOAT32 ? at::kFloat : at::kLong;
+}
+
+int64_t element_size(v1::DType dtype) { return dtype == v1::FLOAT32 ? 4 : 8; }
+
+}  // namespace
+
+v1::DType to_wire_dtype(at::ScalarType type, const std::string& field) {
+  switch (type) {
+    case at::kFloat:
+      return v1::FLOAT32;
+    case at::kLong:
+      return v1::INT64;
+    default:
+      throw InvalidArgument("gradwire: tensor '" + field + "' has dtype " +
+                            std::string(c10::toString(type)) +
+                            "; the parameter-server wire format carries float32 and int64 only. "
+                            "Convert it with .to(torch::kFloat) or .to(torch::kLong).");
+  }
+}
+
+std::string wire_dtype_name(int dtype) {
+  switch (dtype) {
+    case v1::FLOAT32:
+      return "float32";
+    case v1::INT64:
+      return "int64";
+    case v1::DTYPE_UNSPECIFIED:
+      return "unspecified";
+    default:
+      return "unknown(" + std::to_string(dtype) + ")";
+  }
+}
+
+void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string& field) {
+  GRADWIRE_CHECK(out != nullptr);
+  if (!tensor.defined()) throw InvalidArgument("gradwire: tensor '" + field + "' is undefined");
+  if (!tensor.device().is_cpu()) {
+    throw InvalidArgument("gradwire: tensor '" + field + "' is on " + tensor.device().str() +
+                          "; parameter-server calls take CPU tensors (call .cpu() first)");
+  }
+  out->set_dtype(to_wire_dtype(tensor.scalar_type(), field));
+  out->clear_shape();
+  for (const int64_t size : tensor.sizes()) out->add_shape(size);
+  const at::Tensor dense = tensor.contiguous();
+  const size_t bytes = static_cast<size_t>(dense.numel()) * dense.element_size();
+  out->set_data(static_cast<const char*>(dense.data_ptr()), bytes);
+}
+
+v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field) {
+  v1::Tensor message;
+  encode_tensor(tensor, &message, field);
+  return message;
+}
+
+at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
+                         const TensorExpectation& expect) {
+  const int dtype_value = message.dtype();
+  if (dtype_value != v1::FLOAT32 && dtype_value != v1::INT64) {
+    throw_malformed(field,
+                    "dtype " + wire_dtype_name(dtype_value) + " (expected float32 or int64)");
+  }
+  const auto dtype = static_cast<v1::DType>(dtype_value);
+  if (expect.dtype && to_scalar_type(dtype) != *expect.dtype) {
+    throw InvalidArgument("gradwire: tensor '" + field + "' has dtype " +
+                          wire_dtype_name(dtype_value) + ", expected " +
+                          wire_dtype_name(to_wire_dtype(*expect.dtype, field)));
+  }
+  const int rank = message.shape_size();
+  if (rank > kMaxWireRank) {
+    throw_malformed(
+        field, std::to_string(rank) + " dimensions (at most " + std::to_string(kMaxWireRank) + ")");
+  }
+  if (expect.rank >= 0 && rank != expect.rank) {
+    throw InvalidArgument("gradwire: tensor '" + field + "' has shape " + shape_text(message) +
+                          " (" + std::to_string(rank) + "-D), expected " +
+                          std::to_string(expect.rank) + "-D");
+  }
+  std::vector<int64_t> sizes(message.shape().begin(), message.shape().end());
+  int64_t numel = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t size = sizes[i];
+    if (size < 0) {
+      throw_malformed(field, "negative dimension " + std::to_string(size) + " at index " +
+                                 std::to_string(i) + " of shape " + shape_text(message));
+    }
+    // numel * size <= max_elements without overflow.
+    if (size != 0 && numel > expect.max_elements / size) {
+      throw_malformed(field, "shape " + shape_text(message) + " has more than " +
+                                 std::to_string(expect.max_elements) + " elements");
+    }
+    numel *= size;
+  }
+  const int64_t expected_bytes = numel * element_size(dtype);
+  if (static_cast<int64_t>(message.data().size()) != expected_bytes) {
+    throw_malformed(field, std::to_string(message.data().size()) + " data bytes for shape " +
+                               shape_text(message) + " of " + wire_dtype_name(dtype_value) +
+                               " (expected " + std::to_string(expected_bytes) + ")");
+  }
+  at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)));
+  if (expected_bytes > 0) std::memcpy(tensor.data_ptr(), message.data().data(), expected_bytes);
+  return tensor;
+}
+
+}  // namespace gradwire::rpc

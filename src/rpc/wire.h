@@ -1,0 +1,52 @@
+// The tensor wire format of the parameter-server service: an at::Tensor travels as a v1::Tensor
+// (dtype, shape, raw little-endian row-major bytes), never as per-element repeated fields.
+//
+// Decoding is the server's first line of defence against malformed requests: it checks the
+// dtype, every dimension (>= 0), the element count (bounded, no overflow), that the byte length
+// is exactly numel x element size, and the dtype and rank the caller expects; anything else is
+// InvalidArgument naming the field ("lookup.ids: ..."). Nothing is read past the message.
+//
+// Thread safety: pure functions. Blocking: none.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "rpc/proto/ps.pb.h"
+
+namespace gradwire::rpc {
+
+namespace v1 = ::gradwire::ps::v1;
+
+// Most dimensions a wire tensor may have.
+inline constexpr int kMaxWireRank = 8;
+// Default bound on the elements of one decoded tensor (gRPC's message size bounds it first).
+inline constexpr int64_t kMaxWireElements = int64_t{1} << 34;
+
+// The wire dtype of a tensor dtype: Float -> FLOAT32, Long -> INT64; InvalidArgument naming
+// `field` for any other.
+v1::DType to_wire_dtype(at::ScalarType type, const std::string& field);
+// "float32", "int64", "unspecified", "unknown(7)": for messages.
+std::string wire_dtype_name(int dtype);
+
+// Writes `tensor` (float32 or int64, any layout; CPU) into `out`. A contiguous tensor costs one
+// memcpy of its bytes. InvalidArgument naming `field` for other dtypes or non-CPU tensors.
+void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string& field = "tensor");
+v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field = "tensor");
+
+// What a decoder expects of a wire tensor. Unset members accept anything valid.
+struct TensorExpectation {
+  std::optional<at::ScalarType> dtype;  // at::kFloat or at::kLong
+  int rank = -1;                        // number of dimensions; -1: any (up to kMaxWireRank)
+  int64_t max_elements = kMaxWireElements;
+};
+
+// A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy). Throws
+// InvalidArgument naming `field` when the message is malformed or does not meet `expect`.
+at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
+                         const TensorExpectation& expect = {});
+
+}  // namespace gradwire::rpc

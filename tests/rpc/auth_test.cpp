@@ -1,0 +1,92 @@
+// The job token: where it comes from (explicit, file, GRADWIRE_TOKEN, GRADWIRE_JOB_TOKEN, in that
+// order), the errors when it is missing, and the comparison.
+#include "rpc/auth.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::rpc {
+namespace {
+
+class TokenFile {
+ public:
+  explicit TokenFile(const std::string& content) {
+    char pattern[] = "/tmp/gradwire_token_XXXXXX";
+    const int fd = mkstemp(pattern);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path_ = pattern;
+    std::ofstream(path_) << content;
+  }
+  ~TokenFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(LoadToken, SourcesAreTriedInOrder) {
+  const TokenFile file("from-file\n");
+  const EnvMap env{{"GRADWIRE_TOKEN", "from-env"}, {"GRADWIRE_JOB_TOKEN", "from-job"}};
+  EXPECT_EQ(load_token("explicit", file.path(), env), "explicit");
+  EXPECT_EQ(load_token("", file.path(), env), "from-file");
+  EXPECT_EQ(load_token("", "", env), "from-env");
+  EXPECT_EQ(load_token("", "", EnvMap{{"GRADWIRE_JOB_TOKEN", "from-job"}}), "from-job");
+  EXPECT_EQ(load_token("", "", EnvMap{{"GRADWIRE_TOKEN", ""}, {"GRADWIRE_JOB_TOKEN", "j"}}), "j");
+}
+
+TEST(LoadToken, FileContentLosesTrailingWhitespaceOnly) {
+  const TokenFile file("  a b\t\r\n\n");
+  EXPECT_EQ(load_token("", file.path(), {}), "  a b");
+}
+
+TEST(LoadToken, MissingTokenNamesEverySource) {
+  try {
+    load_token("", "", EnvMap{{"GRADWIRE_TOKEN", ""}});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    const std::string message = error.what();
+    for (const char* source : {"explicit", "token file", "GRADWIRE_TOKEN", "GRADWIRE_JOB_TOKEN"}) {
+      EXPECT_NE(message.find(source), std::string::npos) << source << " in: " << message;
+    }
+  }
+}
+
+TEST(LoadToken, UnreadableOrEmptyFileIsNamed) {
+  try {
+    load_token("", "/nonexistent/gradwire/token", EnvMap{{"GRADWIRE_TOKEN", "x"}});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/gradwire/token"), std::string::npos);
+  }
+  const TokenFile empty(" \n");
+  try {
+    load_token("", empty.path(), {});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("empty"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TokensEqual, ComparesWholeStrings) {
+  EXPECT_TRUE(tokens_equal("secret", "secret"));
+  EXPECT_TRUE(tokens_equal("", ""));
+  EXPECT_FALSE(tokens_equal("secret", "secreT"));
+  EXPECT_FALSE(tokens_equal("Secret", "secret"));
+  EXPECT_FALSE(tokens_equal("secret", "secret2"));
+  EXPECT_FALSE(tokens_equal("secret2", "secret"));
+  EXPECT_FALSE(tokens_equal("", "x"));
+  EXPECT_FALSE(tokens_equal(std::string("a\0b", 3), std::string("a\0c", 3)));
+  // A prefix padded with the zero bytes used to pad the shorter string is still different.
+  EXPECT_FALSE(tokens_equal(std::string("ab\0", 3), "ab"));
+}
+
+TEST(AuthorizationValue, IsABearerToken) { EXPECT_EQ(authorization_value("t0k"), "Bearer t0k"); }
+
+}  // namespace
+}  // namespace gradwire::rpc
