@@ -1,24 +1,19 @@
 // LaunchResult: the exit code and the human-readable summary of a launch.
-#include <signal.h>
-
-#include <cstring>
 #include <sstream>
 
 #include "gradwire/launch/launcher.h"
+#include "process.h"
 
 namespace gradwire::launch {
 namespace {
 
-std::string signal_name(int signal) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-  if (const char* abbreviation = ::sigabbrev_np(signal)) return std::string("SIG") + abbreviation;
-#endif
-  return "signal " + std::to_string(signal);
-}
+using detail::describe_exit;
+using detail::ProcessExit;
+using detail::signal_name;
 
-// "signal 9 (SIGKILL)"
-std::string describe_signal(int signal) {
-  return "signal " + std::to_string(signal) + " (" + signal_name(signal) + ")";
+template <typename Exit>
+ProcessExit ended(const Exit& exit) {
+  return ProcessExit{exit.exit_code, exit.signal};
 }
 
 std::string describe_worker(const WorkerExit& worker) {
@@ -26,24 +21,34 @@ std::string describe_worker(const WorkerExit& worker) {
          ", pid " + std::to_string(worker.pid) + ")";
 }
 
-std::string describe_end(const WorkerExit& worker) {
-  if (worker.signal != 0) return "killed by " + describe_signal(worker.signal);
-  return "exited with code " + std::to_string(worker.exit_code);
+std::string describe_server(const ServerExit& server) {
+  return "server " + std::to_string(server.index) + " (" + server.address + ", pid " +
+         std::to_string(server.pid) + ")";
 }
 
-int code_of(const WorkerExit& worker) {
-  return worker.signal != 0 ? 128 + worker.signal : worker.exit_code;
+int code_of(const WorkerExit& worker) { return detail::exit_status_code(ended(worker)); }
+
+// A server that exited 0 on its own still failed the launch.
+int code_of(const ServerExit& server) {
+  const int code = detail::exit_status_code(ended(server));
+  return code != 0 ? code : 1;
+}
+
+template <typename Exit>
+const Exit* at(const std::vector<Exit>& exits, int index) {
+  return index >= 0 && static_cast<size_t>(index) < exits.size() ? &exits[index] : nullptr;
 }
 
 }  // namespace
 
 int LaunchResult::exit_code() const {
-  if (first_failed_local_rank >= 0 &&
-      static_cast<size_t>(first_failed_local_rank) < workers.size()) {
-    return code_of(workers[first_failed_local_rank]);
-  }
+  if (const WorkerExit* first = at(workers, first_failed_local_rank)) return code_of(*first);
   for (const WorkerExit& worker : workers) {
     if (worker.failed() && !worker.stopped_by_launcher) return code_of(worker);
+  }
+  if (const ServerExit* first = at(servers, first_failed_server)) return code_of(*first);
+  for (const ServerExit& server : servers) {
+    if (server.failed()) return code_of(server);
   }
   if (received_signal != 0) return 128 + received_signal;
   for (const WorkerExit& worker : workers) {
@@ -56,7 +61,14 @@ std::string LaunchResult::summary() const {
   std::ostringstream out;
   for (const WorkerExit& worker : workers) {
     if (worker.failed() && !worker.stopped_by_launcher) {
-      out << "gradwire-run: " << describe_worker(worker) << " " << describe_end(worker) << "\n";
+      out << "gradwire-run: " << describe_worker(worker) << " " << describe_exit(ended(worker))
+          << "\n";
+    }
+  }
+  for (const ServerExit& server : servers) {
+    if (server.failed()) {
+      out << "gradwire-run: " << describe_server(server) << " " << describe_exit(ended(server))
+          << " while the trainers ran\n";
     }
   }
   if (received_signal != 0) {
@@ -64,9 +76,10 @@ std::string LaunchResult::summary() const {
         << " and forwarded it to the workers\n";
   }
   std::string reason;
-  if (first_failed_local_rank >= 0 &&
-      static_cast<size_t>(first_failed_local_rank) < workers.size()) {
-    reason = "after rank " + std::to_string(workers[first_failed_local_rank].rank) + " failed";
+  if (const WorkerExit* first = at(workers, first_failed_local_rank)) {
+    reason = "after rank " + std::to_string(first->rank) + " failed";
+  } else if (const ServerExit* first = at(servers, first_failed_server)) {
+    reason = "after server " + std::to_string(first->index) + " failed";
   } else if (received_signal != 0) {
     reason = "after receiving " + signal_name(received_signal);
   } else {
@@ -75,7 +88,16 @@ std::string LaunchResult::summary() const {
   for (const WorkerExit& worker : workers) {
     if (worker.stopped_by_launcher) {
       out << "gradwire-run: " << describe_worker(worker) << " was stopped by gradwire-run "
-          << reason << " (" << describe_end(worker) << ")\n";
+          << reason << " (" << describe_exit(ended(worker)) << ")\n";
+    }
+  }
+  // Servers stopped at the normal end of a successful job are not news.
+  if (out.tellp() > 0) {
+    for (const ServerExit& server : servers) {
+      if (server.stopped_by_launcher) {
+        out << "gradwire-run: " << describe_server(server) << " was stopped by gradwire-run "
+            << reason << " (" << describe_exit(ended(server)) << ")\n";
+      }
     }
   }
   return out.str();

@@ -1,6 +1,6 @@
-// run_workers: validates the options, prepares environments and log files, starts the workers
-// and hands them to the Supervisor. The pieces live in worker_env (pure), process (fork/exec),
-// output_pump, signal_forwarding and supervisor.
+// run_workers: validates the options, prepares environments and log files, starts the servers
+// (server_group) and then the workers under the Supervisor. The pieces live in worker_env (pure),
+// process (fork/exec), output_pump, signal_forwarding, server_group and supervisor.
 #include "gradwire/launch/launcher.h"
 
 #include <fcntl.h>
@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -17,6 +16,7 @@
 #include "gradwire/common/error.h"
 #include "output_pump.h"
 #include "process.h"
+#include "server_group.h"
 #include "signal_forwarding.h"
 #include "supervisor.h"
 #include "unique_fd.h"
@@ -51,27 +51,22 @@ std::string random_hex(size_t chars) {
   return hex;
 }
 
-// LOG_DIR/rank_N.log for every local worker (truncated); invalid fds when log_dir is empty.
-std::vector<UniqueFd> open_log_files(const LaunchOptions& options) {
-  std::vector<UniqueFd> files(options.nproc_per_node);
-  if (options.log_dir.empty()) return files;
-  std::error_code error;
-  std::filesystem::create_directories(options.log_dir, error);
-  if (error) {
-    throw Error("gradwire-run: cannot create log directory " + options.log_dir + ": " +
-                error.message());
-  }
+// rank_N.log for every local worker (global rank N).
+std::vector<std::string> worker_log_names(const LaunchOptions& options) {
+  std::vector<std::string> names;
   for (int local = 0; local < options.nproc_per_node; ++local) {
-    const std::string path =
-        (std::filesystem::path(options.log_dir) /
-         ("rank_" + std::to_string(detail::global_rank(options, local)) + ".log"))
-            .string();
-    files[local].reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!files[local].valid()) {
-      throw Error("gradwire-run: cannot open log file " + path + ": " + std::strerror(errno));
-    }
+    names.push_back("rank_" + std::to_string(detail::global_rank(options, local)) + ".log");
   }
-  return files;
+  return names;
+}
+
+// server_I.log for every server.
+std::vector<std::string> server_log_names(const LaunchOptions& options) {
+  std::vector<std::string> names;
+  for (int index = 0; index < options.servers; ++index) {
+    names.push_back("server_" + std::to_string(index) + ".log");
+  }
+  return names;
 }
 
 // Blocks SIGPIPE in the calling thread while alive, so that a closed stdout_fd makes writes fail
@@ -129,34 +124,54 @@ LaunchResult run_workers(const LaunchOptions& options) {
   context.fresh_run_id = random_hex(16);
   context.fresh_job_token = random_hex(32);
   context.hardware_threads = std::thread::hardware_concurrency();
+  const detail::ServerPlan servers = detail::plan_servers(options, context.master_port);
+  context.server_addresses = servers.addresses;
 
-  std::vector<UniqueFd> log_files = open_log_files(options);
+  std::vector<UniqueFd> worker_logs =
+      detail::open_log_files(options.log_dir, worker_log_names(options));
+  std::vector<UniqueFd> server_logs =
+      detail::open_log_files(options.log_dir, server_log_names(options));
 
-  // Declaration order is destruction order in reverse: on an exception the started workers are
-  // killed and reaped first, then the pipes close and the signal handlers are restored.
+  // Declaration order is destruction order in reverse: on an exception the started processes
+  // are killed and reaped first, then the pipes close and the signal handlers are restored.
   ScopedSigpipeBlock sigpipe_block;
   std::optional<detail::SignalForwarding> forwarding;
   if (options.forward_signals) forwarding.emplace();
   detail::OutputPump pump({options.prefix_output, options.stdout_fd, options.stderr_fd});
-  std::vector<detail::SupervisedWorker> workers;
-  workers.reserve(options.nproc_per_node);
-
-  for (int local = 0; local < options.nproc_per_node; ++local) {
-    detail::SpawnRequest request;
-    request.argv = options.command;
-    request.env = detail::worker_env(options, context, local);
-    request.signal_mask = sigpipe_block.original();
-    detail::SpawnedWorker spawned = detail::spawn_worker(request);
-    const int rank = detail::global_rank(options, local);
-    pump.add_worker(rank, std::move(spawned.stdout_read), std::move(spawned.stderr_read),
-                    std::move(log_files[local]));
-    workers.push_back({rank, local, std::move(spawned.process)});
-  }
-
   detail::SupervisorOptions supervision;
   supervision.grace_period = options.grace_period;
   supervision.signals = forwarding ? &*forwarding : nullptr;
-  detail::Supervisor supervisor(std::move(workers), pump, supervision);
+  detail::Supervisor supervisor(pump, supervision);
+
+  if (options.servers > 0) {
+    std::optional<LaunchResult> interrupted =
+        detail::start_servers(servers, options, detail::server_env(options, context),
+                              sigpipe_block.original(), std::move(server_logs), supervisor);
+    if (interrupted) {
+      interrupted->master_port = context.master_port;
+      return *interrupted;
+    }
+  }
+
+  try {
+    for (int local = 0; local < options.nproc_per_node; ++local) {
+      detail::ProcessIdentity who;
+      who.role = detail::ProcessRole::kWorker;
+      who.index = local;
+      who.rank = detail::global_rank(options, local);
+      detail::SpawnRequest request;
+      request.argv = options.command;
+      request.env = detail::worker_env(options, context, local);
+      request.signal_mask = sigpipe_block.original();
+      supervisor.start(who, request, std::move(worker_logs[local]));
+    }
+  } catch (const std::exception&) {
+    // Let the servers and the workers already started shut down as after a failure.
+    supervisor.stop_all();
+    supervisor.run();
+    throw;
+  }
+
   LaunchResult result = supervisor.run();
   result.master_port = context.master_port;
   return result;

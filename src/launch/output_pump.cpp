@@ -1,18 +1,22 @@
 #include "output_pump.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+
+#include "gradwire/common/error.h"
 
 namespace gradwire::launch::detail {
 
 struct OutputPump::Stream {
   UniqueFd pipe;
-  int rank = 0;
+  std::string label;  // "rank N", "server N"
   bool is_stderr = false;
-  std::string prefix;   // "[rank N] " or empty
+  std::string prefix;   // "[LABEL] " or empty
   std::string partial;  // bytes after the last newline seen
 };
 
@@ -35,26 +39,50 @@ bool write_fully(int fd, const char* data, size_t size) {
   return true;
 }
 
+std::vector<UniqueFd> open_log_files(const std::string& log_dir,
+                                     const std::vector<std::string>& names) {
+  std::vector<UniqueFd> files(names.size());
+  if (log_dir.empty()) return files;
+  std::error_code error;
+  std::filesystem::create_directories(log_dir, error);
+  if (error) {
+    throw Error("gradwire-run: cannot create log directory " + log_dir + ": " + error.message());
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string path = (std::filesystem::path(log_dir) / names[i]).string();
+    files[i].reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!files[i].valid()) {
+      throw Error("gradwire-run: cannot open log file " + path + ": " + std::strerror(errno));
+    }
+  }
+  return files;
+}
+
 OutputPump::OutputPump(OutputPumpOptions options)
     : options_(options), stdout_target_(options.stdout_fd), stderr_target_(options.stderr_fd) {}
 
 OutputPump::~OutputPump() = default;
 
-void OutputPump::add_worker(int rank, UniqueFd stdout_read, UniqueFd stderr_read,
+void OutputPump::add_source(const std::string& label, UniqueFd stdout_read, UniqueFd stderr_read,
                             UniqueFd log_file) {
-  const std::string prefix = options_.prefix_output ? "[rank " + std::to_string(rank) + "] " : "";
-  add_stream(rank, std::move(stdout_read), /*is_stderr=*/false, prefix);
-  add_stream(rank, std::move(stderr_read), /*is_stderr=*/true, prefix);
-  if (log_file.valid()) log_files_[rank] = std::move(log_file);
+  add_stream(label, std::move(stdout_read), /*is_stderr=*/false);
+  add_stream(label, std::move(stderr_read), /*is_stderr=*/true);
+  if (log_file.valid()) log_files_[label] = std::move(log_file);
 }
 
-void OutputPump::add_stream(int rank, UniqueFd pipe, bool is_stderr, const std::string& prefix) {
+void OutputPump::add_worker(int rank, UniqueFd stdout_read, UniqueFd stderr_read,
+                            UniqueFd log_file) {
+  add_source("rank " + std::to_string(rank), std::move(stdout_read), std::move(stderr_read),
+             std::move(log_file));
+}
+
+void OutputPump::add_stream(const std::string& label, UniqueFd pipe, bool is_stderr) {
   auto stream = std::make_unique<Stream>();
   const int fd = pipe.get();
   stream->pipe = std::move(pipe);
-  stream->rank = rank;
+  stream->label = label;
   stream->is_stderr = is_stderr;
-  stream->prefix = prefix;
+  stream->prefix = options_.prefix_output ? "[" + label + "] " : "";
   streams_.emplace(fd, std::move(stream));
 }
 
@@ -115,11 +143,10 @@ void OutputPump::emit(Stream& stream, const char* data, size_t size, bool at_eof
   if (done == 0) return;
 
   write_target(stream.is_stderr ? stderr_target_ : stdout_target_, terminal);
-  auto log = log_files_.find(stream.rank);
+  auto log = log_files_.find(stream.label);
   if (log != log_files_.end() && !write_fully(log->second.get(), pending.data(), done)) {
-    const std::string warning = "gradwire-run: writing the log file of rank " +
-                                std::to_string(stream.rank) + " failed (" + std::strerror(errno) +
-                                "); logging to it stopped\n";
+    const std::string warning = "gradwire-run: writing the log file of " + stream.label +
+                                " failed (" + std::strerror(errno) + "); logging to it stopped\n";
     write_target(stderr_target_, warning);
     log_files_.erase(log);
   }

@@ -1,5 +1,6 @@
-// Copies the workers' output to the launcher's stdout/stderr, whole lines at a time, optionally
-// prefixed with "[rank N] ", and to per-rank log files (launch-internal). An unterminated last
+// Copies the output of workers and servers to the launcher's stdout/stderr, whole lines at a time,
+// optionally prefixed with "[rank N] " or "[server N] ", and to per-process log files
+// (launch-internal). An unterminated last
 // line (or a piece of an over-long one) gets a newline on stdout/stderr; log files get the
 // bytes exactly as the worker wrote them.
 //
@@ -19,7 +20,7 @@
 namespace gradwire::launch::detail {
 
 struct OutputPumpOptions {
-  bool prefix_output = true;  // "[rank N] " before each line on stdout_fd/stderr_fd
+  bool prefix_output = true;  // "[LABEL] " before each line on stdout_fd/stderr_fd
   int stdout_fd = 1;          // not owned
   int stderr_fd = 2;          // not owned
 };
@@ -34,8 +35,12 @@ class OutputPump {
   OutputPump(const OutputPump&) = delete;
   OutputPump& operator=(const OutputPump&) = delete;
 
-  // Takes ownership of a worker's output pipes and, when valid, of its log file (which gets both
-  // streams, unprefixed).
+  // Takes ownership of a process's output pipes and, when valid, of its log file (which gets
+  // both streams, unprefixed). `label` names the process in prefixes and messages ("rank 3",
+  // "server 0") and must be unique.
+  void add_source(const std::string& label, UniqueFd stdout_read, UniqueFd stderr_read,
+                  UniqueFd log_file);
+  // add_source("rank RANK", ...).
   void add_worker(int rank, UniqueFd stdout_read, UniqueFd stderr_read, UniqueFd log_file);
 
   // The pipe read ends still open.
@@ -51,7 +56,7 @@ class OutputPump {
 
  private:
   struct Stream;
-  void add_stream(int rank, UniqueFd pipe, bool is_stderr, const std::string& prefix);
+  void add_stream(const std::string& label, UniqueFd pipe, bool is_stderr);
   void emit(Stream& stream, const char* data, size_t size, bool at_eof);
   void write_target(int& target_fd, const std::string& data);
 
@@ -59,8 +64,13 @@ class OutputPump {
   int stdout_target_;  // -1 once a write to it failed
   int stderr_target_;
   std::map<int, std::unique_ptr<Stream>> streams_;  // by pipe fd
-  std::map<int, UniqueFd> log_files_;               // by rank
+  std::map<std::string, UniqueFd> log_files_;       // by label
 };
+
+// LOG_DIR/NAME for each name (LOG_DIR created if needed, files truncated), in order; invalid fds
+// when `log_dir` is empty. Throws gradwire::Error naming the directory or file that failed.
+std::vector<UniqueFd> open_log_files(const std::string& log_dir,
+                                     const std::vector<std::string>& names);
 
 // Writes all of `data` to `fd`, retrying on EINTR and waiting while a non-blocking fd is full.
 // Returns false when the fd fails (EPIPE, EBADF...).

@@ -131,6 +131,25 @@ ProcessExit decode_status(int status) {
 
 }  // namespace
 
+std::string signal_name(int signal) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+  if (const char* abbreviation = ::sigabbrev_np(signal)) return std::string("SIG") + abbreviation;
+#endif
+  return "signal " + std::to_string(signal);
+}
+
+std::string describe_exit(const ProcessExit& exit) {
+  if (exit.signal != 0) {
+    return "killed by signal " + std::to_string(exit.signal) + " (" + signal_name(exit.signal) +
+           ")";
+  }
+  return "exited with code " + std::to_string(exit.exit_code);
+}
+
+int exit_status_code(const ProcessExit& exit) {
+  return exit.signal != 0 ? 128 + exit.signal : exit.exit_code;
+}
+
 WorkerProcess::WorkerProcess(pid_t pid) : pid_(pid) {
 #ifdef SYS_pidfd_open
   exit_fd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));  // close-on-exec

@@ -24,6 +24,13 @@ struct ProcessExit {
   int signal = 0;
 };
 
+// "SIGTERM" (or "signal 64" where the C library has no name for it).
+std::string signal_name(int signal);
+// "exited with code 3" or "killed by signal 9 (SIGKILL)".
+std::string describe_exit(const ProcessExit& exit);
+// The launcher's exit code for a process that ended so: its exit code, or 128 + signal.
+int exit_status_code(const ProcessExit& exit);
+
 struct SpawnRequest {
   std::vector<std::string> argv;           // argv[0] is looked up on PATH (execvp rules)
   std::map<std::string, std::string> env;  // the complete environment

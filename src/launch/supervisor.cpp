@@ -10,9 +10,24 @@
 
 namespace gradwire::launch::detail {
 
-Supervisor::Supervisor(std::vector<SupervisedWorker> workers, OutputPump& pump,
-                       SupervisorOptions options)
-    : workers_(std::move(workers)), exits_(workers_.size()), pump_(pump), options_(options) {}
+std::string ProcessIdentity::label() const {
+  return role == ProcessRole::kServer ? "server " + std::to_string(index)
+                                      : "rank " + std::to_string(rank);
+}
+
+Supervisor::Supervisor(OutputPump& pump, SupervisorOptions options)
+    : pump_(pump), options_(options) {}
+
+pid_t Supervisor::start(const ProcessIdentity& who, const SpawnRequest& request,
+                        UniqueFd log_file) {
+  GRADWIRE_CHECK(phase_ == Phase::kRunning);
+  SpawnedWorker spawned = spawn_worker(request);
+  pump_.add_source(who.label(), std::move(spawned.stdout_read), std::move(spawned.stderr_read),
+                   std::move(log_file));
+  const pid_t pid = spawned.process.pid();
+  processes_.push_back(Supervised{who, std::move(spawned.process), std::nullopt, false});
+  return pid;
+}
 
 void Supervisor::transition(Phase next) {
   const bool allowed = (phase_ == Phase::kRunning && next != Phase::kRunning) ||
@@ -22,64 +37,80 @@ void Supervisor::transition(Phase next) {
 }
 
 bool Supervisor::all_reaped() const {
-  return std::all_of(exits_.begin(), exits_.end(),
-                     [](const auto& exit) { return exit.has_value(); });
+  return std::all_of(processes_.begin(), processes_.end(),
+                     [](const Supervised& supervised) { return supervised.exit.has_value(); });
 }
 
-void Supervisor::stop_all(int signal) {
-  for (SupervisedWorker& worker : workers_) worker.process.signal_group(signal);
+void Supervisor::signal_all(int signal) {
+  for (Supervised& supervised : processes_) supervised.process.signal_group(signal);
+}
+
+void Supervisor::begin_stopping(int signal) {
+  signal_all(signal);
+  transition(Phase::kStopping);
+  kill_deadline_ = Clock::now() + options_.grace_period;
+}
+
+void Supervisor::stop_all() {
+  if (phase_ == Phase::kRunning) begin_stopping(SIGTERM);
 }
 
 void Supervisor::handle_signals(const std::vector<int>& signals) {
   for (int signal : signals) {
     if (received_signal_ == 0) received_signal_ = signal;
     if (phase_ == Phase::kRunning) {
-      // Forward the signal itself: the workers may shut down gracefully on SIGINT/SIGTERM.
-      stop_all(signal);
-      transition(Phase::kStopping);
-      kill_deadline_ = Clock::now() + options_.grace_period;
+      // Forward the signal itself: the processes may shut down gracefully on SIGINT/SIGTERM.
+      begin_stopping(signal);
     } else if (phase_ == Phase::kStopping) {
       // A second signal (Ctrl-C twice): do not wait for the grace period.
-      stop_all(SIGKILL);
+      signal_all(SIGKILL);
       transition(Phase::kKilling);
     }
   }
 }
 
 void Supervisor::reap_exited() {
-  // Workers reaped in this pass exited before any stop signal sent below.
+  // Processes reaped in this pass exited before any stop signal sent below.
   const bool stop_already_sent = phase_ != Phase::kRunning;
   int newly_failed = -1;
-  for (size_t local = 0; local < workers_.size(); ++local) {
-    if (exits_[local]) continue;
-    SupervisedWorker& worker = workers_[local];
-    std::optional<ProcessExit> ended = worker.process.try_reap();
-    if (!ended) continue;
-    WorkerExit exit;
-    exit.rank = worker.rank;
-    exit.local_rank = worker.local_rank;
-    exit.pid = worker.process.pid();
-    exit.exit_code = ended->exit_code;
-    exit.signal = ended->signal;
-    exit.stopped_by_launcher = stop_already_sent;
-    if (!stop_already_sent && exit.failed() && newly_failed < 0) {
-      newly_failed = static_cast<int>(local);
-    }
-    exits_[local] = exit;
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    Supervised& supervised = processes_[i];
+    if (supervised.exit) continue;
+    supervised.exit = supervised.process.try_reap();
+    if (!supervised.exit) continue;
+    supervised.stopped_by_launcher = stop_already_sent;
+    // A server is meant to run until it is told to stop: any exit before that is a failure.
+    const bool failed = supervised.who.role == ProcessRole::kServer ||
+                        supervised.exit->signal != 0 || supervised.exit->exit_code != 0;
+    if (!stop_already_sent && failed && newly_failed < 0) newly_failed = static_cast<int>(i);
   }
   if (newly_failed >= 0 && phase_ == Phase::kRunning) {
-    first_failed_local_rank_ = newly_failed;
-    stop_all(SIGTERM);
-    transition(Phase::kStopping);
-    kill_deadline_ = Clock::now() + options_.grace_period;
+    first_failed_ = newly_failed;
+    begin_stopping(SIGTERM);
   }
 }
 
-int Supervisor::poll_timeout_ms(Clock::time_point now) const {
-  const bool exits_wake_us = std::all_of(workers_.begin(), workers_.end(), [](const auto& worker) {
-    return worker.process.reaped() || worker.process.exit_fd() >= 0;
-  });
+void Supervisor::stop_servers_after_workers() {
+  if (phase_ != Phase::kRunning) return;
+  bool any_worker = false;
+  bool workers_running = false;
+  bool servers_running = false;
+  for (const Supervised& supervised : processes_) {
+    const bool worker = supervised.who.role == ProcessRole::kWorker;
+    any_worker = any_worker || worker;
+    if (!supervised.exit) (worker ? workers_running : servers_running) = true;
+  }
+  // The normal end of a job with servers: no failure is recorded.
+  if (any_worker && !workers_running && servers_running) begin_stopping(SIGTERM);
+}
+
+int Supervisor::poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by) const {
+  const bool exits_wake_us =
+      std::all_of(processes_.begin(), processes_.end(), [](const Supervised& supervised) {
+        return supervised.process.reaped() || supervised.process.exit_fd() >= 0;
+      });
   std::chrono::milliseconds timeout = exits_wake_us ? 10 * options_.tick : options_.tick;
+  timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(wake_by - now));
   if (phase_ == Phase::kStopping) {
     timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(kill_deadline_ - now));
   }
@@ -91,13 +122,15 @@ int Supervisor::poll_timeout_ms(Clock::time_point now) const {
 }
 
 void Supervisor::wait_for_events(int timeout_ms) {
-  // Layout: [output pipes...][worker exit fds...][signal fd]. Exit fds only wake the loop;
+  // Layout: [output pipes...][exit fds...][signal fd]. Exit fds only wake the loop;
   // reap_exited() runs after every wake-up anyway.
   std::vector<pollfd> fds;
   for (int fd : pump_.fds()) fds.push_back({fd, POLLIN, 0});
   const size_t pipe_count = fds.size();
-  for (const SupervisedWorker& worker : workers_) {
-    if (worker.process.exit_fd() >= 0) fds.push_back({worker.process.exit_fd(), POLLIN, 0});
+  for (const Supervised& supervised : processes_) {
+    if (supervised.process.exit_fd() >= 0) {
+      fds.push_back({supervised.process.exit_fd(), POLLIN, 0});
+    }
   }
   const bool watch_signals = options_.signals != nullptr;
   if (watch_signals) fds.push_back({options_.signals->fd(), POLLIN, 0});
@@ -112,9 +145,31 @@ void Supervisor::wait_for_events(int timeout_ms) {
   }
 }
 
+void Supervisor::step(Clock::time_point wake_by) {
+  wait_for_events(poll_timeout_ms(Clock::now(), wake_by));
+  reap_exited();
+  stop_servers_after_workers();
+  if (phase_ == Phase::kStopping && Clock::now() >= kill_deadline_) {
+    signal_all(SIGKILL);
+    transition(Phase::kKilling);
+  }
+}
+
+Supervisor::WaitOutcome Supervisor::supervise_until(const std::function<bool()>& done,
+                                                    Clock::time_point deadline,
+                                                    std::chrono::milliseconds check_interval) {
+  for (;;) {
+    if (phase_ != Phase::kRunning) return WaitOutcome::kStopping;
+    if (done()) return WaitOutcome::kDone;
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) return WaitOutcome::kDeadline;
+    step(std::min(deadline, now + check_interval));
+  }
+}
+
 LaunchResult Supervisor::run() {
   for (;;) {
-    Clock::time_point now = Clock::now();
+    const Clock::time_point now = Clock::now();
     if (all_reaped()) {
       if (pump_.all_closed()) break;
       if (!drain_deadline_) drain_deadline_ = now + options_.drain_timeout;
@@ -123,23 +178,45 @@ LaunchResult Supervisor::run() {
         break;
       }
     }
-    wait_for_events(poll_timeout_ms(now));
-    reap_exited();
-    if (phase_ == Phase::kStopping && Clock::now() >= kill_deadline_) {
-      stop_all(SIGKILL);
-      transition(Phase::kKilling);
-    }
+    step(now + 10 * options_.tick);
   }
-  // A signal that arrived after the last worker exited still decides the exit code.
+  // A signal that arrived after the last process exited still decides the exit code.
   if (options_.signals != nullptr) {
     for (int signal : options_.signals->take_signals()) {
       if (received_signal_ == 0) received_signal_ = signal;
     }
   }
+  return collect();
+}
 
+LaunchResult Supervisor::collect() const {
   LaunchResult result;
-  for (const auto& exit : exits_) result.workers.push_back(*exit);
-  result.first_failed_local_rank = first_failed_local_rank_;
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const Supervised& supervised = processes_[i];
+    GRADWIRE_CHECK(supervised.exit.has_value());
+    const bool first_failure = first_failed_ == static_cast<int>(i);
+    if (supervised.who.role == ProcessRole::kWorker) {
+      WorkerExit exit;
+      exit.rank = supervised.who.rank;
+      exit.local_rank = supervised.who.index;
+      exit.pid = supervised.process.pid();
+      exit.exit_code = supervised.exit->exit_code;
+      exit.signal = supervised.exit->signal;
+      exit.stopped_by_launcher = supervised.stopped_by_launcher;
+      if (first_failure) result.first_failed_local_rank = static_cast<int>(result.workers.size());
+      result.workers.push_back(exit);
+    } else {
+      ServerExit exit;
+      exit.index = supervised.who.index;
+      exit.address = supervised.who.address;
+      exit.pid = supervised.process.pid();
+      exit.exit_code = supervised.exit->exit_code;
+      exit.signal = supervised.exit->signal;
+      exit.stopped_by_launcher = supervised.stopped_by_launcher;
+      if (first_failure) result.first_failed_server = static_cast<int>(result.servers.size());
+      result.servers.push_back(exit);
+    }
+  }
   result.received_signal = received_signal_;
   return result;
 }

@@ -1,27 +1,41 @@
-// Watching started workers until every one is reaped (launch-internal).
+// Watching the started workers and servers of a launch until every one is reaped
+// (launch-internal).
 //
 // Phases (checked transitions):
-//   kRunning  --worker failed / signal received-->  kStopping  (stop signal sent to every group)
+//   kRunning  --a process failed / signal received / stop_all()-->  kStopping  (stop signal sent
+//             to every process group)
+//   kRunning  --every worker reaped while servers run-->  kStopping  (SIGTERM to the servers: the
+//             normal end of a job with servers)
 //   kStopping --grace period over / second signal-->  kKilling (SIGKILL sent to every group)
 //   kRunning  --grace period 0-->  kKilling
-// A worker reaped after leaving kRunning counts as stopped by the launcher.
+// A process reaped after leaving kRunning counts as stopped by the launcher. A worker fails when
+// it exits non-zero or is killed; a server fails when it exits at all while in kRunning.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gradwire/launch/launcher.h"
 #include "output_pump.h"
 #include "process.h"
 #include "signal_forwarding.h"
+#include "unique_fd.h"
 
 namespace gradwire::launch::detail {
 
-struct SupervisedWorker {
-  int rank = 0;
-  int local_rank = 0;
-  WorkerProcess process;
+enum class ProcessRole { kWorker, kServer };
+
+// Who a supervised process is.
+struct ProcessIdentity {
+  ProcessRole role = ProcessRole::kWorker;
+  int index = 0;        // worker: local rank; server: its index
+  int rank = 0;         // worker: global rank; server: its index
+  std::string address;  // server: the HOST:PORT it listens on
+  // "rank 3" or "server 0": the output prefix, log and message name.
+  std::string label() const;
 };
 
 struct SupervisorOptions {
@@ -29,43 +43,71 @@ struct SupervisorOptions {
   std::chrono::milliseconds grace_period{5000};
   // Signals to forward; nullptr: none.
   SignalForwarding* signals = nullptr;
-  // How long output pipes may stay open after every worker was reaped (a descendant that left
-  // the worker's process group can hold them); then they are closed.
+  // How long output pipes may stay open after every process was reaped (a descendant that left
+  // the process group can hold them); then they are closed.
   std::chrono::milliseconds drain_timeout{2000};
-  // Longest wait between checks for exited workers when the kernel has no pidfds (with pidfds
+  // Longest wait between checks for exited processes when the kernel has no pidfds (with pidfds
   // an exit wakes the loop at once and this is only a safety net).
   std::chrono::milliseconds tick{100};
 };
 
+// Not thread-safe; one owner. Destruction kills (SIGKILL) and reaps whatever is still running.
 class Supervisor {
  public:
-  // `workers` ordered by local rank; `pump` carries their output and outlives the supervisor.
-  Supervisor(std::vector<SupervisedWorker> workers, OutputPump& pump, SupervisorOptions options);
+  using Clock = std::chrono::steady_clock;
 
-  // Blocks until every worker is reaped and its output copied. Fills workers,
-  // first_failed_local_rank and received_signal of the result (not master_port). Call once.
+  // `pump` carries the processes' output and outlives the supervisor.
+  Supervisor(OutputPump& pump, SupervisorOptions options);
+
+  // Starts a process (spawn_worker) and supervises it; its output goes to the pump under
+  // who.label(), and to `log_file` when valid. Returns its pid. Throws what spawn_worker
+  // throws. Workers are started in local-rank order, servers in index order.
+  pid_t start(const ProcessIdentity& who, const SpawnRequest& request, UniqueFd log_file);
+
+  enum class WaitOutcome { kDone, kStopping, kDeadline };
+  // Supervises (copies output, reaps, forwards signals) until `done()` returns true (kDone), the
+  // launch started stopping because a process failed or a signal arrived (kStopping), or
+  // `deadline` passes (kDeadline). `done` is called at least every `check_interval`. Blocks.
+  WaitOutcome supervise_until(const std::function<bool()>& done, Clock::time_point deadline,
+                              std::chrono::milliseconds check_interval);
+
+  // Sends SIGTERM to every process and starts the grace period; they count as stopped by the
+  // launcher. No-op once stopping.
+  void stop_all();
+
+  // Blocks until every process is reaped and its output copied. Fills workers, servers,
+  // first_failed_local_rank, first_failed_server and received_signal of the result (not
+  // master_port). Call once, last.
   LaunchResult run();
 
  private:
   enum class Phase { kRunning, kStopping, kKilling };
-  using Clock = std::chrono::steady_clock;
+  struct Supervised {
+    ProcessIdentity who;
+    WorkerProcess process;
+    std::optional<ProcessExit> exit;
+    bool stopped_by_launcher = false;
+  };
 
   void transition(Phase next);
-  int poll_timeout_ms(Clock::time_point now) const;
+  void begin_stopping(int signal);
+  void step(Clock::time_point wake_by);
+  int poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by) const;
   void wait_for_events(int timeout_ms);
   void handle_signals(const std::vector<int>& signals);
   void reap_exited();
-  void stop_all(int signal);
+  void stop_servers_after_workers();
+  void signal_all(int signal);
   bool all_reaped() const;
+  LaunchResult collect() const;
 
-  std::vector<SupervisedWorker> workers_;
-  std::vector<std::optional<WorkerExit>> exits_;  // by local rank
+  std::vector<Supervised> processes_;  // in start order
   OutputPump& pump_;
   SupervisorOptions options_;
   Phase phase_ = Phase::kRunning;
   Clock::time_point kill_deadline_{};
   std::optional<Clock::time_point> drain_deadline_;
-  int first_failed_local_rank_ = -1;
+  int first_failed_ = -1;  // index into processes_
   int received_signal_ = 0;
 };
 

@@ -50,6 +50,18 @@ void validate_launch_options(const LaunchOptions& options) {
               std::to_string(options.threads_per_worker.value_or(0)));
   require(options.stdout_fd >= 0 && options.stderr_fd >= 0,
           "stdout_fd and stderr_fd must be open file descriptors");
+  require(options.servers >= 0,
+          "servers must not be negative, got " + std::to_string(options.servers));
+  require(options.servers == 0 || options.nnodes == 1,
+          "servers (--servers) only works with nnodes == 1; multi-node jobs start their "
+          "parameter servers themselves and pass GRADWIRE_PS_ADDRS (and GRADWIRE_TOKEN) to "
+          "every node");
+  require(options.servers == 0 || !options.server_host.empty(), "server_host must not be empty");
+  require(options.servers == 0 || options.server_command.empty() ||
+              !options.server_command.front().empty(),
+          "server_command names no program");
+  require(options.servers == 0 || options.server_ready_timeout.count() > 0,
+          "server_ready_timeout must be positive");
   for (const auto& [name, value] : options.extra_env) {
     require(valid_env_name(name), "extra_env has an invalid variable name '" + name + "'");
     require(value.find('\0') == std::string::npos,
@@ -96,11 +108,44 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
         default_threads_per_worker(context.hardware_threads, options.nproc_per_node));
     env["OMP_NUM_THREADS"] = std::to_string(threads);
   }
-  env["GRADWIRE_JOB_TOKEN"] =
-      inherited(context.parent, "GRADWIRE_JOB_TOKEN", context.fresh_job_token);
+  env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
+  if (!context.server_addresses.empty()) {
+    env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);
+    env["GRADWIRE_TOKEN"] = env["GRADWIRE_JOB_TOKEN"];
+  }
 
   for (const auto& [name, value] : options.extra_env) env[name] = value;
   return env;
+}
+
+std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context) {
+  auto extra = options.extra_env.find("GRADWIRE_JOB_TOKEN");
+  if (extra != options.extra_env.end() && !extra->second.empty()) return extra->second;
+  return inherited(context.parent, "GRADWIRE_JOB_TOKEN", context.fresh_job_token);
+}
+
+std::map<std::string, std::string> server_env(const LaunchOptions& options,
+                                              const WorkerEnvContext& context) {
+  std::map<std::string, std::string> env = context.parent.values();
+  env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
+  env["GRADWIRE_TOKEN"] = env["GRADWIRE_JOB_TOKEN"];
+  env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);
+  for (const auto& [name, value] : options.extra_env) env[name] = value;
+  return env;
+}
+
+std::string host_port(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string join_addresses(const std::vector<std::string>& addresses) {
+  std::string joined;
+  for (const std::string& address : addresses) {
+    if (!joined.empty()) joined += ',';
+    joined += address;
+  }
+  return joined;
 }
 
 }  // namespace gradwire::launch::detail

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gradwire/common/env.h"
 #include "gradwire/launch/launcher.h"
@@ -22,6 +23,8 @@ struct WorkerEnvContext {
   std::string fresh_run_id;       // TORCHELASTIC_RUN_ID unless the parent sets it
   std::string fresh_job_token;    // GRADWIRE_JOB_TOKEN unless the parent sets it
   unsigned hardware_threads = 1;  // std::thread::hardware_concurrency(); 0 counts as 1
+  // The servers' addresses in index order (GRADWIRE_PS_ADDRS); empty without servers.
+  std::vector<std::string> server_addresses;
 };
 
 // OMP_NUM_THREADS used when neither the parent environment nor threads_per_worker sets it:
@@ -33,9 +36,25 @@ int global_rank(const LaunchOptions& options, int local_rank);
 
 // The complete environment of local worker `local_rank`: the parent's variables, then the
 // torchrun-compatible ones, then options.extra_env. TORCHELASTIC_RUN_ID, GRADWIRE_JOB_TOKEN and
-// OMP_NUM_THREADS keep the parent's value when it is set and not empty. Preconditions: options are
-// valid and 0 <= local_rank < nproc_per_node.
+// OMP_NUM_THREADS keep the parent's value when it is set and not empty. With servers, also
+// GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (= job_token()). Preconditions: options are valid and
+// 0 <= local_rank < nproc_per_node.
 std::map<std::string, std::string> worker_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context, int local_rank);
+
+// The token every process of the launch shares: extra_env's GRADWIRE_JOB_TOKEN, else the
+// parent's, else context.fresh_job_token (empty values do not count).
+std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context);
+
+// The complete environment of every server: the parent's variables, GRADWIRE_JOB_TOKEN and
+// GRADWIRE_TOKEN (both job_token()), GRADWIRE_PS_ADDRS, then options.extra_env.
+std::map<std::string, std::string> server_env(const LaunchOptions& options,
+                                              const WorkerEnvContext& context);
+
+// "HOST:PORT", with brackets around an IPv6 host ("[::1]:PORT").
+std::string host_port(const std::string& host, int port);
+
+// GRADWIRE_PS_ADDRS: the addresses joined with commas.
+std::string join_addresses(const std::vector<std::string>& addresses);
 
 }  // namespace gradwire::launch::detail

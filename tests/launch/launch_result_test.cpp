@@ -18,6 +18,17 @@ WorkerExit worker(int rank, int code, int signal = 0, bool stopped = false) {
   return exit;
 }
 
+ServerExit server(int index, int code, int signal = 0, bool stopped = true) {
+  ServerExit exit;
+  exit.index = index;
+  exit.address = "127.0.0.1:" + std::to_string(7000 + index);
+  exit.pid = 2000 + index;
+  exit.exit_code = code;
+  exit.signal = signal;
+  exit.stopped_by_launcher = stopped;
+  return exit;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -59,6 +70,51 @@ TEST(LaunchResultTest, ReceivedSignalDecidesWhenNoWorkerFailedOnItsOwn) {
   const std::string summary = result.summary();
   EXPECT_TRUE(contains(summary, "received SIGTERM")) << summary;
   EXPECT_TRUE(contains(summary, "after receiving SIGTERM")) << summary;
+}
+
+TEST(LaunchResultTest, ServersStoppedAtTheEndAreFineWhateverTheirStatus) {
+  LaunchResult result;
+  result.workers = {worker(0, 0), worker(1, 0)};
+  result.servers = {server(0, 143), server(1, 0, SIGKILL)};
+  EXPECT_EQ(result.exit_code(), 0);
+  EXPECT_EQ(result.summary(), "");
+}
+
+TEST(LaunchResultTest, FailedServerDecidesWhenNoTrainerFailed) {
+  LaunchResult result;
+  result.workers = {worker(0, 0, SIGTERM, true)};
+  result.servers = {server(0, 0), server(1, 0, SIGSEGV, false)};
+  result.first_failed_server = 1;
+  EXPECT_EQ(result.exit_code(), 128 + SIGSEGV);
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary,
+                       "gradwire-run: server 1 (127.0.0.1:7001, pid 2001) killed by "
+                       "signal 11 (SIGSEGV) while the trainers ran"))
+      << summary;
+  EXPECT_TRUE(contains(summary,
+                       "rank 0 (local 0, pid 1000) was stopped by gradwire-run after "
+                       "server 1 failed"))
+      << summary;
+  EXPECT_TRUE(contains(summary,
+                       "server 0 (127.0.0.1:7000, pid 2000) was stopped by gradwire-run "
+                       "after server 1 failed (exited with code 0)"))
+      << summary;
+
+  // A server that exited 0 on its own still fails the launch.
+  result.servers[1] = server(1, 0, 0, false);
+  EXPECT_EQ(result.exit_code(), 1);
+}
+
+TEST(LaunchResultTest, FailedTrainerDecidesOverServers) {
+  LaunchResult result;
+  result.workers = {worker(0, 5), worker(1, 0, SIGTERM, true)};
+  result.servers = {server(0, 0)};
+  result.first_failed_local_rank = 0;
+  EXPECT_EQ(result.exit_code(), 5);
+  EXPECT_TRUE(contains(result.summary(),
+                       "server 0 (127.0.0.1:7000, pid 2000) was stopped by "
+                       "gradwire-run after rank 0 failed"))
+      << result.summary();
 }
 
 }  // namespace

@@ -6,6 +6,11 @@
 // OMP_NUM_THREADS, GRADWIRE_JOB_TOKEN ...). When any worker exits non-zero or is killed by a
 // signal, the others get SIGTERM, then SIGKILL after `grace_period`. No worker outlives the call.
 //
+// With `servers` > 0 the launcher first starts that many parameter servers (gradwire-ps-server),
+// waits until each accepts TCP connections, then starts the workers with GRADWIRE_PS_ADDRS and
+// the job token, and stops the servers once the workers are done. Workers and servers are
+// supervised together: a server that exits while the workers run fails the launch.
+//
 // Thread safety: run_workers() may be called from any thread, but only one call per process at a
 // time installs signal forwarding (forward_signals). See docs/launcher.md.
 #pragma once
@@ -52,6 +57,20 @@ struct LaunchOptions {
   // Each line is written whole.
   int stdout_fd = 1;
   int stderr_fd = 2;
+
+  // Parameter servers started on this node before the workers (only with nnodes == 1:
+  // multi-node jobs start their servers themselves and pass GRADWIRE_PS_ADDRS to every node).
+  // Server i runs `server_command` plus "--listen HOST:PORT" (a port free at start), prints its
+  // output prefixed "[server i] " (and to LOG_DIR/server_i.log), and gets the launcher's
+  // environment, extra_env, and GRADWIRE_TOKEN = GRADWIRE_JOB_TOKEN = the job token.
+  int servers = 0;
+  // The server program and its arguments (before --listen). Empty: gradwire-ps-server from the
+  // directory of the running executable when it is there, else from PATH.
+  std::vector<std::string> server_command;
+  // The address servers listen on and workers connect to (GRADWIRE_PS_ADDRS).
+  std::string server_host = "127.0.0.1";
+  // How long each server may take to accept connections before the launch fails.
+  std::chrono::milliseconds server_ready_timeout{30000};
 };
 
 // How one worker ended.
@@ -65,19 +84,37 @@ struct WorkerExit {
   bool failed() const { return signal != 0 || exit_code != 0; }
 };
 
+// How one parameter server (LaunchOptions::servers) ended.
+struct ServerExit {
+  int index = -1;
+  std::string address;  // HOST:PORT it was told to listen on
+  int pid = -1;
+  int exit_code = 0;  // valid when signal == 0
+  int signal = 0;     // the signal that killed it, 0 if it exited
+  // Stopped by the launcher: after the workers finished (the normal end; then any exit status
+  // is fine), or because something else failed or a signal arrived. A server that exits before
+  // that, whatever its status, failed.
+  bool stopped_by_launcher = false;
+  bool failed() const { return !stopped_by_launcher; }
+};
+
 struct LaunchResult {
   std::vector<WorkerExit> workers;  // ordered by local rank
+  std::vector<ServerExit> servers;  // ordered by index; empty without servers
   int master_port = 0;              // the port actually used
   // Local rank of the worker whose failure made the launcher stop the others; -1 if none failed
   // on its own.
   int first_failed_local_rank = -1;
+  // Index of the server whose exit made the launcher stop the job; -1 if none.
+  int first_failed_server = -1;
   // The signal (SIGINT/SIGTERM/SIGHUP) this process received and forwarded; 0 if none.
   int received_signal = 0;
-  // 0 when every worker exited 0; otherwise the first failed worker's exit code, or 128+signal
-  // (its signal, or the signal the launcher received when no worker failed on its own).
+  // 0 when every worker exited 0 (and no server failed); otherwise the first failed worker's
+  // exit code, or 128+signal (its signal, or the signal the launcher received when no worker
+  // failed on its own); a failed server gives its exit code, 128+signal, or 1 if it exited 0.
   int exit_code() const;
-  // Human-readable lines naming each failed rank with its exit code or signal, and which were
-  // stopped by the launcher. Empty when all succeeded.
+  // Human-readable lines naming each failed rank or server with its exit code or signal, and
+  // which were stopped by the launcher. Empty when all succeeded.
   std::string summary() const;
 };
 
@@ -93,11 +130,16 @@ class ProgramNotExecutable : public Error {
   int error_number_;
 };
 
-// Starts the workers and blocks until all have exited. Throws gradwire::InvalidArgument for bad
-// options (empty command, nproc < 1, node_rank out of range, port 0 with nnodes > 1),
-// ProgramNotExecutable when the program cannot be executed, and gradwire::Error when a worker
-// cannot be started for another reason (log file, pipes, SIGCHLD ignored by this process...).
-// Workers already started when an exception is thrown are killed and reaped first.
+// Starts the servers (if any) and the workers and blocks until all have exited. Throws
+// gradwire::InvalidArgument for bad options (empty command, nproc < 1, node_rank out of range,
+// port 0 with nnodes > 1, servers with nnodes > 1), ProgramNotExecutable when the program (or
+// the server program) cannot be executed, gradwire::PeerLostError when a server exits before it
+// accepts connections, gradwire::TimeoutError when one does not within server_ready_timeout
+// (both name the server and its address; the workers are then never started), and
+// gradwire::Error when a process cannot be started for another reason (log file, pipes, SIGCHLD
+// ignored by this process...). Processes already started when an exception is thrown are
+// stopped and reaped first. A signal received while the servers start ends the launch normally
+// (LaunchResult::received_signal, no workers).
 //
 // Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
 // is left in its group is killed. They receive SIGKILL if the thread that called run_workers

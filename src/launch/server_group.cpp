@@ -1,0 +1,185 @@
+#include "server_group.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+
+#include "gradwire/common/error.h"
+#include "process.h"
+#include "worker_env.h"
+
+namespace gradwire::launch::detail {
+namespace {
+
+// How often a server that does not accept connections yet is tried again, and how long one try
+// may wait for the handshake (a local refusal is immediate).
+constexpr std::chrono::milliseconds kReadyCheckInterval{50};
+constexpr std::chrono::milliseconds kConnectTimeout{200};
+// Attempts at finding distinct free ports before giving up.
+constexpr int kPortAttempts = 100;
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string joined;
+  for (const std::string& word : words) joined += (joined.empty() ? "" : " ") + word;
+  return joined;
+}
+
+std::vector<int> pick_distinct_ports(const std::string& host, int count, int master_port) {
+  std::vector<int> ports;
+  for (int attempt = 0; static_cast<int>(ports.size()) < count; ++attempt) {
+    if (attempt == count * kPortAttempts) {
+      throw Error("gradwire-run: cannot find " + std::to_string(count) +
+                  " distinct free ports on " + host +
+                  " for the servers; free some ports or "
+                  "use fewer --servers");
+    }
+    int port = 0;
+    try {
+      port = pick_free_port(host);
+    } catch (const InvalidArgument& error) {
+      throw InvalidArgument("gradwire-run: --server-host '" + host + "' is not usable: " +
+                            error.what() + " (pass an address of this machine, e.g. 127.0.0.1)");
+    }
+    if (port != master_port && std::find(ports.begin(), ports.end(), port) == ports.end()) {
+      ports.push_back(port);
+    }
+  }
+  return ports;
+}
+
+// The server's identity, command and what happened, for error messages.
+std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
+  return "server " + std::to_string(index) + " (pid " + std::to_string(pid) + ", listening on " +
+         plan.addresses[index] +
+         ", command: " + join_words(server_argv(plan.command, plan.addresses[index])) + ")";
+}
+
+[[noreturn]] void throw_server_exited(const ServerPlan& plan, const ServerExit& server) {
+  throw PeerLostError(
+      "gradwire-run: " + describe_server(plan, server.index, server.pid) + " " +
+          describe_exit(ProcessExit{server.exit_code, server.signal}) +
+          " before accepting connections; the trainers were not started. Its output above "
+          "(prefixed [server " +
+          std::to_string(server.index) + "]) says why.",
+      {});
+}
+
+}  // namespace
+
+std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
+                                                const std::string& own_executable) {
+  if (!server_command.empty()) return server_command;
+  if (!own_executable.empty()) {
+    const std::filesystem::path beside =
+        std::filesystem::path(own_executable).parent_path() / kDefaultServerProgram;
+    std::error_code error;
+    if (std::filesystem::is_regular_file(beside, error) && ::access(beside.c_str(), X_OK) == 0) {
+      return {beside.string()};
+    }
+  }
+  return {kDefaultServerProgram};
+}
+
+std::vector<std::string> server_argv(const std::vector<std::string>& command,
+                                     const std::string& address) {
+  std::vector<std::string> argv = command;
+  argv.push_back("--listen");
+  argv.push_back(address);
+  return argv;
+}
+
+ServerPlan plan_servers(const LaunchOptions& options, int master_port) {
+  ServerPlan plan;
+  if (options.servers <= 0) return plan;
+  std::error_code error;
+  const std::filesystem::path own = std::filesystem::read_symlink("/proc/self/exe", error);
+  plan.command = resolve_server_command(options.server_command, error ? "" : own.string());
+  plan.host = options.server_host;
+  plan.ports = pick_distinct_ports(options.server_host, options.servers, master_port);
+  for (int port : plan.ports) plan.addresses.push_back(host_port(plan.host, port));
+  return plan;
+}
+
+bool accepts_connections(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return false;
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
+  for (addrinfo* entry = addresses.get(); entry != nullptr; entry = entry->ai_next) {
+    UniqueFd socket(::socket(entry->ai_family, entry->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                             entry->ai_protocol));
+    if (!socket.valid()) continue;
+    if (::connect(socket.get(), entry->ai_addr, entry->ai_addrlen) == 0) return true;
+    if (errno != EINPROGRESS) continue;
+    pollfd writable{socket.get(), POLLOUT, 0};
+    if (::poll(&writable, 1, static_cast<int>(timeout.count())) != 1) continue;
+    int socket_error = 0;
+    socklen_t length = sizeof(socket_error);
+    if (::getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &socket_error, &length) == 0 &&
+        socket_error == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOptions& options,
+                                          const std::map<std::string, std::string>& env,
+                                          const sigset_t& signal_mask,
+                                          std::vector<UniqueFd> log_files, Supervisor& supervisor) {
+  std::vector<int> pids;
+  for (size_t index = 0; index < plan.addresses.size(); ++index) {
+    ProcessIdentity who;
+    who.role = ProcessRole::kServer;
+    who.index = who.rank = static_cast<int>(index);
+    who.address = plan.addresses[index];
+    SpawnRequest request;
+    request.argv = server_argv(plan.command, plan.addresses[index]);
+    request.env = env;
+    request.signal_mask = signal_mask;
+    UniqueFd log_file = index < log_files.size() ? std::move(log_files[index]) : UniqueFd();
+    pids.push_back(supervisor.start(who, request, std::move(log_file)));
+  }
+
+  // Servers are tried in index order; a server found ready is not tried again.
+  size_t ready = 0;
+  auto all_ready = [&] {
+    while (ready < plan.ports.size() &&
+           accepts_connections(plan.host, plan.ports[ready], kConnectTimeout)) {
+      ++ready;
+    }
+    return ready == plan.ports.size();
+  };
+  const auto started = Supervisor::Clock::now();
+  const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
+      all_ready, started + options.server_ready_timeout, kReadyCheckInterval);
+  if (outcome == Supervisor::WaitOutcome::kDone) return std::nullopt;
+
+  supervisor.stop_all();
+  LaunchResult result = supervisor.run();
+  if (const ServerExit* failed =
+          result.first_failed_server >= 0 ? &result.servers[result.first_failed_server] : nullptr) {
+    throw_server_exited(plan, *failed);
+  }
+  if (outcome == Supervisor::WaitOutcome::kDeadline) {
+    throw TimeoutError("gradwire-run: " + describe_server(plan, ready, pids[ready]) +
+                       " did not accept connections within " +
+                       format_duration(options.server_ready_timeout) +
+                       "; the trainers were not started. Check that the server program listens "
+                       "on the address given with --listen, or raise --server-ready-timeout.");
+  }
+  return result;  // a signal arrived: the launch ends as interrupted
+}
+
+}  // namespace gradwire::launch::detail

@@ -1,0 +1,59 @@
+// The parameter servers of a launch (LaunchOptions::servers): which program they run, where they
+// listen, starting them under the Supervisor and waiting until each accepts connections
+// (launch-internal). The workers start only after that; see docs/launcher.md.
+#pragma once
+
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradwire/launch/launcher.h"
+#include "supervisor.h"
+#include "unique_fd.h"
+
+namespace gradwire::launch::detail {
+
+// The program name looked up when LaunchOptions::server_command is empty.
+inline constexpr char kDefaultServerProgram[] = "gradwire-ps-server";
+
+// Where and how the servers run, decided before anything starts.
+struct ServerPlan {
+  std::vector<std::string> command;    // program and arguments, without --listen
+  std::string host;                    // what they listen on
+  std::vector<int> ports;              // by server index
+  std::vector<std::string> addresses;  // HOST:PORT by server index (GRADWIRE_PS_ADDRS order)
+};
+
+// options.server_command when given; else kDefaultServerProgram in the directory of
+// `own_executable` when an executable file is there; else kDefaultServerProgram (PATH lookup).
+std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
+                                                const std::string& own_executable);
+
+// The argv of a server listening on `address`: `command` then "--listen", address.
+std::vector<std::string> server_argv(const std::vector<std::string>& command,
+                                     const std::string& address);
+
+// Resolves the command (own executable: /proc/self/exe) and picks options.servers distinct free
+// ports on options.server_host, none equal to `master_port`. Empty plan without servers. Throws
+// InvalidArgument when server_host cannot be resolved, gradwire::Error when no ports are free.
+ServerPlan plan_servers(const LaunchOptions& options, int master_port);
+
+// True when a TCP connection to host:port succeeds within `timeout` (closed at once).
+bool accepts_connections(const std::string& host, int port, std::chrono::milliseconds timeout);
+
+// Starts every server of `plan` under `supervisor` (environment `env`, initial signal mask
+// `signal_mask`, output to `log_files` by index when valid) and supervises them until each
+// accepts connections. Returns nullopt when all do. When a signal arrives first, everything is
+// stopped and the finished launch is returned. When a server exits first, or
+// options.server_ready_timeout passes, everything is stopped and reaped (output copied), then
+// PeerLostError / TimeoutError is thrown naming the server, its address and what happened.
+std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOptions& options,
+                                          const std::map<std::string, std::string>& env,
+                                          const sigset_t& signal_mask,
+                                          std::vector<UniqueFd> log_files, Supervisor& supervisor);
+
+}  // namespace gradwire::launch::detail

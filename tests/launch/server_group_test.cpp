@@ -1,0 +1,168 @@
+// Unit tests of the pure parts of server supervision: the server command and its arguments, the
+// servers' and trainers' environment, port planning and the readiness probe.
+#include "launch/server_group.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <set>
+
+#include "launch/worker_env.h"
+#include "test_support.h"
+
+namespace gradwire::launch::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ServerGroupTest, ServerArgvAppendsListen) {
+  EXPECT_EQ(server_argv({"srv", "--threads", "2"}, "127.0.0.1:5000"),
+            (std::vector<std::string>{"srv", "--threads", "2", "--listen", "127.0.0.1:5000"}));
+}
+
+TEST(ServerGroupTest, ServerCommandDefaultsToTheProgramBesideTheExecutable) {
+  EXPECT_EQ(resolve_server_command({"my-server", "-v"}, "/nowhere/bin/gradwire-run"),
+            (std::vector<std::string>{"my-server", "-v"}));
+  testing::TempDir dir;
+  // Not there: looked up on PATH.
+  EXPECT_EQ(resolve_server_command({}, dir.file("gradwire-run")),
+            (std::vector<std::string>{"gradwire-ps-server"}));
+  EXPECT_EQ(resolve_server_command({}, ""), (std::vector<std::string>{"gradwire-ps-server"}));
+  // There but not executable: still PATH.
+  const std::string beside = dir.file("gradwire-ps-server");
+  std::ofstream(beside) << "#!/bin/sh\n";
+  ::chmod(beside.c_str(), 0644);
+  EXPECT_EQ(resolve_server_command({}, dir.file("gradwire-run")),
+            (std::vector<std::string>{"gradwire-ps-server"}));
+  ::chmod(beside.c_str(), 0755);
+  EXPECT_EQ(resolve_server_command({}, dir.file("gradwire-run")),
+            (std::vector<std::string>{beside}));
+}
+
+TEST(ServerGroupTest, AddressesAndTheirList) {
+  EXPECT_EQ(host_port("127.0.0.1", 80), "127.0.0.1:80");
+  EXPECT_EQ(host_port("::1", 80), "[::1]:80");
+  EXPECT_EQ(host_port("node3", 7), "node3:7");
+  EXPECT_EQ(join_addresses({"a:1", "b:2", "c:3"}), "a:1,b:2,c:3");
+  EXPECT_EQ(join_addresses({}), "");
+}
+
+WorkerEnvContext context_with_servers(std::map<std::string, std::string> parent) {
+  WorkerEnvContext context;
+  context.parent = EnvMap(std::move(parent));
+  context.master_port = 29500;
+  context.fresh_run_id = "run";
+  context.fresh_job_token = "fresh-token";
+  context.server_addresses = {"127.0.0.1:7001", "127.0.0.1:7002"};
+  return context;
+}
+
+LaunchOptions options_with_servers() {
+  LaunchOptions options;
+  options.command = {"train"};
+  options.nproc_per_node = 2;
+  options.servers = 2;
+  return options;
+}
+
+TEST(ServerGroupTest, TrainersAndServersShareOneToken) {
+  const LaunchOptions options = options_with_servers();
+  // A stale GRADWIRE_TOKEN of the caller is replaced by the job token everywhere.
+  const WorkerEnvContext context =
+      context_with_servers({{"HOME", "/home/me"}, {"GRADWIRE_TOKEN", "stale"}});
+  const auto trainer = worker_env(options, context, 1);
+  EXPECT_EQ(trainer.at("GRADWIRE_PS_ADDRS"), "127.0.0.1:7001,127.0.0.1:7002");
+  EXPECT_EQ(trainer.at("GRADWIRE_TOKEN"), "fresh-token");
+  EXPECT_EQ(trainer.at("GRADWIRE_JOB_TOKEN"), "fresh-token");
+
+  const auto server = server_env(options, context);
+  EXPECT_EQ(server.at("GRADWIRE_TOKEN"), "fresh-token");
+  EXPECT_EQ(server.at("GRADWIRE_JOB_TOKEN"), "fresh-token");
+  EXPECT_EQ(server.at("GRADWIRE_PS_ADDRS"), "127.0.0.1:7001,127.0.0.1:7002");
+  EXPECT_EQ(server.at("HOME"), "/home/me");
+  EXPECT_EQ(server.count("RANK"), 0u);  // servers are not ranks of the job
+}
+
+TEST(ServerGroupTest, InheritedOrExtraJobTokenIsSharedToo) {
+  LaunchOptions options = options_with_servers();
+  const WorkerEnvContext inherited = context_with_servers({{"GRADWIRE_JOB_TOKEN", "exported"}});
+  EXPECT_EQ(worker_env(options, inherited, 0).at("GRADWIRE_TOKEN"), "exported");
+  EXPECT_EQ(server_env(options, inherited).at("GRADWIRE_TOKEN"), "exported");
+
+  options.extra_env["GRADWIRE_JOB_TOKEN"] = "extra";
+  EXPECT_EQ(worker_env(options, inherited, 0).at("GRADWIRE_TOKEN"), "extra");
+  EXPECT_EQ(server_env(options, inherited).at("GRADWIRE_TOKEN"), "extra");
+}
+
+TEST(ServerGroupTest, WithoutServersTrainersGetNoServerVariables) {
+  LaunchOptions options = options_with_servers();
+  options.servers = 0;
+  WorkerEnvContext context = context_with_servers({{"GRADWIRE_TOKEN", "mine"}});
+  context.server_addresses.clear();
+  const auto env = worker_env(options, context, 0);
+  EXPECT_EQ(env.count("GRADWIRE_PS_ADDRS"), 0u);
+  EXPECT_EQ(env.at("GRADWIRE_TOKEN"), "mine");  // inherited untouched
+}
+
+TEST(ServerGroupTest, ValidationOfServerOptions) {
+  LaunchOptions options = options_with_servers();
+  EXPECT_NO_THROW(validate_launch_options(options));
+  options.servers = -1;
+  EXPECT_THROW(validate_launch_options(options), InvalidArgument);
+  options = options_with_servers();
+  options.nnodes = 2;
+  options.master_port = 29500;
+  try {
+    validate_launch_options(options);
+    FAIL() << "servers with two nodes must be refused";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("multi-node jobs"), std::string::npos) << error.what();
+  }
+  options = options_with_servers();
+  options.server_host = "";
+  EXPECT_THROW(validate_launch_options(options), InvalidArgument);
+  options = options_with_servers();
+  options.server_ready_timeout = 0ms;
+  EXPECT_THROW(validate_launch_options(options), InvalidArgument);
+}
+
+TEST(ServerGroupTest, PlanPicksDistinctPortsAvoidingTheMasterPort) {
+  LaunchOptions options = options_with_servers();
+  options.servers = 4;
+  options.server_command = {"srv"};
+  const int master_port = pick_free_port();
+  const ServerPlan plan = plan_servers(options, master_port);
+  EXPECT_EQ(plan.command, (std::vector<std::string>{"srv"}));
+  ASSERT_EQ(plan.ports.size(), 4u);
+  const std::set<int> distinct(plan.ports.begin(), plan.ports.end());
+  EXPECT_EQ(distinct.size(), 4u);
+  EXPECT_EQ(distinct.count(master_port), 0u);
+  for (size_t i = 0; i < plan.ports.size(); ++i) {
+    EXPECT_EQ(plan.addresses[i], "127.0.0.1:" + std::to_string(plan.ports[i]));
+  }
+  options.servers = 0;
+  EXPECT_TRUE(plan_servers(options, master_port).addresses.empty());
+  options.servers = 1;
+  options.server_host = "no-such-host.invalid";
+  EXPECT_THROW(plan_servers(options, master_port), InvalidArgument);
+}
+
+TEST(ServerGroupTest, ReadinessProbeSeesAListeningPort) {
+  const int port = pick_free_port();
+  EXPECT_FALSE(accepts_connections("127.0.0.1", port, 200ms));
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  EXPECT_TRUE(accepts_connections("127.0.0.1", port, 200ms));
+  EXPECT_FALSE(accepts_connections("no-such-host.invalid", port, 200ms));
+}
+
+}  // namespace
+}  // namespace gradwire::launch::detail
