@@ -55,8 +55,8 @@ std::vector<int> pick_distinct_ports(const std::string& host, int count, int mas
 
 // The server's identity, command and what happened, for error messages.
 std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
-  return "server " + std::to_string(index) + " (pid " + std::to_string(pid) + ", listening on " +
-         plan.addresses[index] +
+  return "server " + std::to_string(index) + " (" + plan.addresses[index] + ", pid " +
+         std::to_string(pid) +
          ", command: " + join_words(server_argv(plan.command, plan.addresses[index])) + ")";
 }
 
@@ -74,16 +74,19 @@ std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
 
 std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
                                                 const std::string& own_executable) {
-  if (!server_command.empty()) return server_command;
+  if (!server_command.empty() && !server_command.front().empty()) return server_command;
+  std::vector<std::string> command = server_command;
+  if (command.empty()) command.emplace_back();
+  command.front() = kDefaultServerProgram;
   if (!own_executable.empty()) {
     const std::filesystem::path beside =
         std::filesystem::path(own_executable).parent_path() / kDefaultServerProgram;
     std::error_code error;
     if (std::filesystem::is_regular_file(beside, error) && ::access(beside.c_str(), X_OK) == 0) {
-      return {beside.string()};
+      command.front() = beside.string();
     }
   }
-  return {kDefaultServerProgram};
+  return command;
 }
 
 std::vector<std::string> server_argv(const std::vector<std::string>& command,

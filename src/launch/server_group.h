@@ -28,8 +28,9 @@ struct ServerPlan {
   std::vector<std::string> addresses;  // HOST:PORT by server index (GRADWIRE_PS_ADDRS order)
 };
 
-// options.server_command when given; else kDefaultServerProgram in the directory of
-// `own_executable` when an executable file is there; else kDefaultServerProgram (PATH lookup).
+// `server_command` when it names a program. When it is empty or its program name is empty, the
+// program is kDefaultServerProgram in the directory of `own_executable` when an executable file
+// is there, else kDefaultServerProgram (PATH lookup); the arguments are kept.
 std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
                                                 const std::string& own_executable);
 

@@ -57,9 +57,6 @@ void validate_launch_options(const LaunchOptions& options) {
           "parameter servers themselves and pass GRADWIRE_PS_ADDRS (and GRADWIRE_TOKEN) to "
           "every node");
   require(options.servers == 0 || !options.server_host.empty(), "server_host must not be empty");
-  require(options.servers == 0 || options.server_command.empty() ||
-              !options.server_command.front().empty(),
-          "server_command names no program");
   require(options.servers == 0 || options.server_ready_timeout.count() > 0,
           "server_ready_timeout must be positive");
   for (const auto& [name, value] : options.extra_env) {

@@ -40,6 +40,11 @@ TEST(ServerGroupTest, ServerCommandDefaultsToTheProgramBesideTheExecutable) {
   ::chmod(beside.c_str(), 0755);
   EXPECT_EQ(resolve_server_command({}, dir.file("gradwire-run")),
             (std::vector<std::string>{beside}));
+  // Arguments without a program name: the default program with them.
+  EXPECT_EQ(resolve_server_command({"", "--threads", "2"}, dir.file("gradwire-run")),
+            (std::vector<std::string>{beside, "--threads", "2"}));
+  EXPECT_EQ(resolve_server_command({"", "-v"}, ""),
+            (std::vector<std::string>{"gradwire-ps-server", "-v"}));
 }
 
 TEST(ServerGroupTest, AddressesAndTheirList) {

@@ -190,8 +190,9 @@ TEST_F(ServersTest, ServerExitingBeforeReadyFailsWithoutStartingTrainers) {
     FAIL() << "expected PeerLostError";
   } catch (const PeerLostError& error) {
     const std::string message = error.what();
-    EXPECT_TRUE(contains(message, "server 0 (pid ")) << message;
-    EXPECT_TRUE(std::regex_search(message, std::regex(R"(listening on 127\.0\.0\.1:\d+)")))
+    EXPECT_TRUE(std::regex_search(
+        message, std::regex(R"(server 0 \(127\.0\.0\.1:(\d+), pid \d+, command: \S+ --mode )"
+                            R"(exit-at-once --listen 127\.0\.0\.1:\1\))")))
         << message;
     EXPECT_TRUE(contains(message, "exited with code 1 before accepting connections")) << message;
     EXPECT_TRUE(contains(message, "the trainers were not started")) << message;
@@ -210,7 +211,7 @@ TEST_F(ServersTest, ServerThatNeverListensTimesOut) {
     FAIL() << "expected TimeoutError";
   } catch (const TimeoutError& error) {
     const std::string message = error.what();
-    EXPECT_TRUE(contains(message, "server 0 (pid ")) << message;
+    EXPECT_TRUE(contains(message, "server 0 (127.0.0.1:")) << message;
     EXPECT_TRUE(contains(message, "did not accept connections within 500 ms")) << message;
     EXPECT_TRUE(contains(message, "--listen 127.0.0.1:")) << message;
   }

@@ -1,14 +1,21 @@
 // gradwire-run: starts N local workers of any program with a torchrun-compatible environment and
-// supervises them (docs/launcher.md).
+// supervises them, optionally beside S parameter servers (docs/launcher.md).
 //
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
-//                [--threads-per-worker T] PROGRAM [ARGS...]
+//                [--threads-per-worker T]
+//                [--servers S [--server-program PATH] [--server-arg ARG]... [--server-host H]
+//                 [--server-ready-timeout TIME]]
+//                PROGRAM [ARGS...]
 //
-// Everything from PROGRAM on is passed to the program untouched. Exit status: 0 when every
-// worker succeeded; the first failed worker's exit code (128+signal when killed by a signal);
-// 128+signal when gradwire-run itself was interrupted; 2 for usage errors; 126/127 when the
-// program cannot be executed.
+// Everything from PROGRAM on is passed to the program untouched. With --servers, S servers
+// (default program: gradwire-ps-server beside gradwire-run, else on PATH) start first, each with
+// the --server-arg values and "--listen H:PORT"; once all accept connections the workers start
+// with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN; the servers are stopped when the workers are done.
+// Exit status: 0 when every worker succeeded; the first failed worker's exit code (128+signal
+// when killed by a signal), or a failed server's; 128+signal when gradwire-run itself was
+// interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
+// executed; 1 for other launcher errors (e.g. a server that never accepted connections).
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <iostream>
@@ -28,6 +35,9 @@ struct CommandLine {
   gradwire::launch::LaunchOptions options;
   std::string grace_period = "5s";
   int threads_per_worker = 0;  // 0: not given
+  std::string server_program;  // empty: the default (LaunchOptions::server_command)
+  std::vector<std::string> server_args;
+  std::string server_ready_timeout = "30s";
 };
 
 void add_options(CLI::App& app, CommandLine& line) {
@@ -57,6 +67,25 @@ void add_options(CLI::App& app, CommandLine& line) {
                  "OMP_NUM_THREADS for each worker when the environment does not set it "
                  "(default: cores / nproc-per-node)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--servers", options.servers,
+                 "Parameter servers to start before the workers (single node only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--server-program", line.server_program,
+                 "Program each server runs (default: gradwire-ps-server beside gradwire-run, "
+                 "else on PATH)");
+  app.add_option("--server-arg", line.server_args,
+                 "Argument for every server, before --listen (repeatable; write "
+                 "--server-arg=--flag for values starting with '-')")
+      ->expected(1)
+      ->allow_extra_args(false)  // one value per --server-arg; PROGRAM follows
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--server-host", options.server_host,
+                 "Address the servers listen on and the workers connect to")
+      ->capture_default_str();
+  app.add_option("--server-ready-timeout", line.server_ready_timeout,
+                 "How long each server may take to accept connections (e.g. 30, 30s, 1m)")
+      ->capture_default_str();
   app.footer(
       "PROGRAM and everything after it are passed to the workers untouched; use -- before "
       "PROGRAM if its name starts with '-'. See docs/launcher.md for the worker environment.");
@@ -87,6 +116,14 @@ int run(int argc, char** argv) {
     }
     line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
     if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
+    if (!line.server_program.empty() || !line.server_args.empty()) {
+      // An empty program name stands for the default program.
+      line.options.server_command = {line.server_program};
+      line.options.server_command.insert(line.options.server_command.end(),
+                                         line.server_args.begin(), line.server_args.end());
+    }
+    line.options.server_ready_timeout =
+        gradwire::parse_duration(line.server_ready_timeout, "--server-ready-timeout");
   } catch (const CLI::ParseError& error) {
     const int code = app.exit(error);  // prints help, version or the error
     return code == 0 ? 0 : kUsageError;

@@ -64,8 +64,9 @@ struct LaunchOptions {
   // output prefixed "[server i] " (and to LOG_DIR/server_i.log), and gets the launcher's
   // environment, extra_env, and GRADWIRE_TOKEN = GRADWIRE_JOB_TOKEN = the job token.
   int servers = 0;
-  // The server program and its arguments (before --listen). Empty: gradwire-ps-server from the
-  // directory of the running executable when it is there, else from PATH.
+  // The server program and its arguments (before --listen). Empty, or an empty program name
+  // (arguments only): gradwire-ps-server from the directory of the running executable when it
+  // is there, else from PATH.
   std::vector<std::string> server_command;
   // The address servers listen on and workers connect to (GRADWIRE_PS_ADDRS).
   std::string server_host = "127.0.0.1";
