@@ -1,0 +1,33 @@
+// The parameter-server service's messages <-> gradwire::ps types, shared by the server and the
+// client: table configs in both directions, what differs between two configs (for "exists with
+// ..." errors), and how many bytes a table shard needs. Pure functions, no RPC calls.
+//
+// Thread safety: pure. Blocking: none.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gradwire/ps/table.h"
+#include "rpc/proto/ps.pb.h"
+
+namespace gradwire::ps {
+
+namespace v1 = ::gradwire::ps::v1;
+
+// Every field, enums mapped one to one.
+v1::TableConfig to_message(const TableConfig& config);
+// The inverse. InvalidArgument naming the field for an unspecified or unknown enum value; the
+// values themselves are checked by validate().
+TableConfig from_message(const v1::TableConfig& message);
+
+// The first fields in which `existing` and `asked` differ, as "300 x 64, asked 300 x 32" or
+// "mode sync, asked async; num_trainers 2, asked 3". Empty when no field differs.
+std::string describe_difference(const TableConfig& existing, const TableConfig& asked);
+
+// Bytes of the shard that server `server_index` of `num_servers` holds: its rows x dim x 4 for
+// the weights and again for each optimizer state tensor (SGD with momentum 1, Adagrad 1, Adam
+// 2). Saturates at INT64_MAX instead of overflowing.
+int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers);
+
+}  // namespace gradwire::ps

@@ -1,0 +1,189 @@
+// Checkpoints through the service: the Checkpoint call, periodic and shutdown checkpoints, a new
+// server continuing from the files, servers sharing one directory, and damaged files refused.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gradwire/common/error.h"
+#include "gradwire/ps/server.h"
+#include "ps/checkpoint.h"
+#include "server_test_support.h"
+
+namespace gradwire::ps {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ids_tensor;
+using testing::ServerClient;
+using testing::table_config;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gradwire_ps_XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+ServerOptions options_with_dir(const std::string& dir, int64_t every_steps = 0) {
+  ServerOptions options = testing::test_server_options();
+  options.checkpoint_dir = dir;
+  options.checkpoint_every_steps = every_steps;
+  return options;
+}
+
+TableConfig adagrad_config() {
+  TableConfig config = table_config("emb", 12, 4, UpdateMode::kSync, 1);
+  config.optimizer.kind = OptimizerKind::kAdagrad;
+  config.optimizer.lr = 0.1;
+  config.optimizer.eps = 1e-10;
+  return config;
+}
+
+// Runs `steps` sync steps of trainer 0 from step `first`, each pushing ones on `ids`.
+void train(ServerClient& client, const at::Tensor& ids, int64_t first, int steps) {
+  for (int64_t step = first; step < first + steps; ++step) {
+    ASSERT_TRUE(client.push("emb", 0, step, ids, at::ones({ids.size(0), 4})).ok());
+    int64_t after = -1;
+    ASSERT_TRUE(client.step("emb", 0, step, 10s, &after).ok());
+    ASSERT_EQ(after, step + 1);
+  }
+}
+
+TEST(ServerCheckpoint, ANewServerContinuesFromTheCheckpointCall) {
+  TempDir dir;
+  const TableConfig config = adagrad_config();
+  const at::Tensor all = at::arange(12, at::kLong);
+  at::Tensor trained;
+  {
+    auto server = start_server(options_with_dir(dir.path()));
+    ServerClient client(server->address());
+    ASSERT_TRUE(client.create(config).ok());
+    train(client, ids_tensor({1, 5, 5}), 0, 3);
+    trained = client.rows("emb", all);
+    std::vector<std::string> files;
+    ASSERT_TRUE(client.checkpoint(&files).ok());
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_TRUE(std::filesystem::exists(files[0])) << files[0];
+    EXPECT_EQ(std::filesystem::path(files[0]).filename().string(),
+              checkpoint_file_name("emb", 0, 1));
+    server->shutdown(1s);
+  }
+  auto server = start_server(options_with_dir(dir.path()));
+  ServerClient client(server->address());
+  // Restored before any CreateTable ...
+  EXPECT_TRUE(at::equal(client.rows("emb", all), trained));
+  // ... and CreateTable with the same config keeps the rows and the step.
+  v1::CreateTableResponse response;
+  const grpc::Status created = client.create(config, 0, 1, &response);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  EXPECT_FALSE(response.created());
+  EXPECT_EQ(response.step(), 3);
+  EXPECT_TRUE(at::equal(client.rows("emb", all), trained));
+  // Training goes on from step 3, optimizer state included.
+  train(client, ids_tensor({1}), 3, 1);
+
+  TableConfig other = config;
+  other.optimizer.lr = 0.2;
+  const grpc::Status status = client.create(other);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("lr"), std::string::npos) << status.error_message();
+}
+
+TEST(ServerCheckpoint, ShutdownWritesTheTablesAndPeriodicCheckpointsFollowSteps) {
+  TempDir dir;
+  const TableConfig config = adagrad_config();
+  const std::string file = dir.path() + "/" + checkpoint_file_name("emb", 0, 1);
+  const at::Tensor all = at::arange(12, at::kLong);
+  at::Tensor trained;
+  {
+    auto server = start_server(options_with_dir(dir.path(), 2));
+    ServerClient client(server->address());
+    ASSERT_TRUE(client.create(config).ok());
+    train(client, ids_tensor({2}), 0, 1);
+    EXPECT_FALSE(std::filesystem::exists(file));
+    train(client, ids_tensor({2}), 1, 1);
+    ASSERT_TRUE(std::filesystem::exists(file));
+    EXPECT_EQ(read_checkpoint(file).step, 2);
+    train(client, ids_tensor({3}), 2, 1);
+    EXPECT_EQ(read_checkpoint(file).step, 2);
+    trained = client.rows("emb", all);
+    server->shutdown(1s);
+  }
+  EXPECT_EQ(read_checkpoint(file).step, 3);
+  auto server = start_server(options_with_dir(dir.path(), 2));
+  ServerClient client(server->address());
+  EXPECT_TRUE(at::equal(client.rows("emb", all), trained));
+}
+
+TEST(ServerCheckpoint, ServersSharingADirectoryEachRestoreTheirOwnShard) {
+  TempDir dir;
+  const TableConfig config = adagrad_config();
+  std::vector<at::Tensor> trained(2);
+  const std::vector<at::Tensor> ids = {ids_tensor({0, 2, 10}), ids_tensor({1, 3, 11})};
+  {
+    std::vector<std::unique_ptr<Server>> servers;
+    for (int index = 0; index < 2; ++index) {
+      servers.push_back(start_server(options_with_dir(dir.path())));
+      ServerClient client(servers.back()->address());
+      ASSERT_TRUE(client.create(config, index, 2).ok());
+      train(client, ids[index], 0, 2);
+      trained[index] = client.rows("emb", ids[index]);
+    }
+    for (auto& server : servers) server->shutdown(1s);
+  }
+  for (int index : {1, 0}) {
+    auto server = start_server(options_with_dir(dir.path()));
+    ServerClient client(server->address());
+    v1::CreateTableResponse response;
+    const grpc::Status created = client.create(config, index, 2, &response);
+    ASSERT_TRUE(created.ok()) << created.error_message();
+    EXPECT_EQ(response.step(), 2);
+    EXPECT_TRUE(at::equal(client.rows("emb", ids[index]), trained[index])) << index;
+  }
+}
+
+TEST(ServerCheckpoint, ADamagedFileStopsTheServerFromStartingNamingIt) {
+  TempDir dir;
+  {
+    auto server = start_server(options_with_dir(dir.path()));
+    ServerClient client(server->address());
+    ASSERT_TRUE(client.create(adagrad_config()).ok());
+    ASSERT_TRUE(client.checkpoint().ok());
+    server->shutdown(1s);
+  }
+  const std::string file = dir.path() + "/" + checkpoint_file_name("emb", 0, 1);
+  {
+    std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
+    stream.seekg(0, std::ios::end);
+    const std::streamoff size = stream.tellg();
+    ASSERT_GT(size, 40);
+    stream.seekp(size - 20);
+    char byte = 0;
+    stream.seekg(size - 20);
+    stream.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x5a);
+    stream.seekp(size - 20);
+    stream.write(&byte, 1);
+  }
+  try {
+    start_server(options_with_dir(dir.path()));
+    FAIL() << "a damaged checkpoint was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(checkpoint_file_name("emb", 0, 1)), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradwire::ps

@@ -1,0 +1,106 @@
+#include "server_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include "ps/service_messages.h"
+#include "rpc/wire.h"
+
+namespace gradwire::ps::testing {
+
+TableConfig table_config(const std::string& name, int64_t rows, int64_t dim, UpdateMode mode,
+                         int num_trainers) {
+  TableConfig config;
+  config.name = name;
+  config.num_rows = rows;
+  config.dim = dim;
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.lr = 0.5;
+  config.initializer.kind = InitializerKind::kNormal;
+  config.initializer.seed = 7;
+  config.mode = mode;
+  config.num_trainers = num_trainers;
+  return config;
+}
+
+at::Tensor ids_tensor(const std::vector<int64_t>& ids) { return at::tensor(ids, at::kLong); }
+
+ServerOptions test_server_options() {
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.token = kToken;
+  return options;
+}
+
+ServerClient::ServerClient(const std::string& address, std::string token,
+                           rpc::ChannelOptions channel)
+    : token_(std::move(token)),
+      channel_(rpc::make_channel(address, channel)),
+      stub_(v1::ParameterServer::NewStub(channel_)) {}
+
+std::unique_ptr<grpc::ClientContext> ServerClient::context(
+    std::chrono::milliseconds timeout) const {
+  return rpc::make_context(token_, timeout);
+}
+
+grpc::Status ServerClient::create(const TableConfig& config, int server_index, int num_servers,
+                                  v1::CreateTableResponse* response) {
+  v1::CreateTableRequest request;
+  *request.mutable_config() = to_message(config);
+  request.set_server_index(server_index);
+  request.set_num_servers(num_servers);
+  v1::CreateTableResponse ignored;
+  return stub_->CreateTable(context().get(), request, response ? response : &ignored);
+}
+
+grpc::Status ServerClient::lookup(const std::string& table, const at::Tensor& ids,
+                                  at::Tensor* rows) {
+  v1::LookupRequest request;
+  request.set_table(table);
+  rpc::encode_tensor(ids, request.mutable_ids(), "ids");
+  v1::LookupResponse response;
+  const grpc::Status status = stub_->Lookup(context().get(), request, &response);
+  if (status.ok() && rows) *rows = rpc::decode_tensor(response.rows(), "rows", {at::kFloat, 2});
+  return status;
+}
+
+grpc::Status ServerClient::push(const std::string& table, int trainer, int64_t step,
+                                const at::Tensor& ids, const at::Tensor& grads) {
+  v1::PushRequest request;
+  request.set_table(table);
+  request.set_trainer(trainer);
+  request.set_step(step);
+  rpc::encode_tensor(ids, request.mutable_ids(), "ids");
+  rpc::encode_tensor(grads, request.mutable_grads(), "grads");
+  v1::PushResponse response;
+  return stub_->Push(context().get(), request, &response);
+}
+
+grpc::Status ServerClient::step(const std::string& table, int trainer, int64_t step,
+                                std::chrono::milliseconds timeout, int64_t* new_step) {
+  v1::StepRequest request;
+  request.set_table(table);
+  request.set_trainer(trainer);
+  request.set_step(step);
+  v1::StepResponse response;
+  const grpc::Status status = stub_->Step(context(timeout).get(), request, &response);
+  if (status.ok() && new_step) *new_step = response.step();
+  return status;
+}
+
+grpc::Status ServerClient::checkpoint(std::vector<std::string>* files) {
+  v1::CheckpointResponse response;
+  const grpc::Status status =
+      stub_->Checkpoint(context().get(), v1::CheckpointRequest(), &response);
+  if (files) files->assign(response.files().begin(), response.files().end());
+  return status;
+}
+
+at::Tensor ServerClient::rows(const std::string& table, const at::Tensor& ids) {
+  at::Tensor rows;
+  const grpc::Status status = lookup(table, ids, &rows);
+  if (!status.ok())
+    ADD_FAILURE() << "lookup of '" << table << "' failed: " << status.error_message();
+  return rows;
+}
+
+}  // namespace gradwire::ps::testing

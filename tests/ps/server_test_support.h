@@ -1,0 +1,62 @@
+// Helpers for the parameter-server tests: small table configs, an in-process server with its
+// generated stub, and the five calls made with the job token and a bounded deadline.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <grpcpp/channel.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gradwire/ps/server.h"
+#include "gradwire/ps/table.h"
+#include "rpc/channel.h"
+#include "rpc/proto/ps.grpc.pb.h"
+
+namespace gradwire::ps::testing {
+
+using namespace std::chrono_literals;
+
+inline constexpr char kToken[] = "server-test-token";
+
+// A name x rows x dim table: SGD lr 0.5, normal rows (seed 7), one trainer, async.
+TableConfig table_config(const std::string& name = "emb", int64_t rows = 10, int64_t dim = 4,
+                         UpdateMode mode = UpdateMode::kAsync, int num_trainers = 1);
+
+// int64 1-D tensor.
+at::Tensor ids_tensor(const std::vector<int64_t>& ids);
+
+// A client of one server: every call carries `token` and a deadline of `timeout`.
+class ServerClient {
+ public:
+  ServerClient(const std::string& address, std::string token = kToken,
+               rpc::ChannelOptions channel = {});
+
+  v1::ParameterServer::Stub& stub() { return *stub_; }
+  // A context with the token and a deadline `timeout` from now.
+  std::unique_ptr<grpc::ClientContext> context(std::chrono::milliseconds timeout = 10s) const;
+
+  grpc::Status create(const TableConfig& config, int server_index = 0, int num_servers = 1,
+                      v1::CreateTableResponse* response = nullptr);
+  grpc::Status lookup(const std::string& table, const at::Tensor& ids, at::Tensor* rows);
+  grpc::Status push(const std::string& table, int trainer, int64_t step, const at::Tensor& ids,
+                    const at::Tensor& grads);
+  grpc::Status step(const std::string& table, int trainer, int64_t step,
+                    std::chrono::milliseconds timeout = 10s, int64_t* new_step = nullptr);
+  grpc::Status checkpoint(std::vector<std::string>* files = nullptr);
+
+  // lookup() that must succeed (ADD_FAILURE and an undefined tensor otherwise).
+  at::Tensor rows(const std::string& table, const at::Tensor& ids);
+
+ private:
+  std::string token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ParameterServer::Stub> stub_;
+};
+
+// ServerOptions for a test server: loopback port 0 and kToken.
+ServerOptions test_server_options();
+
+}  // namespace gradwire::ps::testing

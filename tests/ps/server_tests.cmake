@@ -1,0 +1,19 @@
+# Parameter server: pure parts, the service in-process (tokens, tables, malformed and oversize
+# requests, sync steps), checkpoints, and gradwire-ps-server as a real process.
+if(NOT TARGET gradwire_ps_server)
+  return()
+endif()
+gradwire_add_test(ps_server_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/server_messages_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_service_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_checkpoint_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_process_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_test_support.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../rpc/test_certificates.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
+  LIBS gradwire_ps_server
+  LABELS ps)
+target_compile_definitions(ps_server_test PRIVATE
+  GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>")
+add_dependencies(ps_server_test gradwire-ps-server)

@@ -1,0 +1,117 @@
+// gradwire-ps-server: a parameter server for gradwire trainers (docs/ps.md).
+//
+//   gradwire-ps-server [--listen HOST:PORT] [--token-file F] [--checkpoint-dir D]
+//                      [--checkpoint-every N] [--threads T] [--tls-cert F --tls-key F]
+//                      [--max-message-bytes N]
+//
+// The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When ready it
+// prints exactly one line, "gradwire-ps-server listening on HOST:PORT", on stdout. SIGTERM or
+// SIGINT shut it down gracefully (tables are checkpointed first when --checkpoint-dir is set).
+// Exit status: 0 after a signal, 2 for usage and configuration errors, 1 for other failures
+// (e.g. a damaged checkpoint file).
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/ps/server.h"
+#include "rpc/auth.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+struct CommandLine {
+  gradwire::ps::ServerOptions options;
+  std::string token_file;
+};
+
+void add_options(CLI::App& app, CommandLine& line) {
+  auto& options = line.options;
+  app.add_option("--listen", options.listen,
+                 "HOST:PORT to listen on; port 0 picks a free one (printed when ready)")
+      ->capture_default_str();
+  app.add_option("--token-file", line.token_file,
+                 "File holding the job's token (default: GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN)");
+  app.add_option("--checkpoint-dir", options.checkpoint_dir,
+                 "Directory of checkpoint files: restored at start, written on request, every "
+                 "--checkpoint-every steps and at shutdown");
+  app.add_option("--checkpoint-every", options.checkpoint_every_steps,
+                 "Also checkpoint a table after every N applied steps (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", options.threads,
+                 "Handler threads for ordinary calls (sync steps get one more per trainer)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain: serve TLS");
+  app.add_option("--tls-key", options.tls_key_file, "PEM private key of --tls-cert");
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "Largest request or answer in bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{2147483647}));
+  app.footer("Every call must carry the job's token. See docs/ps.md.");
+}
+
+// Blocks SIGTERM and SIGINT in this thread and every thread started after it (gRPC's), so that
+// sigwait below is the only place they arrive.
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"gradwire-ps-server: a parameter server for gradwire trainers"};
+  CommandLine line;
+  add_options(app, line);
+  try {
+    app.parse(argc, argv);
+    line.options.token =
+        gradwire::rpc::load_token("", line.token_file, gradwire::EnvMap::from_process());
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : kUsageError;
+  } catch (const gradwire::Error& error) {
+    std::cerr << "gradwire-ps-server: " << error.what() << "\n";
+    return kUsageError;
+  }
+
+  const sigset_t stop_signals = block_stop_signals();
+  std::unique_ptr<gradwire::ps::Server> server;
+  try {
+    server = gradwire::ps::start_server(line.options);
+  } catch (const gradwire::ConfigError& error) {
+    std::cerr << "gradwire-ps-server: " << error.what() << "\n";
+    return kUsageError;
+  } catch (const gradwire::Error& error) {
+    std::cerr << "gradwire-ps-server: " << error.what() << "\n";
+    return 1;
+  }
+  std::cout << "gradwire-ps-server listening on " << server->address() << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::cerr << "gradwire-ps-server: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
+            << ", shutting down"
+            << (line.options.checkpoint_dir.empty() ? "" : " after a checkpoint") << std::endl;
+  server->shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {  // a bug or out of memory: still say what happened
+    std::cerr << "gradwire-ps-server: " << error.what() << "\n";
+    return 1;
+  }
+}
