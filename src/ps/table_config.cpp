@@ -1,0 +1,180 @@
+// TableConfig checks and descriptions (gradwire/ps/table.h).
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "gradwire/ps/table.h"
+
+namespace gradwire::ps {
+namespace {
+
+constexpr size_t kMaxNameLength = 64;
+// rows x dim x 4 bytes x 3 (weights and two Adam moments) must stay far from int64 overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 56;
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+bool name_char_ok(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+[[noreturn]] void reject(const TableConfig& config, const std::string& field,
+                         const std::string& problem) {
+  throw InvalidArgument("gradwire: table '" + config.name + "': " + field + " " + problem +
+                        ". Fix the TableConfig passed to create the table.");
+}
+
+void check_finite(const TableConfig& config, const std::string& field, double value) {
+  if (!std::isfinite(value)) reject(config, field, "is " + format_number(value) + ", not finite");
+}
+
+void validate_optimizer(const TableConfig& config) {
+  const OptimizerConfig& opt = config.optimizer;
+  if (opt.kind != OptimizerKind::kSgd && opt.kind != OptimizerKind::kAdagrad &&
+      opt.kind != OptimizerKind::kAdam) {
+    reject(config, "optimizer.kind",
+           "is " + std::to_string(static_cast<int>(opt.kind)) + ", not one of sgd, adagrad, adam");
+  }
+  check_finite(config, "optimizer.lr", opt.lr);
+  if (opt.lr <= 0) reject(config, "optimizer.lr", "is " + format_number(opt.lr) + "; need > 0");
+  check_finite(config, "optimizer.momentum", opt.momentum);
+  if (opt.momentum < 0) {
+    reject(config, "optimizer.momentum", "is " + format_number(opt.momentum) + "; need >= 0");
+  }
+  check_finite(config, "optimizer.beta1", opt.beta1);
+  check_finite(config, "optimizer.beta2", opt.beta2);
+  if (opt.beta1 < 0 || opt.beta1 >= 1) {
+    reject(config, "optimizer.beta1", "is " + format_number(opt.beta1) + "; need 0 <= beta1 < 1");
+  }
+  if (opt.beta2 < 0 || opt.beta2 >= 1) {
+    reject(config, "optimizer.beta2", "is " + format_number(opt.beta2) + "; need 0 <= beta2 < 1");
+  }
+  check_finite(config, "optimizer.eps", opt.eps);
+  if (opt.eps <= 0) reject(config, "optimizer.eps", "is " + format_number(opt.eps) + "; need > 0");
+}
+
+}  // namespace
+
+const char* to_string(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kAdagrad:
+      return "adagrad";
+    case OptimizerKind::kAdam:
+      return "adam";
+  }
+  return "unknown";
+}
+
+const char* to_string(InitializerKind kind) {
+  switch (kind) {
+    case InitializerKind::kNormal:
+      return "normal";
+    case InitializerKind::kUniform:
+      return "uniform";
+    case InitializerKind::kZeros:
+      return "zeros";
+  }
+  return "unknown";
+}
+
+const char* to_string(UpdateMode mode) {
+  switch (mode) {
+    case UpdateMode::kSync:
+      return "sync";
+    case UpdateMode::kAsync:
+      return "async";
+  }
+  return "unknown";
+}
+
+const char* to_string(GradientReduction reduction) {
+  switch (reduction) {
+    case GradientReduction::kMean:
+      return "mean";
+    case GradientReduction::kSum:
+      return "sum";
+  }
+  return "unknown";
+}
+
+void validate(const TableConfig& config) {
+  if (config.name.empty() || config.name.size() > kMaxNameLength) {
+    reject(config, "name",
+           "has " + std::to_string(config.name.size()) +
+               " characters; need 1 to 64 of [A-Za-z0-9_.-]");
+  }
+  for (char c : config.name) {
+    if (!name_char_ok(c)) {
+      reject(config, "name",
+             "has the character '" + std::string(1, c) + "'; use only [A-Za-z0-9_.-]");
+    }
+  }
+  if (config.name == "." || config.name == "..") reject(config, "name", "may not be . or ..");
+  if (config.num_rows < 1) {
+    reject(config, "num_rows", "is " + std::to_string(config.num_rows) + "; need >= 1");
+  }
+  if (config.dim < 1) reject(config, "dim", "is " + std::to_string(config.dim) + "; need >= 1");
+  if (config.num_rows > kMaxElements / config.dim) {
+    reject(config, "num_rows x dim",
+           "is " + std::to_string(config.num_rows) + " x " + std::to_string(config.dim) +
+               ", too large (at most 2^56 values)");
+  }
+  validate_optimizer(config);
+  const InitializerConfig& init = config.initializer;
+  if (init.kind != InitializerKind::kNormal && init.kind != InitializerKind::kUniform &&
+      init.kind != InitializerKind::kZeros) {
+    reject(config, "initializer.kind",
+           "is " + std::to_string(static_cast<int>(init.kind)) +
+               ", not one of normal, uniform, zeros");
+  }
+  check_finite(config, "initializer.scale", init.scale);
+  if (init.scale < 0) {
+    reject(config, "initializer.scale", "is " + format_number(init.scale) + "; need >= 0");
+  }
+  if (config.mode != UpdateMode::kSync && config.mode != UpdateMode::kAsync) {
+    reject(config, "mode",
+           "is " + std::to_string(static_cast<int>(config.mode)) + ", not sync or async");
+  }
+  if (config.reduction != GradientReduction::kMean && config.reduction != GradientReduction::kSum) {
+    reject(config, "reduction",
+           "is " + std::to_string(static_cast<int>(config.reduction)) + ", not mean or sum");
+  }
+  if (config.num_trainers < 1) {
+    reject(config, "num_trainers", "is " + std::to_string(config.num_trainers) + "; need >= 1");
+  }
+}
+
+bool same_table(const TableConfig& a, const TableConfig& b) {
+  const OptimizerConfig& oa = a.optimizer;
+  const OptimizerConfig& ob = b.optimizer;
+  return a.name == b.name && a.num_rows == b.num_rows && a.dim == b.dim && oa.kind == ob.kind &&
+         oa.lr == ob.lr && oa.momentum == ob.momentum && oa.beta1 == ob.beta1 &&
+         oa.beta2 == ob.beta2 && oa.eps == ob.eps && a.initializer.kind == b.initializer.kind &&
+         a.initializer.scale == b.initializer.scale && a.initializer.seed == b.initializer.seed &&
+         a.mode == b.mode && a.reduction == b.reduction && a.num_trainers == b.num_trainers;
+}
+
+std::string describe(const TableConfig& config) {
+  const OptimizerConfig& opt = config.optimizer;
+  std::string text = "table '" + config.name + "' (" + std::to_string(config.num_rows) + " x " +
+                     std::to_string(config.dim) + ", " + to_string(opt.kind) + " lr " +
+                     format_number(opt.lr);
+  if (opt.kind == OptimizerKind::kSgd && opt.momentum != 0) {
+    text += " momentum " + format_number(opt.momentum);
+  }
+  text += std::string(", ") + to_string(config.mode) + ", " + std::to_string(config.num_trainers) +
+          (config.num_trainers == 1 ? " trainer" : " trainers");
+  if (config.reduction == GradientReduction::kSum) text += ", sum";
+  return text + ")";
+}
+
+}  // namespace gradwire::ps
