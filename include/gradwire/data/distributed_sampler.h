@@ -1,0 +1,89 @@
+// DistributedSampler: a libtorch sampler (torch::data::samplers::Sampler<>) that gives each rank
+// a disjoint shard of a dataset's indices, all shards of equal size, reshuffled every epoch.
+//
+// Each epoch the indices 0..size-1 are permuted from (seed, epoch) (or kept in order when
+// shuffle is off), made a multiple of num_replicas long, and rank r takes positions r,
+// r + num_replicas, r + 2 * num_replicas, ... Making the length a multiple:
+//   drop_last = false (default): pad by repeating indices from the start of the permuted list,
+//                                so every index is seen and a few are seen twice;
+//   drop_last = true:            drop the last size % num_replicas indices of the permuted list,
+//                                so no index repeats and a few are not seen this epoch.
+// Every rank gets shard_size() indices, so DDP ranks take the same number of steps.
+//
+// Epochs: call set_epoch(e) before each epoch on every rank (the same e); reset() (called by
+// torch::data loaders at the start of each pass) rewinds to the start of the current epoch, except
+// right after restore()/load(), when it keeps the restored position once so a resumed loader
+// continues where the saved one stopped.
+//
+// Not thread safe (libtorch's loaders call a sampler under their own lock).
+#pragma once
+
+#include <torch/data/samplers/base.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace gradwire::data {
+
+struct DistributedSamplerOptions {
+  // Number of ranks sharing the dataset and this rank (0-based). Default: one rank.
+  size_t num_replicas = 1;
+  size_t rank = 0;
+  // Permute the indices every epoch. Default true.
+  bool shuffle = true;
+  // Base of the per-epoch permutation; the same on every rank. Default 0.
+  uint64_t seed = 0;
+  // See the header comment. Default false (pad).
+  bool drop_last = false;
+};
+
+// Where a sampler is: epoch and the number of this rank's indices already handed out.
+struct SamplerPosition {
+  uint64_t epoch = 0;
+  uint64_t next_index = 0;
+  bool operator==(const SamplerPosition& other) const {
+    return epoch == other.epoch && next_index == other.next_index;
+  }
+};
+
+// Pure: rank's indices for `epoch`, as DistributedSampler hands them out.
+// Throws InvalidArgument when num_replicas is 0 or rank >= num_replicas.
+std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
+                                  uint64_t epoch);
+
+class DistributedSampler : public torch::data::samplers::Sampler<> {
+ public:
+  DistributedSampler(size_t dataset_size, DistributedSamplerOptions options = {});
+
+  // Selects the epoch (reseeds the shuffle) and rewinds to its start.
+  void set_epoch(uint64_t epoch);
+  uint64_t epoch() const { return epoch_; }
+
+  // torch::data::samplers::Sampler
+  void reset(torch::optional<size_t> new_size = torch::nullopt) override;
+  torch::optional<std::vector<size_t>> next(size_t batch_size) override;
+  // Writes/reads "epoch", "next_index", "dataset_size" and "seed" (int64 tensors). load() throws
+  // InvalidArgument when the saved dataset size or seed differ from this sampler's.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+  SamplerPosition position() const { return SamplerPosition{epoch_, next_}; }
+  // Moves to `position` (reshuffling for its epoch); the next reset() keeps it.
+  void restore(const SamplerPosition& position);
+
+  // This rank's indices for the current epoch.
+  const std::vector<size_t>& shard() const { return shard_; }
+  size_t shard_size() const { return shard_.size(); }
+
+ private:
+  size_t dataset_size_;
+  DistributedSamplerOptions options_;
+  uint64_t epoch_ = 0;
+  std::vector<size_t> shard_;
+  size_t next_ = 0;
+  bool keep_position_on_reset_ = false;
+};
+
+}  // namespace gradwire::data

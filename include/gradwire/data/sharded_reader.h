@@ -1,0 +1,118 @@
+// ShardedRecordReader: reads a set of RecordIO files as one data set split across the ranks of a
+// job, chunk by chunk, with decoding done ahead on a background thread.
+//
+// Partitions (ShardedReaderOptions::partition):
+//   kStatic  each rank reads its fixed share of whole chunks (assign_chunks: balanced by record
+//            count, computed alike on every rank without communication). Deterministic; the
+//            position can be saved and restored mid-epoch.
+//   kDynamic ranks claim the next unread chunk of the epoch's global chunk order from a
+//            SharedCounter (the job's rendezvous store: connect_store_counter). Faster ranks read
+//            more; every chunk is read by exactly one rank per epoch. Ranks end an epoch with
+//            different record counts (the training loop must allow that), and a position can only
+//            be restored at an epoch boundary. Chunks claimed by a reader destroyed mid-epoch are
+//            not read by anyone in that epoch.
+//
+// Reading: start_epoch(e) (all ranks with the same e), then next_record() until it returns
+// nullopt. One background thread per reader reads and decodes up to prefetch_chunks chunks ahead
+// of the consumer; its errors (damage without skip_corrupt, I/O failures, store failures) are
+// thrown by next_record() on the consumer's thread. Destruction stops the thread and waits for it
+// (at most one chunk read or one counter round trip).
+//
+// Thread safety: one consumer thread at a time for every method. next_record() blocks until the
+// next chunk is decoded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gradwire/data/chunk_assignment.h"
+#include "gradwire/data/recordio_reader.h"
+#include "gradwire/data/shared_counter.h"
+
+namespace gradwire::data {
+
+enum class Partition { kStatic, kDynamic };
+const char* to_string(Partition partition);
+// "static" or "dynamic"; nullopt otherwise.
+std::optional<Partition> parse_partition(std::string_view text);
+
+struct ShardedReaderOptions {
+  // This rank and the number of ranks reading. Default: one rank.
+  int rank = 0;
+  int world_size = 1;
+  Partition partition = Partition::kStatic;
+  // kDynamic: the counter all ranks share (required; make_local_counter() for one process).
+  std::shared_ptr<SharedCounter> counter;
+  // kDynamic: prefix of the counter keys; the same on all ranks, different for each data set read
+  // in the same job (e.g. ".../train", ".../test"). Default "gradwire/data/chunks".
+  std::string queue_name = "gradwire/data/chunks";
+  // Reorder chunks every epoch from (seed, epoch): the rank's share (kStatic) or the global order
+  // (kDynamic). Records keep their order inside a chunk. Default false.
+  bool shuffle_chunks = false;
+  uint64_t seed = 0;
+  // Skip damaged chunks and count them in stats() instead of throwing. Default false.
+  bool skip_corrupt = false;
+  // Decoded chunks held ahead of the consumer (at least 1). Default 4.
+  size_t prefetch_chunks = 4;
+};
+
+// Where a rank is in an epoch (kStatic: chunks of its share finished, records of the next one).
+struct ReaderPosition {
+  uint64_t epoch = 0;
+  uint64_t chunks_done = 0;
+  uint64_t records_done = 0;
+  bool operator==(const ReaderPosition& other) const {
+    return epoch == other.epoch && chunks_done == other.chunks_done &&
+           records_done == other.records_done;
+  }
+};
+
+class ShardedRecordReader {
+ public:
+  // Opens every file (reading its index). Throws InvalidArgument for bad options or files that
+  // cannot be opened, CorruptDataError for damaged files unless skip_corrupt.
+  ShardedRecordReader(std::vector<std::string> files, ShardedReaderOptions options);
+  ~ShardedRecordReader();
+  ShardedRecordReader(const ShardedRecordReader&) = delete;
+  ShardedRecordReader& operator=(const ShardedRecordReader&) = delete;
+
+  // Begins epoch `epoch` from its start, abandoning any epoch in progress.
+  void start_epoch(uint64_t epoch);
+  // Begins `position.epoch` at `position` (kStatic; kDynamic accepts only an epoch start).
+  void resume(const ReaderPosition& position);
+
+  // The next record of this rank in the current epoch, or nullopt when the epoch is over for this
+  // rank. The view stays valid until the next call. Throws what the background thread met
+  // (again on every later call until the next start_epoch).
+  std::optional<std::string_view> next_record();
+
+  // Position after the records returned so far.
+  ReaderPosition position() const;
+  // Chunks and records delivered and skipped in the current epoch.
+  const ReadStats& stats() const { return stats_; }
+  // Damage found when opening files (only with skip_corrupt): lost file tails.
+  std::vector<ChunkDamage> open_damages() const;
+
+  // Records per chunk of every file, as read from the indexes.
+  const std::vector<std::vector<uint64_t>>& record_counts() const { return record_counts_; }
+  // kStatic: this rank's chunks (in file order) and their record total.
+  const std::vector<ChunkRef>& static_share() const { return share_; }
+  uint64_t static_share_records() const { return total_records(share_); }
+
+ private:
+  struct Epoch;
+  void stop_epoch();
+
+  std::vector<std::unique_ptr<RecordFileReader>> files_;
+  ShardedReaderOptions options_;
+  std::vector<std::vector<uint64_t>> record_counts_;
+  std::vector<ChunkRef> share_;
+  std::unique_ptr<Epoch> epoch_;
+  ReadStats stats_;
+};
+
+}  // namespace gradwire::data

@@ -1,0 +1,65 @@
+#include "gradwire/data/chunk_assignment.h"
+
+#include <algorithm>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "shuffle.h"
+
+namespace gradwire::data {
+
+namespace {
+std::vector<ChunkRef> all_chunks(const std::vector<std::vector<uint64_t>>& record_counts) {
+  std::vector<ChunkRef> chunks;
+  for (size_t f = 0; f < record_counts.size(); ++f) {
+    for (size_t c = 0; c < record_counts[f].size(); ++c) {
+      chunks.push_back(ChunkRef{static_cast<uint32_t>(f), c, record_counts[f][c]});
+    }
+  }
+  return chunks;
+}
+
+bool file_order(const ChunkRef& a, const ChunkRef& b) {
+  return a.file != b.file ? a.file < b.file : a.chunk < b.chunk;
+}
+}  // namespace
+
+uint64_t total_records(const std::vector<ChunkRef>& chunks) {
+  uint64_t total = 0;
+  for (const ChunkRef& chunk : chunks) total += chunk.records;
+  return total;
+}
+
+std::vector<std::vector<ChunkRef>> assign_chunks(
+    const std::vector<std::vector<uint64_t>>& record_counts, int ranks) {
+  if (ranks < 1) {
+    throw InvalidArgument("gradwire: assign_chunks needs at least one rank, got " +
+                          std::to_string(ranks));
+  }
+  std::vector<ChunkRef> chunks = all_chunks(record_counts);
+  // Largest first; among equals, file order (stable sort keeps it).
+  std::stable_sort(chunks.begin(), chunks.end(),
+                   [](const ChunkRef& a, const ChunkRef& b) { return a.records > b.records; });
+  std::vector<std::vector<ChunkRef>> shares(static_cast<size_t>(ranks));
+  std::vector<uint64_t> loads(shares.size(), 0);
+  for (const ChunkRef& chunk : chunks) {
+    const size_t lightest =
+        static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
+    shares[lightest].push_back(chunk);
+    loads[lightest] += chunk.records;
+  }
+  for (auto& share : shares) std::sort(share.begin(), share.end(), file_order);
+  return shares;
+}
+
+std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t>>& record_counts,
+                                          bool shuffle, uint64_t seed, uint64_t epoch) {
+  std::vector<ChunkRef> chunks = all_chunks(record_counts);
+  if (!shuffle) return chunks;
+  std::vector<ChunkRef> shuffled;
+  shuffled.reserve(chunks.size());
+  for (size_t i : detail::permutation(chunks.size(), seed, epoch)) shuffled.push_back(chunks[i]);
+  return shuffled;
+}
+
+}  // namespace gradwire::data

@@ -1,0 +1,112 @@
+#include "gradwire/data/distributed_sampler.h"
+
+#include <torch/serialize/archive.h>
+#include <torch/torch.h>
+
+#include <numeric>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "shuffle.h"
+
+namespace gradwire::data {
+
+std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
+                                  uint64_t epoch) {
+  if (options.num_replicas == 0 || options.rank >= options.num_replicas) {
+    throw InvalidArgument("gradwire: DistributedSampler rank " + std::to_string(options.rank) +
+                          " needs 0 <= rank < num_replicas (" +
+                          std::to_string(options.num_replicas) + ")");
+  }
+  std::vector<size_t> order;
+  if (options.shuffle) {
+    order = detail::permutation(dataset_size, options.seed, epoch);
+  } else {
+    order.resize(dataset_size);
+    std::iota(order.begin(), order.end(), size_t{0});
+  }
+  const size_t replicas = options.num_replicas;
+  if (options.drop_last) {
+    order.resize(dataset_size - dataset_size % replicas);
+  } else if (dataset_size > 0) {
+    const size_t padded = (dataset_size + replicas - 1) / replicas * replicas;
+    for (size_t i = 0; order.size() < padded; ++i) order.push_back(order[i % dataset_size]);
+  }
+  std::vector<size_t> shard;
+  shard.reserve(order.size() / replicas);
+  for (size_t i = options.rank; i < order.size(); i += replicas) shard.push_back(order[i]);
+  return shard;
+}
+
+DistributedSampler::DistributedSampler(size_t dataset_size, DistributedSamplerOptions options)
+    : dataset_size_(dataset_size), options_(options) {
+  shard_ = shard_indices(dataset_size_, options_, epoch_);
+}
+
+void DistributedSampler::set_epoch(uint64_t epoch) {
+  epoch_ = epoch;
+  shard_ = shard_indices(dataset_size_, options_, epoch_);
+  next_ = 0;
+  keep_position_on_reset_ = false;
+}
+
+void DistributedSampler::reset(torch::optional<size_t> new_size) {
+  if (new_size && *new_size != dataset_size_) {
+    dataset_size_ = *new_size;
+    shard_ = shard_indices(dataset_size_, options_, epoch_);
+    keep_position_on_reset_ = false;
+  }
+  if (keep_position_on_reset_) {
+    keep_position_on_reset_ = false;
+    return;
+  }
+  next_ = 0;
+}
+
+torch::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size) {
+  if (next_ >= shard_.size()) return torch::nullopt;
+  const size_t end = std::min(shard_.size(), next_ + batch_size);
+  std::vector<size_t> batch(shard_.begin() + static_cast<std::ptrdiff_t>(next_),
+                            shard_.begin() + static_cast<std::ptrdiff_t>(end));
+  next_ = end;
+  return batch;
+}
+
+void DistributedSampler::restore(const SamplerPosition& position) {
+  set_epoch(position.epoch);
+  if (position.next_index > shard_.size()) {
+    throw InvalidArgument("gradwire: DistributedSampler position " +
+                          std::to_string(position.next_index) + " is past the shard of " +
+                          std::to_string(shard_.size()) + " indices");
+  }
+  next_ = position.next_index;
+  keep_position_on_reset_ = true;
+}
+
+void DistributedSampler::save(torch::serialize::OutputArchive& archive) const {
+  auto value = [](uint64_t v) { return torch::tensor(static_cast<int64_t>(v), torch::kInt64); };
+  archive.write("epoch", value(epoch_), /*is_buffer=*/true);
+  archive.write("next_index", value(next_), true);
+  archive.write("dataset_size", value(dataset_size_), true);
+  archive.write("seed", value(options_.seed), true);
+}
+
+void DistributedSampler::load(torch::serialize::InputArchive& archive) {
+  auto value = [&](const char* key) {
+    torch::Tensor tensor;
+    archive.read(key, tensor, /*is_buffer=*/true);
+    return static_cast<uint64_t>(tensor.item<int64_t>());
+  };
+  const uint64_t saved_size = value("dataset_size");
+  const uint64_t saved_seed = value("seed");
+  if (saved_size != dataset_size_ || saved_seed != options_.seed) {
+    throw InvalidArgument("gradwire: the saved DistributedSampler was for " +
+                          std::to_string(saved_size) + " samples with seed " +
+                          std::to_string(saved_seed) + "; this one has " +
+                          std::to_string(dataset_size_) + " samples and seed " +
+                          std::to_string(options_.seed) + ". Resume with the same data and seed.");
+  }
+  restore(SamplerPosition{value("epoch"), value("next_index")});
+}
+
+}  // namespace gradwire::data

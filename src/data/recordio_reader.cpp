@@ -1,0 +1,213 @@
+#include "gradwire/data/recordio_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gradwire::data {
+
+std::string ChunkDamage::describe() const {
+  std::string where = file + ": ";
+  if (chunk) where += "chunk " + std::to_string(*chunk) + " at ";
+  where += "byte " + std::to_string(byte_offset) + ": " + problem;
+  return where;
+}
+
+CorruptDataError::CorruptDataError(ChunkDamage damage)
+    : Error("gradwire: damaged RecordIO data: " + damage.describe() +
+            ". Run `gradwire-recordio verify " + damage.file +
+            "` to list every damaged chunk, rewrite the file from its source, or enable "
+            "skip_corrupt (--skip-corrupt) to skip damaged chunks."),
+      damage_(std::move(damage)) {}
+
+void ReadStats::add_skipped(const ChunkDamage& damage) {
+  ++chunks_skipped;
+  records_skipped += damage.records_lost.value_or(0);
+  damages.push_back(damage);
+}
+
+RecordFileReader::RecordFileReader(std::string path, RecordReaderOptions options)
+    : path_(std::move(path)), options_(options) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    throw InvalidArgument("gradwire: cannot open RecordIO file " + path_ + ": " +
+                          std::strerror(errno) + ".");
+  }
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw BackendError("gradwire: cannot stat " + path_ + ": " + std::strerror(error));
+  }
+  file_size_ = static_cast<uint64_t>(info.st_size);
+  try {
+    std::optional<ChunkDamage> damage = load_index();
+    if (damage && !options_.skip_corrupt) throw CorruptDataError(*damage);
+    open_damage_ = std::move(damage);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  for (const IndexEntry& entry : index_) record_count_ += entry.record_count;
+  if (open_damage_) stats_.add_skipped(*open_damage_);
+}
+
+RecordFileReader::~RecordFileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string RecordFileReader::read_at(uint64_t offset, uint64_t size) const {
+  if (offset >= file_size_) return {};
+  size = std::min(size, file_size_ - offset);
+  std::string bytes(size, '\0');
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t got = ::pread(fd_, bytes.data() + done, size - done, offset + done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      throw BackendError("gradwire: reading " + std::to_string(size) + " bytes at offset " +
+                         std::to_string(offset) + " of " + path_ +
+                         " failed: " + std::strerror(errno));
+    }
+    if (got == 0) break;  // the file shrank under us: the caller sees a short read
+    done += static_cast<uint64_t>(got);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+ChunkDamage RecordFileReader::damage_at(std::optional<uint64_t> chunk, uint64_t offset,
+                                        std::string problem,
+                                        std::optional<uint64_t> records_lost) const {
+  return ChunkDamage{path_, chunk, offset, std::move(problem), records_lost};
+}
+
+std::optional<ChunkDamage> RecordFileReader::load_index() {
+  const std::string header_problem = check_file_header(read_at(0, kFileHeaderSize));
+  if (!header_problem.empty()) {
+    return damage_at(std::nullopt, 0, header_problem, std::nullopt);
+  }
+  if (file_size_ < kFileHeaderSize + kFooterSize) {
+    return recover_index_by_walking("file too short for a footer (" + std::to_string(file_size_) +
+                                    " bytes): truncated");
+  }
+  const uint64_t footer_offset = file_size_ - kFooterSize;
+  Parsed<Footer> footer = parse_footer(read_at(footer_offset, kFooterSize));
+  if (!footer) return recover_index_by_walking(footer.problem);
+  if (footer.value->index_offset < kFileHeaderSize ||
+      footer.value->index_offset + footer.value->chunk_count * kIndexEntrySize != footer_offset) {
+    return recover_index_by_walking(
+        "footer places the index at byte " + std::to_string(footer.value->index_offset) + " with " +
+        std::to_string(footer.value->chunk_count) + " entries, which does not end at the footer");
+  }
+  const uint64_t index_bytes = footer.value->chunk_count * kIndexEntrySize;
+  Parsed<std::vector<IndexEntry>> index =
+      parse_index(read_at(footer.value->index_offset, index_bytes), *footer.value);
+  if (!index) return recover_index_by_walking(index.problem);
+  index_ = std::move(*index.value);
+  chunk_area_end_ = footer.value->index_offset;
+  return std::nullopt;
+}
+
+ChunkDamage RecordFileReader::recover_index_by_walking(const std::string& why) {
+  index_.clear();
+  uint64_t offset = kFileHeaderSize;
+  while (true) {
+    const std::string bytes = read_at(offset, kChunkHeaderSize);
+    Parsed<ChunkHeader> header = parse_chunk_header(bytes);
+    const uint64_t chunk = index_.size();
+    if (!header) {
+      chunk_area_end_ = offset;
+      if (bytes.empty()) {
+        return damage_at(std::nullopt, offset,
+                         "the file ends after chunk " + std::to_string(chunk) +
+                             " without its index (" + why + ")",
+                         std::nullopt);
+      }
+      return damage_at(chunk, offset,
+                       "truncated or damaged file: " + header.problem + " (" + why + ")",
+                       std::nullopt);
+    }
+    if (offset + header.value->chunk_size() > file_size_) {
+      chunk_area_end_ = offset;
+      return damage_at(chunk, offset,
+                       "truncated file: the chunk needs " +
+                           std::to_string(header.value->chunk_size()) + " bytes, only " +
+                           std::to_string(file_size_ - offset) + " remain (" + why + ")",
+                       header.value->record_count);
+    }
+    index_.push_back(IndexEntry{offset, header.value->record_count});
+    offset += header.value->chunk_size();
+  }
+}
+
+Parsed<ChunkHeader> RecordFileReader::read_chunk_header(size_t chunk) const {
+  GRADWIRE_CHECK_LT(chunk, index_.size());
+  return parse_chunk_header(read_at(index_[chunk].offset, kChunkHeaderSize));
+}
+
+ChunkRead RecordFileReader::try_read_chunk(size_t chunk) const {
+  GRADWIRE_CHECK_LT(chunk, index_.size());
+  const IndexEntry& entry = index_[chunk];
+  const uint64_t end = chunk + 1 < index_.size() ? index_[chunk + 1].offset : chunk_area_end_;
+  ChunkRead result;
+  auto fail = [&](std::string problem) {
+    result.damage = damage_at(chunk, entry.offset, std::move(problem), entry.record_count);
+    return result;
+  };
+  Parsed<ChunkHeader> header = read_chunk_header(chunk);
+  if (!header) return fail(header.problem);
+  if (header.value->record_count != entry.record_count) {
+    return fail("index says " + std::to_string(entry.record_count) +
+                " records, chunk header says " + std::to_string(header.value->record_count));
+  }
+  if (entry.offset + header.value->chunk_size() > end) {
+    return fail("chunk of " + std::to_string(header.value->chunk_size()) +
+                " bytes overruns the next chunk or the index at byte " + std::to_string(end) +
+                ": the index disagrees with the chunks");
+  }
+  Parsed<DecodedChunk> body = decode_chunk_body(
+      *header.value, read_at(entry.offset + kChunkHeaderSize, header.value->stored_size));
+  if (!body) return fail(body.problem);
+  result.chunk = std::move(body.value);
+  return result;
+}
+
+DecodedChunk RecordFileReader::read_chunk(size_t chunk) const {
+  ChunkRead read = try_read_chunk(chunk);
+  if (read.damage) throw CorruptDataError(*read.damage);
+  return std::move(*read.chunk);
+}
+
+void RecordFileReader::seek_to_chunk(size_t chunk) {
+  if (chunk > index_.size()) {
+    throw InvalidArgument("gradwire: seek to chunk " + std::to_string(chunk) + " of " + path_ +
+                          ", which has " + std::to_string(index_.size()) + " chunks");
+  }
+  next_chunk_ = chunk;
+  current_.reset();
+  next_in_current_ = 0;
+}
+
+std::optional<std::string_view> RecordFileReader::next_record() {
+  while (!current_ || next_in_current_ >= current_->size()) {
+    if (next_chunk_ >= index_.size()) return std::nullopt;
+    ChunkRead read = try_read_chunk(next_chunk_++);
+    if (read.damage) {
+      if (!options_.skip_corrupt) throw CorruptDataError(*read.damage);
+      stats_.add_skipped(*read.damage);
+      current_.reset();
+      continue;
+    }
+    current_ = std::move(read.chunk);
+    next_in_current_ = 0;
+    ++stats_.chunks_read;
+  }
+  ++stats_.records_read;
+  return current_->record(next_in_current_++);
+}
+
+}  // namespace gradwire::data

@@ -1,0 +1,247 @@
+#include "gradwire/data/sharded_reader.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "shuffle.h"
+
+namespace gradwire::data {
+
+const char* to_string(Partition partition) {
+  return partition == Partition::kStatic ? "static" : "dynamic";
+}
+
+std::optional<Partition> parse_partition(std::string_view text) {
+  if (text == "static") return Partition::kStatic;
+  if (text == "dynamic") return Partition::kDynamic;
+  return std::nullopt;
+}
+
+// One epoch: the background reader and the consumer's place in it.
+struct ShardedRecordReader::Epoch {
+  // What the background thread hands over, in order.
+  struct Item {
+    enum class Kind { kChunk, kSkipped, kError, kEnd } kind = Kind::kEnd;
+    DecodedChunk chunk;
+    ChunkDamage damage;
+    std::exception_ptr error;
+  };
+
+  uint64_t number = 0;
+  std::vector<ChunkRef> order;  // kStatic: the share in reading order; kDynamic: global order
+
+  // Shared with the background thread.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Item> items;  // guarded by mutex
+  std::atomic<bool> stop{false};
+  std::thread worker;
+
+  // Consumer side only.
+  std::optional<DecodedChunk> current;
+  size_t next_in_current = 0;
+  uint64_t chunks_done = 0;
+  uint64_t records_done = 0;
+  uint64_t skip_in_first_chunk = 0;
+  bool finished = false;
+  std::exception_ptr error;
+
+  // Background thread: waits for room; false when asked to stop.
+  bool push(Item item, size_t capacity) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return stop.load() || items.size() < capacity; });
+    if (stop) return false;
+    items.push_back(std::move(item));
+    changed.notify_all();
+    return true;
+  }
+
+  Item pop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return !items.empty(); });
+    Item item = std::move(items.front());
+    items.pop_front();
+    changed.notify_all();
+    return item;
+  }
+};
+
+ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
+                                         ShardedReaderOptions options)
+    : options_(std::move(options)) {
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
+    throw InvalidArgument("gradwire: ShardedRecordReader rank " + std::to_string(options_.rank) +
+                          " is outside world size " + std::to_string(options_.world_size));
+  }
+  if (options_.partition == Partition::kDynamic && !options_.counter) {
+    throw InvalidArgument(
+        "gradwire: the dynamic partition needs ShardedReaderOptions::counter "
+        "(connect_store_counter "
+        "for a job, make_local_counter for one process)");
+  }
+  if (files.empty()) {
+    throw InvalidArgument("gradwire: ShardedRecordReader needs at least one RecordIO file");
+  }
+  options_.prefetch_chunks = std::max<size_t>(1, options_.prefetch_chunks);
+  for (const std::string& path : files) {
+    files_.push_back(std::make_unique<RecordFileReader>(
+        path, RecordReaderOptions{/*skip_corrupt=*/options_.skip_corrupt}));
+    std::vector<uint64_t> counts;
+    for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
+    record_counts_.push_back(std::move(counts));
+  }
+  if (options_.partition == Partition::kStatic) {
+    share_ = assign_chunks(record_counts_, options_.world_size)[static_cast<size_t>(options_.rank)];
+  }
+}
+
+ShardedRecordReader::~ShardedRecordReader() { stop_epoch(); }
+
+std::vector<ChunkDamage> ShardedRecordReader::open_damages() const {
+  std::vector<ChunkDamage> damages;
+  for (const auto& file : files_) {
+    if (file->open_damage()) damages.push_back(*file->open_damage());
+  }
+  return damages;
+}
+
+void ShardedRecordReader::stop_epoch() {
+  if (!epoch_) return;
+  {
+    std::lock_guard<std::mutex> lock(epoch_->mutex);
+    epoch_->stop = true;
+    epoch_->changed.notify_all();
+  }
+  if (epoch_->worker.joinable()) epoch_->worker.join();
+  epoch_.reset();
+}
+
+void ShardedRecordReader::start_epoch(uint64_t epoch) { resume(ReaderPosition{epoch, 0, 0}); }
+
+void ShardedRecordReader::resume(const ReaderPosition& position) {
+  const bool dynamic = options_.partition == Partition::kDynamic;
+  if (dynamic && (position.chunks_done != 0 || position.records_done != 0)) {
+    throw InvalidArgument(
+        "gradwire: the dynamic partition can only resume at the start of an epoch (asked for "
+        "epoch " +
+        std::to_string(position.epoch) + ", chunk " + std::to_string(position.chunks_done) +
+        "); restart the epoch or use the static partition");
+  }
+  stop_epoch();
+  stats_ = ReadStats{};
+  auto epoch = std::make_unique<Epoch>();
+  epoch->number = position.epoch;
+  if (dynamic) {
+    epoch->order =
+        dynamic_chunk_order(record_counts_, options_.shuffle_chunks, options_.seed, position.epoch);
+  } else {
+    epoch->order = share_;
+    if (options_.shuffle_chunks) {
+      std::vector<size_t> permutation =
+          detail::permutation(share_.size(), options_.seed, position.epoch);
+      for (size_t i = 0; i < share_.size(); ++i) epoch->order[i] = share_[permutation[i]];
+    }
+  }
+  if (position.chunks_done > epoch->order.size()) {
+    throw InvalidArgument("gradwire: resume position chunk " +
+                          std::to_string(position.chunks_done) + " is past this rank's " +
+                          std::to_string(epoch->order.size()) + " chunks");
+  }
+  epoch->chunks_done = position.chunks_done;
+  epoch->records_done = position.records_done;
+  epoch->skip_in_first_chunk = position.records_done;
+
+  Epoch* state = epoch.get();
+  const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
+  state->worker = std::thread([this, state, dynamic, key, first = position.chunks_done] {
+    using Kind = Epoch::Item::Kind;
+    const size_t capacity = options_.prefetch_chunks;
+    try {
+      auto read = [&](const ChunkRef& ref) {
+        ChunkRead got = files_[ref.file]->try_read_chunk(ref.chunk);
+        Epoch::Item item;
+        if (got.damage && !options_.skip_corrupt) {
+          item.kind = Kind::kError;
+          item.error = std::make_exception_ptr(CorruptDataError(*got.damage));
+        } else if (got.damage) {
+          item.kind = Kind::kSkipped;
+          item.damage = std::move(*got.damage);
+        } else {
+          item.kind = Kind::kChunk;
+          item.chunk = std::move(*got.chunk);
+        }
+        const bool error = item.kind == Kind::kError;
+        return state->push(std::move(item), capacity) && !error;
+      };
+      if (dynamic) {
+        while (!state->stop) {
+          const int64_t claimed = options_.counter->add(key, 1) - 1;
+          if (claimed < 0 || static_cast<uint64_t>(claimed) >= state->order.size()) break;
+          if (!read(state->order[static_cast<size_t>(claimed)])) return;
+        }
+      } else {
+        for (size_t i = first; i < state->order.size() && !state->stop; ++i) {
+          if (!read(state->order[i])) return;
+        }
+      }
+      state->push(Epoch::Item{}, capacity);  // kEnd
+    } catch (...) {
+      Epoch::Item item;
+      item.kind = Kind::kError;
+      item.error = std::current_exception();
+      state->push(std::move(item), capacity);
+    }
+  });
+  epoch_ = std::move(epoch);
+}
+
+std::optional<std::string_view> ShardedRecordReader::next_record() {
+  if (!epoch_) {
+    throw InvalidArgument("gradwire: ShardedRecordReader::next_record before start_epoch()");
+  }
+  Epoch& epoch = *epoch_;
+  if (epoch.error) std::rethrow_exception(epoch.error);
+  using Kind = Epoch::Item::Kind;
+  while (!epoch.current || epoch.next_in_current >= epoch.current->size()) {
+    if (epoch.current) {
+      epoch.current.reset();
+      ++epoch.chunks_done;
+      epoch.records_done = 0;
+    }
+    if (epoch.finished) return std::nullopt;
+    Epoch::Item item = epoch.pop();
+    switch (item.kind) {
+      case Kind::kChunk:
+        epoch.current = std::move(item.chunk);
+        epoch.next_in_current =
+            std::min<uint64_t>(epoch.skip_in_first_chunk, epoch.current->size());
+        ++stats_.chunks_read;
+        break;
+      case Kind::kSkipped:
+        stats_.add_skipped(item.damage);
+        ++epoch.chunks_done;
+        epoch.records_done = 0;
+        break;
+      case Kind::kError:
+        epoch.error = item.error;
+        std::rethrow_exception(epoch.error);
+      case Kind::kEnd:
+        epoch.finished = true;
+        return std::nullopt;
+    }
+    epoch.skip_in_first_chunk = 0;
+  }
+  ++epoch.records_done;
+  ++stats_.records_read;
+  return epoch.current->record(epoch.next_in_current++);
+}
+
+ReaderPosition ShardedRecordReader::position() const {
+  if (!epoch_) return ReaderPosition{};
+  return ReaderPosition{epoch_->number, epoch_->chunks_done, epoch_->records_done};
+}
+
+}  // namespace gradwire::data

@@ -1,0 +1,67 @@
+// The dynamic chunk queue's counter in the job's c10d TCPStore (the only comm dependency of data).
+#include "gradwire/data/store_counter.h"
+
+#include <mutex>
+#include <thread>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "gradwire/comm/world.h"
+#include "gradwire/common/error.h"
+
+namespace gradwire::data {
+
+namespace {
+class StoreCounter : public SharedCounter {
+ public:
+  StoreCounter(c10::intrusive_ptr<c10d::Store> store, std::string address)
+      : store_(std::move(store)), address_(std::move(address)) {}
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+      return store_->add(key, delta);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      const std::string first_line = what.substr(0, what.find('\n'));
+      throw BackendError("gradwire: adding to counter '" + key + "' in the job's store at " +
+                         address_ + " failed. Backend said: " + first_line +
+                         ". Check that rank 0 (which hosts the store) is still running.");
+    }
+  }
+
+ private:
+  std::mutex mutex_;  // one request at a time on the connection
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string address_;
+};
+}  // namespace
+
+std::shared_ptr<SharedCounter> connect_store_counter(const WorldInfo& world,
+                                                     std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(world.master_port);
+  options.isServer = false;
+  options.numWorkers = c10::nullopt;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  const std::string address = world.master_addr + ":" + std::to_string(world.master_port);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    try {
+      return std::make_shared<StoreCounter>(
+          c10::make_intrusive<c10d::TCPStore>(world.master_addr, options), address);
+    } catch (const std::exception& e) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        const std::string what = e.what();
+        throw TimeoutError(
+            "gradwire: could not connect to the job's store at " + address + " within " +
+            format_duration(timeout) +
+            " for the dynamic chunk queue. Backend said: " + what.substr(0, what.find('\n')) +
+            ". Create the World first and keep it alive while reading.");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+}  // namespace gradwire::data

@@ -1,0 +1,103 @@
+// assign_chunks / dynamic_chunk_order: every chunk once, balanced by records, deterministic.
+#include "gradwire/data/chunk_assignment.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::data {
+namespace {
+
+using Counts = std::vector<std::vector<uint64_t>>;
+
+void expect_each_chunk_once(const Counts& counts,
+                            const std::vector<std::vector<ChunkRef>>& shares) {
+  std::map<std::pair<uint32_t, uint64_t>, int> seen;
+  for (const auto& share : shares) {
+    for (const ChunkRef& ref : share) {
+      ++seen[{ref.file, ref.chunk}];
+      EXPECT_EQ(ref.records, counts[ref.file][ref.chunk]);
+    }
+  }
+  size_t total = 0;
+  for (const auto& file : counts) total += file.size();
+  EXPECT_EQ(seen.size(), total);
+  for (const auto& [chunk, times] : seen) EXPECT_EQ(times, 1);
+}
+
+uint64_t spread(const std::vector<std::vector<ChunkRef>>& shares) {
+  uint64_t low = UINT64_MAX, high = 0;
+  for (const auto& share : shares) {
+    low = std::min(low, total_records(share));
+    high = std::max(high, total_records(share));
+  }
+  return high - low;
+}
+
+TEST(ChunkAssignment, EqualChunksSplitEvenly) {
+  const Counts counts = {std::vector<uint64_t>(6, 100), std::vector<uint64_t>(6, 100)};
+  const auto shares = assign_chunks(counts, 4);
+  expect_each_chunk_once(counts, shares);
+  for (const auto& share : shares) EXPECT_EQ(total_records(share), 300u);
+}
+
+TEST(ChunkAssignment, UnevenChunksBalancedWithinTheLargestChunk) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    Counts counts(1 + random() % 5);
+    uint64_t largest = 0;
+    for (auto& file : counts) {
+      file.resize(random() % 20);
+      for (auto& records : file) {
+        records = 1 + random() % 1000;
+        largest = std::max(largest, records);
+      }
+    }
+    const int ranks = 1 + static_cast<int>(random() % 7);
+    const auto shares = assign_chunks(counts, ranks);
+    ASSERT_EQ(shares.size(), static_cast<size_t>(ranks));
+    expect_each_chunk_once(counts, shares);
+    EXPECT_LE(spread(shares), largest) << "trial " << trial;
+    for (const auto& share : shares) {
+      EXPECT_TRUE(
+          std::is_sorted(share.begin(), share.end(), [](const ChunkRef& a, const ChunkRef& b) {
+            return a.file != b.file ? a.file < b.file : a.chunk < b.chunk;
+          }));
+    }
+  }
+}
+
+TEST(ChunkAssignment, BeatsRoundRobinOnSkewedChunks) {
+  // Round robin would give rank 0 both large chunks (1000 + 1000 vs 20).
+  const Counts counts = {{1000, 10, 1000, 10}};
+  const auto shares = assign_chunks(counts, 2);
+  EXPECT_EQ(total_records(shares[0]), 1010u);
+  EXPECT_EQ(total_records(shares[1]), 1010u);
+}
+
+TEST(ChunkAssignment, MoreRanksThanChunksAndBadRanks) {
+  const auto shares = assign_chunks({{5, 5}}, 3);
+  expect_each_chunk_once({{5, 5}}, shares);
+  EXPECT_TRUE(shares[2].empty());
+  EXPECT_THROW(assign_chunks({{5}}, 0), InvalidArgument);
+}
+
+TEST(ChunkAssignment, DynamicOrderIsAPermutationFixedBySeedAndEpoch) {
+  const Counts counts = {std::vector<uint64_t>(20, 3), std::vector<uint64_t>(20, 4)};
+  const auto plain = dynamic_chunk_order(counts, false, 1, 0);
+  ASSERT_EQ(plain.size(), 40u);
+  EXPECT_EQ(plain[21].file, 1u);
+  EXPECT_EQ(plain[21].chunk, 1u);
+  const auto a = dynamic_chunk_order(counts, true, 1, 0);
+  EXPECT_EQ(a, dynamic_chunk_order(counts, true, 1, 0));
+  EXPECT_NE(a, dynamic_chunk_order(counts, true, 1, 1));
+  EXPECT_NE(a, plain);
+  expect_each_chunk_once(counts, {a});
+}
+
+}  // namespace
+}  // namespace gradwire::data

@@ -1,0 +1,186 @@
+// RecordWriter / RecordFileReader: round trips, seeking, and damaged files (bad CRC, truncation,
+// an index that disagrees with the chunks) with and without skip_corrupt.
+#include <gtest/gtest.h>
+
+#include "gradwire/data/recordio_reader.h"
+#include "recordio_test_files.h"
+
+namespace gradwire::data {
+namespace {
+
+using testing::read_bytes;
+using testing::test_record;
+using testing::write_bytes;
+using testing::write_test_file;
+
+std::vector<std::string> read_all(RecordFileReader& reader) {
+  std::vector<std::string> records;
+  while (auto record = reader.next_record()) records.emplace_back(*record);
+  return records;
+}
+
+// Expects `fn` to throw CorruptDataError for `path`, chunk `chunk` at byte `offset`, with
+// `problem` in the message; returns the damage.
+template <typename Fn>
+ChunkDamage expect_damage(Fn fn, const std::string& path, std::optional<uint64_t> chunk,
+                          uint64_t offset, const std::string& problem) {
+  try {
+    fn();
+  } catch (const CorruptDataError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.damage().file, path);
+    EXPECT_EQ(e.damage().chunk, chunk);
+    EXPECT_EQ(e.damage().byte_offset, offset);
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    if (chunk)
+      EXPECT_NE(message.find("chunk " + std::to_string(*chunk)), std::string::npos) << message;
+    EXPECT_NE(message.find("byte " + std::to_string(offset)), std::string::npos) << message;
+    EXPECT_NE(message.find(problem), std::string::npos) << message;
+    return e.damage();
+  }
+  ADD_FAILURE() << "no CorruptDataError";
+  return {};
+}
+
+TEST(RecordIoFile, RoundTripCompressedAndNot) {
+  testing::TempDir dir;
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    const std::string path = dir.file(std::string("f-") + to_string(compression));
+    RecordFileSummary summary = write_test_file(path, 0, 1000, 64, compression);
+    EXPECT_EQ(summary.records, 1000u);
+    EXPECT_EQ(summary.chunks, 16u);  // 15 full chunks of 64 + 40
+    RecordFileReader reader(path);
+    EXPECT_EQ(reader.record_count(), 1000u);
+    ASSERT_EQ(reader.chunks().size(), 16u);
+    EXPECT_EQ(reader.chunks().back().record_count, 40u);
+    const std::vector<std::string> records = read_all(reader);
+    ASSERT_EQ(records.size(), 1000u);
+    for (uint64_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i], test_record(0, i));
+    Parsed<ChunkHeader> header = reader.read_chunk_header(3);
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header.value->compression, compression);
+  }
+}
+
+TEST(RecordIoFile, ChunkByteBoundAndEmptyFile) {
+  testing::TempDir dir;
+  RecordWriterOptions options;
+  options.chunk_bytes = 1000;
+  RecordWriter writer(dir.file("bytes"), options);
+  for (int i = 0; i < 100; ++i) writer.write(std::string(96, 'a'));  // 100 bytes with its length
+  EXPECT_EQ(writer.close().chunks, 10u);
+  RecordWriter empty(dir.file("empty"));
+  empty.close();
+  RecordFileReader reader(dir.file("empty"));
+  EXPECT_EQ(reader.chunks().size(), 0u);
+  EXPECT_FALSE(reader.next_record());
+}
+
+TEST(RecordIoFile, SeekAndReadChunkByIndex) {
+  testing::TempDir dir;
+  const std::string path = dir.file("seek");
+  write_test_file(path, 0, 100, 10, Compression::kZstd);
+  RecordFileReader reader(path);
+  DecodedChunk chunk = reader.read_chunk(7);
+  ASSERT_EQ(chunk.size(), 10u);
+  EXPECT_EQ(chunk.record(0), test_record(0, 70));
+  EXPECT_EQ(chunk.record(9), test_record(0, 79));
+  reader.seek_to_chunk(9);
+  EXPECT_EQ(*reader.next_record(), test_record(0, 90));
+  reader.seek_to_chunk(2);
+  EXPECT_EQ(*reader.next_record(), test_record(0, 20));
+  reader.seek_to_chunk(10);
+  EXPECT_FALSE(reader.next_record());
+  EXPECT_THROW(reader.seek_to_chunk(11), InvalidArgument);
+}
+
+TEST(RecordIoFile, BadCrcNamesFileChunkAndOffsetAndSkipCounts) {
+  testing::TempDir dir;
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    const std::string path = dir.file(std::string("crc-") + to_string(compression));
+    write_test_file(path, 0, 50, 10, compression);
+    const uint64_t offset = RecordFileReader(path).chunks()[2].offset;
+    std::string bytes = read_bytes(path);
+    bytes[offset + kChunkHeaderSize + 3] ^= 0x10;
+    write_bytes(path, bytes);
+
+    RecordFileReader strict(path);
+    expect_damage([&] { strict.read_chunk(2); }, path, 2, offset, "CRC mismatch");
+    expect_damage([&] { read_all(strict); }, path, 2, offset, "CRC mismatch");
+
+    RecordFileReader skipping(path, RecordReaderOptions{true});
+    const std::vector<std::string> records = read_all(skipping);
+    EXPECT_EQ(records.size(), 40u);
+    EXPECT_EQ(records[20], test_record(0, 30));  // chunk 2 (records 20..29) is gone
+    EXPECT_EQ(skipping.stats().chunks_skipped, 1u);
+    EXPECT_EQ(skipping.stats().records_skipped, 10u);
+    ASSERT_EQ(skipping.stats().damages.size(), 1u);
+    EXPECT_EQ(skipping.stats().damages[0].chunk, 2u);
+  }
+}
+
+TEST(RecordIoFile, TruncatedFileNamesTheCutChunk) {
+  testing::TempDir dir;
+  const std::string path = dir.file("cut");
+  write_test_file(path, 0, 50, 10);
+  const uint64_t offset = RecordFileReader(path).chunks()[3].offset;
+  write_bytes(path, read_bytes(path).substr(0, offset + 50));  // inside chunk 3's body
+
+  expect_damage([&] { RecordFileReader reader(path); }, path, 3, offset, "truncated");
+  RecordFileReader skipping(path, RecordReaderOptions{true});
+  ASSERT_TRUE(skipping.open_damage());
+  EXPECT_EQ(skipping.open_damage()->records_lost, 10u);
+  EXPECT_EQ(skipping.chunks().size(), 3u);
+  const std::vector<std::string> records = read_all(skipping);
+  ASSERT_EQ(records.size(), 30u);
+  EXPECT_EQ(records.back(), test_record(0, 29));
+  EXPECT_EQ(skipping.stats().records_skipped, 10u);
+
+  // Cut inside a chunk header, and cut just before the footer: both named.
+  write_test_file(path, 0, 50, 10);
+  const std::string whole = read_bytes(path);
+  write_bytes(path, whole.substr(0, offset + 7));
+  expect_damage([&] { RecordFileReader reader(path); }, path, 3, offset, "cut short");
+  write_bytes(path, whole.substr(0, whole.size() - 1));
+  const uint64_t index_offset = whole.size() - kFooterSize - 5 * kIndexEntrySize;
+  expect_damage([&] { RecordFileReader reader(path); }, path, 5, index_offset, "truncated");
+  EXPECT_EQ(RecordFileReader(path, RecordReaderOptions{true}).record_count(), 50u);
+}
+
+TEST(RecordIoFile, IndexDisagreeingWithChunksIsNamed) {
+  testing::TempDir dir;
+  const std::string path = dir.file("index");
+  write_test_file(path, 0, 50, 10);
+  std::vector<IndexEntry> index = RecordFileReader(path).chunks();
+  const std::string bytes = read_bytes(path);
+  const uint64_t index_offset = bytes.size() - kFooterSize - index.size() * kIndexEntrySize;
+  // A consistent footer and index that lie about chunk 1's record count.
+  index[1].record_count = 11;
+  const std::string new_index = encode_index(index);
+  const std::string footer =
+      encode_footer(Footer{index_offset, index.size(), 51, crc32_of(new_index)});
+  write_bytes(path, bytes.substr(0, index_offset) + new_index + footer);
+  RecordFileReader reader(path);
+  expect_damage([&] { reader.read_chunk(1); }, path, 1, index[1].offset, "index says 11 records");
+  // An index entry pointing into the end of chunk 0.
+  index[1].record_count = 10;
+  index[1].offset -= 4;
+  const std::string shifted = encode_index(index);
+  write_bytes(path, bytes.substr(0, index_offset) + shifted +
+                        encode_footer(Footer{index_offset, index.size(), 50, crc32_of(shifted)}));
+  RecordFileReader shifted_reader(path);
+  expect_damage([&] { shifted_reader.read_chunk(1); }, path, 1, index[1].offset, "magic");
+  // Chunk 0 now overruns the shifted start of chunk 1.
+  expect_damage([&] { shifted_reader.read_chunk(0); }, path, 0, index[0].offset, "overruns");
+}
+
+TEST(RecordIoFile, NotARecordIoFile) {
+  testing::TempDir dir;
+  write_bytes(dir.file("text"), "hello, this is not a record file at all, just text");
+  expect_damage([&] { RecordFileReader reader(dir.file("text")); }, dir.file("text"), std::nullopt,
+                0, "not a RecordIO file");
+  EXPECT_THROW(RecordFileReader(dir.file("missing")), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::data
