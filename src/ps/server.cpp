@@ -74,9 +74,15 @@ class ServerImpl final : public Server {
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
     server_ = builder.BuildAndStart();
     if (!server_ || port <= 0) {
+      const bool tls = !options.tls_cert_file.empty();
       throw ConfigError("gradwire: the parameter server cannot listen on " + options.listen +
-                        " (address in use, or not an address of this host?). Pick another "
-                        "--listen HOST:PORT; port 0 picks a free one.");
+                        (tls ? " with TLS (the address is in use or not of this host, or the "
+                               "certificate '" +
+                                   options.tls_cert_file + "' and key '" + options.tls_key_file +
+                                   "' are not a valid PEM pair)"
+                             : " (the address is in use or not of this host)") +
+                        ". Pick another --listen HOST:PORT (port 0 picks a free one)" +
+                        (tls ? " or check the TLS files." : "."));
     }
     address_ = listen_.with_port(port);
   }
