@@ -96,9 +96,9 @@ void TableShard::check_ids(const at::Tensor& ids, const char* what) const {
               std::to_string(num_servers_) + ", not to this server " +
               std::to_string(server_index_) + " (rows are sharded by id % num_servers)";
   }
-  throw InvalidArgument(table_prefix(config_) + ": " + what + " id " + std::to_string(id) +
-                        " (position " + std::to_string(position) + ") " + problem +
-                        "; nothing was changed");
+  throw InvalidArgument(table_prefix(config_) + ": " + what + " id " + std::to_string(id) + " " +
+                        problem + "; it is at position " + std::to_string(position) +
+                        " of the request, and nothing was changed");
 }
 
 void TableShard::check_trainer(int trainer, const char* operation) const {

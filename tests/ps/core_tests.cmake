@@ -1,0 +1,15 @@
+# Parameter-server core: table configs, the row initialiser, coalescing, sparse optimizers
+# against torch::optim, table shards (sharding, sync steps, threads) and checkpoint files.
+if(NOT TARGET gradwire_ps_core)
+  return()
+endif()
+gradwire_add_test(ps_core_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/table_config_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/initializer_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/coalesce_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/sparse_optimizer_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/table_shard_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
+  LIBS gradwire_ps_core
+  LABELS ps)

@@ -1,0 +1,131 @@
+// TableConfig: validate() names the field, same_table(), describe(), to_string().
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "gradwire/ps/table.h"
+
+namespace gradwire::ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+TableConfig good_config() {
+  TableConfig config;
+  config.name = "emb_1.v2-a";
+  config.num_rows = 300;
+  config.dim = 64;
+  return config;
+}
+
+// The message of validate(config after `change`), or "" when it passes.
+std::string validate_message(const std::function<void(TableConfig&)>& change) {
+  TableConfig config = good_config();
+  change(config);
+  try {
+    validate(config);
+  } catch (const InvalidArgument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(TableConfigTest, GoodConfigPasses) { EXPECT_NO_THROW(validate(good_config())); }
+
+TEST(TableConfigTest, ErrorsNameTheField) {
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.name = ""; }), HasSubstr("name"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.name = "a/b"; }), HasSubstr("name"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.name = std::string(65, 'x'); }),
+              HasSubstr("name"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.num_rows = 0; }), HasSubstr("num_rows"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.dim = -1; }), HasSubstr("dim"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.lr = 0; }),
+              HasSubstr("optimizer.lr"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.lr = NAN; }),
+              HasSubstr("optimizer.lr"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.momentum = -0.5; }),
+              HasSubstr("optimizer.momentum"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.beta1 = 1.0; }),
+              HasSubstr("optimizer.beta1"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.beta2 = -0.1; }),
+              HasSubstr("optimizer.beta2"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.eps = 0; }),
+              HasSubstr("optimizer.eps"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.initializer.scale = -1; }),
+              HasSubstr("initializer.scale"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.num_trainers = 0; }),
+              HasSubstr("num_trainers"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.mode = static_cast<UpdateMode>(7); }),
+              HasSubstr("mode"));
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.num_rows = int64_t{1} << 51; }),
+              HasSubstr("num_rows x dim"));
+  // The table's name is part of the message.
+  EXPECT_THAT(validate_message([](TableConfig& c) { c.dim = 0; }), HasSubstr("'emb_1.v2-a'"));
+}
+
+TEST(TableConfigTest, SameTableComparesEveryField) {
+  const TableConfig a = good_config();
+  EXPECT_TRUE(same_table(a, a));
+  const std::function<void(TableConfig&)> changes[] = {
+      [](TableConfig& c) { c.name = "other"; },
+      [](TableConfig& c) { c.num_rows = 301; },
+      [](TableConfig& c) { c.dim = 32; },
+      [](TableConfig& c) { c.optimizer.kind = OptimizerKind::kAdam; },
+      [](TableConfig& c) { c.optimizer.lr = 0.02; },
+      [](TableConfig& c) { c.optimizer.momentum = 0.9; },
+      [](TableConfig& c) { c.optimizer.beta1 = 0.8; },
+      [](TableConfig& c) { c.optimizer.beta2 = 0.99; },
+      [](TableConfig& c) { c.optimizer.eps = 1e-10; },
+      [](TableConfig& c) { c.initializer.kind = InitializerKind::kZeros; },
+      [](TableConfig& c) { c.initializer.scale = 0.5; },
+      [](TableConfig& c) { c.initializer.seed = 9; },
+      [](TableConfig& c) { c.mode = UpdateMode::kAsync; },
+      [](TableConfig& c) { c.reduction = GradientReduction::kSum; },
+      [](TableConfig& c) { c.num_trainers = 2; },
+  };
+  for (const auto& change : changes) {
+    TableConfig b = a;
+    change(b);
+    EXPECT_FALSE(same_table(a, b)) << describe(b);
+    EXPECT_FALSE(same_table(b, a)) << describe(b);
+  }
+}
+
+TEST(TableConfigTest, DescribeIsOneReadableLine) {
+  TableConfig config = good_config();
+  config.name = "emb";
+  config.optimizer.kind = OptimizerKind::kAdagrad;
+  config.optimizer.lr = 0.05;
+  config.num_trainers = 2;
+  EXPECT_EQ(describe(config), "table 'emb' (300 x 64, adagrad lr 0.05, sync, 2 trainers)");
+  config.mode = UpdateMode::kAsync;
+  config.num_trainers = 1;
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.momentum = 0.9;
+  EXPECT_EQ(describe(config), "table 'emb' (300 x 64, sgd lr 0.05 momentum 0.9, async, 1 trainer)");
+}
+
+TEST(TableConfigTest, EnumNames) {
+  EXPECT_STREQ(to_string(OptimizerKind::kAdam), "adam");
+  EXPECT_STREQ(to_string(InitializerKind::kUniform), "uniform");
+  EXPECT_STREQ(to_string(UpdateMode::kAsync), "async");
+  EXPECT_STREQ(to_string(GradientReduction::kSum), "sum");
+}
+
+TEST(TableConfigTest, ShardingRuleCoversEveryRowOnce) {
+  for (int servers = 1; servers <= 4; ++servers) {
+    int64_t total = 0;
+    for (int s = 0; s < servers; ++s) total += rows_on_server(10, s, servers);
+    EXPECT_EQ(total, 10) << servers;
+  }
+  EXPECT_EQ(rows_on_server(2, 2, 3), 0);
+  EXPECT_EQ(owner_of(17, 2), 1);
+  EXPECT_EQ(local_row(17, 2), 8);
+}
+
+}  // namespace
+}  // namespace gradwire::ps
