@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "gradwire/common/error.h"
 #include "ps/checkpoint_header.h"

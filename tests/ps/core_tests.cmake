@@ -3,6 +3,7 @@
 if(NOT TARGET gradwire_ps_core)
   return()
 endif()
+find_package(ZLIB REQUIRED)  # the checkpoint test recomputes CRCs
 gradwire_add_test(ps_core_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/table_config_test.cpp
@@ -11,5 +12,5 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/sparse_optimizer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
-  LIBS gradwire_ps_core
+  LIBS gradwire_ps_core ZLIB::ZLIB
   LABELS ps)
