@@ -34,9 +34,9 @@ Batch draw_batch(at::Generator& generator) {
   torch::Tensor labels = torch::randint(0, kClasses, {kBagsPerTrainer}, generator);
   // Row r belongs to class r % kClasses. Most ids of a bag come from its label's class, the rest
   // from anywhere.
-  torch::Tensor rows_of_class = torch::randint(0, kRows / kClasses, {kBagsPerTrainer, kIdsPerBag},
-                                               generator) * kClasses +
-                                labels.unsqueeze(1);
+  torch::Tensor rows_of_class =
+      torch::randint(0, kRows / kClasses, {kBagsPerTrainer, kIdsPerBag}, generator) * kClasses +
+      labels.unsqueeze(1);
   torch::Tensor noise = torch::randint(0, kRows, {kBagsPerTrainer, kIdsPerBag}, generator);
   torch::Tensor use_noise = torch::rand({kBagsPerTrainer, kIdsPerBag}, generator) < 0.3;
   torch::Tensor ids = torch::where(use_noise, noise, rows_of_class).flatten();
@@ -61,7 +61,8 @@ int run(int steps) {
   table.initializer.scale = 0.1;
   table.mode = gradwire::ps::UpdateMode::kSync;
   table.num_trainers = comm->size();
-  gradwire::ps::RemoteEmbeddingBag embedding(client, {table, gradwire::ps::BagMode::kMean});
+  gradwire::ps::RemoteEmbeddingBag embedding(
+      client, gradwire::ps::RemoteEmbeddingBagOptions{table, gradwire::ps::BagMode::kMean});
 
   torch::manual_seed(0);  // the same dense initialisation everywhere (DDP broadcasts it anyway)
   torch::nn::Sequential dense(torch::nn::Linear(kDim, 64), torch::nn::ReLU(),

@@ -111,6 +111,7 @@ void TableShard::check_trainer(int trainer, const char* operation) const {
 }
 
 at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
+  if (num_servers_ == 1) return ids;
   return at::div(ids, num_servers_, "floor");
 }
 

@@ -6,7 +6,8 @@
 //
 // Modes (TableConfig::mode):
 //   kAsync: each push is coalesced, scaled (1 / num_trainers for kMean) and applied at once;
-//           step() counts the pushes applied. finish_step() returns at once.
+//           step() counts the pushes applied to this shard (so Adam's bias correction, which
+//           uses it, depends on how pushes spread over servers). finish_step() returns at once.
 //   kSync:  pushes for step s (s == step()) are kept; when all num_trainers trainers called
 //           finish_step(s), the step's gradients are reduced once (concatenated, coalesced,
 //           scaled), the optimizer runs with update count s + 1, step() becomes s + 1 and the

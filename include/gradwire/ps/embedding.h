@@ -1,0 +1,72 @@
+// Embedding modules whose rows live on parameter servers, usable inside autograd like
+// torch::nn::EmbeddingBag and torch::nn::Embedding (docs/ps.md).
+//
+// forward looks the rows up on every owning server in parallel (ids deduplicated); backward pushes
+// the rows' gradients (duplicates summed) to their owners without waiting. Client::step() after the
+// optimizer step flushes the pushes and, in sync mode, waits until the servers applied the step:
+//
+//   using namespace gradwire::ps;
+//   auto client = connect();                             // GRADWIRE_PS_ADDRS, the job token
+//   RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{table, BagMode::kMean});
+//   loss = loss_fn(dense(bags(ids, offsets)), target);
+//   loss.backward();                                     // pushes the embedding gradients
+//   optimizer.step();  client->step();
+//
+// The modules hold no local parameters: the table's optimizer runs on the servers. Thread safety:
+// as torch modules (one forward/backward at a time per module); the client may be shared.
+#pragma once
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+
+#include "gradwire/ps/client.h"
+#include "gradwire/ps/table.h"
+
+namespace gradwire::ps {
+
+enum class BagMode { kSum, kMean };
+
+struct RemoteEmbeddingBagOptions {
+  // The table, created on the servers by the constructor (or checked to exist with this config).
+  TableConfig table;
+  // How the rows of a bag are pooled.
+  BagMode mode = BagMode::kSum;
+};
+
+class RemoteEmbeddingBagImpl : public torch::nn::Module {
+ public:
+  // Creates (or checks) the table on every server. Blocks for that call.
+  RemoteEmbeddingBagImpl(std::shared_ptr<Client> client, RemoteEmbeddingBagOptions options);
+
+  // As torch::nn::EmbeddingBag: `input` 1-D ids with `offsets` (the start of each bag), or 2-D
+  // [bags, ids per bag] with no offsets. Returns [bags, dim]; an empty bag gives zeros.
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& offsets = {});
+
+  const RemoteEmbeddingBagOptions& options() const { return options_; }
+  Client& client() const { return *client_; }
+
+ private:
+  std::shared_ptr<Client> client_;
+  RemoteEmbeddingBagOptions options_;
+};
+TORCH_MODULE(RemoteEmbeddingBag);
+
+class RemoteEmbeddingImpl : public torch::nn::Module {
+ public:
+  // Creates (or checks) the table on every server. Blocks for that call.
+  RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableConfig table);
+
+  // Rows of `ids` (int64, any shape): ids.sizes() + [dim].
+  at::Tensor forward(const at::Tensor& ids);
+
+  const TableConfig& table() const { return table_; }
+
+ private:
+  std::shared_ptr<Client> client_;
+  TableConfig table_;
+};
+TORCH_MODULE(RemoteEmbedding);
+
+}  // namespace gradwire::ps

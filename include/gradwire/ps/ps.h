@@ -1,0 +1,7 @@
+// Parameter servers: tables, the server, the client and the remote embedding modules.
+#pragma once
+
+#include "gradwire/ps/client.h"
+#include "gradwire/ps/embedding.h"
+#include "gradwire/ps/server.h"
+#include "gradwire/ps/table.h"

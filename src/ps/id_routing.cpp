@@ -1,0 +1,50 @@
+#include "ps/id_routing.h"
+
+#include <string>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::ps {
+
+std::vector<ServerShare> route_ids(const at::Tensor& ids, int num_servers) {
+  std::vector<ServerShare> shares;
+  if (num_servers == 1) {
+    if (ids.numel() > 0) shares.push_back({0, ids, at::arange(ids.numel(), ids.options())});
+    return shares;
+  }
+  const at::Tensor owners = ids.remainder(num_servers);
+  for (int server = 0; server < num_servers; ++server) {
+    const at::Tensor positions = (owners == server).nonzero().view(-1);
+    if (positions.numel() == 0) continue;
+    shares.push_back({server, ids.index_select(0, positions), positions});
+  }
+  return shares;
+}
+
+UniqueIds unique_ids(const at::Tensor& ids) {
+  auto [unique, inverse, counts] =
+      at::_unique2(ids.reshape({-1}), /*sorted=*/true, /*return_inverse=*/true);
+  (void)counts;
+  return {unique, inverse.view(ids.sizes())};
+}
+
+void check_ids(const at::Tensor& ids, int64_t num_rows, const char* what_prefix,
+               const std::string& table) {
+  const std::string what = std::string(what_prefix) + " table '" + table + "'";
+  if (ids.scalar_type() != at::kLong) {
+    throw InvalidArgument("gradwire: " + what + ": ids must be int64, got " +
+                          std::string(c10::toString(ids.scalar_type())));
+  }
+  if (ids.numel() == 0) return;
+  const at::Tensor flat = ids.reshape({-1});
+  const at::Tensor bad = ((flat < 0) | (flat >= num_rows)).nonzero();
+  if (bad.numel() > 0) {
+    const int64_t position = bad[0][0].item<int64_t>();
+    throw InvalidArgument("gradwire: " + what + ": id " +
+                          std::to_string(flat[position].item<int64_t>()) + " at position " +
+                          std::to_string(position) + " is out of range [0, " +
+                          std::to_string(num_rows) + ")");
+  }
+}
+
+}  // namespace gradwire::ps

@@ -1,0 +1,124 @@
+// The client against in-process servers: lookups, pushes, steps, and the failures a trainer
+// must see as errors naming the server or the missing trainer, never as a hang.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "client_test_support.h"
+#include "gradwire/common/error.h"
+#include "gradwire/launch/launcher.h"
+#include "ps/initializer.h"
+
+namespace gradwire::ps {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::make_client;
+using testing::Servers;
+using testing::small_table;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(PsClient, LookupOfDuplicateAndMixedIdsEqualsTheInitialRows) {
+  Servers servers(3);
+  auto client = make_client(servers.addresses());
+  const TableConfig config = small_table("emb", 20, 5, UpdateMode::kAsync, 1);
+  client->create_table(config);
+  const at::Tensor ids = at::tensor({19, 0, 7, 7, 3, 19, 11}, at::kLong);
+  const at::Tensor rows = client->lookup("emb", ids);
+  EXPECT_TRUE(rows.equal(initial_rows(config.initializer, ids, 5)));
+  EXPECT_EQ(client->step_count("emb"), 0);
+}
+
+TEST(PsClient, OutOfRangeIdsAndUnknownTablesAreInvalidArguments) {
+  Servers servers(2);
+  auto client = make_client(servers.addresses());
+  client->create_table(small_table("emb", 10, 4, UpdateMode::kAsync, 1));
+  EXPECT_THROW(client->lookup("emb", at::tensor({3, 10}, at::kLong)), InvalidArgument);
+  EXPECT_THROW(client->lookup("other", at::tensor({3}, at::kLong)), InvalidArgument);
+  EXPECT_THROW(client->push("emb", at::tensor({3}, at::kLong), at::ones({1, 5})), InvalidArgument);
+}
+
+TEST(PsClient, CreatingATableWithAnotherConfigIsRefused) {
+  Servers servers(2);
+  auto client = make_client(servers.addresses());
+  client->create_table(small_table("emb", 10, 4, UpdateMode::kAsync, 1));
+  client->create_table(small_table("emb", 10, 4, UpdateMode::kAsync, 1));  // the same: fine
+  EXPECT_THROW(client->create_table(small_table("emb", 10, 8, UpdateMode::kAsync, 1)),
+               InvalidArgument);
+}
+
+TEST(PsClient, AsyncPushIsAppliedAtFlushWithDuplicatesSummed) {
+  Servers servers(2);
+  auto client = make_client(servers.addresses());
+  TableConfig config = small_table("emb", 6, 2, UpdateMode::kAsync, 1);
+  config.optimizer.lr = 1.0;
+  client->create_table(config);
+  const at::Tensor ids = at::tensor({1, 4, 1}, at::kLong);
+  const at::Tensor before = client->lookup("emb", at::arange(6, at::kLong));
+  client->push("emb", ids, at::ones({3, 2}));
+  client->step();
+  const at::Tensor after = client->lookup("emb", at::arange(6, at::kLong));
+  at::Tensor expected = before.clone();
+  expected[1] -= 2;  // id 1 twice, summed
+  expected[4] -= 1;
+  EXPECT_TRUE(after.allclose(expected));
+  EXPECT_EQ(client->step_count("emb"), 1);
+}
+
+TEST(PsClient, AnUnreachableServerIsNamedWithinTheDeadline) {
+  const std::string address = "127.0.0.1:" + std::to_string(launch::pick_free_port());
+  auto client = make_client({address}, 0, 1, 2s, 1s);
+  try {
+    client->create_table(small_table("emb", 10, 4, UpdateMode::kAsync, 1));
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_TRUE(contains(error.what(), address)) << error.what();
+  }
+}
+
+TEST(PsClient, AServerThatStopsMidRunIsNamedByLookupsAndPushes) {
+  Servers servers(2);
+  auto client = make_client(servers.addresses(), 0, 1, 2s, 1s);
+  client->create_table(small_table("emb", 10, 4, UpdateMode::kAsync, 1));
+  servers.server(1).shutdown(100ms);
+  const std::string stopped = servers.addresses()[1];
+  try {
+    client->lookup("emb", at::tensor({1, 2}, at::kLong));
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_TRUE(contains(error.what(), stopped)) << error.what();
+  }
+  client->push("emb", at::tensor({1}, at::kLong), at::ones({1, 4}));
+  try {
+    client->flush();
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_TRUE(contains(error.what(), stopped)) << error.what();
+  }
+}
+
+TEST(PsClient, ASyncStepWithATrainerThatNeverArrivesNamesIt) {
+  Servers servers(2);
+  auto client = make_client(servers.addresses(), 0, 2, 1s);
+  client->create_table(small_table("emb", 10, 4, UpdateMode::kSync, 2));
+  client->push("emb", at::tensor({1, 2}, at::kLong), at::ones({2, 4}));
+  try {
+    client->step();
+    FAIL() << "no error";
+  } catch (const TimeoutError& error) {
+    EXPECT_TRUE(contains(error.what(), "trainer(s) 1 of 2")) << error.what();
+  }
+}
+
+TEST(PsClient, NoServersOrNoTokenIsAConfigError) {
+  ClientOptions options;
+  options.token = "t";
+  options.servers = {};
+  if (!std::getenv("GRADWIRE_PS_ADDRS")) EXPECT_THROW(connect(options), ConfigError);
+}
+
+}  // namespace
+}  // namespace gradwire::ps

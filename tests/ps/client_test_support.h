@@ -1,0 +1,39 @@
+// Helpers for the client tests: S in-process servers and clients connected to them.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gradwire/ps/client.h"
+#include "gradwire/ps/server.h"
+
+namespace gradwire::ps::testing {
+
+inline constexpr char kClientToken[] = "client-test-token";
+
+// S servers on loopback ports picked at run time, stopped on destruction.
+class Servers {
+ public:
+  explicit Servers(int count);
+  ~Servers();
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  Server& server(int i) { return *servers_[i]; }
+
+ private:
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+// A client of `addresses` as trainer `rank` of `trainers`, with short deadlines.
+std::shared_ptr<Client> make_client(
+    const std::vector<std::string>& addresses, int rank = 0, int trainers = 1,
+    std::chrono::milliseconds step_timeout = std::chrono::seconds(30),
+    std::chrono::milliseconds call_deadline = std::chrono::seconds(10));
+
+// A rows x dim table named `name` with `mode`, seeded normal rows.
+TableConfig small_table(const std::string& name, int64_t rows, int64_t dim, UpdateMode mode,
+                        int trainers);
+
+}  // namespace gradwire::ps::testing

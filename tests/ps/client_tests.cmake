@@ -1,0 +1,15 @@
+# Client and modules: id routing, lookups, sync training equal to one process (each optimizer,
+# and the hybrid model with DDP), async convergence, and failures (unreachable and stopped
+# servers, a trainer that never finishes its step). Servers run in-process.
+if(NOT TARGET gradwire_ps OR NOT TARGET gradwire_ps_server)
+  return()
+endif()
+gradwire_add_test(ps_client_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/routing_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/client_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/embedding_equivalence_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/hybrid_equivalence_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
+  LIBS gradwire_ps gradwire_ps_server gradwire_ddp gradwire_launch gradwire_test_support
+  LABELS ps)
