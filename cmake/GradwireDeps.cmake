@@ -3,6 +3,13 @@ find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+# Parameter servers (rpc, ps): gRPC and protobuf. Data (RecordIO) and checkpoints: zlib's CRC-32,
+# zstd for compressed chunks.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(GRADWIRE_ZSTD REQUIRED IMPORTED_TARGET libzstd)
 
 # libtorch's c10d ships ProcessGroupGloo but its headers need gloo's (libgloo-dev).
 find_path(GLOO_INCLUDE_DIR gloo/context.h REQUIRED)

@@ -2,6 +2,8 @@
 include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gradwire DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS gradwire gradwire_common gradwire_comm gradwire_ddp gradwire_models gradwire_torch
+  gradwire_rpc gradwire_ps_core gradwire_ps_messages gradwire_ps_server gradwire_ps
+  gradwire_data_records gradwire_data
   EXPORT gradwireTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

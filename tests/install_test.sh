@@ -14,3 +14,12 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 out=$(RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$scratch/build/example-allreduce")
 echo "$out"
 grep -q "rank 0 of 1: sum of ranks = 0" <<<"$out"
+
+# The parameter-server libraries and their dependencies (gRPC, protobuf, zlib, zstd) come with
+# the package: the hybrid example builds against the installed tree.
+cmake -S "$source_dir/examples/hybrid_train" -B "$scratch/hybrid" \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$scratch/hybrid" -j 2 >/dev/null
+test -x "$scratch/hybrid/example-hybrid-train"
+test -x "$scratch/prefix/bin/gradwire-ps-server"
+echo "example-hybrid-train built against the installed gradwire"

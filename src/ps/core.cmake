@@ -1,7 +1,6 @@
 # gradwire_ps_core: table shards, the seeded row initialiser, sparse optimizers, the sync-step
 # barrier and checkpoint files (docs/ps.md, docs/formats/ps-checkpoint.md). No RPC: common,
 # libtorch (ATen), zlib (CRC-32) and nlohmann_json (the checkpoint header) only.
-find_package(ZLIB REQUIRED)
 add_library(gradwire_ps_core
   ${CMAKE_CURRENT_LIST_DIR}/table_config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/initializer.cpp
@@ -15,7 +14,8 @@ add_library(gradwire_ps_core
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint_header.cpp)
 add_library(gradwire::ps_core ALIAS gradwire_ps_core)
 target_include_directories(gradwire_ps_core PUBLIC
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_link_libraries(gradwire_ps_core PUBLIC gradwire_common gradwire_torch
   PRIVATE ZLIB::ZLIB nlohmann_json::nlohmann_json)
 target_precompile_headers(gradwire_ps_core PRIVATE <ATen/ATen.h>)

@@ -1,9 +1,6 @@
 # Client and modules: id routing, lookups, sync training equal to one process (each optimizer,
 # and the hybrid model with DDP), async convergence, and failures (unreachable and stopped
 # servers, a trainer that never finishes its step). Servers run in-process.
-if(NOT TARGET gradwire_ps OR NOT TARGET gradwire_ps_server)
-  return()
-endif()
 gradwire_add_test(ps_client_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/routing_test.cpp

@@ -1,8 +1,5 @@
 # Parameter server: pure parts, the service in-process (tokens, tables, malformed and oversize
 # requests, sync steps), checkpoints, and gradwire-ps-server as a real process.
-if(NOT TARGET gradwire_ps_server)
-  return()
-endif()
 gradwire_add_test(ps_server_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/server_messages_test.cpp
