@@ -1,8 +1,8 @@
-// start_server and the Server handle: binding, TLS, limits, the handler thread quota, restoring
+// start_server and the Server handle: binding, TLS, limits, handler threads, restoring
 // checkpoints at start and writing them at shutdown (docs/ps.md "Server", "Threads and locks").
 #include "gradwire/ps/server.h"
 
-#include <grpcpp/resource_quota.h>
+#include <ATen/Parallel.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
@@ -20,6 +20,9 @@
 
 namespace gradwire::ps {
 namespace {
+
+// HTTP/2 streams (calls) one connection may have open at once.
+constexpr int kMaxStreamsPerConnection = 256;
 
 int clamp_to_int(int64_t value) {
   return static_cast<int>(std::min<int64_t>(value, std::numeric_limits<int>::max()));
@@ -50,13 +53,12 @@ class ServerImpl final : public Server {
   explicit ServerImpl(const ServerOptions& options)
       : options_(options),
         listen_(parse_listen_address(options.listen)),
-        checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps),
-        quota_("gradwire-ps-server") {
+        checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps) {
     tables_.add_restored(checkpoints_.read_all());
-    resize_thread_quota();
+    at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(
         options.token, ServiceLimits{options.max_message_bytes, options.max_table_bytes}, tables_,
-        checkpoints_, [this] { resize_thread_quota(); });
+        checkpoints_);
 
     grpc::ServerBuilder builder;
     int port = 0;
@@ -66,7 +68,12 @@ class ServerImpl final : public Server {
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(clamp_to_int(options.max_message_bytes));
     builder.SetMaxSendMessageSize(clamp_to_int(options.max_message_bytes));
-    builder.SetResourceQuota(quota_);
+    // Note [handler threads]: no thread quota. gRPC's sync server refuses a call ("Server
+    // Threadpool Exhausted") rather than queue it when a quota is reached, and sync Step calls
+    // hold their thread until every trainer arrived. Threads follow the calls in flight, which the
+    // clients bound (per trainer and table: one lookup, one step's pushes, one step); streams per
+    // connection are capped so no single peer can open more.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
     // Without this gRPC sets SO_REUSEPORT, and a second server could bind a port in use.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
@@ -120,20 +127,10 @@ class ServerImpl final : public Server {
   }
 
  private:
-  // Note [handler threads]: a sync Step call holds its gRPC thread until every trainer finished
-  // the step, so the quota is options.threads for ordinary calls plus one thread per trainer
-  // that may wait in a sync step (num_trainers summed over sync tables), plus the poller. It
-  // grows as tables are created; it never shrinks.
-  void resize_thread_quota() {
-    const int64_t threads = int64_t{options_.threads} + tables_.sync_trainers() + 1;
-    quota_.SetMaxThreads(clamp_to_int(threads));
-  }
-
   const ServerOptions options_;
   const ListenAddress listen_;
   TableRegistry tables_;
   ServerCheckpoints checkpoints_;
-  grpc::ResourceQuota quota_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

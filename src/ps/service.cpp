@@ -60,13 +60,8 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
                                                TableRegistry& tables,
-                                               ServerCheckpoints& checkpoints,
-                                               std::function<void()> on_table_created)
-    : token_(std::move(token)),
-      limits_(limits),
-      tables_(tables),
-      checkpoints_(checkpoints),
-      on_table_created_(std::move(on_table_created)) {}
+                                               ServerCheckpoints& checkpoints)
+    : token_(std::move(token)), limits_(limits), tables_(tables), checkpoints_(checkpoints) {}
 
 std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string& name,
                                                                grpc::Status* status) const {
@@ -105,7 +100,6 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     const CreatedTable table = tables_.create(config, index, count);
     response->set_step(table.shard->step());
     response->set_created(table.created);
-    if (on_table_created_) on_table_created_();
     return grpc::Status::OK;
   });
 }

@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "ps/server_checkpoints.h"
@@ -50,10 +49,9 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
-  // `tables` and `checkpoints` must outlive the service. `on_table_created` runs (on the handler
-  // thread) after a CreateTable added a table; the server resizes its thread quota there.
+  // `tables` and `checkpoints` must outlive the service.
   ParameterServerService(std::string token, ServiceLimits limits, TableRegistry& tables,
-                         ServerCheckpoints& checkpoints, std::function<void()> on_table_created);
+                         ServerCheckpoints& checkpoints);
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
@@ -74,7 +72,6 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   const ServiceLimits limits_;
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
-  const std::function<void()> on_table_created_;
 };
 
 }  // namespace gradwire::ps

@@ -101,13 +101,4 @@ std::vector<std::shared_ptr<TableShard>> TableRegistry::all() const {
   return shards;
 }
 
-int64_t TableRegistry::sync_trainers() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  int64_t trainers = 0;
-  for (const auto& [name, shard] : tables_) {
-    if (shard->config().mode == UpdateMode::kSync) trainers += shard->config().num_trainers;
-  }
-  return trainers;
-}
-
 }  // namespace gradwire::ps

@@ -42,8 +42,6 @@ class TableRegistry {
   std::shared_ptr<TableShard> find(const std::string& name) const;
   // Every served shard, by name.
   std::vector<std::shared_ptr<TableShard>> all() const;
-  // Trainers that may block in a sync Step at once: num_trainers summed over sync tables.
-  int64_t sync_trainers() const;
 
  private:
   // nullopt-like empty pointer when no pending snapshot of `name` is this shard's.

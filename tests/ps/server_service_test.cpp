@@ -229,9 +229,9 @@ TEST_F(ServiceTest, SyncStepWithAMissingTrainerFailsNamingItWithinTheDeadline) {
   EXPECT_TRUE(at::equal(client_->rows("emb", ids), start));
 }
 
-TEST_F(ServiceTest, SyncStepsOfMoreTrainersThanHandlerThreadsAllComplete) {
+TEST_F(ServiceTest, SyncStepsOfMoreTrainersThanTensorThreadsAllComplete) {
   ServerOptions options = testing::test_server_options();
-  options.threads = 1;  // the quota grows by one thread per sync trainer
+  options.threads = 1;
   start(options);
   constexpr int kTrainers = 4;
   ASSERT_TRUE(client_->create(table_config("emb", 10, 4, UpdateMode::kSync, kTrainers)).ok());

@@ -44,7 +44,7 @@ void add_options(CLI::App& app, CommandLine& line) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", options.threads,
-                 "Handler threads for ordinary calls (sync steps get one more per trainer)")
+                 "Threads for tensor work: row gathers and optimizer updates (ATen intra-op)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain: serve TLS");

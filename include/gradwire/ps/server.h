@@ -23,8 +23,10 @@ struct ServerOptions {
   std::string checkpoint_dir;
   // Also checkpoint a table after every this many applied steps (0: only on request).
   int64_t checkpoint_every_steps = 0;
-  // gRPC handler threads (upper bound on threads serving calls at once).
-  int threads = 4;
+  // ATen intra-op threads for the server's tensor work (row gathers, optimizer updates). Calls
+  // run on gRPC's handler threads, one per call in flight (docs/ps.md "Threads and locks").
+  // 1 suits servers that share a host with trainers.
+  int threads = 1;
   // TLS: both set = serve TLS with this certificate chain and private key (PEM files).
   std::string tls_cert_file;
   std::string tls_key_file;
