@@ -3,52 +3,29 @@
 // parameters.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 
-#include "gradwire/launch/launcher.h"
+#include "example_job.h"
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 TEST(HybridTrainExample, TwoTrainersAndTwoServersTrain) {
-  char path[] = "/tmp/gradwire_hybrid_train_XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
   gradwire::launch::LaunchOptions options;
   options.nproc_per_node = 2;
   options.servers = 2;
   options.server_command = {PS_SERVER_PATH, "--threads", "1"};
   options.command = {HYBRID_TRAIN_PATH, "60"};
-  options.stdout_fd = fd;
-  options.forward_signals = false;
-  options.threads_per_worker = 1;
-  auto result = gradwire::launch::run_workers(options);
-  close(fd);
-  std::string out = slurp(path);
-  std::remove(path);
+  const auto [result, out] = gradwire::testing::run_example(options);
   ASSERT_EQ(result.exit_code(), 0) << result.summary() << out;
   ASSERT_EQ(result.servers.size(), 2u);
 
-  std::regex checksum_line(R"(rank (\d) dense checksum (\S+))");
-  std::map<std::string, std::string> checksums;
-  for (std::sregex_iterator it(out.begin(), out.end(), checksum_line), end; it != end; ++it) {
-    checksums[(*it)[1]] = (*it)[2];
-  }
+  const auto checksums =
+      gradwire::testing::values_by_rank(out, R"(rank (\d) dense checksum (\S+))");
   ASSERT_EQ(checksums.size(), 2u) << out;
-  EXPECT_EQ(checksums["0"], checksums["1"]) << out;
+  EXPECT_EQ(checksums.at("0"), checksums.at("1")) << out;
 
   std::smatch first, last;
   ASSERT_TRUE(std::regex_search(out, first, std::regex(R"(step 1 loss (\S+))"))) << out;

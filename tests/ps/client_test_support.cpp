@@ -1,5 +1,8 @@
 #include "client_test_support.h"
 
+#include <stdexcept>
+#include <thread>
+
 namespace gradwire::ps::testing {
 
 Servers::Servers(int count) {
@@ -27,6 +30,26 @@ std::shared_ptr<Client> make_client(const std::vector<std::string>& addresses, i
   options.step_timeout = step_timeout;
   options.call_deadline = call_deadline;
   return connect(options);
+}
+
+void run_trainers(int count, const std::function<void(int trainer)>& fn) {
+  std::vector<std::string> errors(count);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        fn(t);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::string failures;
+  for (int t = 0; t < count; ++t) {
+    if (!errors[t].empty()) failures += "trainer " + std::to_string(t) + ": " + errors[t] + "\n";
+  }
+  if (!failures.empty()) throw std::runtime_error(failures);
 }
 
 TableConfig small_table(const std::string& name, int64_t rows, int64_t dim, UpdateMode mode,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ std::shared_ptr<Client> make_client(
     const std::vector<std::string>& addresses, int rank = 0, int trainers = 1,
     std::chrono::milliseconds step_timeout = std::chrono::seconds(30),
     std::chrono::milliseconds call_deadline = std::chrono::seconds(10));
+
+// Runs fn(trainer) for trainers 0..count-1, each on its own thread, and joins them. Throws
+// std::runtime_error naming every trainer whose fn threw, with its message.
+void run_trainers(int count, const std::function<void(int trainer)>& fn);
 
 // A rows x dim table named `name` with `mode`, seeded normal rows.
 TableConfig small_table(const std::string& name, int64_t rows, int64_t dim, UpdateMode mode,

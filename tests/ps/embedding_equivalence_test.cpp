@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <thread>
 #include <tuple>
 
 #include "client_test_support.h"
@@ -17,6 +16,7 @@ namespace gradwire::ps {
 namespace {
 
 using testing::make_client;
+using testing::run_trainers;
 using testing::Servers;
 
 constexpr int kTrainers = 2;
@@ -93,7 +93,10 @@ class SyncEquivalence : public ::testing::TestWithParam<Param> {};
 
 TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
   torch::set_num_threads(1);
-  const auto [kind, mode, num_servers] = GetParam();
+  // Not a structured binding: lambdas may not capture those in C++17.
+  const OptimizerKind kind = std::get<0>(GetParam());
+  const BagMode mode = std::get<1>(GetParam());
+  const int num_servers = std::get<2>(GetParam());
   const TableConfig config = table_for(kind, kTrainers);
   at::Generator generator = at::detail::createCPUGenerator(5);
   std::vector<GlobalBatch> batches;
@@ -116,24 +119,14 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
   }
 
   Servers servers(num_servers);
-  std::vector<std::thread> trainers;
-  std::vector<std::string> errors(kTrainers);
-  for (int t = 0; t < kTrainers; ++t) {
-    trainers.emplace_back([&, t] {
-      try {
-        auto client = make_client(servers.addresses(), t, kTrainers);
-        RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, mode});
-        for (const GlobalBatch& batch : batches) {
-          torch::mse_loss(bags(batch.ids[t], batch.offsets[t]), batch.targets[t]).backward();
-          client->step();
-        }
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (auto& thread : trainers) thread.join();
-  for (int t = 0; t < kTrainers; ++t) ASSERT_EQ(errors[t], "") << "trainer " << t;
+  ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
+    auto client = make_client(servers.addresses(), t, kTrainers);
+    RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, mode});
+    for (const GlobalBatch& batch : batches) {
+      torch::mse_loss(bags(batch.ids[t], batch.offsets[t]), batch.targets[t]).backward();
+      client->step();
+    }
+  }));
 
   auto reader = make_client(servers.addresses(), 0, kTrainers);
   reader->create_table(config);
@@ -185,24 +178,14 @@ TEST(RemoteEmbedding, SyncTrainingEqualsALocalEmbedding) {
   }
 
   Servers servers(2);
-  std::vector<std::thread> trainers;
-  std::vector<std::string> errors(kTrainers);
-  for (int t = 0; t < kTrainers; ++t) {
-    trainers.emplace_back([&, t] {
-      try {
-        auto client = make_client(servers.addresses(), t, kTrainers);
-        RemoteEmbedding embedding(client, config);
-        for (const at::Tensor& ids : batches) {
-          torch::mse_loss(embedding(ids[t]), target[t]).backward();
-          client->step();
-        }
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (auto& thread : trainers) thread.join();
-  for (int t = 0; t < kTrainers; ++t) ASSERT_EQ(errors[t], "") << "trainer " << t;
+  ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
+    auto client = make_client(servers.addresses(), t, kTrainers);
+    RemoteEmbedding embedding(client, config);
+    for (const at::Tensor& ids : batches) {
+      torch::mse_loss(embedding(ids[t]), target[t]).backward();
+      client->step();
+    }
+  }));
   auto reader = make_client(servers.addresses());
   TableConfig same = config;
   reader->create_table(same);
@@ -221,31 +204,21 @@ TEST(AsyncTraining, TwoTrainersConverge) {
   const at::Tensor wanted = at::randn({kRows, kDim}, generator);  // the rows to learn
   Servers servers(2);
   std::vector<double> first_loss(kTrainers), last_loss(kTrainers);
-  std::vector<std::string> errors(kTrainers);
-  std::vector<std::thread> trainers;
+  ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
+    auto client = make_client(servers.addresses(), t, kTrainers);
+    RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, BagMode::kSum});
+    at::Generator own = at::detail::createCPUGenerator(100 + t);
+    for (int step = 0; step < 150; ++step) {
+      const at::Tensor ids = at::randint(kRows, {8, 3}, own);
+      const at::Tensor target = wanted.index_select(0, ids.flatten()).view({8, 3, kDim}).sum(1);
+      const at::Tensor loss = torch::mse_loss(bags(ids), target);
+      loss.backward();
+      client->step();
+      if (step == 0) first_loss[t] = loss.item<double>();
+      last_loss[t] = loss.item<double>();
+    }
+  }));
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.emplace_back([&, t] {
-      try {
-        auto client = make_client(servers.addresses(), t, kTrainers);
-        RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, BagMode::kSum});
-        at::Generator own = at::detail::createCPUGenerator(100 + t);
-        for (int step = 0; step < 150; ++step) {
-          const at::Tensor ids = at::randint(kRows, {8, 3}, own);
-          const at::Tensor target = wanted.index_select(0, ids.flatten()).view({8, 3, kDim}).sum(1);
-          const at::Tensor loss = torch::mse_loss(bags(ids), target);
-          loss.backward();
-          client->step();
-          if (step == 0) first_loss[t] = loss.item<double>();
-          last_loss[t] = loss.item<double>();
-        }
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (auto& thread : trainers) thread.join();
-  for (int t = 0; t < kTrainers; ++t) {
-    ASSERT_EQ(errors[t], "") << "trainer " << t;
     EXPECT_LT(last_loss[t], 0.05 * first_loss[t]) << "trainer " << t;
   }
 }
