@@ -13,15 +13,20 @@
 int main(int argc, char** argv) {
   using gradwire::bench::Subcommand;
   using gradwire::bench::SubcommandRun;
+  // clang-format off
   const std::vector<Subcommand> subcommands = {
       gradwire::bench::collectives_subcommand(),
 #ifdef GRADWIRE_BENCH_WITH_DDP
       gradwire::bench::ddp_subcommand(),
       gradwire::bench::reducers_subcommand(),
 #endif
+#ifdef GRADWIRE_BENCH_WITH_HYBRID
+      gradwire::bench::hybrid_subcommand(),
+#endif
       gradwire::bench::diff_subcommand(),
       gradwire::bench::report_subcommand(),
   };
+  // clang-format on
 
   CLI::App app{"gradwire-bench: measure gradwire's collectives and training loops"};
   app.require_subcommand(1);

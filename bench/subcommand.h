@@ -29,6 +29,8 @@ struct Subcommand {
 Subcommand collectives_subcommand();
 Subcommand ddp_subcommand();  // needs gradwire_ddp and gradwire_models (GRADWIRE_BENCH_WITH_DDP)
 Subcommand reducers_subcommand();  // as ddp_subcommand
+// DDP + parameter servers; needs gradwire_ps and gradwire-ps-server (GRADWIRE_BENCH_WITH_HYBRID)
+Subcommand hybrid_subcommand();
 Subcommand diff_subcommand();
 Subcommand report_subcommand();  // draws result files into an HTML page (bench/report/)
 

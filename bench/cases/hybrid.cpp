@@ -1,0 +1,313 @@
+// `gradwire-bench hybrid`: reference 000's DDP + parameter-server training (PyTorch's
+// benchmark_ddp_rpc.py) measured with gradwire, optionally side by side with the same algorithm in
+// PyTorch (hybrid_reference.h).
+//
+// Processes. Run directly, this process is the conductor: per repeat it starts S parameter
+// servers (gradwire-ps-server, found next to this program) and T trainer copies of itself with
+// gradwire::launch::run_workers (LaunchOptions::servers), then, with --reference pytorch, the
+// reference; it prints the header, the reference's tables and the comparison, and writes the
+// JSON and HTML. The trainers train (hybrid_training.h), gather their measurements to trainer 0,
+// which prints gradwire's table and phase split and hands them to the conductor in a file. Under
+// gradwire-run --servers S the trainers are the job's ranks and trainer 0 also writes the JSON.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cases/hybrid_charts.h"
+#include "cases/hybrid_reference.h"
+#include "cases/hybrid_report.h"
+#include "cases/hybrid_results.h"
+#include "cases/hybrid_settings.h"
+#include "cases/hybrid_training.h"
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/version.h"
+#include "gradwire/launch/launcher.h"
+#include "harness/hardware.h"
+#include "harness/ranks.h"
+#include "harness/report.h"
+#include "subcommand.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+// The hidden option through which the conductor tells trainer 0 where to leave the results.
+constexpr const char* kResultFileFlag = "--hybrid-result-file";
+constexpr const char* kRepeatIndexFlag = "--hybrid-repeat-index";
+
+void progress(const std::string& line) {
+  std::cerr << "gradwire-bench hybrid: " << line << std::endl;
+}
+
+struct State {
+  HybridFlags flags;
+  RankOptions ranks;
+  std::string result_file;  // set in trainers started by the conductor
+  int repeat_index = 1;
+};
+
+int count_addresses(const std::string& list) {
+  if (list.empty()) return 0;
+  int count = 1;
+  for (const char c : list) count += c == ',' ? 1 : 0;
+  return count;
+}
+
+RunMetadata conductor_metadata(const HybridSettings& settings,
+                               const std::vector<std::string>& argv) {
+  RunMetadata metadata = collect_machine_metadata();
+  metadata.gradwire_version = version();
+  metadata.torch_version = torch_version();
+  metadata.backend = "gloo";
+  metadata.ranks = settings.trainers;
+  metadata.threads_per_rank = 1;
+  metadata.command = user_command(argv);
+  return metadata;
+}
+
+void write_outputs(const HybridSettings& settings, const nlohmann::json& document) {
+  if (!settings.json_path.empty()) {
+    write_json_file(settings.json_path, document);
+    progress("wrote " + settings.json_path);
+  }
+  // After the JSON, so a page that cannot be drawn never costs the results.
+  if (!settings.html_path.empty()) {
+    write_hybrid_html(settings.html_path, document);
+    progress("wrote " + settings.html_path);
+  }
+}
+
+// A trainer: train, gather to trainer 0, which prints and hands over (or writes) the results.
+int run_trainer(RankContext& context, const HybridSettings& settings, const State& state,
+                const std::vector<std::string>& argv) {
+  const std::shared_ptr<Communicator> communicator = context.world.communicator();
+  const HybridTrainerResult mine = train_hybrid(settings, communicator, state.repeat_index);
+  const HybridResult all = gather_hybrid_results(*communicator, mine);
+  if (!context.reports()) return 0;
+  std::ostream& out = settings.repeat > 1 ? std::cerr : std::cout;
+  const std::string suffix = settings.repeat > 1
+                                 ? " (repeat " + std::to_string(state.repeat_index) + " of " +
+                                       std::to_string(settings.repeat) + ")"
+                                 : "";
+  print_hybrid_table(out, all, "gradwire: DDP + parameter servers" + suffix);
+  print_hybrid_phases(out, all, "gradwire: where an epoch goes (mean ms per epoch)" + suffix);
+  if (!state.result_file.empty()) {
+    nlohmann::json document = {{"implementation", "gradwire"}, {"trainers", trainers_to_json(all)}};
+    write_json_file(state.result_file, document);
+    return 0;
+  }
+  HybridDocumentInputs inputs;
+  inputs.metadata = run_metadata(context, argv);
+  inputs.settings = settings;
+  inputs.gradwire = all;
+  write_outputs(settings, hybrid_document(inputs));
+  return 0;
+}
+
+class Conductor {
+ public:
+  Conductor(HybridSettings settings, std::vector<std::string> argv)
+      : settings_(std::move(settings)), argv_(std::move(argv)) {}
+
+  int run() {
+    HybridHeader header;
+    if (settings_.reference_pytorch) {
+      python_ = find_hybrid_python(settings_.python);
+      script_ = find_hybrid_reference_script(settings_.reference_script);
+      header.reference = "PyTorch " + python_.torch_version +
+                         " RPC (TensorPipe) + distributed autograd + DistributedOptimizer (" +
+                         python_.python + " " + script_ + "), same batches, " +
+                         (settings_.repeat > 1 ? "alternating with gradwire, " +
+                                                     std::to_string(settings_.repeat) + " times"
+                                               : "run after gradwire");
+    }
+    progress(describe_hybrid_settings(settings_));
+    header.gradwire_version = version();
+    header.torch_version = torch_version();
+    header.backend = "gloo";
+    header.settings = settings_;
+    header.hardware = describe_hardware();
+    print_hybrid_header(std::cout, header);
+
+    std::vector<HybridResult> ours;
+    std::vector<HybridResult> theirs;
+    std::optional<nlohmann::json> reference_document;
+    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
+      if (settings_.repeat > 1) {
+        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
+      }
+      ours.push_back(run_gradwire(repeat));
+      if (!settings_.reference_pytorch) continue;
+      progress("running the PyTorch reference: " + python_.python + " " + script_);
+      nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
+      theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
+      std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
+      print_hybrid_table(out, theirs.back(),
+                         "reference: PyTorch " + python_.torch_version + " RPC + DDP");
+      print_hybrid_phases(out, theirs.back(), "reference: where an epoch goes (mean ms per epoch)");
+      if (!reference_document) reference_document = std::move(document);
+    }
+
+    const HybridResult pooled = pool_hybrid_repeats(ours);
+    if (settings_.repeat > 1) {
+      std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
+      print_hybrid_table(std::cout, pooled, "gradwire: DDP + parameter servers");
+      print_hybrid_phases(std::cout, pooled, "gradwire: where an epoch goes (mean ms per epoch)");
+    }
+    HybridDocumentInputs inputs;
+    inputs.metadata = conductor_metadata(settings_, argv_);
+    inputs.settings = settings_;
+    inputs.gradwire = pooled;
+    if (reference_document) {
+      const HybridResult reference = pool_hybrid_repeats(theirs);
+      if (settings_.repeat > 1) {
+        print_hybrid_table(std::cout, reference, "reference: PyTorch RPC + DDP");
+        print_hybrid_phases(std::cout, reference, "reference: where an epoch goes");
+      }
+      inputs.ratio_by_repeat = hybrid_ratio_by_repeat(ours, theirs);
+      (*reference_document)["trainers"] = trainers_to_json(reference);
+      (*reference_document)["repeat"] = settings_.repeat;
+      inputs.reference = reference_document;
+      print_hybrid_comparison(std::cout, pooled, reference,
+                              "gradwire against PyTorch " + python_.torch_version +
+                                  " (RPC, dist autograd, DistributedOptimizer), same batches",
+                              inputs.ratio_by_repeat);
+    }
+    write_outputs(settings_, hybrid_document(inputs));
+    return 0;
+  }
+
+ private:
+  HybridResult run_gradwire(int repeat) {
+    const std::string result_file = "/tmp/gradwire-bench-hybrid-" + std::to_string(getpid()) + "-" +
+                                    std::to_string(repeat) + ".json";
+    std::remove(result_file.c_str());
+    launch::LaunchOptions options;
+    options.nproc_per_node = settings_.trainers;
+    options.command = argv_;
+    options.command.at(0) = "/proc/self/exe";
+    options.command.insert(options.command.end(), {kWorkerFlag, kResultFileFlag, result_file,
+                                                   kRepeatIndexFlag, std::to_string(repeat)});
+    options.prefix_output = false;
+    options.threads_per_worker = 1;
+    options.extra_env["OMP_NUM_THREADS"] = "1";
+    options.servers = settings_.servers;
+    // gradwire-ps-server next to this program (else on PATH), with our intra-op threads.
+    options.server_command = {"", "--threads", std::to_string(settings_.server_threads)};
+    progress("starting " + std::to_string(settings_.servers) + " servers and " +
+             std::to_string(settings_.trainers) + " trainers");
+    const launch::LaunchResult result = launch::run_workers(options);
+    if (result.exit_code() != 0) {
+      std::remove(result_file.c_str());
+      throw Error("the gradwire run failed (exit status " + std::to_string(result.exit_code()) +
+                  "):\n" + result.summary());
+    }
+    const nlohmann::json document = read_json_file_unversioned(result_file);
+    std::remove(result_file.c_str());
+    return parse_hybrid_result(document, result_file);
+  }
+
+  static nlohmann::json read_json_file_unversioned(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("trainer 0 left no results at " + path + ": see its messages above");
+    nlohmann::json document;
+    in >> document;
+    return document;
+  }
+
+  HybridSettings settings_;
+  std::vector<std::string> argv_;
+  HybridPython python_;
+  std::string script_;
+};
+
+}  // namespace
+
+Subcommand hybrid_subcommand() {
+  Subcommand subcommand;
+  subcommand.name = "hybrid";
+  subcommand.description =
+      "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
+      "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC";
+  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
+    auto state = std::make_shared<State>();
+    HybridFlags& flags = state->flags;
+    command.add_option("--preset", flags.preset, "settings preset (quick: 2 trainers, 20 epochs)")
+        ->check(CLI::IsMember(hybrid_presets()))
+        ->capture_default_str();
+    command.add_option("--trainers", flags.trainers, "trainer processes [8; quick 2]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--servers", flags.servers, "parameter servers [8]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--rows", flags.rows, "embedding rows [300]")->check(CLI::PositiveNumber);
+    command.add_option("--dim", flags.dim, "embedding columns per server [64]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--epochs", flags.epochs, "measured epochs [100; quick 20]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--warmup", flags.warmup, "warm-up epochs [5; quick 2]")
+        ->check(CLI::NonNegativeNumber);
+    command.add_option("--batches", flags.batches, "batches per epoch [10]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--seed", flags.seed, "seed of the batches and the initial weights [0]");
+    command.add_option("--mode", flags.mode, "server updates: async (on arrival) or sync")
+        ->check(CLI::IsMember({"async", "sync"}))
+        ->capture_default_str();
+    command.add_option("--server-threads", flags.server_threads, "intra-op threads per server [1]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--json", flags.json_path, "write the results to this JSON file");
+    command.add_option("--html", flags.html_path, "draw the results into this HTML page");
+    command
+        .add_option("--reference", flags.reference,
+                    "also run the algorithm with PyTorch RPC (bench/reference/hybrid_reference.py)")
+        ->check(CLI::IsMember({"pytorch"}));
+    command
+        .add_option("--repeat", flags.repeat,
+                    "run gradwire and the reference alternately this many times and pool [1]")
+        ->check(CLI::PositiveNumber);
+    command.add_option("--python", flags.python,
+                       "Python with torch for --reference [python3, then /usr/bin/python3]");
+    command.add_option("--reference-script", flags.reference_script,
+                       "path of hybrid_reference.py [the source tree's, then the installed copy]");
+    add_worker_flag(command, state->ranks);
+    command.add_option(kResultFileFlag, state->result_file, "")->group("");
+    command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
+    return [state](const std::vector<std::string>& argv) {
+      const EnvMap env = EnvMap::from_process();
+      if (!in_rank_environment(env)) {
+        if (state->ranks.worker) {
+          throw ConfigError(std::string(kWorkerFlag) +
+                            " is only for the trainers gradwire-bench "
+                            "starts itself; run without it");
+        }
+        return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
+      }
+      std::optional<HybridJob> job;
+      if (!state->ranks.worker) {
+        const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+        if (servers == 0) {
+          throw ConfigError(
+              "gradwire-bench hybrid runs in a job here (RANK/WORLD_SIZE are set) but "
+              "GRADWIRE_PS_ADDRS is not: start it with gradwire-run --servers S, or run it "
+              "directly and it starts its own servers and trainers");
+        }
+        job = HybridJob{resolve_world({}, env).world_size, servers};
+      }
+      const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
+      RankOptions ranks = state->ranks;
+      ranks.ranks = settings.trainers;
+      ranks.threads_per_rank = 1;
+      return run_on_ranks(ranks, argv, [&](RankContext& context) {
+        return run_trainer(context, settings, *state, argv);
+      });
+    };
+  };
+  return subcommand;
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,118 @@
+#include "cases/hybrid_charts.h"
+
+#include "cases/hybrid_results.h"
+#include "harness/report.h"
+#include "harness/table.h"
+#include "report/html_page.h"
+#include "report/html_report.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+struct Side {
+  HybridResult result;
+  bool dashed = false;
+};
+
+std::vector<Side> sides_of(const nlohmann::json& document, const std::string& source) {
+  std::vector<Side> sides = {{parse_hybrid_result(document, source), false}};
+  const auto reference = document.find("reference");
+  if (reference != document.end() && reference->is_object()) {
+    sides.push_back({parse_hybrid_result(*reference, source + " reference"), true});
+  }
+  return sides;
+}
+
+ChartSpec rates_chart(const std::vector<Side>& sides, const std::string& source) {
+  ChartSpec chart;
+  chart.title = "ex/sec of all trainers";
+  chart.subtitle = source + ": hybrid";
+  chart.x_label = "percentile of sec/epoch";
+  chart.y_label = "examples per second (all trainers)";
+  chart.x_unit = "th percentile";
+  chart.y_unit = "ex/s";
+  for (const auto& side : sides) {
+    const std::vector<double> seconds = pooled_epoch_seconds(side.result);
+    if (seconds.empty()) continue;
+    ChartSeries series{side.result.implementation, side.result.implementation, side.dashed, {}};
+    for (const auto& p : hybrid_percentiles(seconds, total_examples_per_epoch(side.result))) {
+      series.points.push_back({static_cast<double>(p.percentile), p.examples_per_second,
+                               format_fixed(p.seconds, 4) + " s/epoch"});
+    }
+    chart.series.push_back(std::move(series));
+  }
+  finish_chart(chart);
+  chart.x_scale = AxisScale::kLinear;
+  return chart;
+}
+
+ChartSpec epochs_chart(const std::vector<Side>& sides, const std::string& source) {
+  ChartSpec chart;
+  chart.title = "sec/epoch by epoch";
+  chart.subtitle = source + ": hybrid";
+  chart.x_label = "measured epoch";
+  chart.y_label = "seconds per epoch";
+  chart.x_unit = "";
+  chart.y_unit = "s";
+  for (const auto& side : sides) {
+    for (const auto& trainer : side.result.trainers) {
+      ChartSeries series{side.result.implementation + " trainer " + std::to_string(trainer.trainer),
+                         side.result.implementation,
+                         side.dashed,
+                         {}};
+      for (std::size_t e = 0; e < trainer.epoch_seconds.size(); ++e) {
+        series.points.push_back({static_cast<double>(e + 1), trainer.epoch_seconds[e], ""});
+      }
+      chart.series.push_back(std::move(series));
+    }
+  }
+  finish_chart(chart);
+  chart.x_scale = AxisScale::kLinear;
+  return chart;
+}
+
+ChartSpec phases_chart(const std::vector<Side>& sides, const std::string& source) {
+  ChartSpec chart;
+  chart.title = "phases by trainer (mean per epoch)";
+  chart.subtitle = source + ": hybrid";
+  chart.x_label = "trainer";
+  chart.y_label = "ms per epoch";
+  chart.x_unit = "";
+  chart.y_unit = "ms";
+  for (const auto& side : sides) {
+    for (const auto& phase : hybrid_phases()) {
+      ChartSeries series{side.result.implementation + " " + phase, phase, side.dashed, {}};
+      for (const auto& trainer : side.result.trainers) {
+        const auto found = trainer.phase_seconds.find(phase);
+        if (found == trainer.phase_seconds.end() || found->second.empty()) continue;
+        double sum = 0;
+        for (const double s : found->second) sum += s;
+        series.points.push_back({static_cast<double>(trainer.trainer),
+                                 sum * 1e3 / static_cast<double>(found->second.size()), ""});
+      }
+      if (!series.points.empty()) chart.series.push_back(std::move(series));
+    }
+  }
+  finish_chart(chart);
+  chart.x_scale = AxisScale::kLinear;
+  return chart;
+}
+
+}  // namespace
+
+std::vector<ChartSpec> hybrid_charts(const nlohmann::json& document, const std::string& source) {
+  const std::vector<Side> sides = sides_of(document, source);
+  return {rates_chart(sides, source), epochs_chart(sides, source), phases_chart(sides, source)};
+}
+
+void write_hybrid_html(const std::string& path, const nlohmann::json& document) {
+  const std::string source = "gradwire-bench hybrid";
+  ReportPage page;
+  page.title = "gradwire-bench hybrid";
+  page.sources.push_back(describe_document(document, source));
+  page.charts = hybrid_charts(document, source);
+  write_text_file(path, render_html_page(page));
+}
+
+}  // namespace gradwire::bench

@@ -1,0 +1,103 @@
+#include "cases/hybrid_reference.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gradwire/common/error.h"
+#include "gradwire/launch/launcher.h"
+#include "harness/command.h"
+#include "harness/report.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+bool readable(const std::string& path) { return !path.empty() && std::ifstream(path).good(); }
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+}  // namespace
+
+HybridPython find_hybrid_python(const std::string& preferred) {
+  const std::vector<std::string> candidates =
+      preferred.empty() ? std::vector<std::string>{"python3", "/usr/bin/python3"}
+                        : std::vector<std::string>{preferred};
+  std::string tried;
+  for (const auto& python : candidates) {
+    const CommandOutput probe = run_command(
+        {python, "-c",
+         "import sys, torch, torch.distributed.rpc; sys.stdout.write(torch.__version__)"});
+    if (probe.succeeded()) return HybridPython{python, trim(probe.output)};
+    tried += (tried.empty() ? "" : ", ") + python +
+             (probe.started ? " (cannot import torch.distributed.rpc)" : " (not found)");
+  }
+  throw ConfigError("--reference pytorch needs Python with torch.distributed.rpc: tried " + tried +
+                    "; install python3-torch (scripts/bench does) or pass --python");
+}
+
+std::string find_hybrid_reference_script(const std::string& preferred) {
+  if (!preferred.empty()) {
+    if (readable(preferred)) return preferred;
+    throw ConfigError("reference script " + preferred +
+                      " cannot be read: check --reference-script");
+  }
+  for (const std::string candidate : {std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE),
+                                      std::string(GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE)}) {
+    if (readable(candidate)) return candidate;
+  }
+  throw ConfigError("hybrid_reference.py is neither at " +
+                    std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE) + " nor at " +
+                    GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE + ": pass --reference-script");
+}
+
+int hybrid_reference_timeout_s(const HybridSettings& s) {
+  const double batches = static_cast<double>(s.warmup + s.epochs) * s.batches;
+  return 600 + static_cast<int>(batches * (s.trainers + s.servers) * 0.05);
+}
+
+std::vector<std::string> hybrid_reference_command(const HybridPython& python,
+                                                  const std::string& script,
+                                                  const HybridSettings& s,
+                                                  const std::string& json_path) {
+  return {python.python, script,
+          "--trainers",  std::to_string(s.trainers),
+          "--servers",   std::to_string(s.servers),
+          "--rows",      std::to_string(s.rows),
+          "--dim",       std::to_string(s.dim),
+          "--epochs",    std::to_string(s.epochs),
+          "--warmup",    std::to_string(s.warmup),
+          "--batches",   std::to_string(s.batches),
+          "--seed",      std::to_string(s.seed),
+          "--timeout",   std::to_string(hybrid_reference_timeout_s(s)),
+          "--json",      json_path};
+}
+
+nlohmann::json run_hybrid_reference(const HybridPython& python, const std::string& script,
+                                    const HybridSettings& settings) {
+  const std::string json_path =
+      "/tmp/gradwire-bench-hybrid-reference-" + std::to_string(getpid()) + ".json";
+  std::remove(json_path.c_str());
+  launch::LaunchOptions options;
+  options.command = hybrid_reference_command(python, script, settings, json_path);
+  options.prefix_output = false;
+  options.stdout_fd = 2;  // its messages are progress; the tables are ours
+  options.threads_per_worker = 1;
+  options.extra_env["OMP_NUM_THREADS"] = "1";
+  const launch::LaunchResult result = launch::run_workers(options);
+  if (result.exit_code() != 0) {
+    std::remove(json_path.c_str());
+    throw Error("the PyTorch reference (" + python.python + " " + script + ") failed with exit " +
+                "status " + std::to_string(result.exit_code()) + ": see its messages above");
+  }
+  nlohmann::json document = read_json_file(json_path);
+  std::remove(json_path.c_str());
+  return document;
+}
+
+}  // namespace gradwire::bench

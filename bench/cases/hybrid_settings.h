@@ -1,0 +1,87 @@
+// What `gradwire-bench hybrid` runs: its flags, the presets, and the settings they resolve to
+// (pure, unit-tested). The defaults are reference 000's (PyTorch's benchmark_ddp_rpc.py): 8
+// trainers, 8 parameter servers, an EmbeddingBag of 300 rows x 64 per server, 5 warm-up + 100
+// measured epochs of 10 batches, SGD lr 0.05.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradwire::bench {
+
+// The flags as given; unset ones come from the preset.
+struct HybridFlags {
+  std::string preset = "default";    // "default" or "quick"
+  std::optional<int> trainers;       // trainer processes (DDP ranks)
+  std::optional<int> servers;        // parameter-server processes
+  std::optional<std::int64_t> rows;  // embedding rows (ids 0..rows-1)
+  std::optional<std::int64_t> dim;   // columns per server (reference 000: one table each)
+  std::optional<int> epochs;         // measured epochs per trainer
+  std::optional<int> warmup;         // untimed epochs before them
+  std::optional<int> batches;        // batches per epoch
+  std::optional<std::uint64_t> seed;
+  std::string mode = "async";         // "async" or "sync": when the servers apply pushed gradients
+  std::string json_path;              // empty: no JSON
+  std::string html_path;              // empty: no page
+  std::string reference;              // "" or "pytorch"
+  std::string python;                 // interpreter for the reference; empty: automatic
+  std::string reference_script;       // hybrid_reference.py; empty: automatic
+  std::optional<int> repeat;          // gradwire and the reference alternately, this many times
+  std::optional<int> server_threads;  // intra-op threads per server (gradwire-ps-server --threads)
+};
+
+// Presets (docs/benchmarks.md):
+//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (reference 000)
+//   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
+const std::vector<std::string>& hybrid_presets();
+
+// The model's fixed parts (reference 000's).
+inline constexpr int kHybridClasses = 8;
+inline constexpr std::int64_t kHybridMinIds = 20;  // ids per batch: uniform in [20, 50]
+inline constexpr std::int64_t kHybridMaxIds = 50;
+inline constexpr std::int64_t kHybridMaxBag = 10;  // ids per bag (offset step): [1, 10]
+inline constexpr double kHybridLearningRate = 0.05;
+
+enum class HybridMode { kAsync, kSync };
+const char* to_string(HybridMode mode);
+
+struct HybridSettings {
+  std::string preset = "default";
+  int trainers = 8;
+  int servers = 8;
+  std::int64_t rows = 300;
+  std::int64_t dim = 64;  // per server; the embedding is servers x dim wide
+  int epochs = 100;
+  int warmup = 5;
+  int batches = 10;
+  std::uint64_t seed = 0;
+  HybridMode mode = HybridMode::kAsync;
+  int server_threads = 1;  // one thread per process, as reference 000
+  std::string json_path;
+  std::string html_path;
+  bool reference_pytorch = false;
+  int repeat = 1;
+  std::string python;
+  std::string reference_script;
+
+  // Width of the concatenated lookups, the dense part's input.
+  std::int64_t embedding_width() const { return static_cast<std::int64_t>(servers) * dim; }
+};
+
+// Pure. `job` describes the job this process already belongs to (gradwire-run --servers): its
+// trainers (WORLD_SIZE) and servers (entries of GRADWIRE_PS_ADDRS); nullopt when gradwire-bench
+// starts its own processes. In a job the counts come from the job: --trainers/--servers that
+// disagree, --reference and --repeat are InvalidArgument. Throws InvalidArgument for an unknown
+// preset, mode or reference and for counts below 1 (warm-up below 0).
+struct HybridJob {
+  int trainers = 1;
+  int servers = 1;
+};
+HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<HybridJob> job);
+
+// One line for stderr: "8 trainers x 8 servers, 300 rows x 64 per server, ...".
+std::string describe_hybrid_settings(const HybridSettings& settings);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,180 @@
+#include "cases/hybrid_training.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/sgd.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "cases/hybrid_batches.h"
+#include "gradwire/common/error.h"
+#include "gradwire/ddp/ddp.h"
+#include "gradwire/ps/client.h"
+#include "gradwire/ps/embedding.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+struct BatchTensors {
+  at::Tensor ids;
+  at::Tensor offsets;
+  at::Tensor targets;
+  std::int64_t size = 0;
+};
+
+at::Tensor long_tensor(const std::vector<std::int64_t>& values) {
+  return at::tensor(at::ArrayRef<std::int64_t>(values), at::kLong);
+}
+
+std::vector<BatchTensors> epoch_tensors(HybridBatchGenerator& generator, int batches) {
+  std::vector<BatchTensors> tensors;
+  for (const auto& batch : generator.next_epoch(batches)) {
+    tensors.push_back({long_tensor(batch.ids), long_tensor(batch.offsets),
+                       long_tensor(batch.targets), batch.size()});
+  }
+  return tensors;
+}
+
+// Reference 000's dense part, with an input as wide as the embedding.
+torch::nn::Sequential dense_model(std::int64_t width) {
+  using torch::nn::Linear;
+  return torch::nn::Sequential(Linear(width, 256), Linear(256, 128), torch::nn::ReLU(),
+                               Linear(128, 64), Linear(64, 32), Linear(32, kHybridClasses));
+}
+
+ps::TableConfig table_config(const HybridSettings& settings, int repeat, int trainers) {
+  ps::TableConfig table;
+  table.name = hybrid_table_name(repeat);
+  table.num_rows = settings.rows;
+  table.dim = settings.embedding_width();
+  table.optimizer.kind = ps::OptimizerKind::kSgd;
+  table.optimizer.lr = kHybridLearningRate;
+  // torch.nn.EmbeddingBag's initialisation: normal(0, 1).
+  table.initializer.kind = ps::InitializerKind::kNormal;
+  table.initializer.scale = 1.0;
+  table.initializer.seed = settings.seed;
+  table.mode = settings.mode == HybridMode::kSync ? ps::UpdateMode::kSync : ps::UpdateMode::kAsync;
+  // Each trainer's gradient applied whole, as PyTorch's DistributedOptimizer does.
+  table.reduction = ps::GradientReduction::kSum;
+  table.num_trainers = trainers;
+  return table;
+}
+
+}  // namespace
+
+std::string hybrid_table_name(int repeat) { return "hybrid_bench_" + std::to_string(repeat); }
+
+HybridTrainerResult train_hybrid(const HybridSettings& settings,
+                                 const std::shared_ptr<Communicator>& communicator, int repeat) {
+  const int trainer = communicator->rank();
+  ps::ClientOptions client_options;
+  client_options.trainer_rank = trainer;
+  client_options.num_trainers = communicator->size();
+  const std::shared_ptr<ps::Client> client = ps::connect(client_options);
+  ps::RemoteEmbeddingBagOptions embedding_options;
+  embedding_options.table = table_config(settings, repeat, communicator->size());
+  embedding_options.mode = ps::BagMode::kSum;
+  ps::RemoteEmbeddingBag embedding(client, embedding_options);
+
+  torch::manual_seed(static_cast<std::uint64_t>(settings.seed));
+  torch::nn::Sequential dense = dense_model(settings.embedding_width());
+  ddp::DistributedDataParallel ddp_dense(dense, communicator);
+  torch::optim::SGD optimizer(dense->parameters(), torch::optim::SGDOptions(kHybridLearningRate));
+
+  HybridBatchGenerator generator(settings.seed, trainer, settings.rows);
+  HybridTrainerResult result;
+  result.trainer = trainer;
+  for (const auto& phase : hybrid_phases()) result.phase_seconds[phase] = {};
+  for (int epoch = 0; epoch < settings.warmup + settings.epochs; ++epoch) {
+    const std::vector<BatchTensors> batches = epoch_tensors(generator, settings.batches);
+    double lookup = 0, dense_forward = 0, backward = 0, push = 0, step = 0;
+    std::int64_t examples = 0;
+    ddp_dense.reset_stats();
+    const auto start = Clock::now();
+    for (const auto& batch : batches) {
+      const auto t0 = Clock::now();
+      const at::Tensor embedded = embedding->forward(batch.ids, batch.offsets);
+      const auto t1 = Clock::now();
+      const at::Tensor loss =
+          torch::nn::functional::cross_entropy(ddp_dense(embedded), batch.targets);
+      const auto t2 = Clock::now();
+      loss.backward();  // the embedding's hook sends its gradient to the servers
+      const auto t3 = Clock::now();
+      client->flush();
+      const auto t4 = Clock::now();
+      client->step();
+      optimizer.step();
+      optimizer.zero_grad();
+      const auto t5 = Clock::now();
+      lookup += seconds_between(t0, t1);
+      dense_forward += seconds_between(t1, t2);
+      backward += seconds_between(t2, t3);
+      push += seconds_between(t3, t4);
+      step += seconds_between(t4, t5);
+      examples += batch.size;
+    }
+    const double elapsed = seconds_between(start, Clock::now());
+    const ddp::DdpStats stats = ddp_dense.stats();
+    // The part of backward spent waiting for the allreduce after the last gradient.
+    const double allreduce =
+        std::min(backward, stats.exposed_s * static_cast<double>(stats.iterations));
+    if (epoch < settings.warmup) continue;
+    result.epoch_seconds.push_back(elapsed);
+    result.examples_per_epoch.push_back(examples);
+    result.phase_seconds["lookup"].push_back(lookup);
+    result.phase_seconds["dense_forward"].push_back(dense_forward);
+    result.phase_seconds["backward"].push_back(backward - allreduce);
+    result.phase_seconds["allreduce"].push_back(allreduce);
+    result.phase_seconds["push"].push_back(push);
+    result.phase_seconds["step"].push_back(step);
+  }
+  return result;
+}
+
+HybridResult gather_hybrid_results(Communicator& communicator, const HybridTrainerResult& mine) {
+  // Row layout per trainer: epoch seconds, examples, then each phase; epochs columns.
+  const auto epochs = static_cast<std::int64_t>(mine.epoch_seconds.size());
+  const auto fields = static_cast<std::int64_t>(2 + hybrid_phases().size());
+  at::Tensor local = at::zeros({fields, epochs}, at::kDouble);
+  for (std::int64_t e = 0; e < epochs; ++e) {
+    local[0][e] = mine.epoch_seconds[static_cast<std::size_t>(e)];
+    local[1][e] = static_cast<double>(mine.examples_per_epoch[static_cast<std::size_t>(e)]);
+    for (std::size_t p = 0; p < hybrid_phases().size(); ++p) {
+      local[static_cast<std::int64_t>(2 + p)][e] =
+          mine.phase_seconds.at(hybrid_phases()[p])[static_cast<std::size_t>(e)];
+    }
+  }
+  at::Tensor all = at::empty({communicator.size() * fields, epochs}, at::kDouble);
+  communicator.allgather(local.reshape({-1}), all)->wait();
+  HybridResult result;
+  result.implementation = "gradwire";
+  if (communicator.rank() != 0) return result;
+  all = all.reshape({communicator.size(), fields, epochs});
+  for (int t = 0; t < communicator.size(); ++t) {
+    HybridTrainerResult trainer;
+    trainer.trainer = t;
+    const at::Tensor rows = all[t].contiguous();
+    const double* data = rows.data_ptr<double>();
+    for (std::int64_t e = 0; e < epochs; ++e) {
+      trainer.epoch_seconds.push_back(data[e]);
+      trainer.examples_per_epoch.push_back(static_cast<std::int64_t>(data[epochs + e]));
+    }
+    for (std::size_t p = 0; p < hybrid_phases().size(); ++p) {
+      const double* phase = data + static_cast<std::int64_t>(2 + p) * epochs;
+      trainer.phase_seconds[hybrid_phases()[p]] = std::vector<double>(phase, phase + epochs);
+    }
+    result.trainers.push_back(std::move(trainer));
+  }
+  return result;
+}
+
+}  // namespace gradwire::bench

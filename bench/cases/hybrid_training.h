@@ -1,0 +1,32 @@
+// The trainer side of `gradwire-bench hybrid`: reference 000's hybrid model trained with
+// gradwire. The embedding is ONE parameter-server table of rows x (servers * dim) columns, sharded
+// by id over the servers (mathematically the concatenation of reference 000's per-server tables),
+// read through a RemoteEmbeddingBag (mode sum); the dense part is reference 000's Sequential in
+// gradwire::ddp::DistributedDataParallel, trained with torch::optim::SGD (lr 0.05); the client's
+// step() ends every batch. Runs in a trainer process of a job with GRADWIRE_PS_ADDRS and a token.
+#pragma once
+
+#include <memory>
+
+#include "cases/hybrid_results.h"
+#include "cases/hybrid_settings.h"
+#include "gradwire/comm/communicator.h"
+
+namespace gradwire::bench {
+
+// Name of the benchmark's table on the servers; `repeat` (1-based) makes each repeat's table
+// fresh.
+std::string hybrid_table_name(int repeat);
+
+// Trains settings.warmup + settings.epochs epochs on this trainer (rank `communicator.rank()`)
+// and returns the measured epochs: wall time per epoch (steady_clock around its batches, which
+// are generated before the clock starts), examples, and the phase split. Blocks; collective over
+// `communicator` (DDP). Throws the ps client's and DDP's errors.
+HybridTrainerResult train_hybrid(const HybridSettings& settings,
+                                 const std::shared_ptr<Communicator>& communicator, int repeat);
+
+// Every trainer's result at rank 0 (an allgather of the fixed-length measurements; every trainer
+// must have measured settings.epochs epochs). Collective; the other ranks get an empty result.
+HybridResult gather_hybrid_results(Communicator& communicator, const HybridTrainerResult& mine);
+
+}  // namespace gradwire::bench

@@ -1,0 +1,142 @@
+// gradwire-bench hybrid: results <-> JSON, percentiles, the tables in reference 000's layout, the
+// phase split, the comparison and the JSON document, against the fixtures (hybrid_result.json,
+// whose numbers make every cell computable by hand; hybrid_table.txt and hybrid_document.json
+// hold what the code must print and write for it).
+#include "cases/hybrid_report.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cases/hybrid_charts.h"
+#include "cases/hybrid_results.h"
+#include "gradwire/common/error.h"
+
+namespace gradwire::bench {
+namespace {
+
+std::string fixture_text(const std::string& name) {
+  std::ifstream in(std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json fixture_json(const std::string& name) {
+  return nlohmann::json::parse(fixture_text(name));
+}
+
+HybridResult gradwire_fixture() {
+  return parse_hybrid_result(fixture_json("hybrid_result.json"), "fixture");
+}
+
+HybridResult reference_fixture() {
+  return parse_hybrid_result(fixture_json("hybrid_result.json").at("reference"), "reference");
+}
+
+TEST(HybridResults, ParsesAndSortsTrainers) {
+  const HybridResult result = gradwire_fixture();
+  EXPECT_EQ(result.implementation, "gradwire");
+  ASSERT_EQ(result.trainers.size(), 2u);
+  EXPECT_EQ(result.trainers[0].trainer, 0);
+  EXPECT_DOUBLE_EQ(result.trainers[1].mean_examples(), 60.0);
+  EXPECT_EQ(result.trainers[0].phase_seconds.at("backward").size(), 4u);
+  EXPECT_DOUBLE_EQ(total_examples_per_epoch(result), 120.0);
+  EXPECT_EQ(pooled_epoch_seconds(result).size(), 8u);
+  // Pooled: .01 .02 .02 .02 .02 .02 .03 .04 -> p50 0.02 s; 120 examples per epoch.
+  EXPECT_NEAR(all_p50_examples_per_second(result), 6000.0, 1e-6);
+}
+
+TEST(HybridResults, RoundTripsThroughJson) {
+  const HybridResult result = gradwire_fixture();
+  const nlohmann::json document = {{"implementation", "gradwire"},
+                                   {"trainers", trainers_to_json(result)}};
+  const HybridResult again = parse_hybrid_result(document, "again");
+  ASSERT_EQ(again.trainers.size(), 2u);
+  EXPECT_EQ(again.trainers[0].epoch_seconds, result.trainers[0].epoch_seconds);
+  EXPECT_EQ(again.trainers[1].examples_per_epoch, result.trainers[1].examples_per_epoch);
+  EXPECT_EQ(again.trainers[1].phase_seconds, result.trainers[1].phase_seconds);
+}
+
+TEST(HybridResults, RejectsMalformedDocuments) {
+  EXPECT_THROW(parse_hybrid_result(nlohmann::json::object(), "x"), InvalidArgument);
+  nlohmann::json document = fixture_json("hybrid_result.json");
+  document["trainers"][0]["examples_per_epoch"].push_back(1);
+  EXPECT_THROW(parse_hybrid_result(document, "x"), InvalidArgument);
+  document = fixture_json("hybrid_result.json");
+  document["trainers"][0]["epoch_seconds"][0] = "fast";
+  EXPECT_THROW(parse_hybrid_result(document, "x"), InvalidArgument);
+}
+
+TEST(HybridResults, PoolsRepeatsPerTrainer) {
+  const HybridResult once = gradwire_fixture();
+  const HybridResult twice = pool_hybrid_repeats({once, once});
+  EXPECT_EQ(twice.trainers[0].epoch_seconds.size(), 8u);
+  EXPECT_EQ(twice.trainers[1].phase_seconds.at("lookup").size(), 8u);
+  HybridResult fewer = once;
+  fewer.trainers.pop_back();
+  EXPECT_THROW(pool_hybrid_repeats({once, fewer}), InvalidArgument);
+  EXPECT_EQ(hybrid_ratio_by_repeat({once, once}, {reference_fixture(), reference_fixture()}),
+            (std::vector<double>{10.0, 10.0}));
+}
+
+TEST(HybridReport, RowsInReference000Layout) {
+  // Trainer 0: .01 .02 .03 .04 s, 60 examples: p50 .025 s = 2400/s, p75 .0325 s = 1846/s,
+  // p90 .037 s = 1622/s, p95 .0385 s = 1558/s.
+  EXPECT_EQ(hybrid_rows(gradwire_fixture()).front(),
+            "Trainer0:  p50:   0.0250s   2400/s  p75:   0.0325s   1846/s  p90:   0.0370s   "
+            "1622/s  p95:   0.0385s   1558/s");
+  EXPECT_EQ(hybrid_rows(gradwire_fixture()).back(),
+            "     All:  p50:   0.0200s   6000/s  p75:   0.0225s   5333/s  p90:   0.0330s   "
+            "3636/s  p95:   0.0365s   3288/s");
+}
+
+TEST(HybridReport, PrintsTheFixture) {
+  std::ostringstream out;
+  print_hybrid_table(out, gradwire_fixture(), "gradwire: DDP + parameter servers");
+  print_hybrid_phases(out, gradwire_fixture(), "gradwire: where an epoch goes (mean ms per epoch)");
+  print_hybrid_comparison(out, gradwire_fixture(), reference_fixture(), "gradwire against PyTorch",
+                          {10.0, 10.0});
+  EXPECT_EQ(out.str(), fixture_text("hybrid_table.txt"));
+}
+
+TEST(HybridReport, DocumentMatchesTheFixture) {
+  HybridDocumentInputs inputs;
+  inputs.metadata.gradwire_version = "0.1.0";
+  inputs.metadata.torch_version = "1.13.1";
+  inputs.metadata.backend = "gloo";
+  inputs.metadata.ranks = 2;
+  inputs.metadata.cpu_model = "test cpu";
+  inputs.metadata.cores = 2;
+  inputs.metadata.hostname = "host";
+  inputs.metadata.date = "2026-11-23T00:00:00Z";
+  inputs.metadata.command = {"gradwire-bench", "hybrid"};
+  inputs.settings.trainers = 2;
+  inputs.settings.servers = 2;
+  inputs.settings.epochs = 4;
+  inputs.settings.warmup = 1;
+  inputs.gradwire = gradwire_fixture();
+  inputs.reference = fixture_json("hybrid_result.json").at("reference");
+  inputs.ratio_by_repeat = {10.0};
+  const nlohmann::json document = hybrid_document(inputs);
+  EXPECT_EQ(document, fixture_json("hybrid_document.json")) << document.dump(1);
+  EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_NEAR(document.at("comparison").at("all_p50_ex_s_ratio").get<double>(), 10.0, 1e-9);
+}
+
+TEST(HybridCharts, ThreeChartsWithBothSides) {
+  nlohmann::json document = fixture_json("hybrid_result.json");
+  const auto charts = hybrid_charts(document, "fixture");
+  ASSERT_EQ(charts.size(), 3u);
+  ASSERT_EQ(charts[0].series.size(), 2u);  // gradwire and pytorch All
+  EXPECT_EQ(charts[0].series[0].points.size(), 4u);
+  EXPECT_NEAR(charts[0].series[0].points[0].y, 6000.0, 1e-6);
+  EXPECT_EQ(charts[1].series.size(), 4u);   // 2 trainers x 2 sides
+  EXPECT_EQ(charts[2].series.size(), 10u);  // 6 phases of gradwire, 4 of the reference
+  document.erase("trainers");
+  EXPECT_THROW(hybrid_charts(document, "fixture"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::bench

@@ -1,0 +1,118 @@
+// gradwire-bench hybrid: short real runs of the binary on 2 trainers and 2 servers (processes on
+// loopback, started by the binary), gradwire alone and with --reference pytorch (skipped unless
+// /usr/bin/python3 imports torch.distributed.rpc), checking the rows and the JSON.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "bench_process.h"
+
+namespace gradwire::bench {
+namespace {
+
+using testing::count;
+using testing::read_text_file;
+using testing::temp_path;
+
+#ifdef GRADWIRE_BENCH_WITH_HYBRID
+constexpr bool kHybridBuilt = true;
+#else
+constexpr bool kHybridBuilt = false;
+#endif
+
+// As testing::run_bench, with room for the PyTorch reference (under ctest's 120 s).
+testing::BenchRun run_hybrid(const std::string& arguments) {
+  const std::string log = temp_path("hybrid_log.txt");
+  const std::string command =
+      "timeout -k 5 110 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
+      "-u GRADWIRE_PS_ADDRS GRADWIRE_TIMEOUT=60s '" GRADWIRE_BENCH_PATH "' hybrid " +
+      arguments + " > '" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  testing::BenchRun result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.output = read_text_file(log);
+  std::remove(log.c_str());
+  return result;
+}
+
+void check_side(const nlohmann::json& side, const std::string& implementation) {
+  EXPECT_EQ(side.at("implementation"), implementation);
+  ASSERT_EQ(side.at("trainers").size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    const auto& trainer = side.at("trainers")[t];
+    EXPECT_EQ(trainer.at("trainer"), t);
+    ASSERT_EQ(trainer.at("epoch_seconds").size(), 2u);
+    ASSERT_EQ(trainer.at("examples_per_epoch").size(), 2u);
+    for (const auto& seconds : trainer.at("epoch_seconds")) EXPECT_GT(seconds.get<double>(), 0);
+    for (const auto& examples : trainer.at("examples_per_epoch")) {
+      // 10 batches of 20-50 ids in bags of 1-10: 2..50 examples per batch.
+      EXPECT_GE(examples.get<int>(), 20);
+      EXPECT_LE(examples.get<int>(), 500);
+    }
+    for (const char* phase : {"lookup", "dense_forward", "backward", "step"}) {
+      EXPECT_EQ(trainer.at("phase_seconds").at(phase).size(), 2u) << phase;
+    }
+    if (implementation == "gradwire") {
+      for (const char* phase : {"allreduce", "push"}) {
+        EXPECT_EQ(trainer.at("phase_seconds").at(phase).size(), 2u) << phase;
+      }
+    }
+  }
+}
+
+TEST(HybridRun, TwoTrainersTwoServers) {
+  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  const std::string json = temp_path("hybrid.json");
+  const auto run =
+      run_hybrid("--trainers 2 --servers 2 --epochs 2 --warmup 1 --json '" + json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count(run.output, "Trainer0:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
+  EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
+  const nlohmann::json document = nlohmann::json::parse(read_text_file(json));
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_EQ(document.at("benchmark"), "hybrid");
+  EXPECT_EQ(document.at("settings").at("servers"), 2);
+  EXPECT_EQ(document.at("metadata").at("ranks"), 2);
+  check_side(document, "gradwire");
+  EXPECT_FALSE(document.contains("reference"));
+}
+
+TEST(HybridRun, WithThePyTorchReference) {
+  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed.rpc' > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed.rpc";
+  }
+  const std::string json = temp_path("hybrid_reference.json");
+  const auto run = run_hybrid(
+      "--trainers 2 --servers 2 --epochs 2 --warmup 1 --reference pytorch "
+      "--python /usr/bin/python3 --json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // gradwire's and PyTorch's tables, then both in the comparison.
+  EXPECT_EQ(count(run.output, "\n     All:  p50:"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "gradwire      All:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "pytorch       All:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "gradwire/pytorch ex/s: p50:"), 1u) << run.output;
+  const nlohmann::json document = nlohmann::json::parse(read_text_file(json));
+  std::remove(json.c_str());
+  check_side(document, "gradwire");
+  check_side(document.at("reference"), "pytorch");
+  EXPECT_GT(document.at("comparison").at("all_p50_ex_s_ratio").get<double>(), 0);
+}
+
+TEST(HybridRun, MissingPythonIsAClearError) {
+  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  const auto run = run_hybrid(
+      "--trainers 1 --servers 1 --epochs 1 --reference pytorch "
+      "--python /nonexistent/python3");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("install python3-torch (scripts/bench does)"), std::string::npos)
+      << run.output;
+}
+
+}  // namespace
+}  // namespace gradwire::bench
