@@ -1,7 +1,12 @@
-// Conformance suite for the Communicator contract, run on 1, 2 and 3 ranks (threads of this
-// process) for float, double, int32 and bfloat16 at sizes 0, 1, odd and large.
+// Conformance suite for the Communicator contract, run for every CPU backend (gloo, shm) on 1, 2
+// and 3 ranks (threads of this process) for float, double, int32 and bfloat16 at sizes 0, 1, odd
+// and large.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+#include <tuple>
 
 #include "gradwire/comm/communicator.h"
 #include "gradwire/common/error.h"
@@ -10,7 +15,29 @@
 namespace gradwire {
 namespace {
 
-using testing::run_ranks;
+// Like testing::run_ranks, on the named backend.
+void run_ranks(const std::string& backend, int world_size,
+               const std::function<void(int rank, World& world)>& fn) {
+  const int port = testing::free_port();
+  std::mutex mutex;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world_size; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        auto options = testing::loopback_options(rank, world_size, port, std::chrono::seconds(30));
+        options.backend = backend;
+        auto world = init(options);
+        fn(rank, *world);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
 
 const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kInt, at::kBFloat16};
 const std::vector<int64_t> kSizes = {0, 1, 1001, 1 << 18};
@@ -31,12 +58,18 @@ std::string label(at::ScalarType dtype, int64_t n, int world) {
          " world=" + std::to_string(world);
 }
 
-class Collectives : public ::testing::TestWithParam<int> {};
+// (backend, ranks)
+class Collectives : public ::testing::TestWithParam<std::tuple<std::string, int>> {
+ protected:
+  const std::string& backend() const { return std::get<0>(GetParam()); }
+  int ranks() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(Collectives, AllreduceSumMinMaxAvg) {
-  const int world = GetParam();
-  run_ranks(world, [&](int rank, World& w) {
+  const int world = ranks();
+  run_ranks(backend(), world, [&](int rank, World& w) {
     auto comm = w.communicator();
+    EXPECT_EQ(comm->backend(), backend());
     EXPECT_EQ(comm->rank(), rank);
     EXPECT_EQ(comm->size(), world);
     for (auto dtype : kDtypes) {
@@ -71,8 +104,8 @@ TEST_P(Collectives, AllreduceSumMinMaxAvg) {
 }
 
 TEST_P(Collectives, BroadcastFromEveryRoot) {
-  const int world = GetParam();
-  run_ranks(world, [&](int rank, World& w) {
+  const int world = ranks();
+  run_ranks(backend(), world, [&](int rank, World& w) {
     auto comm = w.communicator();
     for (auto dtype : kDtypes) {
       for (auto n : kSizes) {
@@ -88,8 +121,8 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
 }
 
 TEST_P(Collectives, AllgatherAndReduceScatter) {
-  const int world = GetParam();
-  run_ranks(world, [&](int rank, World& w) {
+  const int world = ranks();
+  run_ranks(backend(), world, [&](int rank, World& w) {
     auto comm = w.communicator();
     for (auto dtype : kDtypes) {
       for (auto n : kSizes) {
@@ -113,9 +146,9 @@ TEST_P(Collectives, AllgatherAndReduceScatter) {
 }
 
 TEST_P(Collectives, SendRecvRingAndBarrier) {
-  const int world = GetParam();
+  const int world = ranks();
   if (world == 1) GTEST_SKIP() << "send/recv needs a peer";
-  run_ranks(world, [&](int rank, World& w) {
+  run_ranks(backend(), world, [&](int rank, World& w) {
     auto comm = w.communicator();
     for (auto dtype : kDtypes) {
       at::Tensor out = input_for(rank, 1001, dtype);
@@ -132,8 +165,8 @@ TEST_P(Collectives, SendRecvRingAndBarrier) {
 }
 
 TEST_P(Collectives, SplitIntoSubCommunicators) {
-  const int world = GetParam();
-  run_ranks(world, [&](int rank, World& w) {
+  const int world = ranks();
+  run_ranks(backend(), world, [&](int rank, World& w) {
     auto comm = w.communicator();
     // Even ranks and odd ranks, each in its own communicator.
     std::vector<int> members;
@@ -150,10 +183,19 @@ TEST_P(Collectives, SplitIntoSubCommunicators) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
+                         ::testing::Combine(::testing::Values(std::string("gloo"),
+                                                              std::string("shm")),
+                                            ::testing::Values(1, 2, 3)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
-TEST(CollectiveArguments, BadInputsAreInvalidArgument) {
-  run_ranks(1, [&](int, World& w) {
+class CollectiveArguments : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CollectiveArguments, BadInputsAreInvalidArgument) {
+  run_ranks(GetParam(), 1, [&](int, World& w) {
     auto comm = w.communicator();
     at::Tensor strided = at::zeros({4, 4}).t();
     EXPECT_THROW(comm->allreduce(strided), InvalidArgument);
@@ -168,6 +210,10 @@ TEST(CollectiveArguments, BadInputsAreInvalidArgument) {
     EXPECT_THROW(comm->allreduce(undefined), InvalidArgument);
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, CollectiveArguments,
+                         ::testing::Values(std::string("gloo"), std::string("shm")),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace gradwire

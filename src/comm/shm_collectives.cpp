@@ -1,0 +1,138 @@
+#include "shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "shm_reduce.h"
+
+namespace gradwire::shm {
+
+Slice slice_of(size_t n, int ranks, int rank, size_t align) {
+  size_t per_rank = (n + ranks - 1) / ranks;
+  per_rank = (per_rank + align - 1) / align * align;
+  const size_t begin = std::min(n, per_rank * static_cast<size_t>(rank));
+  return Slice{begin, std::min(n, begin + per_rank)};
+}
+
+ShmCollectives::ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int rank,
+                               size_t small_bytes)
+    : segment_(segment),
+      sync_(sync),
+      rank_(rank),
+      size_(segment.layout().ranks),
+      slot_bytes_(segment.layout().slot_bytes),
+      small_bytes_(std::min(small_bytes, segment.layout().slot_bytes)) {}
+
+void ShmCollectives::allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
+  if (n == 0) return;
+  const size_t bytes = n * c10::elementSize(dtype);
+  if (bytes <= small_bytes_) {
+    allreduce_small(static_cast<char*>(data), dtype, n, op);
+  } else {
+    allreduce_large(static_cast<char*>(data), dtype, n, op);
+  }
+}
+
+void ShmCollectives::allreduce_small(char* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
+  const uint64_t step = sync_.next_step();
+  const int parity = ShmStepSync::parity(step);
+  std::memcpy(segment_.slot(rank_, parity), data, n * c10::elementSize(dtype));
+  sync_.post(step);
+  sync_.wait_posted(step);
+  std::vector<const void*> inputs(size_);
+  for (int r = 0; r < size_; ++r) inputs[r] = segment_.slot(r, parity);
+  reduce(dtype, op, data, inputs.data(), size_, n);
+}
+
+void ShmCollectives::allreduce_large(char* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
+  const size_t item = c10::elementSize(dtype);
+  const size_t chunk_elements = slot_bytes_ / item;
+  // Slices are whole cache lines, so no two ranks write the same line.
+  const size_t align = std::max<size_t>(1, kCacheLine / item);
+  std::vector<const void*> inputs(size_);
+  for (size_t offset = 0; offset < n; offset += chunk_elements) {
+    const size_t count = std::min(chunk_elements, n - offset);
+    char* chunk = data + offset * item;
+    const uint64_t step = sync_.next_step();
+    const int parity = ShmStepSync::parity(step);
+    std::memcpy(segment_.slot(rank_, parity), chunk, count * item);
+    sync_.post(step);
+    sync_.wait_posted(step);
+    // Reduce-scatter: this rank's slice of every slot, into its own slot.
+    const Slice mine = slice_of(count, size_, rank_, align);
+    if (mine.end > mine.begin) {
+      for (int r = 0; r < size_; ++r) inputs[r] = segment_.slot(r, parity) + mine.begin * item;
+      reduce(dtype, op, segment_.slot(rank_, parity) + mine.begin * item, inputs.data(), size_,
+             mine.end - mine.begin);
+    }
+    sync_.post_reduced(step);
+    sync_.wait_reduced(step);
+    // Allgather: every rank's reduced slice, out of its slot.
+    for (int r = 0; r < size_; ++r) {
+      const Slice theirs = slice_of(count, size_, r, align);
+      if (theirs.end == theirs.begin) continue;
+      std::memcpy(chunk + theirs.begin * item, segment_.slot(r, parity) + theirs.begin * item,
+                  (theirs.end - theirs.begin) * item);
+    }
+  }
+}
+
+void ShmCollectives::broadcast(void* data, size_t bytes, int root) {
+  char* bytes_ptr = static_cast<char*>(data);
+  for (size_t offset = 0; offset < bytes; offset += slot_bytes_) {
+    const size_t count = std::min(slot_bytes_, bytes - offset);
+    const uint64_t step = sync_.next_step();
+    const int parity = ShmStepSync::parity(step);
+    if (rank_ == root) std::memcpy(segment_.slot(root, parity), bytes_ptr + offset, count);
+    sync_.post(step);
+    sync_.wait_posted(step);
+    if (rank_ != root) std::memcpy(bytes_ptr + offset, segment_.slot(root, parity), count);
+  }
+}
+
+void ShmCollectives::allgather(const void* in, size_t bytes, void* const* outs) {
+  const char* source = static_cast<const char*>(in);
+  for (size_t offset = 0; offset < bytes; offset += slot_bytes_) {
+    const size_t count = std::min(slot_bytes_, bytes - offset);
+    const uint64_t step = sync_.next_step();
+    const int parity = ShmStepSync::parity(step);
+    std::memcpy(segment_.slot(rank_, parity), source + offset, count);
+    sync_.post(step);
+    sync_.wait_posted(step);
+    for (int r = 0; r < size_; ++r) {
+      std::memcpy(static_cast<char*>(outs[r]) + offset, segment_.slot(r, parity), count);
+    }
+  }
+}
+
+void ShmCollectives::reduce_scatter(const void* in, void* out, c10::ScalarType dtype, size_t n,
+                                    ReduceOp op) {
+  const size_t item = c10::elementSize(dtype);
+  // Each step moves `per_part` elements of every rank's part; parts sit side by side in a slot.
+  const size_t per_part = std::max<size_t>(1, slot_bytes_ / (item * size_));
+  const char* source = static_cast<const char*>(in);
+  char* target = static_cast<char*>(out);
+  std::vector<const void*> inputs(size_);
+  for (size_t offset = 0; offset < n; offset += per_part) {
+    const size_t count = std::min(per_part, n - offset);
+    const uint64_t step = sync_.next_step();
+    const int parity = ShmStepSync::parity(step);
+    char* slot = segment_.slot(rank_, parity);
+    for (int part = 0; part < size_; ++part) {
+      std::memcpy(slot + part * count * item, source + (part * n + offset) * item, count * item);
+    }
+    sync_.post(step);
+    sync_.wait_posted(step);
+    for (int r = 0; r < size_; ++r) inputs[r] = segment_.slot(r, parity) + rank_ * count * item;
+    reduce(dtype, op, target + offset * item, inputs.data(), size_, count);
+  }
+}
+
+void ShmCollectives::barrier() {
+  const uint64_t step = sync_.next_step();
+  sync_.post(step);
+  sync_.wait_posted(step);
+}
+
+}  // namespace gradwire::shm

@@ -1,0 +1,60 @@
+// The shm backend's algorithms over a segment's slots and step counters (shm_sync.h). Each call
+// is one whole collective on raw, contiguous memory; the caller has begun the operation on the
+// ShmStepSync (name and deadline).
+//
+//  allreduce, small (bytes <= small_bytes): one step; every rank copies its input into its slot,
+//    then reduces all slots into its output.
+//  allreduce, large: chunks of one slot; per chunk every rank copies in, reduces its own 1/size
+//    slice of the chunk across all slots into its own slot (reduce-scatter), then copies every
+//    rank's reduced slice out (allgather). Two steps per chunk; double-buffered slots let a fast
+//    rank copy the next chunk in while the others still reduce this one.
+//  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
+//
+// Thread safety: none; one progress thread per communicator calls these in issue order.
+// Throws what ShmStepSync throws (peer gone, timed out, aborted).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstddef>
+
+#include "gradwire/comm/communicator.h"
+#include "shm_segment.h"
+#include "shm_sync.h"
+
+namespace gradwire::shm {
+
+// Pure: the half-open element range [begin, end) of `rank`'s slice when `n` elements are split
+// over `ranks` ranks in slices that are multiples of `align` elements (the last ones may be
+// shorter or empty).
+struct Slice {
+  size_t begin;
+  size_t end;
+};
+Slice slice_of(size_t n, int ranks, int rank, size_t align);
+
+class ShmCollectives {
+ public:
+  ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int rank, size_t small_bytes);
+
+  void allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op);
+  void broadcast(void* data, size_t bytes, int root);
+  // outs[r] (bytes each) receives rank r's input.
+  void allgather(const void* in, size_t bytes, void* const* outs);
+  // in holds size() * n elements; out (n elements) = op over ranks of chunk rank() of in.
+  void reduce_scatter(const void* in, void* out, c10::ScalarType dtype, size_t n, ReduceOp op);
+  void barrier();
+
+ private:
+  void allreduce_small(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
+  void allreduce_large(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
+
+  const ShmSegment& segment_;
+  ShmStepSync& sync_;
+  int rank_;
+  int size_;
+  size_t slot_bytes_;
+  size_t small_bytes_;
+};
+
+}  // namespace gradwire::shm

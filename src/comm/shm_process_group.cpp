@@ -1,0 +1,212 @@
+#include "shm_process_group.h"
+
+#include "gradwire/common/error.h"
+#include "shm_attach.h"
+#include "shm_reduce.h"
+
+namespace gradwire::shm {
+
+namespace {
+
+// A c10d work completed by the progress thread.
+class ShmWork : public c10d::Work {
+ public:
+  explicit ShmWork(c10d::OpType type) : c10d::Work(-1, type) {}
+  void complete(std::exception_ptr error) { finish(std::move(error)); }
+};
+
+ReduceOp from_c10d(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return ReduceOp::kSum;
+    case c10d::ReduceOp::AVG:
+      return ReduceOp::kAvg;
+    case c10d::ReduceOp::MIN:
+      return ReduceOp::kMin;
+    case c10d::ReduceOp::MAX:
+      return ReduceOp::kMax;
+    default:
+      throw InvalidArgument("gradwire shm: reduce op " + std::to_string(int(op.op_)) +
+                            " is not supported; use sum, avg, min or max");
+  }
+}
+
+const at::Tensor& only_tensor(const char* op, const std::vector<at::Tensor>& tensors) {
+  if (tensors.size() != 1) {
+    throw InvalidArgument(std::string("gradwire shm ") + op + ": takes one tensor, got " +
+                          std::to_string(tensors.size()));
+  }
+  return tensors[0];
+}
+
+void check_tensor(const char* op, const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.is_contiguous() || !tensor.device().is_cpu()) {
+    throw InvalidArgument(std::string("gradwire shm ") + op +
+                          ": tensors must be defined, contiguous and on the CPU");
+  }
+}
+
+void check_reducible(const char* op, const at::Tensor& tensor, ReduceOp reduce_op) {
+  if (!reducible(tensor.scalar_type())) {
+    throw InvalidArgument(std::string("gradwire shm ") + op + ": cannot reduce " +
+                          c10::toString(tensor.scalar_type()) +
+                          " tensors; use float, double, half, bfloat16, int8, uint8, int32 or "
+                          "int64");
+  }
+  if (reduce_op == ReduceOp::kAvg && c10::isIntegralType(tensor.scalar_type(), true)) {
+    throw InvalidArgument(std::string("gradwire shm ") + op +
+                          ": avg of integer tensors is not an integer; use sum");
+  }
+}
+
+size_t byte_size(const at::Tensor& tensor) { return tensor.numel() * tensor.element_size(); }
+
+}  // namespace
+
+struct ShmProcessGroup::Pending {
+  std::string what;
+  std::function<void()> run;
+  c10::intrusive_ptr<ShmWork> work;
+};
+
+ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                 ShmOptions options, c10d_adapter::BackendPtr point_to_point)
+    : c10d_adapter::BackendBase(rank, size),
+      options_(options),
+      segment_(join_segment(*store, rank,
+                            compute_layout(size, std::max(options.slot_bytes,
+                                                          kCacheLine * static_cast<size_t>(size))),
+                            options.port, options.timeout)),
+      sync_(segment_, rank),
+      collectives_(segment_, sync_, rank, options.small_bytes),
+      point_to_point_(std::move(point_to_point)),
+      progress_([this] { progress_loop(); }) {}
+
+ShmProcessGroup::~ShmProcessGroup() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  sync_.abort();
+  wake_.notify_all();
+  progress_.join();
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what,
+                                                        std::function<void()> run) {
+  auto work = c10::make_intrusive<ShmWork>(c10d::OpType::UNKNOWN);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(Pending{std::move(what), std::move(run), work});
+  }
+  wake_.notify_one();
+  return work;
+}
+
+void ShmProcessGroup::progress_loop() {
+  while (true) {
+    Pending next;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      if (stopping_ && !failure_) {
+        failure_ = std::make_exception_ptr(
+            std::runtime_error("shm: " + next.what + " aborted: the communicator was destroyed"));
+      }
+    }
+    if (failure_) {
+      next.work->complete(failure_);
+      continue;
+    }
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      sync_.begin(next.what, start + options_.timeout, options_.timeout);
+      next.run();
+      next.work->complete(nullptr);
+    } catch (...) {
+      failure_ = std::current_exception();
+      next.work->complete(failure_);
+    }
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
+                                                          const c10d::BroadcastOptions& options) {
+  at::Tensor tensor = only_tensor("broadcast", tensors);
+  check_tensor("broadcast", tensor);
+  const int root = static_cast<int>(options.rootRank);
+  return enqueue("broadcast", [this, tensor, root] {
+    collectives_.broadcast(tensor.data_ptr(), byte_size(tensor), root);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::AllreduceOptions& options) {
+  at::Tensor tensor = only_tensor("allreduce", tensors);
+  check_tensor("allreduce", tensor);
+  const ReduceOp op = from_c10d(options.reduceOp);
+  check_reducible("allreduce", tensor, op);
+  return enqueue(std::string("allreduce(") + to_string(op) + ")", [this, tensor, op] {
+    collectives_.allreduce(tensor.data_ptr(), tensor.scalar_type(), tensor.numel(), op);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  at::Tensor input = only_tensor("allgather", inputs);
+  check_tensor("allgather", input);
+  if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != getSize()) {
+    throw InvalidArgument("gradwire shm allgather: needs one list of size() output tensors");
+  }
+  std::vector<at::Tensor> targets = outputs[0];
+  for (const auto& target : targets) {
+    check_tensor("allgather", target);
+    if (byte_size(target) != byte_size(input)) {
+      throw InvalidArgument("gradwire shm allgather: every output must have the input's size");
+    }
+  }
+  return enqueue("allgather", [this, input, targets] {
+    std::vector<void*> outs;
+    for (const auto& target : targets) outs.push_back(target.data_ptr());
+    collectives_.allgather(input.data_ptr(), byte_size(input), outs.data());
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& options) {
+  check_tensor("reduce_scatter", input);
+  check_tensor("reduce_scatter", output);
+  const ReduceOp op = from_c10d(options.reduceOp);
+  check_reducible("reduce_scatter", input, op);
+  if (input.numel() != output.numel() * getSize() || input.scalar_type() != output.scalar_type()) {
+    throw InvalidArgument(
+        "gradwire shm reduce_scatter: input must hold size() * output.numel() elements of the "
+        "output's dtype");
+  }
+  return enqueue(std::string("reduce_scatter(") + to_string(op) + ")", [this, input, output, op] {
+    collectives_.reduce_scatter(input.data_ptr(), output.data_ptr(), input.scalar_type(),
+                                output.numel(), op);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::barrier(const c10d::BarrierOptions&) {
+  return enqueue("barrier", [this] { collectives_.barrier(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                     int tag) {
+  if (!point_to_point_) throw InvalidArgument("gradwire shm: this group has no send/recv");
+  return point_to_point_->send(tensors, dst_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                     int tag) {
+  if (!point_to_point_) throw InvalidArgument("gradwire shm: this group has no send/recv");
+  return point_to_point_->recv(tensors, src_rank, tag);
+}
+
+}  // namespace gradwire::shm

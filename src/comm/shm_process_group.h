@@ -1,0 +1,86 @@
+// The shm backend as a c10d process group, so C10dCommunicator (op descriptions, timed waits,
+// error translation, split) serves it as it serves Gloo. Collectives run on one progress thread
+// per group, in issue order, through ShmCollectives over the group's segment; send/recv go to a
+// Gloo group of the same ranks built beside it.
+//
+// Thread safety: collectives may be issued from any thread (a mutex guards only the queue of
+// pending operations, not the data path). Work handles complete on the progress thread and are
+// waited on the caller's thread. Nothing throws on the progress thread: a failure completes the
+// operation's Work with a std::runtime_error (translated to gradwire errors by C10dCommunicator)
+// and fails every later operation of this group the same way, since the peers' progress is then
+// unknown.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "c10d_adapter.h"
+#include "shm_collectives.h"
+#include "shm_segment.h"
+#include "shm_sync.h"
+
+namespace gradwire::shm {
+
+struct ShmOptions {
+  // Names the segment (segment_name()); the job's MASTER_PORT.
+  int port = 0;
+  // Bytes per slot (each rank has two): the chunk of a large allreduce. Default 1 MiB.
+  size_t slot_bytes = size_t{1} << 20;
+  // Allreduces up to this size take the one-step algorithm. Default 64 KiB.
+  size_t small_bytes = size_t{64} << 10;
+  // Limit for joining the segment and for each operation, from when it starts running.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+
+class ShmProcessGroup : public c10d_adapter::BackendBase {
+ public:
+  // Collective over the `size` ranks using `store` (prefixed for this group): joins the segment
+  // (shm_attach.h). `point_to_point` serves send/recv; it may be null (send/recv then fail).
+  ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                  ShmOptions options, c10d_adapter::BackendPtr point_to_point);
+  // Fails pending operations and stops the progress thread.
+  ~ShmProcessGroup() override;
+
+  const std::string getBackendName() const override { return "shm"; }
+  // Inputs: exactly one contiguous CPU tensor per call (as C10dCommunicator passes them).
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& options) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+
+ private:
+  struct Pending;
+  c10::intrusive_ptr<c10d::Work> enqueue(std::string what, std::function<void()> run);
+  void progress_loop();
+
+  ShmOptions options_;
+  ShmSegment segment_;
+  ShmStepSync sync_;
+  ShmCollectives collectives_;
+  c10d_adapter::BackendPtr point_to_point_;
+
+  std::mutex mutex_;  // guards the members below
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::exception_ptr failure_;  // the first failure; fails every later operation
+
+  std::thread progress_;  // last: started once everything above exists
+};
+
+}  // namespace gradwire::shm

@@ -1,0 +1,167 @@
+#include "shm_segment.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <stdexcept>
+
+namespace gradwire::shm {
+
+namespace {
+
+size_t round_up(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+std::runtime_error system_failure(const std::string& what, const std::string& name, int error) {
+  return std::runtime_error("shm: " + what + " '" + name + "' failed: " + std::strerror(error));
+}
+
+char* map_fd(int fd, size_t bytes, const std::string& name) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) throw system_failure("mapping", name, errno);
+  return static_cast<char*>(base);
+}
+
+}  // namespace
+
+ShmLayout compute_layout(int ranks, size_t slot_bytes) {
+  ShmLayout layout;
+  layout.ranks = ranks;
+  layout.slot_bytes = round_up(std::max<size_t>(slot_bytes, kCacheLine), kCacheLine);
+  layout.controls_offset = kPage;
+  layout.data_offset =
+      round_up(layout.controls_offset + sizeof(ShmRankControl) * static_cast<size_t>(ranks), kPage);
+  layout.total_bytes =
+      round_up(layout.data_offset + layout.slot_bytes * 2 * static_cast<size_t>(ranks), kPage);
+  return layout;
+}
+
+std::string segment_prefix(int port) { return "gradwire-" + std::to_string(port) + "-"; }
+
+std::string segment_name(int port, int creator_pid, uint64_t nonce) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce));
+  return "/" + segment_prefix(port) + std::to_string(creator_pid) + "-" + hex;
+}
+
+ShmSegment::ShmSegment(std::string name, ShmLayout layout, char* base)
+    : name_(std::move(name)), layout_(layout), base_(base) {}
+
+ShmSegment::ShmSegment(ShmSegment&& other) noexcept
+    : name_(std::move(other.name_)), layout_(other.layout_), base_(other.base_) {
+  other.base_ = nullptr;
+}
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
+  if (this != &other) {
+    if (base_ != nullptr) munmap(base_, layout_.total_bytes);
+    name_ = std::move(other.name_);
+    layout_ = other.layout_;
+    base_ = other.base_;
+    other.base_ = nullptr;
+  }
+  return *this;
+}
+
+ShmSegment::~ShmSegment() {
+  if (base_ != nullptr) munmap(base_, layout_.total_bytes);
+}
+
+ShmSegment ShmSegment::create(const std::string& name, const ShmLayout& layout) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) throw system_failure("creating shared-memory segment", name, errno);
+  if (ftruncate(fd, static_cast<off_t>(layout.total_bytes)) != 0) {
+    const int error = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    throw std::runtime_error(
+        "shm: sizing segment '" + name + "' to " + std::to_string(layout.total_bytes) +
+        " bytes failed: " + std::strerror(error) + " (is /dev/shm large enough?)");
+  }
+  char* base = nullptr;
+  try {
+    base = map_fd(fd, layout.total_bytes, name);
+  } catch (...) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throw;
+  }
+  close(fd);
+  // Fresh pages are zero: every counter starts at step 0 and pid 0. Construct the atomics.
+  for (int r = 0; r < layout.ranks; ++r) {
+    new (base + layout.controls_offset + sizeof(ShmRankControl) * r) ShmRankControl{};
+  }
+  auto* header = reinterpret_cast<ShmHeader*>(base);
+  header->version = kSegmentVersion;
+  header->ranks = static_cast<uint32_t>(layout.ranks);
+  header->slot_bytes = layout.slot_bytes;
+  header->total_bytes = layout.total_bytes;
+  std::atomic_thread_fence(std::memory_order_release);
+  header->magic = kSegmentMagic;
+  return ShmSegment(name, layout, base);
+}
+
+ShmSegment ShmSegment::attach(const std::string& name, const ShmLayout& layout) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int error = errno;
+    throw std::runtime_error(
+        "shm: opening segment '" + name + "' created by rank 0 failed: " + std::strerror(error) +
+        (error == ENOENT ? " (the shm backend needs every rank on rank 0's host)" : ""));
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) != layout.total_bytes) {
+    close(fd);
+    throw std::runtime_error("shm: segment '" + name + "' has " + std::to_string(info.st_size) +
+                             " bytes, expected " + std::to_string(layout.total_bytes) +
+                             "; do all ranks use the same gradwire build and options?");
+  }
+  char* base = map_fd(fd, layout.total_bytes, name);
+  close(fd);
+  ShmSegment segment(name, layout, base);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const auto* header = reinterpret_cast<const ShmHeader*>(base);
+  if (header->magic != kSegmentMagic || header->version != kSegmentVersion ||
+      header->ranks != static_cast<uint32_t>(layout.ranks) ||
+      header->slot_bytes != layout.slot_bytes) {
+    throw std::runtime_error("shm: segment '" + name +
+                             "' does not match this communicator (ranks or slot size differ)");
+  }
+  return segment;
+}
+
+ShmRankControl& ShmSegment::control(int rank) const {
+  return *reinterpret_cast<ShmRankControl*>(base_ + layout_.controls_offset +
+                                            sizeof(ShmRankControl) * static_cast<size_t>(rank));
+}
+
+char* ShmSegment::slot(int rank, int parity) const {
+  return base_ + layout_.data_offset +
+         (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * layout_.slot_bytes;
+}
+
+void unlink_segment(const std::string& name) { shm_unlink(name.c_str()); }
+
+bool process_gone(int64_t pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  // A zombie still answers kill(); its state letter in /proc/PID/stat is 'Z'.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  auto close_paren = line.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
+         line[close_paren + 2] == 'Z';
+}
+
+}  // namespace gradwire::shm

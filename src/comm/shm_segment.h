@@ -1,0 +1,96 @@
+// The shared-memory segment of one shm communicator: its layout (pure), and the mapping that
+// creates, attaches and unlinks it. See docs/communicator.md, "shm backend".
+//
+// Layout (offsets from the start of the mapping, all page aligned):
+//   header      one page: magic, version, rank count, slot size
+//   controls    one ShmRankControl per rank, each on its own cache lines
+//   data        2 slots of slot_bytes per rank (double buffering by step parity):
+//               slot(rank, parity) at data_offset + (rank * 2 + parity) * slot_bytes
+//
+// Thread safety: a ShmSegment is a mapping; what lives in it is synchronised by the step
+// counters in ShmRankControl (shm_sync.h). Ownership: the mapping is unmapped on destruction;
+// the name is unlinked by whoever calls unlink_segment() (as soon as every rank attached).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gradwire::shm {
+
+constexpr size_t kCacheLine = 64;
+constexpr size_t kPage = 4096;
+constexpr uint64_t kSegmentMagic = 0x6772647773686d31ULL;  // "grdwshm1"
+constexpr uint32_t kSegmentVersion = 1;
+
+struct ShmHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t ranks;
+  uint64_t slot_bytes;
+  uint64_t total_bytes;
+};
+
+// Written only by its rank, read by all. Each counter on its own cache line.
+struct alignas(kCacheLine) ShmRankControl {
+  alignas(kCacheLine) std::atomic<int64_t> pid;
+  // The last step whose input this rank has published.
+  alignas(kCacheLine) std::atomic<uint64_t> posted;
+  // The last step whose slice this rank has reduced (large allreduce only).
+  alignas(kCacheLine) std::atomic<uint64_t> reduced;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm flags need lock-free atomics");
+
+struct ShmLayout {
+  int ranks = 0;
+  size_t slot_bytes = 0;
+  size_t controls_offset = 0;
+  size_t data_offset = 0;
+  size_t total_bytes = 0;
+};
+
+// Pure: the layout for `ranks` ranks with slots of `slot_bytes` (rounded up to a cache line).
+ShmLayout compute_layout(int ranks, size_t slot_bytes);
+
+// Pure: "/gradwire-<port>-<pid>-<nonce hex>": the job's rendezvous port (unique per host while the
+// job runs), the creating process and a random nonce, so two jobs or communicators never collide.
+// A job's segments are the /dev/shm entries starting with segment_prefix(port).
+std::string segment_name(int port, int creator_pid, uint64_t nonce);
+std::string segment_prefix(int port);  // "gradwire-<port>-" (as listed in /dev/shm)
+
+class ShmSegment {
+ public:
+  // Creates `name` exclusively and maps it (rank 0). Throws std::runtime_error naming the segment
+  // and errno when it exists or cannot be sized (e.g. /dev/shm full).
+  static ShmSegment create(const std::string& name, const ShmLayout& layout);
+  // Maps the existing `name` and checks its header against `layout`. Throws std::runtime_error
+  // (e.g. when the creator runs on another host, or the segment is gone).
+  static ShmSegment attach(const std::string& name, const ShmLayout& layout);
+
+  ShmSegment(ShmSegment&& other) noexcept;
+  ShmSegment& operator=(ShmSegment&& other) noexcept;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+  ~ShmSegment();
+
+  const ShmLayout& layout() const { return layout_; }
+  const std::string& name() const { return name_; }
+  ShmRankControl& control(int rank) const;
+  // Slot `parity` (0 or 1) of `rank`: slot_bytes bytes, 64-byte aligned.
+  char* slot(int rank, int parity) const;
+
+ private:
+  ShmSegment(std::string name, ShmLayout layout, char* base);
+  std::string name_;
+  ShmLayout layout_;
+  char* base_ = nullptr;
+};
+
+// Removes the name (mappings stay valid). Missing names are not an error.
+void unlink_segment(const std::string& name);
+
+// True when `pid` runs no more on this host (gone, or a zombie waiting to be reaped).
+bool process_gone(int64_t pid);
+
+}  // namespace gradwire::shm

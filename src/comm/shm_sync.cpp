@@ -1,0 +1,106 @@
+#include "shm_sync.h"
+
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GRADWIRE_CPU_RELAX() _mm_pause()
+#else
+#define GRADWIRE_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::shm {
+
+namespace {
+constexpr int kSpins = 2000;  // pause instructions before yielding (a few microseconds)
+constexpr int kYields = 200;  // yields before sleeping
+constexpr auto kLongestSleep = std::chrono::microseconds(1000);
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + text + "]";
+}
+}  // namespace
+
+ShmStepSync::ShmStepSync(const ShmSegment& segment, int rank)
+    : segment_(segment), rank_(rank), size_(segment.layout().ranks) {}
+
+void ShmStepSync::begin(std::string what, std::chrono::steady_clock::time_point deadline,
+                        std::chrono::milliseconds limit) {
+  what_ = std::move(what);
+  deadline_ = deadline;
+  limit_ = limit;
+}
+
+void ShmStepSync::post(uint64_t step) {
+  segment_.control(rank_).posted.store(step, std::memory_order_release);
+}
+
+void ShmStepSync::post_reduced(uint64_t step) {
+  segment_.control(rank_).reduced.store(step, std::memory_order_release);
+}
+
+void ShmStepSync::wait_posted(uint64_t step) { wait_all(&ShmRankControl::posted, step, "post"); }
+
+void ShmStepSync::wait_reduced(uint64_t step) {
+  wait_all(&ShmRankControl::reduced, step, "reduce its slice of");
+}
+
+void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint64_t step,
+                           const char* phase) {
+  // Ranks are checked in order; a rank that arrived stays arrived (counters only grow).
+  int next = 0;
+  auto arrived = [&] {
+    while (next < size_ &&
+           (segment_.control(next).*counter).load(std::memory_order_acquire) >= step) {
+      ++next;
+    }
+    return next == size_;
+  };
+  for (int i = 0; i < kSpins; ++i) {
+    if (arrived()) return;
+    GRADWIRE_CPU_RELAX();
+  }
+  for (int i = 0; i < kYields; ++i) {
+    if (arrived()) return;
+    std::this_thread::yield();
+  }
+  auto sleep = std::chrono::microseconds(20);
+  auto next_liveness = std::chrono::steady_clock::now();
+  while (!arrived()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (aborted_.load(std::memory_order_relaxed)) {
+      throw std::runtime_error("shm: " + what_ + " aborted: the communicator is shutting down");
+    }
+    std::vector<int> missing;
+    if (now >= next_liveness || now >= deadline_) {
+      for (int r = next; r < size_; ++r) {
+        if ((segment_.control(r).*counter).load(std::memory_order_acquire) >= step) continue;
+        missing.push_back(r);
+        const int64_t pid = segment_.control(r).pid.load(std::memory_order_relaxed);
+        if (process_gone(pid)) {
+          throw ShmPeerGone("shm: " + what_ + ": rank " + std::to_string(r) +
+                                " of the communicator (pid " + std::to_string(pid) +
+                                ") exited while rank " + std::to_string(rank_) + " waited for it",
+                            r);
+        }
+      }
+      next_liveness = now + kLivenessPeriod;
+    }
+    if (now >= deadline_) {
+      throw std::runtime_error("shm: " + what_ + " timed out after " + format_duration(limit_) +
+                               " waiting for rank(s) " + ranks_text(missing) +
+                               " of the communicator to " + phase + " step " +
+                               std::to_string(step) + "; they are alive but did not arrive");
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min<std::chrono::microseconds>(sleep * 2, kLongestSleep);
+  }
+}
+
+}  // namespace gradwire::shm

@@ -1,0 +1,70 @@
+// Step synchronisation over a shm segment's per-rank counters: no locks, each rank writes only its
+// own counters; waits spin briefly, then yield, then sleep with growing pauses, and never outlast
+// the operation's deadline. While waiting, the pids of the ranks not yet arrived are checked about
+// every 100 ms, so a dead peer ends the wait well within a second.
+//
+// Protocol (see docs/communicator.md, "shm backend"): every collective runs one or more steps;
+// in each step every rank posts (its input for that step is in its slot) and waits until every
+// rank posted. Slots alternate by step parity, and a rank posts step s only after it finished
+// step s-1, so a slot written in step s was last read in step s-2, which everyone had finished:
+// no extra synchronisation is needed before reuse.
+//
+// Thread safety: one ShmStepSync per communicator, used by its progress thread only (abort() may
+// be called from any thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "shm_segment.h"
+
+namespace gradwire::shm {
+
+// A wait ended because a peer's process exited. what() names the rank and its pid.
+class ShmPeerGone : public std::runtime_error {
+ public:
+  ShmPeerGone(const std::string& message, int rank) : std::runtime_error(message), rank_(rank) {}
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+class ShmStepSync {
+ public:
+  ShmStepSync(const ShmSegment& segment, int rank);
+
+  // Starts an operation named `what` (for messages) that must finish by `deadline`.
+  void begin(std::string what, std::chrono::steady_clock::time_point deadline,
+             std::chrono::milliseconds limit);
+  // The next step number (starts at 1) and the slot parity it uses.
+  uint64_t next_step() { return ++step_; }
+  static int parity(uint64_t step) { return static_cast<int>(step & 1); }
+
+  void post(uint64_t step);
+  void post_reduced(uint64_t step);
+  // Block until every rank posted (reduced) `step`. Throws ShmPeerGone when a waited-for rank's
+  // process is gone, std::runtime_error "... timed out ..." naming the missing ranks after the
+  // deadline, and std::runtime_error when abort() was called.
+  void wait_posted(uint64_t step);
+  void wait_reduced(uint64_t step);
+
+  // Makes current and future waits fail (communicator shutting down).
+  void abort() { aborted_.store(true, std::memory_order_relaxed); }
+
+ private:
+  void wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint64_t step, const char* phase);
+
+  const ShmSegment& segment_;
+  int rank_;
+  int size_;
+  uint64_t step_ = 0;
+  std::string what_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::milliseconds limit_{0};
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace gradwire::shm
