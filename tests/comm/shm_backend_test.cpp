@@ -1,0 +1,202 @@
+// The shm backend's parts: layout and names (pure), reduction kernels, and ShmProcessGroup driven
+// directly by threads of this process over an in-memory store (small slots, so the chunked and
+// double-buffered paths run many times), the segment's lifetime, and a stalled peer's timeout.
+#include <ATen/ATen.h>
+#include <c10/util/BFloat16.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "shm_collectives.h"
+#include "shm_process_group.h"
+#include "shm_reduce.h"
+#include "shm_segment.h"
+
+namespace gradwire::shm {
+namespace {
+
+int job_segments(int port) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(segment_prefix(port), 0) == 0) ++count;
+  }
+  return count;
+}
+
+TEST(ShmLayout, ControlsAndSlotsAreAlignedAndDisjoint) {
+  for (int ranks : {1, 2, 3, 8}) {
+    const auto layout = compute_layout(ranks, 1000);
+    EXPECT_EQ(layout.slot_bytes % kCacheLine, 0u);
+    EXPECT_GE(layout.slot_bytes, 1000u);
+    EXPECT_EQ(layout.controls_offset % kPage, 0u);
+    EXPECT_EQ(layout.data_offset % kPage, 0u);
+    EXPECT_GE(layout.data_offset, layout.controls_offset + sizeof(ShmRankControl) * ranks);
+    EXPECT_GE(layout.total_bytes, layout.data_offset + 2 * ranks * layout.slot_bytes);
+  }
+  EXPECT_EQ(sizeof(ShmRankControl), 3 * kCacheLine);  // pid, posted, reduced: a line each
+}
+
+TEST(ShmLayout, NamesCarryThePortAndDiffer) {
+  const auto a = segment_name(29500, 42, 1), b = segment_name(29500, 42, 2);
+  EXPECT_EQ(a.rfind("/gradwire-29500-42-", 0), 0u) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.substr(1).rfind(segment_prefix(29500), 0), 0u);
+  EXPECT_NE(segment_prefix(29500), segment_prefix(2950));
+}
+
+TEST(ShmLayout, SlicesCoverEverythingOnce) {
+  for (size_t n : {0, 1, 7, 16, 1000, 1025}) {
+    for (int ranks : {1, 2, 3, 5}) {
+      size_t next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const auto s = slice_of(n, ranks, r, 16);
+        EXPECT_EQ(s.begin, next) << n << " " << ranks << " " << r;
+        EXPECT_LE(s.begin, s.end);
+        if (s.end < n) EXPECT_EQ((s.end - s.begin) % 16, 0u);
+        next = s.end;
+      }
+      EXPECT_EQ(next, n);
+    }
+  }
+}
+
+TEST(ShmReduce, EveryOpAndDtypeMatchesATen) {
+  for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kByte,
+                     at::kInt, at::kLong}) {
+    std::vector<at::Tensor> inputs;
+    for (int k = 0; k < 3; ++k) {
+      inputs.push_back(at::arange(1037, at::kDouble).remainder(11).add(k).to(dtype));
+    }
+    auto stacked = at::stack(inputs).to(at::kDouble);
+    std::vector<const void*> pointers;
+    for (auto& t : inputs) pointers.push_back(t.data_ptr());
+    for (auto op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+      if (op == ReduceOp::kAvg && c10::isIntegralType(dtype, false)) continue;
+      at::Tensor out = at::empty({1037}, at::TensorOptions(dtype));
+      reduce(dtype, op, out.data_ptr(), pointers.data(), 3, 1037);
+      at::Tensor want = op == ReduceOp::kSum   ? stacked.sum(0)
+                        : op == ReduceOp::kMin ? std::get<0>(stacked.min(0))
+                        : op == ReduceOp::kMax ? std::get<0>(stacked.max(0))
+                                               : stacked.mean(0);
+      EXPECT_TRUE(at::allclose(out.to(at::kDouble), want.to(dtype).to(at::kDouble), 1e-2, 1e-2))
+          << c10::toString(dtype) << " " << to_string(op);
+    }
+  }
+}
+
+TEST(ShmReduce, HalfPrecisionAccumulatesInFloat32AndRoundsOnce) {
+  // 256 + 1 + 1 in bfloat16 step by step is 256 (each +1 rounds away); in float32 then rounded
+  // once it is 258.
+  std::vector<c10::BFloat16> a{256.0f}, b{1.0f}, c{1.0f}, out{0.0f};
+  const void* inputs[] = {a.data(), b.data(), c.data()};
+  reduce(at::kBFloat16, ReduceOp::kSum, out.data(), inputs, 3, 1);
+  EXPECT_EQ(static_cast<float>(out[0]), 258.0f);
+  // In place: the output may be an input.
+  reduce(at::kBFloat16, ReduceOp::kMax, a.data(), inputs, 3, 1);
+  EXPECT_EQ(static_cast<float>(a[0]), 256.0f);
+}
+
+// Runs fn(rank, group) for `ranks` threads sharing one in-memory store.
+void with_groups(int ranks, int port, ShmOptions options,
+                 const std::function<void(int, ShmProcessGroup&)>& fn) {
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
+  options.port = port;
+  std::mutex mutex;
+  std::exception_ptr error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options,
+                                                          c10d_adapter::BackendPtr());
+        fn(r, *group);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {
+  return at::arange(n, at::kDouble).remainder(13).mul(rank + 1).sub(rank).to(dtype);
+}
+
+TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
+  ShmOptions options;
+  options.slot_bytes = 4096;  // 1024 floats: a 10000-element allreduce is 10 chunks
+  options.small_bytes = 512;
+  options.timeout = std::chrono::seconds(30);
+  const int ranks = 3;
+  with_groups(ranks, 1, options, [&](int rank, ShmProcessGroup& group) {
+    for (auto dtype : {at::kFloat, at::kBFloat16, at::kLong}) {
+      for (int64_t n : {1, 100, 1000, 10001}) {
+        at::Tensor sum = at::zeros({n}, at::kDouble);
+        for (int r = 0; r < ranks; ++r) sum += input_for(r, n, at::kDouble);
+        std::vector<at::Tensor> t{input_for(rank, n, dtype)};
+        c10d::AllreduceOptions all;
+        group.allreduce(t, all)->wait();
+        ASSERT_TRUE(at::equal(t[0].to(at::kDouble), sum)) << c10::toString(dtype) << " n=" << n;
+
+        at::Tensor big = input_for(rank, ranks * n, dtype), mine = at::empty({n}, dtype);
+        at::Tensor total = at::zeros({ranks * n}, at::kDouble);
+        for (int r = 0; r < ranks; ++r) total += input_for(r, ranks * n, at::kDouble);
+        group._reduce_scatter_base(mine, big, c10d::ReduceScatterOptions())->wait();
+        ASSERT_TRUE(at::equal(mine.to(at::kDouble), total.narrow(0, rank * n, n)))
+            << "reduce_scatter " << c10::toString(dtype) << " n=" << n;
+
+        std::vector<at::Tensor> in{input_for(rank, n, dtype)};
+        std::vector<std::vector<at::Tensor>> outs(1);
+        for (int r = 0; r < ranks; ++r) outs[0].push_back(at::empty({n}, dtype));
+        group.allgather(outs, in, c10d::AllgatherOptions())->wait();
+        for (int r = 0; r < ranks; ++r) ASSERT_TRUE(at::equal(outs[0][r], input_for(r, n, dtype)));
+      }
+    }
+    group.barrier(c10d::BarrierOptions())->wait();
+  });
+}
+
+TEST(ShmProcessGroup, SegmentIsUnlinkedOnceEveryRankAttached) {
+  const int port = 60000 + getpid() % 5000;
+  ShmOptions options;
+  with_groups(2, port, options, [&](int, ShmProcessGroup& group) {
+    EXPECT_EQ(job_segments(port), 0);
+    group.barrier(c10d::BarrierOptions())->wait();
+  });
+  EXPECT_EQ(job_segments(port), 0);
+}
+
+TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
+  ShmOptions options;
+  options.timeout = std::chrono::milliseconds(500);
+  with_groups(2, 2, options, [&](int rank, ShmProcessGroup& group) {
+    at::Tensor t = at::ones({16});
+    std::vector<at::Tensor> tensors{t};
+    group.allreduce(tensors, c10d::AllreduceOptions())->wait();
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return;  // never calls the second allreduce
+    }
+    auto work = group.allreduce(tensors, c10d::AllreduceOptions());
+    try {
+      work->wait();
+      ADD_FAILURE() << "no timeout";
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("timed out"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank(s) [1]"), std::string::npos) << what;
+    }
+    // The group is broken from now on: later operations fail the same way, at once.
+    EXPECT_ANY_THROW(group.barrier(c10d::BarrierOptions())->wait());
+  });
+}
+
+}  // namespace
+}  // namespace gradwire::shm
