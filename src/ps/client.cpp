@@ -4,6 +4,7 @@
 #include "gradwire/ps/client.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -54,6 +55,73 @@ int env_int_or(const EnvMap& env, const char* name, int fallback) {
 
 std::string table_op(const char* verb, const std::string& table) {
   return std::string(verb) + " of table '" + table + "'";
+}
+
+// Note [raw loops] (as in table_shard.cpp): a batch sends each server a few ids, so checking,
+// deduplicating and routing loop over the ids directly instead of running a few dozen small ATen
+// operations per call.
+
+// Checks ids (int64, any shape) against [0, num_rows); the detailed message comes from check_ids.
+void check_ids_fast(const at::Tensor& ids, int64_t num_rows, const char* what,
+                    const std::string& table) {
+  if (ids.scalar_type() == at::kLong && ids.is_contiguous()) {
+    const int64_t* data = ids.data_ptr<int64_t>();
+    bool bad = false;
+    for (int64_t i = 0; i < ids.numel(); ++i) bad |= data[i] < 0 || data[i] >= num_rows;
+    if (!bad) return;
+  }
+  check_ids(ids, num_rows, what, table);
+}
+
+bool strictly_increasing(const at::Tensor& ids) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 1; i < ids.numel(); ++i) {
+    if (data[i] <= data[i - 1]) return false;
+  }
+  return true;
+}
+
+// One server's share of a routed id list: its ids, in input order, and their input positions.
+struct RoutedIds {
+  int server = 0;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> positions;
+};
+
+// Splits contiguous int64 `ids` by owner (id % num_servers); servers owning none are left out.
+std::vector<RoutedIds> route(const at::Tensor& ids, int num_servers) {
+  std::vector<RoutedIds> by_server(static_cast<size_t>(num_servers));
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    RoutedIds& share = by_server[static_cast<size_t>(data[i] % num_servers)];
+    share.ids.push_back(data[i]);
+    share.positions.push_back(i);
+  }
+  std::vector<RoutedIds> routed;
+  for (int server = 0; server < num_servers; ++server) {
+    RoutedIds& share = by_server[static_cast<size_t>(server)];
+    if (share.ids.empty()) continue;
+    share.server = server;
+    routed.push_back(std::move(share));
+  }
+  return routed;
+}
+
+at::Tensor view_of(std::vector<int64_t>& values) {
+  return at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kLong);
+}
+
+// Rows `positions` of the contiguous float matrix `rows` (n x dim), as a new tensor.
+at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions) {
+  const int64_t dim = rows.size(1);
+  at::Tensor out = at::empty({static_cast<int64_t>(positions.size()), dim}, at::kFloat);
+  const float* from = rows.data_ptr<float>();
+  float* to = out.data_ptr<float>();
+  for (size_t i = 0; i < positions.size(); ++i) {
+    std::memcpy(to + static_cast<int64_t>(i) * dim, from + positions[i] * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return out;
 }
 
 class ClientImpl final : public Client {
@@ -136,40 +204,53 @@ class ClientImpl final : public Client {
 
   at::Tensor lookup(const std::string& name, const at::Tensor& ids) override {
     const TableConfig config = table(name);
-    check_ids(ids, config.num_rows, "lookup of", name);
     if (ids.dim() != 1) {
+      check_ids(ids, config.num_rows, "lookup of", name);
       throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
                             std::to_string(ids.dim()) + " dimensions");
     }
-    const UniqueIds unique = unique_ids(ids.contiguous());
-    const std::vector<ServerShare> shares = route_ids(unique.ids, num_servers());
+    const at::Tensor dense = ids.contiguous();
+    check_ids_fast(dense, config.num_rows, "lookup of", name);
+    // RemoteEmbeddingBag passes unique sorted ids: no deduplication needed then.
+    const bool unique_already = strictly_increasing(dense);
+    const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
+    std::vector<RoutedIds> shares = route(unique.ids.contiguous(), num_servers());
     std::vector<std::shared_ptr<LookupCall>> calls;
-    for (const ServerShare& share : shares) {
+    std::vector<ServerShare> servers;
+    for (RoutedIds& share : shares) {
       auto call = std::make_shared<LookupCall>();
       call->request.set_table(name);
-      rpc::encode_tensor(share.ids, call->request.mutable_ids(), "lookup.ids");
+      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
       calls.push_back(call);
+      servers.push_back({share.server, {}, {}});
     }
-    run_idempotent(calls, table_op("lookup", name), shares,
+    run_idempotent(calls, table_op("lookup", name), servers,
                    [](Stub& stub, const std::shared_ptr<LookupCall>& call) {
                      stub.async()->Lookup(&call->context, &call->request, &call->response,
                                           [call](grpc::Status s) { call->complete(s); });
                    });
     at::Tensor rows = at::empty({unique.ids.numel(), config.dim}, at::kFloat);
+    float* to = rows.data_ptr<float>();
     for (size_t i = 0; i < shares.size(); ++i) {
       rpc::TensorExpectation expect;
       expect.dtype = at::kFloat;
       expect.rank = 2;
-      const at::Tensor got = rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect);
-      if (got.size(0) != shares[i].ids.numel() || got.size(1) != config.dim) {
-        throw BackendError(
-            "gradwire: lookup of table '" + name + "': server " + calls[i]->address + " answered " +
-            std::to_string(got.size(0)) + " x " + std::to_string(got.size(1)) + " rows for " +
-            std::to_string(shares[i].ids.numel()) + " ids of dim " + std::to_string(config.dim));
+      const at::Tensor got =
+          rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
+      const auto count = static_cast<int64_t>(shares[i].ids.size());
+      if (got.size(0) != count || got.size(1) != config.dim) {
+        throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
+                           " answered " + std::to_string(got.size(0)) + " x " +
+                           std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
+                           " ids of dim " + std::to_string(config.dim));
       }
-      rows.index_copy_(0, shares[i].positions, got);
+      const float* from = got.data_ptr<float>();
+      for (int64_t r = 0; r < count; ++r) {
+        std::memcpy(to + shares[i].positions[static_cast<size_t>(r)] * config.dim,
+                    from + r * config.dim, static_cast<size_t>(config.dim) * sizeof(float));
+      }
     }
-    return rows.index_select(0, unique.inverse);
+    return unique_already ? rows : rows.index_select(0, unique.inverse);
   }
 
   void push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) override {
@@ -181,24 +262,29 @@ class ClientImpl final : public Client {
       config = state.config;
       step = state.step;
     }
-    check_ids(ids, config.num_rows, "push to", name);
     if (ids.dim() != 1 || grads.dim() != 2 || grads.size(0) != ids.size(0) ||
         grads.size(1) != config.dim || grads.scalar_type() != at::kFloat) {
+      check_ids(ids, config.num_rows, "push to", name);
       throw InvalidArgument("gradwire: push to table '" + name + "': expected ids [n] and float " +
                             "grads [n, " + std::to_string(config.dim) + "], got ids " +
                             c10::str(ids.sizes()) + " and " + c10::toString(grads.scalar_type()) +
                             " grads " + c10::str(grads.sizes()));
     }
-    const SparseRows rows = coalesce(ids.contiguous(), grads.contiguous());
-    for (const ServerShare& share : route_ids(rows.ids, num_servers())) {
+    const at::Tensor dense_ids = ids.contiguous();
+    check_ids_fast(dense_ids, config.num_rows, "push to", name);
+    // RemoteEmbeddingBag's hook pushes unique sorted ids: nothing to sum then.
+    const SparseRows rows = strictly_increasing(dense_ids)
+                                ? SparseRows{dense_ids, grads.contiguous()}
+                                : coalesce(dense_ids, grads.contiguous());
+    for (RoutedIds& share : route(rows.ids, num_servers())) {
       auto call = std::make_shared<PushCall>();
       call->address = addresses_[share.server];
       call->request.set_table(name);
       call->request.set_trainer(trainer_rank_);
       call->request.set_step(step);
-      rpc::encode_tensor(share.ids, call->request.mutable_ids(), "push.ids");
-      rpc::encode_tensor(rows.values.index_select(0, share.positions),
-                         call->request.mutable_grads(), "push.grads");
+      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
+      rpc::encode_tensor(gather_rows(rows.values, share.positions), call->request.mutable_grads(),
+                         "push.grads");
       rpc::prepare_context(call->context, token_,
                            std::chrono::system_clock::now() + options_.call_deadline);
       {

@@ -1,6 +1,8 @@
 // One server's shard of one table (table_shard.h).
 #include "ps/table_shard.h"
 
+#include <cmath>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -20,6 +22,41 @@ void check_position(const TableConfig& config, int server_index, int num_servers
                           " of num_servers " + std::to_string(num_servers) +
                           " names no server; need 0 <= server_index < num_servers");
   }
+}
+
+// Note [raw loops]: requests carry a few ids and rows each (a batch's share of one server), so
+// per-call cost is dominated by fixed overheads; the checks, the row gathers and the coalescing
+// below loop over the data directly instead of dispatching a dozen small ATen operations.
+
+// Position of the first id that is negative, >= num_rows or not owned by `server_index`; -1 if
+// none. `ids` is contiguous int64.
+int64_t first_bad_id(const at::Tensor& ids, int64_t num_rows, int server_index, int num_servers) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  const int64_t count = ids.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = data[i];
+    if (id < 0 || id >= num_rows || id % num_servers != server_index) return i;
+  }
+  return -1;
+}
+
+// True when the ids are strictly increasing (so unique): pushes from the client arrive coalesced
+// and sorted, and need no coalescing here.
+bool strictly_increasing(const at::Tensor& ids) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 1; i < ids.numel(); ++i) {
+    if (data[i] <= data[i - 1]) return false;
+  }
+  return true;
+}
+
+bool all_finite(const at::Tensor& values) {
+  const float* data = values.data_ptr<float>();
+  const int64_t count = values.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -80,11 +117,10 @@ void TableShard::check_ids(const at::Tensor& ids, const char* what) const {
                                          : std::string("none")));
   }
   if (ids.numel() == 0) return;
-  const at::Tensor bad =
-      ids.lt(0) | ids.ge(config_.num_rows) | at::remainder(ids, num_servers_).ne(server_index_);
-  if (!bad.any().item<bool>()) return;
-  const int64_t position = bad.nonzero().select(1, 0)[0].item<int64_t>();
-  const int64_t id = ids[position].item<int64_t>();
+  const at::Tensor dense = ids.contiguous();
+  const int64_t position = first_bad_id(dense, config_.num_rows, server_index_, num_servers_);
+  if (position < 0) return;
+  const int64_t id = dense.data_ptr<int64_t>()[position];
   std::string problem;
   if (id < 0) {
     problem = "is negative";
@@ -112,14 +148,30 @@ void TableShard::check_trainer(int trainer, const char* operation) const {
 
 at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
   if (num_servers_ == 1) return ids;
-  return at::div(ids, num_servers_, "floor");
+  const at::Tensor dense = ids.contiguous();
+  at::Tensor rows = at::empty_like(dense);
+  const int64_t* from = dense.data_ptr<int64_t>();
+  int64_t* to = rows.data_ptr<int64_t>();
+  for (int64_t i = 0; i < dense.numel(); ++i) to[i] = from[i] / num_servers_;  // ids are >= 0
+  return rows;
 }
 
 at::Tensor TableShard::lookup(const at::Tensor& ids) const {
   check_ids(ids, "lookup");
-  const at::Tensor rows = local_rows(ids.contiguous());
+  const at::Tensor dense = ids.contiguous();
+  const int64_t count = dense.numel();
+  const int64_t dim = config_.dim;
+  at::Tensor out = at::empty({count, dim}, at::kFloat);
+  const int64_t* id = dense.data_ptr<int64_t>();
+  float* to = out.data_ptr<float>();
   const std::shared_lock<std::shared_mutex> lock(mutex_);
-  return weights_.index_select(0, rows);
+  GRADWIRE_CHECK(weights_.is_contiguous());
+  const float* rows = weights_.data_ptr<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + i * dim, rows + (id[i] / num_servers_) * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return out;
 }
 
 void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads) {
@@ -135,12 +187,20 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
                                : std::string("none")) +
                           "; nothing was changed");
   }
-  if (grads.numel() > 0 && !at::isfinite(grads).all().item<bool>()) {
+  const at::Tensor dense_grads = grads.contiguous();
+  if (grads.numel() > 0 && !all_finite(dense_grads)) {
     throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
                           " has gradients that are not finite (NaN or infinity); nothing was "
                           "changed. Check the trainer's loss.");
   }
-  SparseRows rows = coalesce(ids, grads);  // new tensors: no reference to the caller's
+  const at::Tensor dense_ids = ids.contiguous();
+  // Sorted unique ids (what the client sends) need no coalescing. Async applies them at once and
+  // keeps nothing; sync keeps copies.
+  const bool coalesced = strictly_increasing(dense_ids);
+  const bool keep = config_.mode == UpdateMode::kSync;
+  SparseRows rows = !coalesced ? coalesce(dense_ids, dense_grads)
+                    : keep     ? SparseRows{dense_ids.clone(), dense_grads.clone()}
+                               : SparseRows{dense_ids, dense_grads};
   const std::unique_lock<std::shared_mutex> lock(mutex_);
   if (config_.mode == UpdateMode::kAsync) {
     apply_locked(std::move(rows));
@@ -162,7 +222,7 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
 
 void TableShard::apply_locked(SparseRows rows) {
   if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
-    rows.values.div_(config_.num_trainers);
+    rows.values = rows.values.div(config_.num_trainers);  // may be the caller's tensor
   }
   const int64_t update = step_ + 1;
   if (rows.ids.numel() > 0) {
