@@ -56,6 +56,13 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
   shm::ShmOptions shm_options;
   shm_options.port = world.master_port;
   shm_options.timeout = timeout;
+  if (auto slot = env.get_int("GRADWIRE_SHM_SLOT_BYTES")) {
+    if (*slot < 4096) {
+      throw ConfigError("gradwire: GRADWIRE_SHM_SLOT_BYTES=" + std::to_string(*slot) +
+                        " is too small; use at least 4096 (default 1048576)");
+    }
+    shm_options.slot_bytes = static_cast<size_t>(*slot);
+  }
   BackendTraits traits;
   traits.name = "shm";
   traits.native_avg = true;

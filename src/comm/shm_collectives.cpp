@@ -56,22 +56,28 @@ void ShmCollectives::allreduce_large(char* data, c10::ScalarType dtype, size_t n
     char* chunk = data + offset * item;
     const uint64_t step = sync_.next_step();
     const int parity = ShmStepSync::parity(step);
-    std::memcpy(segment_.slot(rank_, parity), chunk, count * item);
+    char* slot = segment_.slot(rank_, parity);
+    // Others need every slice of this chunk but this rank's own: that one is reduced straight
+    // from the caller's tensor.
+    const Slice mine = slice_of(count, size_, rank_, align);
+    std::memcpy(slot, chunk, mine.begin * item);
+    std::memcpy(slot + mine.end * item, chunk + mine.end * item, (count - mine.end) * item);
     sync_.post(step);
     sync_.wait_posted(step);
-    // Reduce-scatter: this rank's slice of every slot, into its own slot.
-    const Slice mine = slice_of(count, size_, rank_, align);
+    // Reduce-scatter: this rank's slice of every slot, into the tensor and its own slot.
     if (mine.end > mine.begin) {
-      for (int r = 0; r < size_; ++r) inputs[r] = segment_.slot(r, parity) + mine.begin * item;
-      reduce(dtype, op, segment_.slot(rank_, parity) + mine.begin * item, inputs.data(), size_,
-             mine.end - mine.begin);
+      for (int r = 0; r < size_; ++r) {
+        inputs[r] = (r == rank_ ? chunk : segment_.slot(r, parity)) + mine.begin * item;
+      }
+      reduce(dtype, op, chunk + mine.begin * item, inputs.data(), size_, mine.end - mine.begin,
+             slot + mine.begin * item);
     }
     sync_.post_reduced(step);
     sync_.wait_reduced(step);
-    // Allgather: every rank's reduced slice, out of its slot.
+    // Allgather: every other rank's reduced slice, out of its slot.
     for (int r = 0; r < size_; ++r) {
       const Slice theirs = slice_of(count, size_, r, align);
-      if (theirs.end == theirs.begin) continue;
+      if (r == rank_ || theirs.end == theirs.begin) continue;
       std::memcpy(chunk + theirs.begin * item, segment_.slot(r, parity) + theirs.begin * item,
                   (theirs.end - theirs.begin) * item);
     }

@@ -4,10 +4,11 @@
 //
 //  allreduce, small (bytes <= small_bytes): one step; every rank copies its input into its slot,
 //    then reduces all slots into its output.
-//  allreduce, large: chunks of one slot; per chunk every rank copies in, reduces its own 1/size
-//    slice of the chunk across all slots into its own slot (reduce-scatter), then copies every
-//    rank's reduced slice out (allgather). Two steps per chunk; double-buffered slots let a fast
-//    rank copy the next chunk in while the others still reduce this one.
+//  allreduce, large: chunks of one slot; per chunk every rank copies in all but its own 1/size
+//    slice, reduces its own slice (its tensor + the others' slots) into its tensor and its slot
+//    (reduce-scatter), then copies the others' reduced slices out of their slots (allgather).
+//    Two steps per chunk; double-buffered slots let a fast rank copy the next chunk in while the
+//    others still reduce this one.
 //  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
 //
 // Thread safety: none; one progress thread per communicator calls these in issue order.

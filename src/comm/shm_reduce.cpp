@@ -29,8 +29,8 @@ struct Accumulator<c10::BFloat16> {
 };
 
 template <typename T, typename Combine>
-void reduce_blocks(T* out, const void* const* inputs, int count, size_t n, Combine combine,
-                   bool average) {
+void reduce_blocks(T* out, T* also_out, const void* const* inputs, int count, size_t n,
+                   Combine combine, bool average) {
   using Acc = typename Accumulator<T>::type;
   Acc acc[kBlock];
   for (size_t begin = 0; begin < n; begin += kBlock) {
@@ -47,26 +47,29 @@ void reduce_blocks(T* out, const void* const* inputs, int count, size_t n, Combi
     }
     T* dst = out + begin;
     for (size_t i = 0; i < len; ++i) dst[i] = static_cast<T>(acc[i]);
+    if (also_out != nullptr) std::copy(dst, dst + len, also_out + begin);
   }
 }
 
 template <typename T>
-void reduce_typed(ReduceOp op, void* out, const void* const* inputs, int count, size_t n) {
+void reduce_typed(ReduceOp op, void* out, const void* const* inputs, int count, size_t n,
+                  void* also_out) {
   using Acc = typename Accumulator<T>::type;
   T* dst = static_cast<T*>(out);
+  T* dst2 = static_cast<T*>(also_out);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
       reduce_blocks<T>(
-          dst, inputs, count, n, [](Acc a, Acc b) { return a + b; }, op == ReduceOp::kAvg);
+          dst, dst2, inputs, count, n, [](Acc a, Acc b) { return a + b; }, op == ReduceOp::kAvg);
       return;
     case ReduceOp::kMin:
       reduce_blocks<T>(
-          dst, inputs, count, n, [](Acc a, Acc b) { return b < a ? b : a; }, false);
+          dst, dst2, inputs, count, n, [](Acc a, Acc b) { return b < a ? b : a; }, false);
       return;
     case ReduceOp::kMax:
       reduce_blocks<T>(
-          dst, inputs, count, n, [](Acc a, Acc b) { return a < b ? b : a; }, false);
+          dst, dst2, inputs, count, n, [](Acc a, Acc b) { return a < b ? b : a; }, false);
       return;
   }
 }
@@ -90,25 +93,25 @@ bool reducible(c10::ScalarType dtype) {
 }
 
 void reduce(c10::ScalarType dtype, ReduceOp op, void* out, const void* const* inputs, int count,
-            size_t n) {
+            size_t n, void* also_out) {
   GRADWIRE_CHECK(count >= 1);
   switch (dtype) {
     case c10::kFloat:
-      return reduce_typed<float>(op, out, inputs, count, n);
+      return reduce_typed<float>(op, out, inputs, count, n, also_out);
     case c10::kDouble:
-      return reduce_typed<double>(op, out, inputs, count, n);
+      return reduce_typed<double>(op, out, inputs, count, n, also_out);
     case c10::kHalf:
-      return reduce_typed<c10::Half>(op, out, inputs, count, n);
+      return reduce_typed<c10::Half>(op, out, inputs, count, n, also_out);
     case c10::kBFloat16:
-      return reduce_typed<c10::BFloat16>(op, out, inputs, count, n);
+      return reduce_typed<c10::BFloat16>(op, out, inputs, count, n, also_out);
     case c10::kChar:
-      return reduce_typed<int8_t>(op, out, inputs, count, n);
+      return reduce_typed<int8_t>(op, out, inputs, count, n, also_out);
     case c10::kByte:
-      return reduce_typed<uint8_t>(op, out, inputs, count, n);
+      return reduce_typed<uint8_t>(op, out, inputs, count, n, also_out);
     case c10::kInt:
-      return reduce_typed<int32_t>(op, out, inputs, count, n);
+      return reduce_typed<int32_t>(op, out, inputs, count, n, also_out);
     case c10::kLong:
-      return reduce_typed<int64_t>(op, out, inputs, count, n);
+      return reduce_typed<int64_t>(op, out, inputs, count, n, also_out);
     default:
       GRADWIRE_CHECK(reducible(dtype));
   }

@@ -14,9 +14,10 @@ namespace gradwire::shm {
 // True when reduce() handles `dtype` (float, double, half, bfloat16, int8, uint8, int32, int64).
 bool reducible(c10::ScalarType dtype);
 
-// Reduces `count` input arrays of `n` elements of `dtype` into `out`. kAvg divides by `count`
-// (floating types only; integers are rejected by the caller). Precondition: reducible(dtype).
+// Reduces `count` input arrays of `n` elements of `dtype` into `out`, and into `also_out` too
+// when it is not null (one pass writing two copies). kAvg divides by `count` (floating types
+// only; integers are rejected by the caller). Precondition: reducible(dtype).
 void reduce(c10::ScalarType dtype, ReduceOp op, void* out, const void* const* inputs, int count,
-            size_t n);
+            size_t n, void* also_out = nullptr);
 
 }  // namespace gradwire::shm

@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "backends.h"
+#include "gradwire/common/error.h"
 #include "shm_collectives.h"
 #include "shm_process_group.h"
 #include "shm_reduce.h"
@@ -196,6 +198,36 @@ TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
     // The group is broken from now on: later operations fail the same way, at once.
     EXPECT_ANY_THROW(group.barrier(c10d::BarrierOptions())->wait());
   });
+}
+
+TEST(ShmSelection, ForcedByNameOrEnvironmentOnOneHostOnly) {
+  WorldInfo one_host;
+  one_host.world_size = one_host.local_world_size = 2;
+  const InitOptions options;
+  const auto timeout = std::chrono::seconds(5);
+  EXPECT_EQ(backend_traits("shm", one_host, options, EnvMap{}, timeout).name, "shm");
+  EXPECT_EQ(
+      backend_traits("auto", one_host, options, EnvMap{{"GRADWIRE_BACKEND", "shm"}}, timeout).name,
+      "shm");
+  EXPECT_EQ(backend_traits("auto", one_host, options, EnvMap{}, timeout).name, "gloo");
+  // An explicit name wins over the environment.
+  EXPECT_EQ(
+      backend_traits("gloo", one_host, options, EnvMap{{"GRADWIRE_BACKEND", "shm"}}, timeout).name,
+      "gloo");
+  WorldInfo two_hosts;
+  two_hosts.world_size = 4;
+  two_hosts.local_world_size = 2;
+  EXPECT_THROW(backend_traits("shm", two_hosts, options, EnvMap{}, timeout), ConfigError);
+  try {
+    backend_traits("auto", one_host, options, EnvMap{{"GRADWIRE_BACKEND", "shmem"}}, timeout);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'shmem' (from GRADWIRE_BACKEND)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(
+      backend_traits("shm", one_host, options, EnvMap{{"GRADWIRE_SHM_SLOT_BYTES", "64"}}, timeout),
+      ConfigError);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 //   SLURM_NTASKS_PER_NODE or
 //                            SLURM_TASKS_PER_NODE; MASTER_ADDR defaults to the first host of
 //                            SLURM_JOB_NODELIST, MASTER_PORT to 20000 + SLURM_JOB_ID % 20000.
-// GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout.
+// GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout; GRADWIRE_BACKEND the backend
+// when InitOptions::backend is "auto".
 #pragma once
 
 #include <chrono>
@@ -44,7 +45,8 @@ struct InitOptions {
   std::optional<int> local_world_size;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
-  // "gloo", "nccl" or "auto" (nccl when built with it and CUDA is available, else gloo).
+  // "gloo", "shm" (shared memory; every rank on one host, else ConfigError), "nccl", or "auto":
+  // GRADWIRE_BACKEND when set, else nccl when built with it and CUDA is available, else gloo.
   std::string backend = "auto";
   // Timeout for rendezvous and every collective; nullopt: GRADWIRE_TIMEOUT, else 300 s.
   std::optional<std::chrono::milliseconds> timeout;
