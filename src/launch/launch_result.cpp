@@ -58,6 +58,27 @@ int LaunchResult::exit_code() const {
 }
 
 std::string LaunchResult::summary() const {
+  std::ostringstream attempts;
+  for (size_t i = 0; i < restarted_attempts.size(); ++i) {
+    const RestartedAttempt& attempt = restarted_attempts[i];
+    attempts << "gradwire-run: attempt " << i + 1 << " (MASTER_PORT " << attempt.master_port
+             << ") failed: ";
+    if (const WorkerExit* first = at(attempt.workers, attempt.first_failed_local_rank)) {
+      attempts << describe_worker(*first) << " " << describe_exit(ended(*first));
+    } else {
+      attempts << "a worker failed";
+    }
+    attempts << "; the workers were restarted\n";
+  }
+  if (!restarted_attempts.empty()) {
+    attempts << "gradwire-run: attempt " << restarted_attempts.size() + 1 << " (MASTER_PORT "
+             << master_port << ", the last) " << (exit_code() == 0 ? "succeeded" : "failed")
+             << "\n";
+  }
+  return attempts.str() + last_attempt_summary();
+}
+
+std::string LaunchResult::last_attempt_summary() const {
   std::ostringstream out;
   for (const WorkerExit& worker : workers) {
     if (worker.failed() && !worker.stopped_by_launcher) {

@@ -111,6 +111,46 @@ void require_waitable_children() {
   }
 }
 
+// Starts the workers of one attempt; on an error, stops everything started so far (servers
+// included, as after a failure) and rethrows. `logs` are moved from (invalid on later attempts).
+void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvContext& context,
+                        const sigset_t& signal_mask, std::vector<UniqueFd>& logs,
+                        detail::Supervisor& supervisor) {
+  try {
+    for (int local = 0; local < options.nproc_per_node; ++local) {
+      detail::ProcessIdentity who;
+      who.role = detail::ProcessRole::kWorker;
+      who.index = local;
+      who.rank = detail::global_rank(options, local);
+      detail::SpawnRequest request;
+      request.argv = options.command;
+      request.env = detail::worker_env(options, context, local);
+      request.signal_mask = signal_mask;
+      supervisor.start(who, request, std::move(logs[local]));
+    }
+  } catch (const std::exception&) {
+    supervisor.stop_all();
+    supervisor.run();
+    throw;
+  }
+}
+
+// "gradwire-run: rank 1 (pid 123) killed by signal 9 (SIGKILL); restarting the workers
+// (restart 1 of 3)" on the launcher's stderr.
+void announce_restart(const LaunchOptions& options, const RestartedAttempt& attempt,
+                      int restart_count) {
+  std::string who = "a worker failed";
+  if (attempt.first_failed_local_rank >= 0) {
+    const WorkerExit& failed = attempt.workers[attempt.first_failed_local_rank];
+    who = "rank " + std::to_string(failed.rank) + " (pid " + std::to_string(failed.pid) + ") " +
+          detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal});
+  }
+  const std::string line = "gradwire-run: " + who + "; restarting the workers (restart " +
+                           std::to_string(restart_count) + " of " +
+                           std::to_string(options.max_restarts) + ")\n";
+  detail::write_fully(options.stderr_fd, line.data(), line.size());
+}
+
 }  // namespace
 
 LaunchResult run_workers(const LaunchOptions& options) {
@@ -153,27 +193,24 @@ LaunchResult run_workers(const LaunchOptions& options) {
     }
   }
 
-  try {
-    for (int local = 0; local < options.nproc_per_node; ++local) {
-      detail::ProcessIdentity who;
-      who.role = detail::ProcessRole::kWorker;
-      who.index = local;
-      who.rank = detail::global_rank(options, local);
-      detail::SpawnRequest request;
-      request.argv = options.command;
-      request.env = detail::worker_env(options, context, local);
-      request.signal_mask = sigpipe_block.original();
-      supervisor.start(who, request, std::move(worker_logs[local]));
-    }
-  } catch (const std::exception&) {
-    // Let the servers and the workers already started shut down as after a failure.
-    supervisor.stop_all();
-    supervisor.run();
-    throw;
+  std::vector<RestartedAttempt> restarted;
+  for (;;) {
+    // Log files are opened once: a restarted worker appends to its predecessor's log.
+    start_worker_group(options, context, sigpipe_block.original(), worker_logs, supervisor);
+    supervisor.set_restart_allowed(context.restart_count < options.max_restarts);
+    if (!supervisor.supervise_attempt()) break;
+    RestartedAttempt attempt = supervisor.finish_attempt();
+    attempt.master_port = context.master_port;
+    // torchrun's rendezvous: a picked port is picked again, a given one is kept.
+    if (options.master_port == 0) context.master_port = pick_free_port(options.master_addr);
+    ++context.restart_count;
+    announce_restart(options, attempt, context.restart_count);
+    restarted.push_back(std::move(attempt));
   }
 
   LaunchResult result = supervisor.run();
   result.master_port = context.master_port;
+  result.restarted_attempts = std::move(restarted);
   return result;
 }
 

@@ -30,8 +30,10 @@ pid_t Supervisor::start(const ProcessIdentity& who, const SpawnRequest& request,
 }
 
 void Supervisor::transition(Phase next) {
-  const bool allowed = (phase_ == Phase::kRunning && next != Phase::kRunning) ||
-                       (phase_ == Phase::kStopping && next == Phase::kKilling);
+  const bool allowed =
+      (phase_ == Phase::kRunning && next != Phase::kRunning) ||
+      (phase_ == Phase::kRestarting && (next == Phase::kRunning || next == Phase::kStopping)) ||
+      (phase_ == Phase::kStopping && next == Phase::kKilling);
   GRADWIRE_CHECK(allowed);
   phase_ = next;
 }
@@ -45,6 +47,30 @@ void Supervisor::signal_all(int signal) {
   for (Supervised& supervised : processes_) supervised.process.signal_group(signal);
 }
 
+bool Supervisor::workers_reaped() const {
+  return std::all_of(processes_.begin(), processes_.end(), [](const Supervised& supervised) {
+    return supervised.who.role != ProcessRole::kWorker || supervised.exit.has_value();
+  });
+}
+
+void Supervisor::signal_workers(int signal) {
+  for (Supervised& supervised : processes_) {
+    if (supervised.who.role == ProcessRole::kWorker) supervised.process.signal_group(signal);
+  }
+}
+
+bool Supervisor::stop_sent_to(const Supervised& supervised) const {
+  if (phase_ == Phase::kRestarting) return supervised.who.role == ProcessRole::kWorker;
+  return phase_ != Phase::kRunning;
+}
+
+void Supervisor::begin_restarting() {
+  signal_workers(SIGTERM);
+  transition(Phase::kRestarting);
+  workers_killed_ = false;
+  kill_deadline_ = Clock::now() + options_.grace_period;
+}
+
 void Supervisor::begin_stopping(int signal) {
   signal_all(signal);
   transition(Phase::kStopping);
@@ -52,13 +78,13 @@ void Supervisor::begin_stopping(int signal) {
 }
 
 void Supervisor::stop_all() {
-  if (phase_ == Phase::kRunning) begin_stopping(SIGTERM);
+  if (phase_ == Phase::kRunning || phase_ == Phase::kRestarting) begin_stopping(SIGTERM);
 }
 
 void Supervisor::handle_signals(const std::vector<int>& signals) {
   for (int signal : signals) {
     if (received_signal_ == 0) received_signal_ = signal;
-    if (phase_ == Phase::kRunning) {
+    if (phase_ == Phase::kRunning || phase_ == Phase::kRestarting) {
       // Forward the signal itself: the processes may shut down gracefully on SIGINT/SIGTERM.
       begin_stopping(signal);
     } else if (phase_ == Phase::kStopping) {
@@ -70,12 +96,13 @@ void Supervisor::handle_signals(const std::vector<int>& signals) {
 }
 
 void Supervisor::reap_exited() {
-  // Processes reaped in this pass exited before any stop signal sent below.
-  const bool stop_already_sent = phase_ != Phase::kRunning;
   int newly_failed = -1;
   for (size_t i = 0; i < processes_.size(); ++i) {
     Supervised& supervised = processes_[i];
     if (supervised.exit) continue;
+    // Decided before reaping: a process that exited before any stop signal sent below failed
+    // on its own.
+    const bool stop_already_sent = stop_sent_to(supervised);
     supervised.exit = supervised.process.try_reap();
     if (!supervised.exit) continue;
     supervised.stopped_by_launcher = stop_already_sent;
@@ -84,7 +111,17 @@ void Supervisor::reap_exited() {
                         supervised.exit->signal != 0 || supervised.exit->exit_code != 0;
     if (!stop_already_sent && failed && newly_failed < 0) newly_failed = static_cast<int>(i);
   }
-  if (newly_failed >= 0 && phase_ == Phase::kRunning) {
+  if (newly_failed < 0) return;
+  const bool worker_failed = processes_[newly_failed].who.role == ProcessRole::kWorker;
+  if (phase_ == Phase::kRunning) {
+    first_failed_ = newly_failed;
+    if (worker_failed && restart_allowed_) {
+      begin_restarting();
+    } else {
+      begin_stopping(SIGTERM);
+    }
+  } else if (phase_ == Phase::kRestarting && !worker_failed) {
+    // A server died while the workers were being restarted: the job cannot go on.
     first_failed_ = newly_failed;
     begin_stopping(SIGTERM);
   }
@@ -111,7 +148,7 @@ int Supervisor::poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by
       });
   std::chrono::milliseconds timeout = exits_wake_us ? 10 * options_.tick : options_.tick;
   timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(wake_by - now));
-  if (phase_ == Phase::kStopping) {
+  if (phase_ == Phase::kStopping || (phase_ == Phase::kRestarting && !workers_killed_)) {
     timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(kill_deadline_ - now));
   }
   if (drain_deadline_) {
@@ -153,6 +190,52 @@ void Supervisor::step(Clock::time_point wake_by) {
     signal_all(SIGKILL);
     transition(Phase::kKilling);
   }
+  if (phase_ == Phase::kRestarting && !workers_killed_ && Clock::now() >= kill_deadline_) {
+    signal_workers(SIGKILL);
+    workers_killed_ = true;
+  }
+}
+
+bool Supervisor::supervise_attempt() {
+  for (;;) {
+    if (phase_ == Phase::kRestarting && workers_reaped()) return true;
+    if (phase_ == Phase::kStopping || phase_ == Phase::kKilling) return false;
+    if (phase_ == Phase::kRunning && workers_reaped()) return false;  // all succeeded
+    step(Clock::now() + 10 * options_.tick);
+  }
+}
+
+RestartedAttempt Supervisor::finish_attempt() {
+  GRADWIRE_CHECK(phase_ == Phase::kRestarting);
+  GRADWIRE_CHECK(workers_reaped());
+  RestartedAttempt attempt;
+  std::vector<Supervised> servers;
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    Supervised& supervised = processes_[i];
+    if (supervised.who.role != ProcessRole::kWorker) {
+      servers.push_back(std::move(supervised));
+      continue;
+    }
+    if (first_failed_ == static_cast<int>(i)) {
+      attempt.first_failed_local_rank = static_cast<int>(attempt.workers.size());
+    }
+    attempt.workers.push_back(worker_exit(supervised));
+  }
+  processes_ = std::move(servers);
+  first_failed_ = -1;
+  transition(Phase::kRunning);
+  return attempt;
+}
+
+WorkerExit Supervisor::worker_exit(const Supervised& supervised) {
+  WorkerExit exit;
+  exit.rank = supervised.who.rank;
+  exit.local_rank = supervised.who.index;
+  exit.pid = supervised.process.pid();
+  exit.exit_code = supervised.exit->exit_code;
+  exit.signal = supervised.exit->signal;
+  exit.stopped_by_launcher = supervised.stopped_by_launcher;
+  return exit;
 }
 
 Supervisor::WaitOutcome Supervisor::supervise_until(const std::function<bool()>& done,
@@ -196,13 +279,7 @@ LaunchResult Supervisor::collect() const {
     GRADWIRE_CHECK(supervised.exit.has_value());
     const bool first_failure = first_failed_ == static_cast<int>(i);
     if (supervised.who.role == ProcessRole::kWorker) {
-      WorkerExit exit;
-      exit.rank = supervised.who.rank;
-      exit.local_rank = supervised.who.index;
-      exit.pid = supervised.process.pid();
-      exit.exit_code = supervised.exit->exit_code;
-      exit.signal = supervised.exit->signal;
-      exit.stopped_by_launcher = supervised.stopped_by_launcher;
+      const WorkerExit exit = worker_exit(supervised);
       if (first_failure) result.first_failed_local_rank = static_cast<int>(result.workers.size());
       result.workers.push_back(exit);
     } else {

@@ -8,8 +8,12 @@
 //             normal end of a job with servers)
 //   kStopping --grace period over / second signal-->  kKilling (SIGKILL sent to every group)
 //   kRunning  --grace period 0-->  kKilling
-// A process reaped after leaving kRunning counts as stopped by the launcher. A worker fails when
-// it exits non-zero or is killed; a server fails when it exits at all while in kRunning.
+//   kRunning  --a worker failed while a restart is allowed-->  kRestarting  (SIGTERM to the
+//             workers only; SIGKILL to them after the grace period)
+//   kRestarting --every worker reaped, finish_attempt()-->  kRunning (new workers are started)
+//   kRestarting --signal received / a server failed / stop_all()-->  kStopping
+// A process reaped after it was sent a stop signal counts as stopped by the launcher. A worker
+// fails when it exits non-zero or is killed; a server fails when it exits before being told to.
 #pragma once
 
 #include <chrono>
@@ -71,6 +75,19 @@ class Supervisor {
   WaitOutcome supervise_until(const std::function<bool()>& done, Clock::time_point deadline,
                               std::chrono::milliseconds check_interval);
 
+  // Whether the next worker failure stops only the workers (kRestarting) instead of everything.
+  // Default false.
+  void set_restart_allowed(bool allowed) { restart_allowed_ = allowed; }
+
+  // Supervises the current worker group. Returns true when it failed, a restart was allowed and
+  // every worker of it is reaped (call finish_attempt(), then start the next group); false when
+  // the launch is ending (all workers done, a signal, a server failure...: call run()). Blocks.
+  bool supervise_attempt();
+
+  // After supervise_attempt() returned true: the failed group's exits (not master_port), which
+  // are forgotten; back to kRunning with only the servers supervised.
+  RestartedAttempt finish_attempt();
+
   // Sends SIGTERM to every process and starts the grace period; they count as stopped by the
   // launcher. No-op once stopping.
   void stop_all();
@@ -81,7 +98,7 @@ class Supervisor {
   LaunchResult run();
 
  private:
-  enum class Phase { kRunning, kStopping, kKilling };
+  enum class Phase { kRunning, kRestarting, kStopping, kKilling };
   struct Supervised {
     ProcessIdentity who;
     WorkerProcess process;
@@ -91,6 +108,11 @@ class Supervisor {
 
   void transition(Phase next);
   void begin_stopping(int signal);
+  void begin_restarting();
+  void signal_workers(int signal);
+  bool workers_reaped() const;
+  bool stop_sent_to(const Supervised& supervised) const;
+  static WorkerExit worker_exit(const Supervised& supervised);
   void step(Clock::time_point wake_by);
   int poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by) const;
   void wait_for_events(int timeout_ms);
@@ -109,6 +131,8 @@ class Supervisor {
   std::optional<Clock::time_point> drain_deadline_;
   int first_failed_ = -1;  // index into processes_
   int received_signal_ = 0;
+  bool restart_allowed_ = false;
+  bool workers_killed_ = false;  // kRestarting: SIGKILL already sent to the workers
 };
 
 }  // namespace gradwire::launch::detail

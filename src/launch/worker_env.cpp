@@ -59,6 +59,8 @@ void validate_launch_options(const LaunchOptions& options) {
   require(options.servers == 0 || !options.server_host.empty(), "server_host must not be empty");
   require(options.servers == 0 || options.server_ready_timeout.count() > 0,
           "server_ready_timeout must be positive");
+  require(options.max_restarts >= 0,
+          "max_restarts must not be negative, got " + std::to_string(options.max_restarts));
   for (const auto& [name, value] : options.extra_env) {
     require(valid_env_name(name), "extra_env has an invalid variable name '" + name + "'");
     require(value.find('\0') == std::string::npos,
@@ -98,8 +100,8 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   env["MASTER_PORT"] = std::to_string(context.master_port);
   env["TORCHELASTIC_RUN_ID"] =
       inherited(context.parent, "TORCHELASTIC_RUN_ID", context.fresh_run_id);
-  env["TORCHELASTIC_RESTART_COUNT"] = "0";
-  env["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(context.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
   if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
     const int threads = options.threads_per_worker.value_or(
         default_threads_per_worker(context.hardware_threads, options.nproc_per_node));

@@ -19,7 +19,8 @@ void validate_launch_options(const LaunchOptions& options);
 // the caller, so these functions stay deterministic.
 struct WorkerEnvContext {
   EnvMap parent;                  // the launcher's environment, inherited by every worker
-  int master_port = 0;            // the resolved rendezvous port (never 0)
+  int master_port = 0;            // the resolved rendezvous port of this attempt (never 0)
+  int restart_count = 0;          // TORCHELASTIC_RESTART_COUNT: attempts started before this one
   std::string fresh_run_id;       // TORCHELASTIC_RUN_ID unless the parent sets it
   std::string fresh_job_token;    // GRADWIRE_JOB_TOKEN unless the parent sets it
   unsigned hardware_threads = 1;  // std::thread::hardware_concurrency(); 0 counts as 1

@@ -314,5 +314,73 @@ TEST_F(GradwireRunTest, ServersDieWhenLauncherIsKilled) {
   }
 }
 
+TEST_F(GradwireRunTest, MaxRestartsRestartsAFailedGroupAndListsAttempts) {
+  // Rank 1 fails on the first attempt only; rank 0 waits to be stopped on that attempt.
+  const std::string script =
+      "if [ \"$RANK\" = 1 ] && [ ! -e " + dir_.path() + "/marker ]; then touch " + dir_.path() +
+      "/marker; exit 4; fi; if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then exec sleep 30; fi; "
+      "echo \"restart $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS\"";
+  EXPECT_EQ(run({"--max-restarts", "1", "-n", "2", "/bin/sh", "-c", script}), 0) << err();
+  EXPECT_TRUE(contains(err(), "exited with code 4; restarting the workers (restart 1 of 1)"))
+      << err();
+  EXPECT_TRUE(
+      std::regex_search(err(), std::regex(R"(attempt 1 \(MASTER_PORT \d+\) failed: rank 1)")))
+      << err();
+  EXPECT_TRUE(contains(err(), ", the last) succeeded")) << err();
+  EXPECT_TRUE(contains(out(), "[rank 0] restart 1 of 1")) << out();
+  EXPECT_TRUE(contains(out(), "[rank 1] restart 1 of 1")) << out();
+  EXPECT_EQ(run({"--max-restarts", "-1", "/bin/true"}), 2);
+}
+
+TEST_F(GradwireRunTest, SigtermNeverRestarts) {
+  const std::string script = "echo start >> " + dir_.path() + "/starts$RANK; echo $$ > " +
+                             dir_.path() + "/pid$RANK; exec sleep 30";
+  auto launcher =
+      std::make_unique<Child>(std::vector<std::string>{GRADWIRE_RUN_PATH, "--max-restarts", "3",
+                                                       "-n", "2", "/bin/sh", "-c", script},
+                              dir_.file("stdout"), dir_.file("stderr"));
+  const std::vector<pid_t> pids = worker_pids();
+  ASSERT_GT(pids[0], 0);
+  ASSERT_GT(pids[1], 0);
+  ASSERT_EQ(::kill(launcher->pid(), SIGTERM), 0);
+  const std::optional<int> status = launcher->wait(15s);
+  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM);
+  EXPECT_FALSE(contains(err(), "restarting")) << err();
+  EXPECT_EQ(read_file(dir_.file("starts0")), "start\n");
+  EXPECT_EQ(read_file(dir_.file("starts1")), "start\n");
+}
+
+TEST_F(GradwireRunTest, SigtermWhileRestartingEndsTheLaunch) {
+  // Rank 0 survives SIGTERM (it only reports it), so the launcher is still stopping the failed
+  // group when the test signals it; the second signal kills at once.
+  const std::string script =
+      "echo start >> " + dir_.path() + "/starts$RANK; echo $$ > " + dir_.path() +
+      "/pid$RANK; if [ \"$RANK\" = 1 ]; then i=0; while [ ! -s " + dir_.path() +
+      "/ready ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 3; fi; "
+      "trap 'echo got$RANK' TERM; echo ready > " +
+      dir_.path() + "/ready; while true; do sleep 30 & wait $!; done";
+  Child launcher({GRADWIRE_RUN_PATH, "--max-restarts", "3", "--grace-period", "60", "-n", "2",
+                  "/bin/sh", "-c", script},
+                 dir_.file("stdout"), dir_.file("stderr"));
+  worker_pids();
+  ASSERT_TRUE(testing::wait_until([&] { return contains(out(), "[rank 0] got0"); })) << out();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  // Standard signals do not queue: send the second one only once the first was forwarded.
+  ASSERT_TRUE(testing::wait_until([&] {
+    const std::string text = out();
+    return text.find("got0") != text.rfind("got0");
+  })) << out();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  const std::optional<int> status = launcher.wait(15s);
+  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 3) << err();  // rank 1's failure came first
+  EXPECT_FALSE(contains(err(), "restarting")) << err();
+  EXPECT_EQ(read_file(dir_.file("starts0")), "start\n");
+  for (pid_t pid : worker_pids_) EXPECT_TRUE(testing::process_gone(pid)) << pid << " runs";
+}
+
 }  // namespace
 }  // namespace gradwire::launch

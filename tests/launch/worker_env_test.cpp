@@ -54,6 +54,18 @@ TEST(WorkerEnvTest, TorchrunVariablesForSecondNodeOfTwo) {
   EXPECT_EQ(global_rank(options, 0), 2);
 }
 
+TEST(WorkerEnvTest, RestartVariablesTellTheAttempt) {
+  LaunchOptions options = two_node_options();
+  options.max_restarts = 3;
+  WorkerEnvContext context = context_with({});
+  context.restart_count = 2;
+  const auto env = worker_env(options, context, 0);
+  EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "2");
+  EXPECT_EQ(env.at("TORCHELASTIC_MAX_RESTARTS"), "3");
+  options.max_restarts = -1;
+  EXPECT_THROW(validate_launch_options(options), InvalidArgument);
+}
+
 TEST(WorkerEnvTest, OmpNumThreadsDividesCoresUnlessSet) {
   LaunchOptions options = two_node_options();
   EXPECT_EQ(worker_env(options, context_with({}), 0).at("OMP_NUM_THREADS"), "4");  // 8 cores / 2

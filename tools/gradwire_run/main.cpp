@@ -3,7 +3,7 @@
 //
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
-//                [--threads-per-worker T]
+//                [--threads-per-worker T] [--max-restarts K]
 //                [--servers S [--server-program PATH] [--server-arg ARG]... [--server-host H]
 //                 [--server-ready-timeout TIME]]
 //                PROGRAM [ARGS...]
@@ -67,6 +67,11 @@ void add_options(CLI::App& app, CommandLine& line) {
                  "OMP_NUM_THREADS for each worker when the environment does not set it "
                  "(default: cores / nproc-per-node)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-restarts,--max_restarts", options.max_restarts,
+                 "Start the workers again after a worker fails, up to this many times (new "
+                 "rendezvous, same job token; never after a signal to gradwire-run)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--servers", options.servers,
                  "Parameter servers to start before the workers (single node only)")
       ->capture_default_str()
@@ -135,7 +140,9 @@ int run(int argc, char** argv) {
   try {
     const gradwire::launch::LaunchResult result = gradwire::launch::run_workers(line.options);
     const int code = result.exit_code();
-    if (code != 0) std::cerr << result.summary() << std::flush;
+    if (code != 0 || !result.restarted_attempts.empty()) {
+      std::cerr << result.summary() << std::flush;
+    }
     return code;
   } catch (const gradwire::launch::ProgramNotExecutable& error) {
     std::cerr << "gradwire-run: " << error.what() << "\n";

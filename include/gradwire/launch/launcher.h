@@ -11,6 +11,12 @@
 // the job token, and stops the servers once the workers are done. Workers and servers are
 // supervised together: a server that exits while the workers run fails the launch.
 //
+// With `max_restarts` K > 0, a failed worker makes the launcher stop the other workers and start
+// the whole group again, up to K times (torchrun's --max-restarts): a new rendezvous (a new free
+// MASTER_PORT when the port was picked, the same one when given), the same job token and run id,
+// TORCHELASTIC_RESTART_COUNT = the attempt's index. Servers keep running across restarts. A
+// signal received by the launcher, or a failed server, never restarts anything.
+//
 // Thread safety: run_workers() may be called from any thread, but only one call per process at a
 // time installs signal forwarding (forward_signals). See docs/launcher.md.
 #pragma once
@@ -72,6 +78,10 @@ struct LaunchOptions {
   std::string server_host = "127.0.0.1";
   // How long each server may take to accept connections before the launch fails.
   std::chrono::milliseconds server_ready_timeout{30000};
+
+  // How often the worker group is started again after a worker fails (torchrun's
+  // --max-restarts). 0: never; the first failure ends the launch.
+  int max_restarts = 0;
 };
 
 // How one worker ended.
@@ -99,7 +109,17 @@ struct ServerExit {
   bool failed() const { return !stopped_by_launcher; }
 };
 
+// A worker group that failed and was started again (LaunchOptions::max_restarts).
+struct RestartedAttempt {
+  int master_port = 0;               // the attempt's rendezvous port
+  std::vector<WorkerExit> workers;   // ordered by local rank
+  int first_failed_local_rank = -1;  // the worker whose failure ended the attempt
+};
+
 struct LaunchResult {
+  // The attempts before the last one, oldest first (empty without restarts). Everything below
+  // describes the last attempt, which decides exit_code().
+  std::vector<RestartedAttempt> restarted_attempts;
   std::vector<WorkerExit> workers;  // ordered by local rank
   std::vector<ServerExit> servers;  // ordered by index; empty without servers
   int master_port = 0;              // the port actually used
@@ -115,8 +135,12 @@ struct LaunchResult {
   // failed on its own); a failed server gives its exit code, 128+signal, or 1 if it exited 0.
   int exit_code() const;
   // Human-readable lines naming each failed rank or server with its exit code or signal, and
-  // which were stopped by the launcher. Empty when all succeeded.
+  // which were stopped by the launcher; with restarts, first a line per restarted attempt and
+  // one for the last attempt. Empty when all succeeded on the first attempt.
   std::string summary() const;
+
+ private:
+  std::string last_attempt_summary() const;
 };
 
 // A worker's program could not be executed (not found on PATH, not executable...). what() reads
@@ -140,7 +164,8 @@ class ProgramNotExecutable : public Error {
 // gradwire::Error when a process cannot be started for another reason (log file, pipes, SIGCHLD
 // ignored by this process...). Processes already started when an exception is thrown are
 // stopped and reaped first. A signal received while the servers start ends the launch normally
-// (LaunchResult::received_signal, no workers).
+// (LaunchResult::received_signal, no workers). With max_restarts, each restart is announced on
+// stderr_fd ("gradwire-run: ... restarting the workers (restart 1 of K)").
 //
 // Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
 // is left in its group is killed. They receive SIGKILL if the thread that called run_workers

@@ -1,0 +1,220 @@
+// run_workers with LaunchOptions::max_restarts, using real /bin/sh workers: a group that fails
+// is started again with the truthful TORCHELASTIC_* variables, a new rendezvous port (or the
+// given one), the same job token; the limit is respected; servers stay up across restarts; the
+// summary lists every attempt. Each worker records its environment in DIR/env<RANK>, one line
+// per attempt.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gradwire/launch/launcher.h"
+#include "launch/unique_fd.h"
+#include "test_support.h"
+
+namespace gradwire::launch {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::UniqueFd;
+using testing::read_file;
+using testing::split_lines;
+using testing::TempDir;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Appends "RESTART_COUNT MAX_RESTARTS MASTER_PORT JOB_TOKEN RUN_ID PS_ADDRS" to DIR/env$RANK.
+const std::string kRecordEnv =
+    "echo \"$TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $MASTER_PORT "
+    "$GRADWIRE_JOB_TOKEN $TORCHELASTIC_RUN_ID x$GRADWIRE_PS_ADDRS\" >> \"$DIR/env$RANK\"; ";
+
+// Rank 1 fails (exit 3) on its first attempt only (the marker file remembers), once rank 0 has
+// recorded its environment (waiting at most 20 s); on that attempt rank 0 waits until stopped.
+// Every later attempt succeeds.
+const std::string kFailFirstAttempt =
+    kRecordEnv +
+    "if [ \"$RANK\" = 1 ] && [ ! -e \"$DIR/marker\" ]; then touch \"$DIR/marker\"; "
+    "i=0; while [ ! -s \"$DIR/env0\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
+    "exit 3; fi; "
+    "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then exec sleep 30; fi; exit 0";
+
+struct EnvLine {
+  std::string restart_count, max_restarts, master_port, job_token, run_id, ps_addrs;
+};
+
+class RestartsTest : public ::testing::Test {
+ protected:
+  LaunchOptions options_for(const std::string& script, int max_restarts) {
+    LaunchOptions options;
+    options.nproc_per_node = 2;
+    options.command = {"/bin/sh", "-c", script, "worker"};
+    options.max_restarts = max_restarts;
+    options.stdout_fd = out_.get();
+    options.stderr_fd = err_.get();
+    options.forward_signals = false;
+    options.grace_period = 3000ms;
+    options.extra_env["DIR"] = dir_.path();
+    return options;
+  }
+  // The lines rank `rank` recorded, one per attempt it ran in.
+  std::vector<EnvLine> env_lines(int rank) const {
+    std::vector<EnvLine> lines;
+    for (const std::string& text :
+         split_lines(read_file(dir_.file("env" + std::to_string(rank))))) {
+      std::istringstream in(text);
+      EnvLine line;
+      in >> line.restart_count >> line.max_restarts >> line.master_port >> line.job_token >>
+          line.run_id >> line.ps_addrs;
+      lines.push_back(line);
+    }
+    return lines;
+  }
+  std::string out() const { return read_file(dir_.file("stdout")); }
+  std::string err() const { return read_file(dir_.file("stderr")); }
+
+  TempDir dir_;
+  UniqueFd out_{::open(dir_.file("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+  UniqueFd err_{::open(dir_.file("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+};
+
+TEST_F(RestartsTest, FailedGroupIsRestartedWithTruthfulEnvironment) {
+  const LaunchResult result = run_workers(options_for(kFailFirstAttempt, 2));
+  ASSERT_EQ(result.exit_code(), 0) << result.summary() << err();
+
+  ASSERT_EQ(result.restarted_attempts.size(), 1u);
+  const RestartedAttempt& first = result.restarted_attempts[0];
+  ASSERT_EQ(first.workers.size(), 2u);
+  ASSERT_EQ(first.first_failed_local_rank, 1);
+  EXPECT_EQ(first.workers[1].exit_code, 3);
+  EXPECT_FALSE(first.workers[1].stopped_by_launcher);
+  EXPECT_TRUE(first.workers[0].stopped_by_launcher);
+  EXPECT_TRUE(first.workers[0].failed());  // SIGTERM ended its sleep
+  for (const WorkerExit& worker : result.workers) EXPECT_FALSE(worker.failed());
+  EXPECT_NE(first.workers[0].pid, result.workers[0].pid);
+
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<EnvLine> lines = env_lines(rank);
+    ASSERT_EQ(lines.size(), 2u) << "rank " << rank;
+    EXPECT_EQ(lines[0].restart_count, "0");
+    EXPECT_EQ(lines[1].restart_count, "1");
+    EXPECT_EQ(lines[0].max_restarts, "2");
+    EXPECT_EQ(lines[1].max_restarts, "2");
+    // A picked port is picked again for the new rendezvous; token and run id stay.
+    EXPECT_EQ(lines[0].master_port, std::to_string(first.master_port));
+    EXPECT_EQ(lines[1].master_port, std::to_string(result.master_port));
+    EXPECT_EQ(lines[0].job_token, lines[1].job_token);
+    EXPECT_EQ(lines[0].run_id, lines[1].run_id);
+  }
+  EXPECT_NE(first.master_port, result.master_port);
+  EXPECT_TRUE(contains(err(), "gradwire-run: rank 1 (pid " + std::to_string(first.workers[1].pid) +
+                                  ") exited with code 3; restarting the workers (restart 1 of 2)"))
+      << err();
+
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary, "attempt 1 (MASTER_PORT " + std::to_string(first.master_port) +
+                                    ") failed: rank 1 (local 1, pid " +
+                                    std::to_string(first.workers[1].pid) + ") exited with code 3"))
+      << summary;
+  EXPECT_TRUE(contains(summary, "attempt 2 (MASTER_PORT " + std::to_string(result.master_port) +
+                                    ", the last) succeeded"))
+      << summary;
+}
+
+TEST_F(RestartsTest, GivenPortIsKeptAcrossRestarts) {
+  LaunchOptions options = options_for(kFailFirstAttempt, 1);
+  options.master_port = pick_free_port();
+  const LaunchResult result = run_workers(options);
+  ASSERT_EQ(result.exit_code(), 0) << result.summary() << err();
+  ASSERT_EQ(result.restarted_attempts.size(), 1u);
+  EXPECT_EQ(result.restarted_attempts[0].master_port, options.master_port);
+  EXPECT_EQ(result.master_port, options.master_port);
+  for (const EnvLine& line : env_lines(0)) {
+    EXPECT_EQ(line.master_port, std::to_string(options.master_port));
+  }
+}
+
+TEST_F(RestartsTest, GivesUpAfterMaxRestarts) {
+  // Rank 0 always fails (once it recorded its environment); rank 1 waits to be stopped.
+  const std::string script = kRecordEnv +
+                             "if [ \"$RANK\" = 0 ]; then exit 5; fi; "
+                             "exec sleep 30";
+  const LaunchResult result = run_workers(options_for(script, 2));
+  EXPECT_EQ(result.exit_code(), 5);
+  EXPECT_EQ(result.restarted_attempts.size(), 2u);
+  EXPECT_EQ(result.first_failed_local_rank, 0);
+  const std::vector<EnvLine> lines = env_lines(0);
+  ASSERT_EQ(lines.size(), 3u);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].restart_count, std::to_string(i));
+  std::set<std::string> ports;
+  for (const EnvLine& line : lines) ports.insert(line.master_port);
+  EXPECT_EQ(ports.size(), 3u);  // a fresh rendezvous each time
+  EXPECT_TRUE(contains(
+      result.summary(),
+      "attempt 3 (MASTER_PORT " + std::to_string(result.master_port) + ", the last) failed"))
+      << result.summary();
+  EXPECT_TRUE(contains(
+      result.summary(),
+      "rank 0 (local 0, pid " + std::to_string(result.workers[0].pid) + ") exited with code 5"))
+      << result.summary();
+}
+
+TEST_F(RestartsTest, NoRestartsByDefault) {
+  LaunchOptions options = options_for(kFailFirstAttempt, 0);
+  const LaunchResult result = run_workers(options);
+  EXPECT_EQ(result.exit_code(), 3);
+  EXPECT_TRUE(result.restarted_attempts.empty());
+  ASSERT_EQ(env_lines(0).size(), 1u);
+  EXPECT_EQ(env_lines(0)[0].max_restarts, "0");
+  EXPECT_FALSE(contains(result.summary(), "attempt")) << result.summary();
+}
+
+TEST_F(RestartsTest, ServersStayUpAcrossRestarts) {
+  LaunchOptions options = options_for(kFailFirstAttempt, 1);
+  options.servers = 1;
+  options.server_command = {FAKE_PS_SERVER_PATH};
+  const LaunchResult result = run_workers(options);
+  ASSERT_EQ(result.exit_code(), 0) << result.summary() << out() << err();
+  ASSERT_EQ(result.restarted_attempts.size(), 1u);
+  // One server process for the whole launch, stopped at the normal end.
+  ASSERT_EQ(result.servers.size(), 1u);
+  EXPECT_TRUE(result.servers[0].stopped_by_launcher);
+  std::smatch match;
+  const std::string text = out();
+  const std::regex pid_line("\\[server 0\\] pid=(\\d+)");
+  int pid_lines = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), pid_line), end; it != end; ++it) {
+    ++pid_lines;
+    EXPECT_EQ(std::stoi((*it)[1]), result.servers[0].pid);
+  }
+  EXPECT_EQ(pid_lines, 1) << text;
+  const std::vector<EnvLine> lines = env_lines(0);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].ps_addrs, "x" + result.servers[0].address);
+  EXPECT_EQ(lines[1].ps_addrs, lines[0].ps_addrs);
+}
+
+TEST_F(RestartsTest, RestartedWorkerAppendsToItsLog) {
+  LaunchOptions options =
+      options_for("echo \"attempt $TORCHELASTIC_RESTART_COUNT\"; " + kFailFirstAttempt, 1);
+  options.log_dir = dir_.file("logs");
+  const LaunchResult result = run_workers(options);
+  ASSERT_EQ(result.exit_code(), 0) << result.summary() << err();
+  const std::string log = read_file(dir_.file("logs/rank_1.log"));
+  EXPECT_EQ(log, "attempt 0\nattempt 1\n");
+}
+
+TEST(RestartsValidationTest, NegativeMaxRestartsIsRejected) {
+  LaunchOptions options;
+  options.command = {"/bin/true"};
+  options.max_restarts = -1;
+  EXPECT_THROW(run_workers(options), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::launch
