@@ -8,11 +8,28 @@ namespace gradwire::shm {
 
 namespace {
 
-// A c10d work completed by the progress thread.
+// A c10d work completed by the progress thread. A wait that times out says what the progress
+// thread was waiting for (`describe`), e.g. which ranks never arrived.
 class ShmWork : public c10d::Work {
  public:
-  explicit ShmWork(c10d::OpType type) : c10d::Work(-1, type) {}
+  explicit ShmWork(std::function<std::string()> describe) : describe_(std::move(describe)) {}
   void complete(std::exception_ptr error) { finish(std::move(error)); }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (timeout == std::chrono::milliseconds(0)) {  // c10d's kNoTimeout
+      cv_.wait(lock, [&] { return completed_; });
+    } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
+      const std::string detail = describe_();
+      throw std::runtime_error("shm: operation timed out after " + format_duration(timeout) +
+                               (detail.empty() ? "" : "; " + detail));
+    }
+    if (exception_) std::rethrow_exception(exception_);
+    return true;
+  }
+
+ private:
+  std::function<std::string()> describe_;
 };
 
 ReduceOp from_c10d(const c10d::ReduceOp& op) {
@@ -69,16 +86,21 @@ struct ShmProcessGroup::Pending {
   c10::intrusive_ptr<ShmWork> work;
 };
 
+ShmProcessGroup::Core::Core(ShmSegment segment_in, int rank, size_t small_bytes)
+    : segment(std::move(segment_in)),
+      sync(segment, rank),
+      collectives(segment, sync, rank, small_bytes) {}
+
 ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  ShmOptions options, c10d_adapter::BackendPtr point_to_point)
     : c10d_adapter::BackendBase(rank, size),
       options_(options),
-      segment_(join_segment(*store, rank,
-                            compute_layout(size, std::max(options.slot_bytes,
-                                                          kCacheLine * static_cast<size_t>(size))),
-                            options.port, options.timeout)),
-      sync_(segment_, rank),
-      collectives_(segment_, sync_, rank, options.small_bytes),
+      core_(std::make_shared<Core>(
+          join_segment(*store, rank,
+                       compute_layout(size, std::max(options.slot_bytes,
+                                                     kCacheLine * static_cast<size_t>(size))),
+                       options.port, options.timeout),
+          rank, options.small_bytes)),
       point_to_point_(std::move(point_to_point)),
       progress_([this] { progress_loop(); }) {}
 
@@ -87,14 +109,18 @@ ShmProcessGroup::~ShmProcessGroup() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  sync_.abort();
+  core_->sync.abort();
   wake_.notify_all();
   progress_.join();
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what,
                                                         std::function<void()> run) {
-  auto work = c10::make_intrusive<ShmWork>(c10d::OpType::UNKNOWN);
+  std::weak_ptr<Core> core = core_;
+  auto work = c10::make_intrusive<ShmWork>([core] {
+    auto alive = core.lock();
+    return alive ? alive->sync.describe_wait() : std::string();
+  });
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(Pending{std::move(what), std::move(run), work});
@@ -123,7 +149,7 @@ void ShmProcessGroup::progress_loop() {
     }
     try {
       const auto start = std::chrono::steady_clock::now();
-      sync_.begin(next.what, start + options_.timeout, options_.timeout);
+      core_->sync.begin(next.what, start + options_.timeout, options_.timeout);
       next.run();
       next.work->complete(nullptr);
     } catch (...) {
@@ -139,7 +165,7 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::broadcast(std::vector<at::Tensor
   check_tensor("broadcast", tensor);
   const int root = static_cast<int>(options.rootRank);
   return enqueue("broadcast", [this, tensor, root] {
-    collectives_.broadcast(tensor.data_ptr(), byte_size(tensor), root);
+    core_->collectives.broadcast(tensor.data_ptr(), byte_size(tensor), root);
   });
 }
 
@@ -150,7 +176,7 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce(std::vector<at::Tensor
   const ReduceOp op = from_c10d(options.reduceOp);
   check_reducible("allreduce", tensor, op);
   return enqueue(std::string("allreduce(") + to_string(op) + ")", [this, tensor, op] {
-    collectives_.allreduce(tensor.data_ptr(), tensor.scalar_type(), tensor.numel(), op);
+    core_->collectives.allreduce(tensor.data_ptr(), tensor.scalar_type(), tensor.numel(), op);
   });
 }
 
@@ -172,7 +198,7 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allgather(
   return enqueue("allgather", [this, input, targets] {
     std::vector<void*> outs;
     for (const auto& target : targets) outs.push_back(target.data_ptr());
-    collectives_.allgather(input.data_ptr(), byte_size(input), outs.data());
+    core_->collectives.allgather(input.data_ptr(), byte_size(input), outs.data());
   });
 }
 
@@ -188,13 +214,13 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::_reduce_scatter_base(
         "output's dtype");
   }
   return enqueue(std::string("reduce_scatter(") + to_string(op) + ")", [this, input, output, op] {
-    collectives_.reduce_scatter(input.data_ptr(), output.data_ptr(), input.scalar_type(),
-                                output.numel(), op);
+    core_->collectives.reduce_scatter(input.data_ptr(), output.data_ptr(), input.scalar_type(),
+                                      output.numel(), op);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::barrier(const c10d::BarrierOptions&) {
-  return enqueue("barrier", [this] { collectives_.barrier(); });
+  return enqueue("barrier", [this] { core_->collectives.barrier(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::send(std::vector<at::Tensor>& tensors, int dst_rank,

@@ -65,20 +65,28 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
 
  private:
   struct Pending;
+  // The segment and what runs on it; shared with work handles so that a timed-out wait can say
+  // which ranks the progress thread was waiting for.
+  struct Core {
+    Core(ShmSegment segment, int rank, size_t small_bytes);
+    ShmSegment segment;
+    ShmStepSync sync;
+    ShmCollectives collectives;
+  };
   c10::intrusive_ptr<c10d::Work> enqueue(std::string what, std::function<void()> run);
   void progress_loop();
 
   ShmOptions options_;
-  ShmSegment segment_;
-  ShmStepSync sync_;
-  ShmCollectives collectives_;
+  std::shared_ptr<Core> core_;
   c10d_adapter::BackendPtr point_to_point_;
 
-  std::mutex mutex_;  // guards the members below
+  std::mutex mutex_;  // guards wake_, queue_, stopping_
   std::condition_variable wake_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
-  std::exception_ptr failure_;  // the first failure; fails every later operation
+
+  // Progress thread only: the first failure, which fails every later operation.
+  std::exception_ptr failure_;
 
   std::thread progress_;  // last: started once everything above exists
 };

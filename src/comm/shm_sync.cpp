@@ -51,10 +51,34 @@ void ShmStepSync::wait_reduced(uint64_t step) {
   wait_all(&ShmRankControl::reduced, step, "reduce its slice of");
 }
 
+std::string ShmStepSync::describe_wait() const {
+  const uint64_t step = waiting_step_.load(std::memory_order_relaxed);
+  if (step == 0) return "";
+  const bool reduced = waiting_reduced_.load(std::memory_order_relaxed);
+  std::vector<int> missing;
+  for (int r = 0; r < size_; ++r) {
+    const auto& control = segment_.control(r);
+    const uint64_t reached = (reduced ? control.reduced : control.posted).load();
+    if (reached < step) missing.push_back(r);
+  }
+  if (missing.empty()) return "";
+  return "rank " + std::to_string(rank_) + " was waiting for rank(s) " + ranks_text(missing) +
+         " of the communicator to " + (reduced ? "reduce their slice of" : "post") + " step " +
+         std::to_string(step);
+}
+
 void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint64_t step,
                            const char* phase) {
   // Ranks are checked in order; a rank that arrived stays arrived (counters only grow).
   int next = 0;
+  struct Published {  // what this thread waits for, while it waits (describe_wait())
+    ShmStepSync& sync;
+    Published(ShmStepSync& s, uint64_t step, bool reduced) : sync(s) {
+      sync.waiting_reduced_.store(reduced, std::memory_order_relaxed);
+      sync.waiting_step_.store(step, std::memory_order_relaxed);
+    }
+    ~Published() { sync.waiting_step_.store(0, std::memory_order_relaxed); }
+  } published(*this, step, counter == &ShmRankControl::reduced);
   auto arrived = [&] {
     while (next < size_ &&
            (segment_.control(next).*counter).load(std::memory_order_acquire) >= step) {

@@ -54,6 +54,10 @@ class ShmStepSync {
   // Makes current and future waits fail (communicator shutting down).
   void abort() { aborted_.store(true, std::memory_order_relaxed); }
 
+  // While a wait is in progress: "waiting for rank(s) [1] of the communicator to post step 7";
+  // otherwise empty. Thread safe (reads counters only); for messages about a stall.
+  std::string describe_wait() const;
+
  private:
   void wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint64_t step, const char* phase);
 
@@ -65,6 +69,10 @@ class ShmStepSync {
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds limit_{0};
   std::atomic<bool> aborted_{false};
+  // The wait in progress, for describe_wait(): its step (0: none) and whether it waits for
+  // `reduced` rather than `posted`.
+  std::atomic<uint64_t> waiting_step_{0};
+  std::atomic<bool> waiting_reduced_{false};
 };
 
 }  // namespace gradwire::shm

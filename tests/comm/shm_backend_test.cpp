@@ -187,6 +187,18 @@ TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
       return;  // never calls the second allreduce
     }
     auto work = group.allreduce(tensors, c10d::AllreduceOptions());
+    // A caller's shorter wait times out first and says whom the progress thread waits for.
+    try {
+      work->wait(std::chrono::milliseconds(100));
+      ADD_FAILURE() << "no timeout";
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("timed out after 100 ms"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank 0 was waiting for rank(s) [1] of the communicator to post"),
+                std::string::npos)
+          << what;
+    }
+    // Then the operation's own deadline.
     try {
       work->wait();
       ADD_FAILURE() << "no timeout";

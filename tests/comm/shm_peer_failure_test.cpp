@@ -168,6 +168,8 @@ TEST(ShmPeerFailure, StalledRankTimesOutNamingIt) {
   EXPECT_NE(logs[0].find("CAUGHT TimeoutError"), std::string::npos) << logs[0];
   EXPECT_NE(logs[0].find("timed out"), std::string::npos) << logs[0];
   EXPECT_NE(logs[0].find("over ranks [0, 1]"), std::string::npos) << logs[0];
+  // The stuck rank is named (as a rank of the communicator, here the world).
+  EXPECT_NE(logs[0].find("waiting for rank(s) [1]"), std::string::npos) << logs[0];
 }
 
 }  // namespace
