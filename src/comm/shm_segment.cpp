@@ -80,13 +80,18 @@ ShmSegment::~ShmSegment() {
 ShmSegment ShmSegment::create(const std::string& name, const ShmLayout& layout) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw system_failure("creating shared-memory segment", name, errno);
-  if (ftruncate(fd, static_cast<off_t>(layout.total_bytes)) != 0) {
-    const int error = errno;
+  // Reserve the pages now: on a full tmpfs (e.g. Docker's 64 MiB /dev/shm) a merely truncated
+  // segment would kill the process with SIGBUS at first touch instead of failing here.
+  const int error = ftruncate(fd, static_cast<off_t>(layout.total_bytes)) == 0
+                        ? posix_fallocate(fd, 0, static_cast<off_t>(layout.total_bytes))
+                        : errno;
+  if (error != 0) {
     close(fd);
     shm_unlink(name.c_str());
     throw std::runtime_error(
         "shm: sizing segment '" + name + "' to " + std::to_string(layout.total_bytes) +
-        " bytes failed: " + std::strerror(error) + " (is /dev/shm large enough?)");
+        " bytes failed: " + std::strerror(error) +
+        " (is /dev/shm large enough? Docker: --shm-size; or lower GRADWIRE_SHM_SLOT_BYTES)");
   }
   char* base = nullptr;
   try {
