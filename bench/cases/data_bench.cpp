@@ -254,7 +254,7 @@ class DataSweep {
     Communicator& communicator = context_.communicator;
     const int rank = communicator.rank();
     const bool member = rank < what.ranks;
-    const bool raw = what.mode == "raw";
+    const bool raw = what.mode == "raw" || what.mode == "raw+crc";
     std::vector<ByteRange> ranges;
     std::unique_ptr<data::ShardedRecordReader> reader;
     if (member && raw) ranges = raw_read_share(set.sizes, rank, what.ranks);
@@ -273,7 +273,11 @@ class DataSweep {
       communicator.barrier()->wait();
       EpochTotals mine;
       const auto start = Clock::now();
-      if (member && raw) mine.file_bytes = read_raw(set.files, ranges);
+      if (member && raw) {
+        const RawRead read = read_raw(set.files, ranges, what.mode == "raw+crc");
+        mine.file_bytes = read.bytes;
+        touched += read.crc;
+      }
       if (reader) {
         reader->start_epoch(static_cast<std::uint64_t>(epoch));
         while (auto record = reader->next_record()) {

@@ -179,10 +179,10 @@ std::vector<ByteRange> raw_read_share(const std::vector<std::uint64_t>& sizes, i
   return ranges;
 }
 
-std::uint64_t read_raw(const std::vector<std::string>& files, const std::vector<ByteRange>& ranges,
-                       std::size_t buffer_bytes) {
+RawRead read_raw(const std::vector<std::string>& files, const std::vector<ByteRange>& ranges,
+                 bool checksum, std::size_t buffer_bytes) {
   std::unique_ptr<char[]> buffer(new char[buffer_bytes]);
-  std::uint64_t total = 0;
+  RawRead result;
   for (const auto& range : ranges) {
     const std::string& path = files.at(range.file);
     FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -200,10 +200,13 @@ std::uint64_t read_raw(const std::vector<std::string>& files, const std::vector<
       if (got < 0) throw BackendError("read of " + path + " failed: " + std::strerror(errno));
       if (got == 0) break;  // the file is shorter than it was
       left -= static_cast<std::uint64_t>(got);
-      total += static_cast<std::uint64_t>(got);
+      result.bytes += static_cast<std::uint64_t>(got);
+      if (checksum) {
+        result.crc ^= data::crc32_of(std::string_view(buffer.get(), static_cast<std::size_t>(got)));
+      }
     }
   }
-  return total;
+  return result;
 }
 
 std::vector<std::uint64_t> file_sizes(const std::vector<std::string>& files) {

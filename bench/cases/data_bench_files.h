@@ -6,7 +6,8 @@
 //   (every byte one of 16 letters), a deterministic function of the record number.
 // - The raw read: the same files read with plain read() into one buffer, split between ranks by
 //   byte ranges of the files laid end to end. It is the I/O limit when the files are in the page
-//   cache (read them once before timing).
+//   cache (read them once before timing). With a checksum it also runs the RecordIO CRC-32 over
+//   every byte: the floor of any reader that verifies what it reads.
 //
 // Writing and reading block on file I/O; failures throw InvalidArgument (missing input) or
 // BackendError (a read failed), naming the path. Everything here is thread compatible.
@@ -65,11 +66,16 @@ struct ByteRange {
 // T*(rank+1)/ranks) of the total T, as ranges of the files (empty ranges left out).
 std::vector<ByteRange> raw_read_share(const std::vector<std::uint64_t>& sizes, int rank, int ranks);
 
-// Reads `ranges` of `files` with read() into a buffer of `buffer_bytes`, sequentially. Returns
-// the bytes read (fewer than asked only when a file is shorter). Throws BackendError naming the
-// file when open or read fails.
-std::uint64_t read_raw(const std::vector<std::string>& files, const std::vector<ByteRange>& ranges,
-                       std::size_t buffer_bytes = std::size_t{1} << 20);
+struct RawRead {
+  std::uint64_t bytes = 0;  // fewer than asked only when a file is shorter
+  std::uint32_t crc = 0;    // with checksum: CRC-32 (data::crc32_of) of each buffer, XORed
+};
+
+// Reads `ranges` of `files` with read() into a buffer of `buffer_bytes`, sequentially; with
+// `checksum` also computes the RecordIO CRC-32 of every buffer read (the least work a verifying
+// reader does on top of the read). Throws BackendError naming the file when open or read fails.
+RawRead read_raw(const std::vector<std::string>& files, const std::vector<ByteRange>& ranges,
+                 bool checksum = false, std::size_t buffer_bytes = std::size_t{1} << 20);
 
 // The sizes of `files` in bytes. Throws InvalidArgument naming a file that cannot be examined.
 std::vector<std::uint64_t> file_sizes(const std::vector<std::string>& files);

@@ -66,7 +66,10 @@ void attach_raw_ratios(std::vector<DataRow>& rows) {
 std::optional<double> worst_uncompressed_ratio(const std::vector<DataRow>& rows) {
   std::optional<double> worst;
   for (const auto& row : rows) {
-    if (row.what.mode == "raw" || row.what.compression != "none" || !row.vs_raw) continue;
+    if (row.what.mode == "raw" || row.what.mode == "raw+crc" || row.what.compression != "none" ||
+        !row.vs_raw) {
+      continue;
+    }
     worst = worst ? std::min(*worst, *row.vs_raw) : *row.vs_raw;
   }
   return worst;
@@ -83,7 +86,8 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
       << " timed epochs, " << settings.repeat << (settings.repeat == 1 ? " sweep" : " sweeps")
       << " pooled; loader prefetch " << settings.prefetch << " chunks\n"
       << "# raw: the same files read with read() from the page cache (the I/O limit), split\n"
-      << "# between the ranks by bytes; static/dynamic: ShardedRecordReader, every record\n"
+      << "# between the ranks by bytes; raw+crc: and the RecordIO CRC-32 of every byte (the\n"
+      << "# floor of a verifying reader); static/dynamic: ShardedRecordReader, every record\n"
       << "# delivered; times are the slowest rank's per epoch; rates use the p50 epoch;\n"
       << "# MB/s = file bytes / p50; data MB/s = record bytes / p50; vs raw = raw p50 / p50\n";
 }
@@ -97,7 +101,7 @@ void print_data_table(std::ostream& out, const std::vector<DataSetReport>& sets,
   }
   out << row_table().header() << "\n";
   for (const auto& row : rows) {
-    const bool raw = row.what.mode == "raw";
+    const bool raw = row.what.mode == "raw" || row.what.mode == "raw+crc";
     out << row_table().row(
                {row.what.set, row.what.compression, std::to_string(row.what.ranks), row.what.mode,
                 format_fixed(row.file_bytes / 1e6, 1), raw ? "-" : std::to_string(row.records),

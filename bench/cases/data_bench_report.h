@@ -7,7 +7,8 @@
 //   MB/s        file bytes read by all ranks / p50 (1 MB = 1e6 bytes); the raw read's rate is the
 //               I/O limit of the same files at the same rank count
 //   data MB/s   record payload delivered / p50 (above MB/s when the files are compressed)
-//   vs raw      raw p50 / loader p50 of the same set, compression and rank count
+//   vs raw      raw p50 / this row's p50 (same set, compression and rank count); raw+crc rows
+//               show what the checksum alone costs
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,7 @@ DataRow make_data_row(const DataCase& what, std::uint64_t file_bytes, std::uint6
 // Pure: sets vs_raw of every loader row whose raw row (same set, compression, ranks) exists.
 void attach_raw_ratios(std::vector<DataRow>& rows);
 
-// Pure: the smallest vs_raw among uncompressed loader rows; nullopt when there is none.
+// Pure: the smallest vs_raw among uncompressed loader (static, dynamic) rows; nullopt when none.
 std::optional<double> worst_uncompressed_ratio(const std::vector<DataRow>& rows);
 
 // A file set as measured.

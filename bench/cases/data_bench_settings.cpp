@@ -126,6 +126,7 @@ std::vector<DataCase> data_cases(const DataSettings& settings) {
     for (const auto& compression : compressions) {
       for (const int ranks : settings.rank_counts) {
         cases.push_back({set.name, compression, ranks, "raw"});
+        cases.push_back({set.name, compression, ranks, "raw+crc"});
         for (const auto& partition : settings.partitions) {
           cases.push_back({set.name, compression, ranks, partition});
         }

@@ -83,11 +83,12 @@ struct DataCase {
   std::string set;
   std::string compression;  // "none"/"zstd"; a --data set: "as-is"
   int ranks = 1;
-  std::string mode;  // "raw", "static" or "dynamic"
+  std::string mode;  // "raw", "raw+crc", "static" or "dynamic"
 };
 
 // Pure: the measurements of one sweep, in the order they run: for each set, compression and rank
-// count, the raw read first, then each partition. A --data set gets one compression, "as-is".
+// count, the raw read first, then the raw read with CRC-32, then each partition. A --data set gets
+// one compression, "as-is".
 std::vector<DataCase> data_cases(const DataSettings& settings);
 
 }  // namespace gradwire::bench

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "gradwire/common/error.h"
 #include "gradwire/data/recordio_reader.h"
@@ -94,12 +95,22 @@ TEST(DataBenchFilesTest, GeneratedSetHoldsTheBytesInEveryFileAndCompresses) {
   }
   EXPECT_EQ(index, plain_facts.records);
 
-  EXPECT_EQ(read_raw(plain, raw_read_share(file_sizes(plain), 0, 1), 4096), plain_facts.file_bytes);
+  EXPECT_EQ(read_raw(plain, raw_read_share(file_sizes(plain), 0, 1), false, 4096).bytes,
+            plain_facts.file_bytes);
   std::uint64_t halves = 0;
   for (int rank = 0; rank < 2; ++rank) {
-    halves += read_raw(plain, raw_read_share(file_sizes(plain), rank, 2), 1000);
+    halves += read_raw(plain, raw_read_share(file_sizes(plain), rank, 2), false, 1000).bytes;
   }
   EXPECT_EQ(halves, plain_facts.file_bytes);
+
+  // With checksum, one buffer holding the whole file: the CRC-32 of the file.
+  std::ifstream in(packed[0], std::ios::binary);
+  const std::string contents((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  const RawRead read = read_raw({packed[0]}, {{0, 0, contents.size()}}, true, contents.size() + 1);
+  EXPECT_EQ(read.bytes, contents.size());
+  EXPECT_EQ(read.crc, data::crc32_of(contents));
+  EXPECT_EQ(read_raw({packed[0]}, {{0, 0, contents.size()}}).crc, 0u);  // no checksum asked
   fs::remove_all(plain_dir);
   fs::remove_all(zstd_dir);
 }

@@ -17,7 +17,8 @@ std::vector<DataRow> sample_rows() {
                         {0.025, 0.030, 0.020}, 0),
           make_data_row({"generated", "none", 1, "dynamic"}, 1000000, 500, 900000, {0.040}, 1),
           make_data_row({"generated", "zstd", 1, "raw"}, 500000, 0, 0, {0.005}, 0),
-          make_data_row({"generated", "zstd", 1, "static"}, 500000, 500, 900000, {0.100}, 0)};
+          make_data_row({"generated", "zstd", 1, "static"}, 500000, 500, 900000, {0.100}, 0),
+          make_data_row({"generated", "none", 1, "raw+crc"}, 1000000, 0, 0, {0.050}, 0)};
 }
 
 TEST(DataBenchReportTest, RowsUseTheMedianEpoch) {
@@ -38,7 +39,8 @@ TEST(DataBenchReportTest, RatiosCompareWithTheRawReadOfTheSameFiles) {
   EXPECT_DOUBLE_EQ(*rows[1].vs_raw, 0.010 / 0.025);
   EXPECT_DOUBLE_EQ(*rows[2].vs_raw, 0.010 / 0.040);
   EXPECT_DOUBLE_EQ(*rows[4].vs_raw, 0.005 / 0.100);  // zstd against the zstd files' raw read
-  // Only uncompressed rows count for the target.
+  EXPECT_DOUBLE_EQ(*rows[5].vs_raw, 0.010 / 0.050);
+  // Only uncompressed loader rows count for the target (not raw+crc's 0.2).
   EXPECT_DOUBLE_EQ(*worst_uncompressed_ratio(rows), 0.25);
   EXPECT_FALSE(worst_uncompressed_ratio({rows[0], rows[3], rows[4]}));
 

@@ -40,11 +40,14 @@ TEST(DataBenchRunTest, TwoRanksMeasureEveryCaseAndEveryRecordArrives) {
   const auto records = document.at("sets").at(0).at("records").get<std::uint64_t>();
   EXPECT_GT(records, 0u);
   const auto& results = document.at("results");
-  ASSERT_EQ(results.size(), 12u);  // 2 compressions x 2 rank counts x (raw, static, dynamic)
+  // 2 compressions x 2 rank counts x (raw, raw+crc, static, dynamic)
+  ASSERT_EQ(results.size(), 16u);
   for (const auto& row : results) {
     EXPECT_EQ(row.at("time_ms").at("count"), 2) << row;
     EXPECT_GT(row.at("file_mbps").get<double>(), 0.0) << row;
     if (row.at("mode") == "raw") continue;
+    EXPECT_GT(row.at("vs_raw").get<double>(), 0.0) << row;
+    if (row.at("mode") == "raw+crc") continue;
     EXPECT_EQ(row.at("records"), records) << row;
     EXPECT_GT(row.at("vs_raw").get<double>(), 0.0) << row;
     EXPECT_EQ(row.at("wrong"), 0) << row;
@@ -68,7 +71,7 @@ TEST(DataBenchRunTest, ReadsADirectoryAsItIsOnOneRank) {
   const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   EXPECT_EQ(document.at("metadata").at("ranks"), 1);
-  ASSERT_EQ(document.at("results").size(), 3u);
+  ASSERT_EQ(document.at("results").size(), 4u);  // raw, raw+crc, static, dynamic
   for (const auto& row : document.at("results")) {
     EXPECT_EQ(row.at("set"), "data");
     EXPECT_EQ(row.at("compression"), "zstd");  // found in the chunk headers

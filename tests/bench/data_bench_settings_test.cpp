@@ -104,9 +104,10 @@ TEST(DataBenchSettingsTest, CasesPutTheRawReadBeforeEachPartition) {
   flags.sets = {"generated"};
   flags.compressions = {"zstd"};
   const std::vector<DataCase> cases = data_cases(resolve_data_settings(flags, 2));
-  ASSERT_EQ(cases.size(), 6u);
+  ASSERT_EQ(cases.size(), 8u);
   const std::vector<std::pair<int, std::string>> expected = {
-      {1, "raw"}, {1, "static"}, {1, "dynamic"}, {2, "raw"}, {2, "static"}, {2, "dynamic"}};
+      {1, "raw"}, {1, "raw+crc"}, {1, "static"}, {1, "dynamic"},
+      {2, "raw"}, {2, "raw+crc"}, {2, "static"}, {2, "dynamic"}};
   for (std::size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(cases[i].set, "generated");
     EXPECT_EQ(cases[i].compression, "zstd");
@@ -121,14 +122,15 @@ TEST(DataBenchSettingsTest, DataDirectoryIsMeasuredOnceAsItIs) {
   flags.partitions = {"static"};
   flags.rank_counts = {1};
   const std::vector<DataCase> cases = data_cases(resolve_data_settings(flags, 2));
-  // data: as-is; generated: none and zstd; each raw + static on 1 rank.
-  ASSERT_EQ(cases.size(), 6u);
+  // data: as-is; generated: none and zstd; each raw, raw+crc and static on 1 rank.
+  ASSERT_EQ(cases.size(), 9u);
   EXPECT_EQ(cases[0].set, "data");
   EXPECT_EQ(cases[0].compression, "as-is");
-  EXPECT_EQ(cases[1].mode, "static");
-  EXPECT_EQ(cases[2].set, "generated");
-  EXPECT_EQ(cases[2].compression, "none");
-  EXPECT_EQ(cases[4].compression, "zstd");
+  EXPECT_EQ(cases[1].mode, "raw+crc");
+  EXPECT_EQ(cases[2].mode, "static");
+  EXPECT_EQ(cases[3].set, "generated");
+  EXPECT_EQ(cases[3].compression, "none");
+  EXPECT_EQ(cases[6].compression, "zstd");
 }
 
 }  // namespace
