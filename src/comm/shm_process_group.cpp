@@ -82,6 +82,7 @@ size_t byte_size(const at::Tensor& tensor) { return tensor.numel() * tensor.elem
 
 struct ShmProcessGroup::Pending {
   std::string what;
+  uint64_t signature;
   std::function<void()> run;
   c10::intrusive_ptr<ShmWork> work;
 };
@@ -114,7 +115,7 @@ ShmProcessGroup::~ShmProcessGroup() {
   progress_.join();
 }
 
-c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what,
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what, uint64_t signature,
                                                         std::function<void()> run) {
   std::weak_ptr<Core> core = core_;
   auto work = c10::make_intrusive<ShmWork>([core] {
@@ -123,7 +124,7 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what,
   });
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Pending{std::move(what), std::move(run), work});
+    queue_.push_back(Pending{std::move(what), signature, std::move(run), work});
   }
   wake_.notify_one();
   return work;
@@ -149,7 +150,7 @@ void ShmProcessGroup::progress_loop() {
     }
     try {
       const auto start = std::chrono::steady_clock::now();
-      core_->sync.begin(next.what, start + options_.timeout, options_.timeout);
+      core_->sync.begin(next.what, next.signature, start + options_.timeout, options_.timeout);
       next.run();
       next.work->complete(nullptr);
     } catch (...) {
@@ -164,7 +165,9 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::broadcast(std::vector<at::Tensor
   at::Tensor tensor = only_tensor("broadcast", tensors);
   check_tensor("broadcast", tensor);
   const int root = static_cast<int>(options.rootRank);
-  return enqueue("broadcast", [this, tensor, root] {
+  const auto signature =
+      op_signature(ShmOpKind::kBroadcast, 0, int(tensor.scalar_type()), root, byte_size(tensor));
+  return enqueue("broadcast", signature, [this, tensor, root] {
     core_->collectives.broadcast(tensor.data_ptr(), byte_size(tensor), root);
   });
 }
@@ -175,7 +178,9 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce(std::vector<at::Tensor
   check_tensor("allreduce", tensor);
   const ReduceOp op = from_c10d(options.reduceOp);
   check_reducible("allreduce", tensor, op);
-  return enqueue(std::string("allreduce(") + to_string(op) + ")", [this, tensor, op] {
+  const auto signature =
+      op_signature(ShmOpKind::kAllreduce, int(op), int(tensor.scalar_type()), 0, byte_size(tensor));
+  return enqueue(std::string("allreduce(") + to_string(op) + ")", signature, [this, tensor, op] {
     core_->collectives.allreduce(tensor.data_ptr(), tensor.scalar_type(), tensor.numel(), op);
   });
 }
@@ -195,7 +200,9 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allgather(
       throw InvalidArgument("gradwire shm allgather: every output must have the input's size");
     }
   }
-  return enqueue("allgather", [this, input, targets] {
+  const auto signature =
+      op_signature(ShmOpKind::kAllgather, 0, int(input.scalar_type()), 0, byte_size(input));
+  return enqueue("allgather", signature, [this, input, targets] {
     std::vector<void*> outs;
     for (const auto& target : targets) outs.push_back(target.data_ptr());
     core_->collectives.allgather(input.data_ptr(), byte_size(input), outs.data());
@@ -213,14 +220,18 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::_reduce_scatter_base(
         "gradwire shm reduce_scatter: input must hold size() * output.numel() elements of the "
         "output's dtype");
   }
-  return enqueue(std::string("reduce_scatter(") + to_string(op) + ")", [this, input, output, op] {
-    core_->collectives.reduce_scatter(input.data_ptr(), output.data_ptr(), input.scalar_type(),
-                                      output.numel(), op);
-  });
+  const auto signature = op_signature(ShmOpKind::kReduceScatter, int(op), int(input.scalar_type()),
+                                      0, byte_size(input));
+  return enqueue(std::string("reduce_scatter(") + to_string(op) + ")", signature,
+                 [this, input, output, op] {
+                   core_->collectives.reduce_scatter(input.data_ptr(), output.data_ptr(),
+                                                     input.scalar_type(), output.numel(), op);
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::barrier(const c10d::BarrierOptions&) {
-  return enqueue("barrier", [this] { core_->collectives.barrier(); });
+  return enqueue("barrier", op_signature(ShmOpKind::kBarrier, 0, 0, 0, 0),
+                 [this] { core_->collectives.barrier(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::send(std::vector<at::Tensor>& tensors, int dst_rank,

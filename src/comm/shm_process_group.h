@@ -73,7 +73,8 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
     ShmStepSync sync;
     ShmCollectives collectives;
   };
-  c10::intrusive_ptr<c10d::Work> enqueue(std::string what, std::function<void()> run);
+  c10::intrusive_ptr<c10d::Work> enqueue(std::string what, uint64_t signature,
+                                         std::function<void()> run);
   void progress_loop();
 
   ShmOptions options_;

@@ -3,7 +3,8 @@
 //
 // Layout (offsets from the start of the mapping, all page aligned):
 //   header      one page: magic, version, rank count, slot size
-//   controls    one ShmRankControl per rank, each on its own cache lines
+//   controls    one ShmRankControl per rank: pid, step counters and op signatures, each on
+//               its own cache line
 //   data        2 slots of slot_bytes per rank (double buffering by step parity):
 //               slot(rank, parity) at data_offset + (rank * 2 + parity) * slot_bytes
 //
@@ -39,6 +40,9 @@ struct alignas(kCacheLine) ShmRankControl {
   alignas(kCacheLine) std::atomic<uint64_t> posted;
   // The last step whose slice this rank has reduced (large allreduce only).
   alignas(kCacheLine) std::atomic<uint64_t> reduced;
+  // What this rank's collective of the step with that parity is (shm_sync.h, op signatures),
+  // written before `posted`, so ranks calling different collectives are told so.
+  alignas(kCacheLine) std::atomic<uint64_t> signature[2];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm flags need lock-free atomics");
 

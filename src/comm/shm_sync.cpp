@@ -27,25 +27,66 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }
 }  // namespace
 
+uint64_t op_signature(ShmOpKind kind, int reduce_op, int dtype, int root, uint64_t bytes) {
+  const uint64_t code = static_cast<uint64_t>(kind) + static_cast<uint64_t>(reduce_op);
+  return (code << 56) | (static_cast<uint64_t>(dtype & 0xff) << 48) |
+         (static_cast<uint64_t>(root & 0xff) << 40) | (bytes & ((uint64_t{1} << 40) - 1));
+}
+
+std::string describe_signature(uint64_t signature) {
+  static const char* const kOps[] = {"sum", "avg", "min", "max"};
+  const int code = static_cast<int>(signature >> 56);
+  const int dtype = static_cast<int>((signature >> 48) & 0xff);
+  const int root = static_cast<int>((signature >> 40) & 0xff);
+  const std::string size = " of " + std::to_string(signature & ((uint64_t{1} << 40) - 1)) +
+                           " bytes (dtype code " + std::to_string(dtype) + ")";
+  if (code >= 1 && code <= 4) return std::string("allreduce(") + kOps[code - 1] + ")" + size;
+  if (code >= 5 && code <= 8) return std::string("reduce_scatter(") + kOps[code - 5] + ")" + size;
+  if (code == static_cast<int>(ShmOpKind::kBroadcast)) {
+    return "broadcast from rank " + std::to_string(root) + size;
+  }
+  if (code == static_cast<int>(ShmOpKind::kAllgather)) return "allgather" + size;
+  if (code == static_cast<int>(ShmOpKind::kBarrier)) return "barrier";
+  return "an unknown collective (code " + std::to_string(code) + ")";
+}
+
 ShmStepSync::ShmStepSync(const ShmSegment& segment, int rank)
     : segment_(segment), rank_(rank), size_(segment.layout().ranks) {}
 
-void ShmStepSync::begin(std::string what, std::chrono::steady_clock::time_point deadline,
+void ShmStepSync::begin(std::string what, uint64_t signature,
+                        std::chrono::steady_clock::time_point deadline,
                         std::chrono::milliseconds limit) {
   what_ = std::move(what);
+  signature_ = signature;
   deadline_ = deadline;
   limit_ = limit;
 }
 
 void ShmStepSync::post(uint64_t step) {
-  segment_.control(rank_).posted.store(step, std::memory_order_release);
+  auto& mine = segment_.control(rank_);
+  mine.signature[parity(step)].store(signature_, std::memory_order_relaxed);
+  mine.posted.store(step, std::memory_order_release);
 }
 
 void ShmStepSync::post_reduced(uint64_t step) {
   segment_.control(rank_).reduced.store(step, std::memory_order_release);
 }
 
-void ShmStepSync::wait_posted(uint64_t step) { wait_all(&ShmRankControl::posted, step, "post"); }
+void ShmStepSync::wait_posted(uint64_t step) {
+  wait_all(&ShmRankControl::posted, step, "post");
+  // A rank is at most one step ahead, using the other parity: this step's signatures are stable.
+  for (int r = 0; r < size_; ++r) {
+    const uint64_t theirs =
+        segment_.control(r).signature[parity(step)].load(std::memory_order_relaxed);
+    if (theirs != signature_) {
+      throw std::runtime_error(
+          "shm: collectives differ: rank " + std::to_string(rank_) +
+          " of the communicator called " + describe_signature(signature_) + " while rank " +
+          std::to_string(r) + " called " + describe_signature(theirs) +
+          ". Every rank must issue the same collectives in the same order with the same sizes");
+    }
+  }
+}
 
 void ShmStepSync::wait_reduced(uint64_t step) {
   wait_all(&ShmRankControl::reduced, step, "reduce its slice of");

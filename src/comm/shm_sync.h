@@ -32,12 +32,26 @@ class ShmPeerGone : public std::runtime_error {
   int rank_;
 };
 
+// What a collective is, as every rank must agree: its kind, dtype, root and size, packed in 64
+// bits (kind 8, dtype 8, root mod 256 8, bytes 40) and compared in every step.
+enum class ShmOpKind : uint8_t {
+  kAllreduce = 1,      // + ReduceOp (sum, avg, min, max)
+  kReduceScatter = 5,  // + ReduceOp
+  kBroadcast = 9,
+  kAllgather = 10,
+  kBarrier = 11,
+};
+uint64_t op_signature(ShmOpKind kind, int reduce_op, int dtype, int root, uint64_t bytes);
+// "allreduce(avg) of 4096 bytes of dtype 6", "broadcast from rank 1 of 64 bytes ...".
+std::string describe_signature(uint64_t signature);
+
 class ShmStepSync {
  public:
   ShmStepSync(const ShmSegment& segment, int rank);
 
-  // Starts an operation named `what` (for messages) that must finish by `deadline`.
-  void begin(std::string what, std::chrono::steady_clock::time_point deadline,
+  // Starts an operation named `what` (for messages) with `signature` (op_signature()) that must
+  // finish by `deadline`.
+  void begin(std::string what, uint64_t signature, std::chrono::steady_clock::time_point deadline,
              std::chrono::milliseconds limit);
   // The next step number (starts at 1) and the slot parity it uses.
   uint64_t next_step() { return ++step_; }
@@ -47,7 +61,8 @@ class ShmStepSync {
   void post_reduced(uint64_t step);
   // Block until every rank posted (reduced) `step`. Throws ShmPeerGone when a waited-for rank's
   // process is gone, std::runtime_error "... timed out ..." naming the missing ranks after the
-  // deadline, and std::runtime_error when abort() was called.
+  // deadline, and std::runtime_error when abort() was called. wait_posted also throws
+  // std::runtime_error naming the first rank whose collective differs from this one.
   void wait_posted(uint64_t step);
   void wait_reduced(uint64_t step);
 
@@ -66,6 +81,7 @@ class ShmStepSync {
   int size_;
   uint64_t step_ = 0;
   std::string what_;
+  uint64_t signature_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds limit_{0};
   std::atomic<bool> aborted_{false};

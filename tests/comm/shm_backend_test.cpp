@@ -40,7 +40,8 @@ TEST(ShmLayout, ControlsAndSlotsAreAlignedAndDisjoint) {
     EXPECT_GE(layout.data_offset, layout.controls_offset + sizeof(ShmRankControl) * ranks);
     EXPECT_GE(layout.total_bytes, layout.data_offset + 2 * ranks * layout.slot_bytes);
   }
-  EXPECT_EQ(sizeof(ShmRankControl), 3 * kCacheLine);  // pid, posted, reduced: a line each
+  // pid, posted, reduced, signatures: a line each
+  EXPECT_EQ(sizeof(ShmRankControl), 4 * kCacheLine);
 }
 
 TEST(ShmLayout, NamesCarryThePortAndDiffer) {
@@ -210,6 +211,35 @@ TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
     // The group is broken from now on: later operations fail the same way, at once.
     EXPECT_ANY_THROW(group.barrier(c10d::BarrierOptions())->wait());
   });
+}
+
+TEST(ShmProcessGroup, DifferentCollectivesOnTwoRanksAreNamed) {
+  ShmOptions options;
+  options.timeout = std::chrono::seconds(10);
+  with_groups(2, 3, options, [&](int rank, ShmProcessGroup& group) {
+    std::vector<at::Tensor> tensors{at::ones({1024})};
+    auto work = rank == 0 ? group.allreduce(tensors, c10d::AllreduceOptions())
+                          : group.broadcast(tensors, c10d::BroadcastOptions());
+    try {
+      work->wait();
+      ADD_FAILURE() << "no error";
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("collectives differ"), std::string::npos) << what;
+      EXPECT_NE(what.find("allreduce(sum) of 4096 bytes"), std::string::npos) << what;
+      EXPECT_NE(what.find("broadcast from rank 0 of 4096 bytes"), std::string::npos) << what;
+    }
+  });
+}
+
+TEST(ShmLayout, SignaturesDescribeTheCollective) {
+  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kAllreduce, 1, 6, 0, 4096)),
+            "allreduce(avg) of 4096 bytes (dtype code 6)");
+  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kReduceScatter, 3, 6, 0, 8)),
+            "reduce_scatter(max) of 8 bytes (dtype code 6)");
+  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kBarrier, 0, 0, 0, 0)), "barrier");
+  EXPECT_NE(op_signature(ShmOpKind::kBroadcast, 0, 6, 0, 64),
+            op_signature(ShmOpKind::kBroadcast, 0, 6, 1, 64));
 }
 
 TEST(ShmSelection, ForcedByNameOrEnvironmentOnOneHostOnly) {
