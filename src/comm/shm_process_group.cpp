@@ -1,5 +1,7 @@
 #include "shm_process_group.h"
 
+#include <sys/prctl.h>
+
 #include "gradwire/common/error.h"
 #include "shm_attach.h"
 #include "shm_reduce.h"
@@ -131,6 +133,9 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what, uint64
 }
 
 void ShmProcessGroup::progress_loop() {
+  // Waits sleep in steps of 20 µs to 1 ms; the default 50 µs timer slack would double the short
+  // ones. This thread only.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   while (true) {
     Pending next;
     {
