@@ -23,6 +23,7 @@ const Table& row_table() {
                              {"MB/s", 8, Align::kRight},
                              {"data MB/s", 9, Align::kRight},
                              {"vs raw", 6, Align::kRight},
+                             {"vs crc", 6, Align::kRight},
                              {"#wrong", 6, Align::kRight}});
   return kTable;
 }
@@ -55,9 +56,10 @@ void attach_raw_ratios(std::vector<DataRow>& rows) {
   for (auto& row : rows) {
     if (row.what.mode == "raw") continue;
     for (const auto& raw : rows) {
-      if (raw.what.mode == "raw" && same_measured_files(raw.what, row.what) &&
-          row.seconds.p50 > 0) {
-        row.vs_raw = raw.seconds.p50 / row.seconds.p50;
+      if (!same_measured_files(raw.what, row.what) || row.seconds.p50 <= 0) continue;
+      if (raw.what.mode == "raw") row.vs_raw = raw.seconds.p50 / row.seconds.p50;
+      if (raw.what.mode == "raw+crc" && row.what.mode != "raw+crc") {
+        row.vs_crc = raw.seconds.p50 / row.seconds.p50;
       }
     }
   }
@@ -89,7 +91,8 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
       << "# between the ranks by bytes; raw+crc: and the RecordIO CRC-32 of every byte (the\n"
       << "# floor of a verifying reader); static/dynamic: ShardedRecordReader, every record\n"
       << "# delivered; times are the slowest rank's per epoch; rates use the p50 epoch;\n"
-      << "# MB/s = file bytes / p50; data MB/s = record bytes / p50; vs raw = raw p50 / p50\n";
+      << "# MB/s = file bytes / p50; data MB/s = record bytes / p50;\n"
+      << "# vs raw = raw p50 / p50; vs crc = raw+crc p50 / p50\n";
 }
 
 void print_data_table(std::ostream& out, const std::vector<DataSetReport>& sets,
@@ -110,6 +113,7 @@ void print_data_table(std::ostream& out, const std::vector<DataSetReport>& sets,
                 raw ? "-" : format_fixed(row.records_per_second, 0), format_fixed(row.file_mbps, 0),
                 raw ? "-" : format_fixed(row.record_mbps, 0),
                 row.vs_raw ? format_fixed(*row.vs_raw, 2) : "-",
+                row.vs_crc ? format_fixed(*row.vs_crc, 2) : "-",
                 raw ? "-" : std::to_string(row.wrong)})
         << "\n";
   }
@@ -165,6 +169,7 @@ nlohmann::json data_document(const RunMetadata& metadata, const DataSettings& se
                        {"file_mbps", row.file_mbps},
                        {"record_mbps", row.record_mbps},
                        {"vs_raw", row.vs_raw ? nlohmann::json(*row.vs_raw) : nlohmann::json()},
+                       {"vs_crc", row.vs_crc ? nlohmann::json(*row.vs_crc) : nlohmann::json()},
                        {"wrong", row.wrong}});
   }
   document["results"] = std::move(results);

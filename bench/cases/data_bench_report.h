@@ -9,6 +9,8 @@
 //   data MB/s   record payload delivered / p50 (above MB/s when the files are compressed)
 //   vs raw      raw p50 / this row's p50 (same set, compression and rank count); raw+crc rows
 //               show what the checksum alone costs
+//   vs crc      raw+crc p50 / this row's p50, loader rows: how close the loader is to the floor of
+//               a reader that verifies every byte
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@ struct DataRow {
   double file_mbps = 0;
   double record_mbps = 0;
   std::optional<double> vs_raw;  // loader rows, once attach_raw_ratios found their raw row
+  std::optional<double> vs_crc;  // static/dynamic rows with a raw+crc row
   std::int64_t wrong = 0;        // epochs whose record count differed from the files' count
 };
 
@@ -47,7 +50,8 @@ DataRow make_data_row(const DataCase& what, std::uint64_t file_bytes, std::uint6
                       std::uint64_t record_bytes, const std::vector<double>& seconds,
                       std::int64_t wrong);
 
-// Pure: sets vs_raw of every loader row whose raw row (same set, compression, ranks) exists.
+// Pure: sets vs_raw of every non-raw row whose raw row (same set, compression, ranks) exists,
+// and vs_crc of every static/dynamic row whose raw+crc row exists.
 void attach_raw_ratios(std::vector<DataRow>& rows);
 
 // Pure: the smallest vs_raw among uncompressed loader (static, dynamic) rows; nullopt when none.

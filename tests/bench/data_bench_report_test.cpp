@@ -40,6 +40,9 @@ TEST(DataBenchReportTest, RatiosCompareWithTheRawReadOfTheSameFiles) {
   EXPECT_DOUBLE_EQ(*rows[2].vs_raw, 0.010 / 0.040);
   EXPECT_DOUBLE_EQ(*rows[4].vs_raw, 0.005 / 0.100);  // zstd against the zstd files' raw read
   EXPECT_DOUBLE_EQ(*rows[5].vs_raw, 0.010 / 0.050);
+  EXPECT_FALSE(rows[5].vs_crc);
+  EXPECT_DOUBLE_EQ(*rows[1].vs_crc, 0.050 / 0.025);  // raw+crc 50 ms / static 25 ms
+  EXPECT_FALSE(rows[4].vs_crc);                      // no zstd raw+crc row here
   // Only uncompressed loader rows count for the target (not raw+crc's 0.2).
   EXPECT_DOUBLE_EQ(*worst_uncompressed_ratio(rows), 0.25);
   EXPECT_FALSE(worst_uncompressed_ratio({rows[0], rows[3], rows[4]}));
@@ -87,6 +90,7 @@ TEST(DataBenchReportTest, JsonDocumentHoldsSettingsSetsRowsAndTarget) {
   EXPECT_DOUBLE_EQ(row.at("time_ms").at("p50").get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(row.at("vs_raw").get<double>(), 0.4);
   EXPECT_TRUE(document.at("results").at(0).at("vs_raw").is_null());
+  EXPECT_DOUBLE_EQ(row.at("vs_crc").get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(document.at("target").at("worst_uncompressed_vs_raw").get<double>(), 0.25);
   EXPECT_EQ(document.at("target").at("met"), false);
   EXPECT_EQ(document.at("wrong"), 1);
