@@ -51,7 +51,12 @@ std::string describe_signature(uint64_t signature) {
 }
 
 ShmStepSync::ShmStepSync(const ShmSegment& segment, int rank)
-    : segment_(segment), rank_(rank), size_(segment.layout().ranks) {}
+    : segment_(segment), rank_(rank), size_(segment.layout().ranks) {
+  for (int r = 0; r < size_; ++r) {
+    const int64_t pid = segment_.control(r).pid.load(std::memory_order_acquire);
+    watchable_.push_back(pid > 0 && !process_gone(pid));
+  }
+}
 
 void ShmStepSync::begin(std::string what, uint64_t signature,
                         std::chrono::steady_clock::time_point deadline,
@@ -148,7 +153,7 @@ void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint6
         if ((segment_.control(r).*counter).load(std::memory_order_acquire) >= step) continue;
         missing.push_back(r);
         const int64_t pid = segment_.control(r).pid.load(std::memory_order_relaxed);
-        if (process_gone(pid)) {
+        if (watchable_[r] && process_gone(pid)) {
           throw ShmPeerGone("shm: " + what_ + ": rank " + std::to_string(r) +
                                 " of the communicator (pid " + std::to_string(pid) +
                                 ") exited while rank " + std::to_string(rank_) + " waited for it",

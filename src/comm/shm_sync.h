@@ -17,6 +17,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "shm_segment.h"
 
@@ -47,6 +48,7 @@ std::string describe_signature(uint64_t signature);
 
 class ShmStepSync {
  public:
+  // Every rank's pid must be in the segment already (join_segment() returned).
   ShmStepSync(const ShmSegment& segment, int rank);
 
   // Starts an operation named `what` (for messages) with `signature` (op_signature()) that must
@@ -79,6 +81,9 @@ class ShmStepSync {
   const ShmSegment& segment_;
   int rank_;
   int size_;
+  // Per rank: whether its pid was visible when the communicator was built. Ranks in another pid
+  // namespace (containers sharing /dev/shm) are never declared dead, only waited out.
+  std::vector<bool> watchable_;
   uint64_t step_ = 0;
   std::string what_;
   uint64_t signature_ = 0;

@@ -232,6 +232,30 @@ TEST(ShmProcessGroup, DifferentCollectivesOnTwoRanksAreNamed) {
   });
 }
 
+TEST(ShmProcessGroup, DestroyingAGroupEndsItsWaitInProgress) {
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
+  ShmOptions options;
+  options.timeout = std::chrono::minutes(5);  // far longer than the test may take
+  c10::intrusive_ptr<ShmProcessGroup> groups[2];
+  std::thread peer([&] {
+    groups[1] =
+        c10::make_intrusive<ShmProcessGroup>(store, 1, 2, options, c10d_adapter::BackendPtr());
+  });
+  groups[0] =
+      c10::make_intrusive<ShmProcessGroup>(store, 0, 2, options, c10d_adapter::BackendPtr());
+  peer.join();
+  std::vector<at::Tensor> tensors{at::ones({8})};
+  auto work = groups[0]->allreduce(tensors, c10d::AllreduceOptions());  // rank 1 never joins in
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  groups[0].reset();  // returns once the progress thread gave up
+  try {
+    work->wait();
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("shutting down"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ShmLayout, SignaturesDescribeTheCollective) {
   EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kAllreduce, 1, 6, 0, 4096)),
             "allreduce(avg) of 4096 bytes (dtype code 6)");
