@@ -1,17 +1,19 @@
 // The parameter-server client (include/gradwire/ps/client.h): one channel and stub per server,
-// calls to several servers in parallel on gRPC's callback API, pushes kept in flight until
-// flush() or step().
+// calls to several servers in parallel on a completion queue the waiting thread polls
+// (client_queue.h), pushes kept in flight until flush() or step().
 #include "gradwire/ps/client.h"
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
-#include "ps/client_calls.h"
+#include "ps/client_queue.h"
 #include "ps/coalesce.h"
 #include "ps/id_routing.h"
 #include "ps/service_messages.h"
@@ -29,11 +31,43 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using Stub = v1::ParameterServer::Stub;
 
-using LookupCall = PendingCall<v1::LookupRequest, v1::LookupResponse>;
-using PushCall = PendingCall<v1::PushRequest, v1::PushResponse>;
-using StepCall = PendingCall<v1::StepRequest, v1::StepResponse>;
-using CreateCall = PendingCall<v1::CreateTableRequest, v1::CreateTableResponse>;
-using CheckpointCall = PendingCall<v1::CheckpointRequest, v1::CheckpointResponse>;
+using LookupCall = QueuedCall<v1::LookupRequest, v1::LookupResponse>;
+using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
+using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
+using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
+using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
+
+// The stub's PrepareAsync<Method> for each call type.
+auto prepare_lookup(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::LookupRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncLookup(context, request, queue);
+  };
+}
+auto prepare_push(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::PushRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncPush(context, request, queue);
+  };
+}
+auto prepare_step(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::StepRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncStep(context, request, queue);
+  };
+}
+auto prepare_create(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::CreateTableRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncCreateTable(context, request, queue);
+  };
+}
+auto prepare_checkpoint(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::CheckpointRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncCheckpoint(context, request, queue);
+  };
+}
 
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
 constexpr milliseconds kCompletionMargin{5000};
@@ -158,9 +192,12 @@ class ClientImpl final : public Client {
   }
 
   ~ClientImpl() override {
-    // Pushes still in flight hold their own state; wait so none outlives the stubs.
-    std::vector<std::shared_ptr<PushCall>> pushes = take_pushes();
-    for (auto& call : pushes) call->wait(Clock::now() + options_.call_deadline + kCompletionMargin);
+    // Pushes still in flight: their queues wait for them, so none outlives the stubs.
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
+    for (auto& queue : pushes) {
+      queue->wait_or_cancel(Clock::now() + options_.call_deadline + kCompletionMargin,
+                            kCompletionMargin);
+    }
   }
 
   int num_servers() const override { return static_cast<int>(addresses_.size()); }
@@ -170,19 +207,18 @@ class ClientImpl final : public Client {
 
   void create_table(const TableConfig& config) override {
     validate(config);
-    std::vector<std::shared_ptr<CreateCall>> calls;
+    std::vector<std::unique_ptr<CreateCall>> requests;
     for (int server = 0; server < num_servers(); ++server) {
-      auto call = std::make_shared<CreateCall>();
+      auto call = std::make_unique<CreateCall>();
       *call->request.mutable_config() = to_message(config);
       call->request.set_server_index(server);
       call->request.set_num_servers(num_servers());
-      calls.push_back(call);
+      requests.push_back(std::move(call));
     }
-    run_idempotent(calls, table_op("creation", config.name),
-                   [](Stub& stub, const std::shared_ptr<CreateCall>& call) {
-                     stub.async()->CreateTable(&call->context, &call->request, &call->response,
-                                               [call](grpc::Status s) { call->complete(s); });
-                   });
+    CallQueue<CreateCall> queue;
+    const std::vector<CreateCall*> calls =
+        run_idempotent(queue, std::move(requests), all_servers(), table_op("creation", config.name),
+                       [](Stub& stub) { return prepare_create(stub); });
     const int64_t step = calls.front()->response.step();
     for (const auto& call : calls) {
       if (call->response.step() != step) {
@@ -215,20 +251,19 @@ class ClientImpl final : public Client {
     const bool unique_already = strictly_increasing(dense);
     const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
     std::vector<RoutedIds> shares = route(unique.ids.contiguous(), num_servers());
-    std::vector<std::shared_ptr<LookupCall>> calls;
-    std::vector<ServerShare> servers;
+    std::vector<std::unique_ptr<LookupCall>> requests;
+    std::vector<int> servers;
     for (RoutedIds& share : shares) {
-      auto call = std::make_shared<LookupCall>();
+      auto call = std::make_unique<LookupCall>();
       call->request.set_table(name);
       rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
-      calls.push_back(call);
-      servers.push_back({share.server, {}, {}});
+      requests.push_back(std::move(call));
+      servers.push_back(share.server);
     }
-    run_idempotent(calls, table_op("lookup", name), servers,
-                   [](Stub& stub, const std::shared_ptr<LookupCall>& call) {
-                     stub.async()->Lookup(&call->context, &call->request, &call->response,
-                                          [call](grpc::Status s) { call->complete(s); });
-                   });
+    CallQueue<LookupCall> queue;
+    const std::vector<LookupCall*> calls =
+        run_idempotent(queue, std::move(requests), servers, table_op("lookup", name),
+                       [](Stub& stub) { return prepare_lookup(stub); });
     at::Tensor rows = at::empty({unique.ids.numel(), config.dim}, at::kFloat);
     float* to = rows.data_ptr<float>();
     for (size_t i = 0; i < shares.size(); ++i) {
@@ -276,8 +311,9 @@ class ClientImpl final : public Client {
     const SparseRows rows = strictly_increasing(dense_ids)
                                 ? SparseRows{dense_ids, grads.contiguous()}
                                 : coalesce(dense_ids, grads.contiguous());
+    auto queue = std::make_unique<CallQueue<PushCall>>();
     for (RoutedIds& share : route(rows.ids, num_servers())) {
-      auto call = std::make_shared<PushCall>();
+      auto call = std::make_unique<PushCall>();
       call->address = addresses_[share.server];
       call->request.set_table(name);
       call->request.set_trainer(trainer_rank_);
@@ -287,18 +323,17 @@ class ClientImpl final : public Client {
                          "push.grads");
       rpc::prepare_context(call->context, token_,
                            std::chrono::system_clock::now() + options_.call_deadline);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        pushes_.push_back(call);
-      }
-      stubs_[share.server]->async()->Push(&call->context, &call->request, &call->response,
-                                          [call](grpc::Status s) { call->complete(s); });
+      queue->start(std::move(call), prepare_push(*stubs_[share.server]));
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    pushes_.push_back(std::move(queue));
   }
 
   void flush() override {
-    std::vector<std::shared_ptr<PushCall>> pushes = take_pushes();
-    wait_all(pushes, "push", options_.call_deadline);
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
+    const Clock::time_point limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+    for (auto& queue : pushes) queue->wait_or_cancel(limit, kCompletionMargin);
+    for (auto& queue : pushes) throw_first_failure(*queue, "push");
   }
 
   void step() override {
@@ -310,21 +345,20 @@ class ClientImpl final : public Client {
     }
     for (const auto& [name, state] : tables) {
       if (state.config.mode == UpdateMode::kSync) {
-        std::vector<std::shared_ptr<StepCall>> calls;
+        CallQueue<StepCall> queue;
         for (int server = 0; server < num_servers(); ++server) {
-          auto call = std::make_shared<StepCall>();
+          auto call = std::make_unique<StepCall>();
           call->address = addresses_[server];
           call->request.set_table(name);
           call->request.set_trainer(trainer_rank_);
           call->request.set_step(state.step);
           rpc::prepare_context(call->context, token_,
                                std::chrono::system_clock::now() + step_timeout_);
-          stubs_[server]->async()->Step(&call->context, &call->request, &call->response,
-                                        [call](grpc::Status s) { call->complete(s); });
-          calls.push_back(call);
+          queue.start(std::move(call), prepare_step(*stubs_[server]));
         }
-        wait_all(calls, "step " + std::to_string(state.step) + " of table '" + name + "'",
-                 step_timeout_);
+        queue.wait_or_cancel(Clock::now() + step_timeout_ + kCompletionMargin, kCompletionMargin);
+        throw_first_failure(queue,
+                            "step " + std::to_string(state.step) + " of table '" + name + "'");
       }
       std::lock_guard<std::mutex> lock(mutex_);
       tables_[name].step = state.step + 1;
@@ -337,14 +371,13 @@ class ClientImpl final : public Client {
   }
 
   void checkpoint() override {
-    std::vector<std::shared_ptr<CheckpointCall>> calls;
+    std::vector<std::unique_ptr<CheckpointCall>> requests;
     for (int server = 0; server < num_servers(); ++server) {
-      calls.push_back(std::make_shared<CheckpointCall>());
+      requests.push_back(std::make_unique<CheckpointCall>());
     }
-    run_idempotent(calls, "checkpoint", [](Stub& stub, const std::shared_ptr<CheckpointCall>& c) {
-      stub.async()->Checkpoint(&c->context, &c->request, &c->response,
-                               [c](grpc::Status s) { c->complete(s); });
-    });
+    CallQueue<CheckpointCall> queue;
+    run_idempotent(queue, std::move(requests), all_servers(), "checkpoint",
+                   [](Stub& stub) { return prepare_checkpoint(stub); });
   }
 
  private:
@@ -363,77 +396,71 @@ class ClientImpl final : public Client {
     return found->second;
   }
 
-  std::vector<std::shared_ptr<PushCall>> take_pushes() {
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> take_pushes() {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::shared_ptr<PushCall>> pushes;
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes;
     pushes.swap(pushes_);
     return pushes;
   }
 
-  // Waits for every call and throws the first failure as a gradwire error naming its server.
+  std::vector<int> all_servers() const {
+    std::vector<int> servers;
+    for (int server = 0; server < num_servers(); ++server) servers.push_back(server);
+    return servers;
+  }
+
+  // Throws the first failed call of a finished queue as a gradwire error naming its server.
   template <typename Call>
-  void wait_all(const std::vector<std::shared_ptr<Call>>& calls, const std::string& operation,
-                milliseconds deadline) {
-    const Clock::time_point limit = Clock::now() + deadline + kCompletionMargin;
-    for (const auto& call : calls) {
-      if (!call->wait(limit)) call->context.TryCancel();
-      call->wait(Clock::now() + kCompletionMargin);
-    }
-    for (const auto& call : calls) {
+  static void throw_first_failure(const CallQueue<Call>& queue, const std::string& operation) {
+    for (const auto& call : queue.calls()) {
       if (!call->status.ok()) {
         rpc::throw_rpc_error(call->status, operation, call->address, call->waited());
       }
     }
   }
 
-  // One call per server (calls[i] to server i), in parallel; those that fail with UNAVAILABLE
-  // are retried with backoff on the calling thread until the deadline. Throws the first error.
-  template <typename Call, typename Start>
-  void run_idempotent(const std::vector<std::shared_ptr<Call>>& calls, const std::string& operation,
-                      Start start) {
-    std::vector<ServerShare> all;
-    for (int server = 0; server < num_servers(); ++server) all.push_back({server, {}, {}});
-    run_idempotent(calls, operation, all, start);
-  }
-
-  template <typename Call, typename Start>
-  void run_idempotent(const std::vector<std::shared_ptr<Call>>& calls, const std::string& operation,
-                      const std::vector<ServerShare>& shares, Start start) {
+  // One call per entry of `servers` (requests[i] to servers[i]) on `queue`, in parallel; those
+  // that fail with UNAVAILABLE are retried with backoff on the calling thread until the deadline.
+  // Returns the calls that succeeded, in request order (a retry replaces its first try). Throws
+  // the first error. `prepare(stub)` gives the method's PrepareAsync function.
+  template <typename Call, typename Prepare>
+  std::vector<Call*> run_idempotent(CallQueue<Call>& queue,
+                                    std::vector<std::unique_ptr<Call>> requests,
+                                    const std::vector<int>& servers, const std::string& operation,
+                                    Prepare prepare) {
     const Clock::time_point started = Clock::now();
     const Clock::time_point deadline = started + options_.call_deadline;
     const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
-    for (size_t i = 0; i < calls.size(); ++i) {
-      calls[i]->address = addresses_[shares[i].server];
-      rpc::prepare_context(calls[i]->context, token_, system_deadline);
-      start(*stubs_[shares[i].server], calls[i]);
+    std::vector<Call*> calls;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i]->address = addresses_[servers[i]];
+      rpc::prepare_context(requests[i]->context, token_, system_deadline);
+      calls.push_back(&queue.start(std::move(requests[i]), prepare(*stubs_[servers[i]])));
     }
+    queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
     for (size_t i = 0; i < calls.size(); ++i) {
-      Call& call = *calls[i];
-      if (!call.wait(deadline + kCompletionMargin)) call.context.TryCancel();
-      call.wait(Clock::now() + kCompletionMargin);
       int retries = 0;
-      while (!call.status.ok()) {
+      while (!calls[i]->status.ok()) {
+        const Call& failed = *calls[i];
         const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
         const std::optional<milliseconds> delay =
-            rpc::next_retry_delay(call.status.error_code(), retries, retry_, left);
+            rpc::next_retry_delay(failed.status.error_code(), retries, retry_, left);
         if (!delay) {
-          rpc::throw_rpc_error(call.status, operation, call.address,
+          rpc::throw_rpc_error(failed.status, operation, failed.address,
                                std::chrono::duration_cast<milliseconds>(Clock::now() - started));
         }
         std::this_thread::sleep_for(*delay);
         ++retries;
         // A fresh call with the same request (a context serves one call only).
-        auto again = std::make_shared<Call>();
-        again->request = call.request;
-        again->address = call.address;
+        auto again = std::make_unique<Call>();
+        again->request = failed.request;
+        again->address = failed.address;
         rpc::prepare_context(again->context, token_, system_deadline);
-        start(*stubs_[shares[i].server], again);
-        if (!again->wait(deadline + kCompletionMargin)) again->context.TryCancel();
-        again->wait(Clock::now() + kCompletionMargin);
-        call.status = again->status;
-        call.response = again->response;
+        calls[i] = &queue.start(std::move(again), prepare(*stubs_[servers[i]]));
+        queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
       }
     }
+    return calls;
   }
 
   ClientOptions options_;
@@ -447,7 +474,7 @@ class ClientImpl final : public Client {
 
   mutable std::mutex mutex_;  // guards tables_ and pushes_
   std::map<std::string, TableState> tables_;
-  std::vector<std::shared_ptr<PushCall>> pushes_;
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
 };
 
 }  // namespace

@@ -1,0 +1,117 @@
+// Calls to several parameter servers at once on a grpc::CompletionQueue that the waiting thread
+// polls itself. Note [caller polls]: with gRPC's callback API every answer is read by gRPC's own
+// polling thread, which then wakes the waiting trainer: two thread hand-offs per call. On a host
+// where trainers and servers share a few cores each hand-off can wait for a time slice, so the
+// thread that waits for the answers polls the queue and reads them itself (gRPC's epoll engine
+// lets any polling thread drive every connection's I/O).
+//
+// Thread safety: a CallQueue belongs to one thread at a time (start and wait from the same thread,
+// or hand it over under a lock). Nothing is thrown on gRPC's behalf: statuses stay in the calls.
+#pragma once
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
+#include <grpcpp/support/async_unary_call.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradwire::ps {
+
+// One unary call: its context, request, response, reader and, once done, its status.
+template <typename Request, typename Response>
+struct QueuedCall {
+  using RequestType = Request;
+  using ResponseType = Response;
+
+  grpc::ClientContext context;
+  Request request;
+  Response response;
+  grpc::Status status;
+  std::string address;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
+  bool done = false;
+
+  std::chrono::milliseconds waited() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 started);
+  }
+};
+
+// A completion queue and the calls started on it; owns the calls. The destructor waits for calls
+// still running (gRPC ends each by its deadline) and drains the queue, as gRPC requires.
+template <typename Call>
+class CallQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  CallQueue() = default;
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+  ~CallQueue() {
+    wait(Clock::time_point::max());
+    queue_.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue_.Next(&tag, &ok)) {
+    }
+  }
+
+  // Starts `call` (context, request and address set): `prepare(context, request, queue)` returns
+  // the stub's PrepareAsync<Method> reader. Returns the call, owned by this queue.
+  template <typename Prepare>
+  Call& start(std::unique_ptr<Call> call, Prepare prepare) {
+    call->started = Clock::now();
+    call->reader = prepare(&call->context, call->request, &queue_);
+    call->reader->StartCall();
+    call->reader->Finish(&call->response, &call->status, call.get());
+    calls_.push_back(std::move(call));
+    ++pending_;
+    return *calls_.back();
+  }
+
+  // Polls until every call started so far completed (true) or `limit` passed (false).
+  bool wait(Clock::time_point limit) {
+    while (pending_ > 0) {
+      void* tag = nullptr;
+      bool ok = false;
+      const grpc::CompletionQueue::NextStatus next =
+          limit == Clock::time_point::max()
+              ? (queue_.Next(&tag, &ok) ? grpc::CompletionQueue::GOT_EVENT
+                                        : grpc::CompletionQueue::SHUTDOWN)
+              : queue_.AsyncNext(&tag, &ok, to_system(limit));
+      if (next != grpc::CompletionQueue::GOT_EVENT) return false;
+      static_cast<Call*>(tag)->done = true;
+      --pending_;
+    }
+    return true;
+  }
+
+  // wait(limit); calls still running then are cancelled and waited for `margin` more (gRPC ends a
+  // cancelled call at once; the margin only guards against a bug).
+  void wait_or_cancel(Clock::time_point limit, std::chrono::milliseconds margin) {
+    if (wait(limit)) return;
+    for (const auto& call : calls_) {
+      if (!call->done) call->context.TryCancel();
+    }
+    wait(Clock::now() + margin);
+  }
+
+  const std::vector<std::unique_ptr<Call>>& calls() const { return calls_; }
+
+ private:
+  static std::chrono::system_clock::time_point to_system(Clock::time_point limit) {
+    const auto left = limit - Clock::now();
+    return std::chrono::system_clock::now() +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(left);
+  }
+
+  grpc::CompletionQueue queue_;
+  std::vector<std::unique_ptr<Call>> calls_;
+  size_t pending_ = 0;
+};
+
+}  // namespace gradwire::ps
