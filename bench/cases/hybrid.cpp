@@ -64,7 +64,7 @@ RunMetadata conductor_metadata(const HybridSettings& settings,
   RunMetadata metadata = collect_machine_metadata();
   metadata.gradwire_version = version();
   metadata.torch_version = torch_version();
-  metadata.backend = "gloo";
+  metadata.backend = settings.backend;
   metadata.ranks = settings.trainers;
   metadata.threads_per_rank = 1;
   metadata.command = user_command(argv);
@@ -130,7 +130,7 @@ class Conductor {
     progress(describe_hybrid_settings(settings_));
     header.gradwire_version = version();
     header.torch_version = torch_version();
-    header.backend = "gloo";
+    header.backend = settings_.backend;
     header.settings = settings_;
     header.hardware = describe_hardware();
     print_hybrid_header(std::cout, header);
@@ -274,6 +274,11 @@ Subcommand hybrid_subcommand() {
                        "Python with torch for --reference [python3, then /usr/bin/python3]");
     command.add_option("--reference-script", flags.reference_script,
                        "path of hybrid_reference.py [the source tree's, then the installed copy]");
+    command
+        .add_option("--backend", flags.backend,
+                    "the trainers' communicator backend for DDP: gloo or shm (shared memory)")
+        ->check(CLI::IsMember({"gloo", "shm"}))
+        ->capture_default_str();
     add_worker_flag(command, state->ranks);
     command.add_option(kResultFileFlag, state->result_file, "")->group("");
     command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
@@ -301,6 +306,7 @@ Subcommand hybrid_subcommand() {
       const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
       RankOptions ranks = state->ranks;
       ranks.ranks = settings.trainers;
+      ranks.backend = settings.backend;
       ranks.threads_per_rank = 1;
       return run_on_ranks(ranks, argv, [&](RankContext& context) {
         return run_trainer(context, settings, *state, argv);

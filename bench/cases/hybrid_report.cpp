@@ -257,6 +257,7 @@ nlohmann::json hybrid_settings_json(const HybridSettings& s) {
           {"lr", kHybridLearningRate},
           {"mode", to_string(s.mode)},
           {"server_threads", s.server_threads},
+          {"backend", s.backend},
           {"repeat", s.repeat}};
 }
 

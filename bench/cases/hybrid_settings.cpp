@@ -49,6 +49,10 @@ HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<H
   if (flags.repeat) settings.repeat = *flags.repeat;
   if (flags.server_threads) settings.server_threads = *flags.server_threads;
   settings.mode = mode_named(flags.mode);
+  if (flags.backend != "gloo" && flags.backend != "shm") {
+    throw InvalidArgument("unknown backend '" + flags.backend + "': use gloo or shm");
+  }
+  settings.backend = flags.backend;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }
@@ -91,7 +95,8 @@ std::string describe_hybrid_settings(const HybridSettings& settings) {
        << (settings.servers == 1 ? " server, " : " servers, ") << settings.rows << " rows x "
        << settings.dim << " per server (" << settings.embedding_width() << " wide), "
        << settings.warmup << " warm-up + " << settings.epochs << " epochs of " << settings.batches
-       << " batches, seed " << settings.seed << ", " << to_string(settings.mode) << " updates"
+       << " batches, seed " << settings.seed << ", " << to_string(settings.mode) << " updates, "
+       << settings.backend << " allreduce"
        << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   return text.str();

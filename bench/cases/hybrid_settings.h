@@ -23,6 +23,7 @@ struct HybridFlags {
   std::optional<int> batches;        // batches per epoch
   std::optional<std::uint64_t> seed;
   std::string mode = "async";         // "async" or "sync": when the servers apply pushed gradients
+  std::string backend = "gloo";       // the trainers' communicator for DDP: "gloo" or "shm"
   std::string json_path;              // empty: no JSON
   std::string html_path;              // empty: no page
   std::string reference;              // "" or "pytorch"
@@ -58,6 +59,7 @@ struct HybridSettings {
   int batches = 10;
   std::uint64_t seed = 0;
   HybridMode mode = HybridMode::kAsync;
+  std::string backend = "gloo";
   int server_threads = 1;  // one thread per process, as reference 000
   std::string json_path;
   std::string html_path;
@@ -74,7 +76,7 @@ struct HybridSettings {
 // trainers (WORLD_SIZE) and servers (entries of GRADWIRE_PS_ADDRS); nullopt when gradwire-bench
 // starts its own processes. In a job the counts come from the job: --trainers/--servers that
 // disagree, --reference and --repeat are InvalidArgument. Throws InvalidArgument for an unknown
-// preset, mode or reference and for counts below 1 (warm-up below 0).
+// preset, mode, backend or reference and for counts below 1 (warm-up below 0).
 struct HybridJob {
   int trainers = 1;
   int servers = 1;

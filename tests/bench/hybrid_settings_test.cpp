@@ -25,6 +25,8 @@ TEST(HybridSettings, DefaultsAreReference000s) {
   EXPECT_EQ(s.mode, HybridMode::kAsync);
   EXPECT_FALSE(s.reference_pytorch);
   EXPECT_EQ(s.repeat, 1);
+  EXPECT_EQ(s.backend, "gloo");
+  EXPECT_EQ(s.server_threads, 1);  // one thread per process, as reference 000
 }
 
 TEST(HybridSettings, QuickPresetAndFlagsOverride) {
@@ -64,6 +66,12 @@ TEST(HybridSettings, RejectsBadValues) {
   flags = {};
   flags.mode = "eventually";
   EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.backend = "mpi";
+  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
+  flags = {};
+  flags.backend = "shm";
+  EXPECT_EQ(resolve_hybrid_settings(flags, std::nullopt).backend, "shm");
   flags = {};
   flags.reference = "tensorflow";
   EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
