@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -139,7 +140,7 @@ TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
   options.timeout = std::chrono::seconds(30);
   const int ranks = 3;
   with_groups(ranks, 1, options, [&](int rank, ShmProcessGroup& group) {
-    for (auto dtype : {at::kFloat, at::kBFloat16, at::kLong}) {
+    for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kLong}) {
       for (int64_t n : {1, 100, 1000, 10001}) {
         at::Tensor sum = at::zeros({n}, at::kDouble);
         for (int r = 0; r < ranks; ++r) sum += input_for(r, n, at::kDouble);
@@ -163,6 +164,41 @@ TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
       }
     }
     group.barrier(c10d::BarrierOptions())->wait();
+  });
+}
+
+TEST(ShmProcessGroup, ManyMixedOperationsInFlight) {
+  // Small and chunked allreduces, broadcasts and barriers issued back to back without waiting,
+  // so fast ranks run ahead and both slot parities are in use; all results checked at the end.
+  ShmOptions options;
+  options.slot_bytes = 4096;
+  options.small_bytes = 512;
+  options.timeout = std::chrono::seconds(30);
+  const int ranks = 3;
+  with_groups(ranks, 4, options, [&](int rank, ShmProcessGroup& group) {
+    std::mt19937 same_on_every_rank(7);
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    std::vector<std::pair<at::Tensor, at::Tensor>> checks;  // (result, expected)
+    for (int i = 0; i < 150; ++i) {
+      const int64_t n = std::vector<int64_t>{1, 100, 3000}[same_on_every_rank() % 3];
+      const int kind = static_cast<int>(same_on_every_rank() % 3);
+      std::vector<at::Tensor> t{input_for(rank, n, at::kFloat)};
+      if (kind == 0) {
+        at::Tensor want = at::zeros({n});
+        for (int r = 0; r < ranks; ++r) want += input_for(r, n, at::kFloat);
+        works.push_back(group.allreduce(t, c10d::AllreduceOptions()));
+        checks.emplace_back(t[0], want);
+      } else if (kind == 1) {
+        c10d::BroadcastOptions from;
+        from.rootRank = i % ranks;
+        works.push_back(group.broadcast(t, from));
+        checks.emplace_back(t[0], input_for(i % ranks, n, at::kFloat));
+      } else {
+        works.push_back(group.barrier(c10d::BarrierOptions()));
+      }
+    }
+    for (auto& work : works) work->wait();
+    for (auto& [got, want] : checks) ASSERT_TRUE(at::equal(got, want));
   });
 }
 
