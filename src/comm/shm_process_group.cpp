@@ -145,8 +145,8 @@ void ShmProcessGroup::progress_loop() {
       next = std::move(queue_.front());
       queue_.pop_front();
       if (stopping_ && !failure_) {
-        failure_ = std::make_exception_ptr(
-            std::runtime_error("shm: " + next.what + " aborted: the communicator was destroyed"));
+        failure_ = std::make_exception_ptr(std::runtime_error(
+            "shm: " + next.what + " aborted: the communicator is shutting down"));
       }
     }
     if (failure_) {

@@ -214,17 +214,19 @@ TEST(ShmProcessGroup, SegmentIsUnlinkedOnceEveryRankAttached) {
 
 TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
   ShmOptions options;
-  options.timeout = std::chrono::milliseconds(500);
+  options.timeout = std::chrono::seconds(2);
   with_groups(2, 2, options, [&](int rank, ShmProcessGroup& group) {
     at::Tensor t = at::ones({16});
     std::vector<at::Tensor> tensors{t};
     group.allreduce(tensors, c10d::AllreduceOptions())->wait();
     if (rank == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      std::this_thread::sleep_for(std::chrono::seconds(3));
       return;  // never calls the second allreduce
     }
     auto work = group.allreduce(tensors, c10d::AllreduceOptions());
-    // A caller's shorter wait times out first and says whom the progress thread waits for.
+    // A caller's shorter wait times out first and says whom the progress thread waits for (by
+    // now, well before the operation's own deadline, it is waiting).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     try {
       work->wait(std::chrono::milliseconds(100));
       ADD_FAILURE() << "no timeout";
