@@ -48,6 +48,9 @@ void check_options(const ServerOptions& options) {
   }
 }
 
+// Idle handler threads a server keeps (Note [idle pollers]).
+constexpr int kIdlePollers = 16;
+
 class ServerImpl final : public Server {
  public:
   explicit ServerImpl(const ServerOptions& options)
@@ -78,7 +81,11 @@ class ServerImpl final : public Server {
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+    // Note [idle pollers]: a poller that takes a call is replaced at once when fewer than
+    // MIN_POLLERS remain, and a poller above MAX_POLLERS exits when its call ends. With several
+    // trainers calling at once a cap of 2 made the server create and end a thread for most calls;
+    // idle pollers cost nothing but a sleeping thread, so up to kIdlePollers stay.
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kIdlePollers);
     server_ = builder.BuildAndStart();
     if (!server_ || port <= 0) {
       const bool tls = !options.tls_cert_file.empty();
