@@ -181,6 +181,24 @@ WorkHandle C10dCommunicator::reduce_scatter(const at::Tensor& input, at::Tensor&
                           "dtype; got " + std::to_string(input.numel()) + " elements");
   }
   if (output.numel() == 0) return std::make_shared<CompletedWork>();
+  const auto& traits = shared_->traits;
+  const bool upcast = input.scalar_type() == at::kBFloat16 && !traits.native_bfloat16;
+  if (traits.native_reduce_scatter && !upcast) {
+    const bool divide_after = op == ReduceOp::kAvg && !traits.native_avg;
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = to_c10d(divide_after ? ReduceOp::kSum : op);
+    options.timeout = shared_->timeout;
+    at::Tensor flat_out = output.view({-1});
+    at::Tensor flat_in = input.reshape({-1});
+    std::function<void()> finish;
+    if (divide_after) {
+      const int members = size();
+      finish = [flat_out, members]() mutable { flat_out.div_(members); };
+    }
+    return wrap(backend_->_reduce_scatter_base(flat_out, flat_in, options),
+                describe("reduce_scatter", input, std::string("(") + to_string(op) + ")"),
+                std::move(finish));
+  }
   // Backends without reduce_scatter (Gloo): allreduce a copy and keep this rank's chunk. This
   // moves size() times the data of a true reduce-scatter; see docs/collectives.md.
   at::Tensor reduced = input.reshape({-1}).clone();
