@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
 #ifdef GRADWIRE_BENCH_WITH_HYBRID
       gradwire::bench::hybrid_subcommand(),
 #endif
+#ifdef GRADWIRE_BENCH_WITH_DATA
+      gradwire::bench::data_subcommand(),
+#endif
       gradwire::bench::diff_subcommand(),
       gradwire::bench::report_subcommand(),
   };

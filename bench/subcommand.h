@@ -31,6 +31,8 @@ Subcommand ddp_subcommand();  // needs gradwire_ddp and gradwire_models (GRADWIR
 Subcommand reducers_subcommand();  // as ddp_subcommand
 // DDP + parameter servers; needs gradwire_ps and gradwire-ps-server (GRADWIRE_BENCH_WITH_HYBRID)
 Subcommand hybrid_subcommand();
+// The RecordIO loader against raw reads; needs gradwire_data (GRADWIRE_BENCH_WITH_DATA)
+Subcommand data_subcommand();
 Subcommand diff_subcommand();
 Subcommand report_subcommand();  // draws result files into an HTML page (bench/report/)
 
