@@ -1,13 +1,13 @@
 // RecordIO framing (docs/formats/recordio.md). Pure: bytes in, bytes or problems out.
 #include "gradwire/data/recordio_format.h"
 
-#include <zlib.h>
 #include <zstd.h>
 
 #include <cstring>
 #include <sstream>
 
 #include "byte_io.h"
+#include "crc32c.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {
@@ -51,8 +51,7 @@ std::optional<Compression> parse_compression(std::string_view text) {
 }
 
 uint32_t crc32_of(std::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+  return detail::crc32c_extend(0, bytes.data(), bytes.size());
 }
 
 void ChunkBuilder::add(std::string_view record) {
@@ -101,6 +100,13 @@ std::string encode_file_header() {
   std::string out(kFileMagic, 7);
   out.push_back(static_cast<char>(kRecordIoVersion));
   return out;
+}
+
+std::optional<uint8_t> file_header_version(std::string_view bytes) {
+  if (bytes.size() < kFileHeaderSize || bytes.substr(0, 7) != std::string_view(kFileMagic, 7)) {
+    return std::nullopt;
+  }
+  return static_cast<uint8_t>(bytes[7]);
 }
 
 std::string check_file_header(std::string_view bytes) {
@@ -178,17 +184,24 @@ Parsed<ChunkHeader> parse_chunk_header(std::string_view bytes) {
 }
 
 Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string_view stored) {
+  std::string copy(stored);
+  return decode_chunk_body(header, copy, DecodedChunk{});
+}
+
+Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string& stored,
+                                       DecodedChunk reuse, std::optional<uint32_t> stored_crc) {
   if (stored.size() != header.stored_size) {
     return problem<DecodedChunk>("chunk body cut short: " + std::to_string(stored.size()) + " of " +
                                  std::to_string(header.stored_size) + " bytes present");
   }
-  const uint32_t crc = crc32_of(stored);
+  const uint32_t crc = stored_crc ? *stored_crc : crc32_of(stored);
   if (crc != header.stored_crc) {
     return problem<DecodedChunk>("chunk CRC mismatch (stored " + hex(header.stored_crc) +
                                  ", computed " + hex(crc) + ")");
   }
-  DecodedChunk chunk;
+  DecodedChunk chunk = std::move(reuse);
   if (header.compression == Compression::kZstd) {
+    // Growing a reused body zero-fills only the bytes past its previous size.
     chunk.body.resize(header.body_size);
     const size_t got =
         ZSTD_decompress(chunk.body.data(), chunk.body.size(), stored.data(), stored.size());
@@ -200,10 +213,11 @@ Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string_vi
                                               std::to_string(header.body_size)));
     }
   } else {
-    chunk.body.assign(stored);
+    chunk.body = std::move(stored);
   }
   const std::string_view body(chunk.body);
   uint64_t start = 4 * uint64_t{header.record_count};
+  chunk.record_starts.clear();
   chunk.record_starts.reserve(header.record_count + 1);
   chunk.record_starts.push_back(start);
   for (uint32_t i = 0; i < header.record_count; ++i) {

@@ -36,7 +36,9 @@ struct ShardedRecordReader::Epoch {
   // Shared with the background thread.
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<Item> items;  // guarded by mutex
+  std::deque<Item> items;            // guarded by mutex
+  std::vector<DecodedChunk> spares;  // guarded by mutex: consumed chunks, memory to reuse
+  size_t max_spares = 0;
   std::atomic<bool> stop{false};
   std::thread worker;
 
@@ -57,6 +59,21 @@ struct ShardedRecordReader::Epoch {
     items.push_back(std::move(item));
     changed.notify_all();
     return true;
+  }
+
+  // Consumer: hands a finished chunk's memory back to the background thread.
+  void recycle(DecodedChunk chunk) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (spares.size() < max_spares) spares.push_back(std::move(chunk));
+  }
+
+  // Background thread: a spare chunk to read into, or {} when there is none.
+  DecodedChunk take_spare() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (spares.empty()) return DecodedChunk{};
+    DecodedChunk spare = std::move(spares.back());
+    spares.pop_back();
+    return spare;
   }
 
   Item pop() {
@@ -116,6 +133,7 @@ void ShardedRecordReader::stop_epoch() {
     epoch_->changed.notify_all();
   }
   if (epoch_->worker.joinable()) epoch_->worker.join();
+  spare_chunks_ = std::move(epoch_->spares);  // the next epoch reads into them
   epoch_.reset();
 }
 
@@ -134,6 +152,10 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   stats_ = ReadStats{};
   auto epoch = std::make_unique<Epoch>();
   epoch->number = position.epoch;
+  // Chunks in flight at most: prefetched ones, the one being read and the consumer's.
+  epoch->max_spares = options_.prefetch_chunks + 2;
+  epoch->spares = std::move(spare_chunks_);
+  spare_chunks_.clear();
   if (dynamic) {
     epoch->order =
         dynamic_chunk_order(record_counts_, options_.shuffle_chunks, options_.seed, position.epoch);
@@ -160,8 +182,10 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
     using Kind = Epoch::Item::Kind;
     const size_t capacity = options_.prefetch_chunks;
     try {
+      ChunkBuffers buffers;
       auto read = [&](const ChunkRef& ref) {
-        ChunkRead got = files_[ref.file]->try_read_chunk(ref.chunk);
+        buffers.recycled = state->take_spare();
+        ChunkRead got = files_[ref.file]->try_read_chunk(ref.chunk, buffers);
         Epoch::Item item;
         if (got.damage && !options_.skip_corrupt) {
           item.kind = Kind::kError;
@@ -207,6 +231,7 @@ std::optional<std::string_view> ShardedRecordReader::next_record() {
   using Kind = Epoch::Item::Kind;
   while (!epoch.current || epoch.next_in_current >= epoch.current->size()) {
     if (epoch.current) {
+      epoch.recycle(std::move(*epoch.current));
       epoch.current.reset();
       ++epoch.chunks_done;
       epoch.records_done = 0;

@@ -182,5 +182,73 @@ TEST(RecordIoFile, NotARecordIoFile) {
   EXPECT_THROW(RecordFileReader(dir.file("missing")), InvalidArgument);
 }
 
+TEST(RecordIoFile, AFileOfAnotherFormatVersionIsRefusedByName) {
+  testing::TempDir dir;
+  const std::string path = dir.file("version1");
+  write_test_file(path, 0, 30, 10);
+  std::string bytes = read_bytes(path);
+  bytes[7] = 1;  // as written by gradwire before CRC-32C
+  write_bytes(path, bytes);
+  for (bool skip_corrupt : {false, true}) {
+    try {
+      RecordFileReader reader(path, RecordReaderOptions{skip_corrupt});
+      ADD_FAILURE() << "a version 1 file was opened";
+    } catch (const InvalidArgument& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(path), std::string::npos) << message;
+      EXPECT_NE(message.find("version 1"), std::string::npos) << message;
+      EXPECT_NE(message.find("reads version 2"), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(RecordIoFile, LargeChunksAreCheckedPieceByPiece) {
+  // Chunks above the 128 KiB read piece: the CRC computed while reading covers every piece.
+  testing::TempDir dir;
+  const std::string path = dir.file("large");
+  RecordWriterOptions options;
+  options.chunk_bytes = 1 << 20;
+  RecordWriter writer(path, options);
+  std::string record(100000, '\0');
+  for (int i = 0; i < 30; ++i) {
+    for (size_t b = 0; b < record.size(); ++b) record[b] = static_cast<char>((b * 7 + i) & 0xff);
+    writer.write(record);
+  }
+  writer.close();
+  RecordFileReader reader(path);
+  ASSERT_EQ(reader.chunks().size(), 3u);
+  EXPECT_EQ(read_all(reader).size(), 30u);
+  std::string bytes = read_bytes(path);
+  const uint64_t offset = reader.chunks()[1].offset;
+  bytes[offset + kChunkHeaderSize + 700000] ^= 0x01;  // in the sixth piece of chunk 1
+  write_bytes(path, bytes);
+  RecordFileReader damaged(path);
+  expect_damage([&] { damaged.read_chunk(1); }, path, 1, offset, "CRC mismatch");
+  EXPECT_EQ(damaged.read_chunk(2).size(), 8u);  // chunks of 11, 11 and 8 records
+}
+
+TEST(RecordIoFile, SequentialReadingReusesChunkMemoryAcrossChunks) {
+  testing::TempDir dir;
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    const std::string path = dir.file(std::string("reuse-") + to_string(compression));
+    write_test_file(path, 3, 500, 50, compression);
+    RecordFileReader reader(path);
+    ChunkBuffers buffers;
+    for (size_t c = 0; c < reader.chunks().size(); ++c) {
+      ChunkRead read = reader.try_read_chunk(c, buffers);
+      ASSERT_TRUE(read.chunk);
+      ASSERT_EQ(read.chunk->size(), 50u);
+      for (size_t r = 0; r < 50; ++r) EXPECT_EQ(read.chunk->record(r), test_record(3, c * 50 + r));
+      EXPECT_TRUE(buffers.recycled.body.empty());
+      buffers.recycled = std::move(*read.chunk);
+    }
+    // next_record() recycles too: a full pass and a second one after seeking back.
+    for (int pass = 0; pass < 2; ++pass) {
+      reader.seek_to_chunk(0);
+      EXPECT_EQ(read_all(reader).size(), 500u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gradwire::data

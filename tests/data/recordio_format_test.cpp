@@ -93,8 +93,56 @@ TEST(RecordIoFormat, FileHeaderAndCompressionNames) {
   EXPECT_EQ(parse_compression("zstd"), Compression::kZstd);
   EXPECT_EQ(parse_compression("none"), Compression::kNone);
   EXPECT_FALSE(parse_compression("gzip"));
-  // zlib's CRC-32 of "123456789" is the standard check value.
-  EXPECT_EQ(crc32_of("123456789"), 0xCBF43926u);
+  // CRC-32C of "123456789" is the standard check value.
+  EXPECT_EQ(crc32_of("123456789"), 0xE3069283u);
+}
+
+TEST(RecordIoFormat, OtherVersionsAreNamedAndRefused) {
+  const std::string current = encode_file_header();
+  EXPECT_EQ(file_header_version(current), kRecordIoVersion);
+  EXPECT_EQ(kRecordIoVersion, 2);
+  std::string version1 = current;
+  version1[7] = 1;
+  EXPECT_EQ(file_header_version(version1), 1);
+  EXPECT_NE(check_file_header(version1).find("unsupported RecordIO version 1"), std::string::npos);
+  EXPECT_FALSE(file_header_version("GWRECIX\x02"));
+  EXPECT_FALSE(file_header_version("GWREC"));
+  // A chunk header of another version is refused too (its own CRC is right).
+  ChunkBuilder builder;
+  builder.add("x");
+  std::string chunk = builder.encode(Compression::kNone);
+  ChunkHeader header = *parse_chunk_header(chunk).value;
+  std::string old_header = encode_chunk_header(header);
+  old_header[4] = 1;
+  const uint32_t crc = crc32_of(std::string_view(old_header).substr(0, 36));
+  for (int i = 0; i < 4; ++i) old_header[36 + i] = static_cast<char>(crc >> (8 * i) & 0xff);
+  EXPECT_NE(parse_chunk_header(old_header).problem.find("unsupported chunk version 1"),
+            std::string::npos);
+}
+
+TEST(RecordIoFormat, MovingDecodeReusesTheStoredBytes) {
+  ChunkBuilder builder;
+  builder.add("first");
+  builder.add(std::string(3000, 'z'));
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    const std::string bytes = builder.encode(compression);
+    ChunkHeader header = *parse_chunk_header(bytes).value;
+    std::string stored = bytes.substr(kChunkHeaderSize);
+    const char* stored_memory = stored.data();
+    DecodedChunk spare;
+    spare.body.assign(10000, 'q');
+    spare.record_starts.assign(50, 7);
+    Parsed<DecodedChunk> chunk = decode_chunk_body(header, stored, std::move(spare));
+    ASSERT_TRUE(chunk) << chunk.problem;
+    ASSERT_EQ(chunk.value->size(), 2u);
+    EXPECT_EQ(chunk.value->record(0), "first");
+    EXPECT_EQ(chunk.value->record(1), std::string(3000, 'z'));
+    if (compression == Compression::kNone) {
+      EXPECT_EQ(chunk.value->body.data(), stored_memory);  // moved, not copied
+    } else {
+      EXPECT_EQ(stored, bytes.substr(kChunkHeaderSize));  // left for the next read
+    }
+  }
 }
 
 }  // namespace

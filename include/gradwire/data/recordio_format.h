@@ -22,7 +22,8 @@ const char* to_string(Compression compression);
 // "none" or "zstd"; nullopt otherwise.
 std::optional<Compression> parse_compression(std::string_view text);
 
-constexpr uint8_t kRecordIoVersion = 1;
+// Version 2: CRC-32C checksums (version 1 used zlib's CRC-32; readers refuse it).
+constexpr uint8_t kRecordIoVersion = 2;
 constexpr size_t kFileHeaderSize = 8;    // "GWRECIO" + version byte
 constexpr size_t kChunkHeaderSize = 40;  // see ChunkHeader
 constexpr size_t kIndexEntrySize = 16;   // u64 chunk offset, u32 record count, u32 zero
@@ -31,14 +32,15 @@ constexpr size_t kFooterSize = 40;       // see Footer
 // damaged size field that passed its CRC by chance.
 constexpr uint64_t kMaxChunkBodyBytes = uint64_t{1} << 31;
 
-// zlib's CRC-32 (the gzip/PNG polynomial) of `bytes`.
+// The RecordIO checksum of `bytes`: CRC-32C (Castagnoli), with the SSE4.2 instruction where the
+// CPU has it (docs/formats/recordio.md, "Checksums").
 uint32_t crc32_of(std::string_view bytes);
 
 // The fixed part in front of every chunk.
 struct ChunkHeader {
   Compression compression = Compression::kNone;
   uint32_t record_count = 0;
-  uint32_t stored_crc = 0;   // CRC-32 of the stored (possibly compressed) body
+  uint32_t stored_crc = 0;   // CRC-32C of the stored (possibly compressed) body
   uint64_t body_size = 0;    // body bytes before compression: 4 * record_count + payload
   uint64_t stored_size = 0;  // body bytes as stored in the file
   // Total bytes of the chunk in the file.
@@ -50,7 +52,7 @@ struct Footer {
   uint64_t index_offset = 0;
   uint64_t chunk_count = 0;
   uint64_t record_count = 0;
-  uint32_t index_crc = 0;  // CRC-32 of the index bytes
+  uint32_t index_crc = 0;  // CRC-32C of the index bytes
 };
 
 // One index entry per chunk, in file order.
@@ -98,6 +100,9 @@ class ChunkBuilder {
 };
 
 std::string encode_file_header();
+// The format version byte of a file header when `bytes` start with the RecordIO magic; else
+// nullopt.
+std::optional<uint8_t> file_header_version(std::string_view bytes);
 // Empty when `bytes` start with a valid file header, else the problem.
 std::string check_file_header(std::string_view bytes);
 
@@ -107,6 +112,14 @@ std::string encode_chunk_header(const ChunkHeader& header);
 Parsed<ChunkHeader> parse_chunk_header(std::string_view bytes);
 // Checks the stored CRC, decompresses and splits the body into records.
 Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string_view stored);
+// The same without copying: an uncompressed body is moved out of `stored` into the chunk; a zstd
+// body is decompressed into `reuse`'s memory (a chunk no longer needed, or {}), leaving `stored`
+// as it was. On a problem `stored` may have been moved from. `stored_crc`: the CRC-32C of
+// `stored` when the caller computed it already (a reader does so piece by piece while the bytes
+// are still in the CPU cache); nullopt computes it here.
+Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string& stored,
+                                       DecodedChunk reuse,
+                                       std::optional<uint32_t> stored_crc = std::nullopt);
 
 std::string encode_index(const std::vector<IndexEntry>& entries);
 Parsed<std::vector<IndexEntry>> parse_index(std::string_view bytes, const Footer& footer);

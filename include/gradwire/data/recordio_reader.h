@@ -6,10 +6,11 @@
 // CorruptDataError; with RecordReaderOptions::skip_corrupt the damaged chunk is skipped and
 // counted in stats(). try_read_chunk() returns damage as a value in either mode.
 //
-// Opening reads the footer and the index. If they are missing or damaged (a truncated file), the
-// reader walks the chunk headers from the start of the file to find what is intact: without
-// skip_corrupt that is an error naming the first chunk it could not read; with it, the intact
-// chunks stay readable and open_damage() says what was lost.
+// Opening checks the format version (a file of another version is refused with
+// InvalidArgument naming the file and both versions), then reads the footer and the index. If they
+// are missing or damaged (a truncated file), the reader walks the chunk headers from the start of
+// the file to find what is intact: without skip_corrupt that is an error naming the first chunk it
+// could not read; with it, the intact chunks stay readable and open_damage() says what was lost.
 //
 // Thread safety: chunks(), read_chunk(), try_read_chunk() and read_chunk_header() are const and
 // may be called from several threads at once (positional reads). The sequential calls
@@ -71,6 +72,14 @@ struct ChunkRead {
   std::optional<ChunkDamage> damage;
 };
 
+// Memory for reading chunks, recycled from chunks no longer needed, so that reading chunk after
+// chunk allocates and zero-fills nothing once the buffers have grown to the chunk size. One per
+// reading thread; ShardedRecordReader and next_record() keep their own.
+struct ChunkBuffers {
+  DecodedChunk recycled;  // a finished chunk or {}: its body and record table are reused
+  std::string stored;     // compressed chunk bytes between reading and decompressing
+};
+
 class RecordFileReader {
  public:
   explicit RecordFileReader(std::string path, RecordReaderOptions options = {});
@@ -88,6 +97,10 @@ class RecordFileReader {
 
   Parsed<ChunkHeader> read_chunk_header(size_t chunk) const;
   ChunkRead try_read_chunk(size_t chunk) const;
+  // The same, reading into the memory of `buffers` (the returned chunk takes buffers.recycled's
+  // memory; the call leaves buffers.recycled empty). An uncompressed body is read once into its
+  // final place: no copy.
+  ChunkRead try_read_chunk(size_t chunk, ChunkBuffers& buffers) const;
   // Throws CorruptDataError on damage (whatever skip_corrupt says).
   DecodedChunk read_chunk(size_t chunk) const;
 
@@ -99,7 +112,10 @@ class RecordFileReader {
   const ReadStats& stats() const { return stats_; }
 
  private:
-  // Reads exactly `size` bytes at `offset`; fewer only at the end of the file.
+  // Reads exactly `size` bytes at `offset` into `out` (resized to the bytes read, its memory
+  // reused); fewer only at the end of the file. With `crc`, also the CRC-32C of the bytes read,
+  // computed piece by piece right after each piece arrives, while it is in the CPU cache.
+  void read_into(uint64_t offset, uint64_t size, std::string& out, uint32_t* crc = nullptr) const;
   std::string read_at(uint64_t offset, uint64_t size) const;
   std::optional<ChunkDamage> load_index();
   ChunkDamage recover_index_by_walking(const std::string& why);
@@ -116,6 +132,7 @@ class RecordFileReader {
   std::optional<ChunkDamage> open_damage_;
 
   // Sequential state.
+  ChunkBuffers buffers_;
   size_t next_chunk_ = 0;
   std::optional<DecodedChunk> current_;
   size_t next_in_current_ = 0;

@@ -112,6 +112,8 @@ class ShardedRecordReader {
   std::vector<std::vector<uint64_t>> record_counts_;
   std::vector<ChunkRef> share_;
   std::unique_ptr<Epoch> epoch_;
+  // Memory of consumed chunks kept between epochs (owned by the epoch while one runs).
+  std::vector<DecodedChunk> spare_chunks_;
   ReadStats stats_;
 };
 
