@@ -88,7 +88,7 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
       << " timed epochs, " << settings.repeat << (settings.repeat == 1 ? " sweep" : " sweeps")
       << " pooled; loader prefetch " << settings.prefetch << " chunks\n"
       << "# raw: the same files read with read() from the page cache (the I/O limit), split\n"
-      << "# between the ranks by bytes; raw+crc: and the RecordIO CRC-32 of every byte (the\n"
+      << "# between the ranks by bytes; raw+crc: and the RecordIO CRC-32C of every byte (the\n"
       << "# floor of a verifying reader); static/dynamic: ShardedRecordReader, every record\n"
       << "# delivered; times are the slowest rank's per epoch; rates use the p50 epoch;\n"
       << "# MB/s = file bytes / p50; data MB/s = record bytes / p50;\n"

@@ -71,7 +71,7 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
 void print_data_table(std::ostream& out, const std::vector<DataSetReport>& sets,
                       const std::vector<DataRow>& rows);
 
-// The whole --json document (schema in docs/bench-data.md).
+// The whole --json document (schema in docs/benchmarks.md).
 nlohmann::json data_document(const RunMetadata& metadata, const DataSettings& settings,
                              const std::vector<DataSetReport>& sets,
                              const std::vector<DataRow>& rows);
