@@ -3,7 +3,10 @@
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
+#include <iostream>
 #include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "backends.h"
 #include "c10d_adapter.h"
@@ -26,18 +29,44 @@ class WorldImpl : public World {
   std::shared_ptr<Communicator> communicator_;
 };
 
+// Prints world_of_one_notice() the first time a process makes a world without a launcher. The
+// only process-wide state in comm: a notice is about the process, not about one World.
+void announce_world_of_one() {
+  static std::atomic<bool> announced{false};
+  if (!announced.exchange(true)) std::cerr << world_of_one_notice() << std::endl;
+}
+
+// A world of one needs no peers: an in-process store, so no port is opened (none can collide)
+// and nothing waits for a connection. Otherwise rank 0 hosts the TCPStore, the others connect.
+c10::intrusive_ptr<c10d::Store> make_store(const WorldInfo& info,
+                                           std::chrono::milliseconds timeout) {
+  if (info.world_size == 1) {
+    auto store = c10::make_intrusive<c10d::HashStore>();
+    store->setTimeout(timeout);
+    return store;
+  }
+  return connect_store(info, timeout);
+}
+
 }  // namespace
+
+std::string world_of_one_notice() {
+  return "gradwire: no launcher environment found (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, or an srun "
+         "step's SLURM_PROCID/SLURM_STEP_ID); running as a world of one. To run N processes, "
+         "start it with gradwire-run -n N PROGRAM [ARGS...].";
+}
 
 std::unique_ptr<World> init(const InitOptions& options) {
   const EnvMap env = EnvMap::from_process();
   WorldInfo info = resolve_world(options, env);
+  if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
   const auto timeout = resolve_timeout(options, env);
   at::set_num_threads(resolve_intra_op_threads(
       options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   auto shared = std::make_shared<CommunicatorShared>();
   shared->traits = backend_traits(options.backend, info, options, env, timeout);
   shared->timeout = timeout;
-  shared->store = connect_store(info, timeout);
+  shared->store = make_store(info, timeout);
 
   std::vector<int> everyone(info.world_size);
   for (int r = 0; r < info.world_size; ++r) everyone[r] = r;

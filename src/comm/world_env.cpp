@@ -1,8 +1,10 @@
-// Pure resolution of WorldInfo from options and an environment snapshot (see world.h).
+// Pure resolution of WorldInfo from options and an environment snapshot (see world.h), and the
+// one launcher detector (env_detect.h).
 #include <algorithm>
 #include <sstream>
 #include <vector>
 
+#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 #include "slurm_env.h"
@@ -11,6 +13,8 @@ namespace gradwire {
 
 const char* to_string(EnvFlavour flavour) {
   switch (flavour) {
+    case EnvFlavour::kNone:
+      return "no launcher";
     case EnvFlavour::kExplicit:
       return "explicit options";
     case EnvFlavour::kTorchrun:
@@ -21,6 +25,16 @@ const char* to_string(EnvFlavour flavour) {
       return "Slurm";
   }
   return "unknown";
+}
+
+EnvFlavour detect_env_flavour(const EnvMap& env) {
+  if (env.has("RANK") || env.has("WORLD_SIZE")) return EnvFlavour::kTorchrun;
+  if (env.has("OMPI_COMM_WORLD_RANK") || env.has("OMPI_COMM_WORLD_SIZE")) {
+    return EnvFlavour::kOpenMpi;
+  }
+  // SLURM_STEP_ID marks a task of an srun step; an salloc/sbatch shell has only the allocation.
+  if (env.has("SLURM_PROCID") && env.has("SLURM_STEP_ID")) return EnvFlavour::kSlurm;
+  return EnvFlavour::kNone;
 }
 
 namespace {
@@ -77,11 +91,13 @@ constexpr FlavourNames kOpenMpiNames{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SI
                                      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                      " (pass with mpirun -x)"};
 
-EnvFlavour detect(const EnvMap& env) {
-  if (env.has("RANK") || env.has("WORLD_SIZE")) return EnvFlavour::kTorchrun;
-  if (env.has("OMPI_COMM_WORLD_RANK")) return EnvFlavour::kOpenMpi;
-  if (env.has("SLURM_PROCID")) return EnvFlavour::kSlurm;
-  return EnvFlavour::kExplicit;
+// No launcher and no identity options: rank 0 of 1, alone on its host.
+WorldInfo world_of_one(const InitOptions& options) {
+  WorldInfo w;
+  w.master_addr = options.master_addr.value_or("127.0.0.1");
+  w.master_port = options.master_port.value_or(0);
+  w.flavour = EnvFlavour::kNone;
+  return w;
 }
 
 void check_consistent(const WorldInfo& w, const std::string& source) {
@@ -113,8 +129,14 @@ void check_consistent(const WorldInfo& w, const std::string& source) {
 }  // namespace
 
 WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
+  const EnvFlavour detected = detect_env_flavour(env);
+  const bool identity_given =
+      options.rank || options.world_size || options.local_rank || options.local_world_size;
+  if (detected == EnvFlavour::kNone && !identity_given) return world_of_one(options);
   WorldInfo w;
-  w.flavour = detect(env);
+  // Identity options without a launcher: the options must be complete, or the torchrun
+  // variables must supply the rest.
+  w.flavour = detected == EnvFlavour::kNone ? EnvFlavour::kExplicit : detected;
   Reader read(env);
   std::optional<long> rank, size, local_rank, local_size, port;
   std::optional<std::string> addr;
@@ -123,6 +145,7 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   const bool need_addr = !options.master_addr, need_port = !options.master_port;
   std::string names;
   switch (w.flavour) {
+    case EnvFlavour::kNone:  // not reached: replaced by kExplicit above
     case EnvFlavour::kTorchrun:
     case EnvFlavour::kExplicit:
     case EnvFlavour::kOpenMpi: {
@@ -139,10 +162,13 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
     }
     case EnvFlavour::kSlurm: {
       names =
-          "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, "
-          "SLURM_JOB_NODELIST, SLURM_JOB_ID";
+          "SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID, "
+          "SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID";
       rank = read.number("SLURM_PROCID", need_rank);
-      size = read.number("SLURM_NTASKS", need_size);
+      // The step's task count: an interactive step inside an allocation has 1 task while
+      // SLURM_NTASKS still counts the allocation's.
+      size = env.has("SLURM_STEP_NUM_TASKS") ? read.number("SLURM_STEP_NUM_TASKS", need_size)
+                                             : read.number("SLURM_NTASKS", need_size);
       local_rank = read.number("SLURM_LOCALID", false);
       local_size = slurm::local_world_size(env);
       addr = env.get("MASTER_ADDR");

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 
@@ -13,6 +14,61 @@ std::string config_error(const InitOptions& options, const EnvMap& env) {
     return e.what();
   }
   return "";
+}
+
+TEST(DetectEnvFlavour, Torchrun) {
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"RANK", "1"}, {"WORLD_SIZE", "2"}})),
+            EnvFlavour::kTorchrun);
+  // Partial: still torchrun's, so resolve_world names what is missing.
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"RANK", "0"}})), EnvFlavour::kTorchrun);
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"WORLD_SIZE", "2"}})), EnvFlavour::kTorchrun);
+  // gradwire-run or torchrun inside an srun step: its own variables win.
+  EXPECT_EQ(
+      detect_env_flavour(EnvMap(
+          {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}})),
+      EnvFlavour::kTorchrun);
+}
+
+TEST(DetectEnvFlavour, OpenMpi) {
+  EXPECT_EQ(
+      detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}})),
+      EnvFlavour::kOpenMpi);
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_SIZE", "4"}})), EnvFlavour::kOpenMpi);
+  // mpirun inside an allocation (or an srun step) inherits SLURM_*: Open MPI wins.
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_RANK", "3"},
+                                       {"OMPI_COMM_WORLD_SIZE", "4"},
+                                       {"SLURM_PROCID", "0"},
+                                       {"SLURM_STEP_ID", "0"},
+                                       {"SLURM_NTASKS", "1"}})),
+            EnvFlavour::kOpenMpi);
+}
+
+TEST(DetectEnvFlavour, SrunStepButNotSallocOrSbatch) {
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"SLURM_PROCID", "1"},
+                                       {"SLURM_STEP_ID", "0"},
+                                       {"SLURM_NTASKS", "2"},
+                                       {"SLURM_JOB_ID", "9"}})),
+            EnvFlavour::kSlurm);
+  // salloc shell: the allocation, no task.
+  EXPECT_EQ(detect_env_flavour(EnvMap(
+                {{"SLURM_JOB_ID", "9"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "node[1-2]"}})),
+            EnvFlavour::kNone);
+  // sbatch script: SLURM_PROCID=0 of the batch step, but no srun step.
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"SLURM_JOB_ID", "9"},
+                                       {"SLURM_NTASKS", "2"},
+                                       {"SLURM_PROCID", "0"},
+                                       {"SLURM_NODELIST", "node[1-2]"}})),
+            EnvFlavour::kNone);
+  EXPECT_FALSE(in_launcher_environment(EnvMap({{"SLURM_JOB_ID", "9"}, {"SLURM_NTASKS", "2"}})));
+  EXPECT_TRUE(in_launcher_environment(EnvMap({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}})));
+}
+
+TEST(DetectEnvFlavour, NothingIsNone) {
+  EXPECT_EQ(detect_env_flavour(EnvMap()), EnvFlavour::kNone);
+  EXPECT_EQ(detect_env_flavour(EnvMap({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}})),
+            EnvFlavour::kNone);
+  EXPECT_FALSE(in_launcher_environment(EnvMap()));
+  EXPECT_STREQ(to_string(EnvFlavour::kNone), "no launcher");
 }
 
 TEST(ResolveWorld, Torchrun) {
@@ -64,6 +120,7 @@ TEST(ResolveWorld, SlurmDerivesAddressAndPort) {
               {"SLURM_LOCALID", "1"},
               {"SLURM_TASKS_PER_NODE", "2(x3)"},
               {"SLURM_NODEID", "2"},
+              {"SLURM_STEP_ID", "0"},
               {"SLURM_JOB_NODELIST", "gpu[07-09]"},
               {"SLURM_JOB_ID", "123456"}});
   auto w = resolve_world({}, env);
@@ -78,6 +135,7 @@ TEST(ResolveWorld, SlurmDerivesAddressAndPort) {
 
 TEST(ResolveWorld, SlurmHonoursMasterVariables) {
   EnvMap env({{"SLURM_PROCID", "0"},
+              {"SLURM_STEP_ID", "3"},
               {"SLURM_NTASKS", "2"},
               {"SLURM_NTASKS_PER_NODE", "2"},
               {"MASTER_ADDR", "head"},
@@ -96,10 +154,85 @@ TEST(ResolveWorld, MissingVariablesAreAllNamed) {
       << what;
   EXPECT_NE(what.find("gradwire-run"), std::string::npos) << what;
 
-  auto nothing = config_error({}, EnvMap());
-  EXPECT_NE(nothing.find("variable(s): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("),
+  auto size_only = config_error({}, EnvMap({{"WORLD_SIZE", "2"}}));
+  EXPECT_NE(size_only.find("variable(s): RANK, MASTER_ADDR, MASTER_PORT ("), std::string::npos)
+      << size_only;
+}
+
+TEST(ResolveWorld, MasterAddressMissingWhereNeeded) {
+  auto what =
+      config_error({}, EnvMap({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "29500"}}));
+  EXPECT_NE(what.find("missing environment variable(s): MASTER_ADDR ("), std::string::npos) << what;
+  EXPECT_NE(what.find("torchrun/gradwire-run"), std::string::npos) << what;
+  // An srun step without a node list or MASTER_ADDR cannot know where rank 0 is.
+  auto slurm = config_error({}, EnvMap({{"SLURM_PROCID", "1"},
+                                        {"SLURM_STEP_ID", "0"},
+                                        {"SLURM_NTASKS", "2"},
+                                        {"SLURM_JOB_ID", "7"}}));
+  EXPECT_NE(slurm.find("missing environment variable(s): SLURM_JOB_NODELIST ("), std::string::npos)
+      << slurm;
+}
+
+TEST(ResolveWorld, NoLauncherIsAWorldOfOne) {
+  auto w = resolve_world({}, EnvMap());
+  EXPECT_EQ(w.flavour, EnvFlavour::kNone);
+  EXPECT_EQ(w.rank, 0);
+  EXPECT_EQ(w.world_size, 1);
+  EXPECT_EQ(w.local_rank, 0);
+  EXPECT_EQ(w.local_world_size, 1);
+  EXPECT_EQ(w.master_addr, "127.0.0.1");
+  EXPECT_EQ(w.master_port, 0);
+  // Rendezvous settings alone do not make a job.
+  auto v = resolve_world({}, EnvMap({{"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}}));
+  EXPECT_EQ(v.flavour, EnvFlavour::kNone);
+  EXPECT_EQ(v.world_size, 1);
+}
+
+TEST(ResolveWorld, SallocShellIsAWorldOfOne) {
+  // salloc -N 2 -n 4: the allocation's variables, no srun step.
+  EnvMap salloc({{"SLURM_JOB_ID", "4242"},
+                 {"SLURM_JOBID", "4242"},
+                 {"SLURM_NTASKS", "4"},
+                 {"SLURM_NPROCS", "4"},
+                 {"SLURM_NNODES", "2"},
+                 {"SLURM_NODELIST", "node[1-2]"},
+                 {"SLURM_JOB_NODELIST", "node[1-2]"},
+                 {"SLURM_TASKS_PER_NODE", "2(x2)"}});
+  auto w = resolve_world({}, salloc);
+  EXPECT_EQ(w.flavour, EnvFlavour::kNone);
+  EXPECT_EQ(w.world_size, 1);
+  EXPECT_EQ(w.rank, 0);
+  EXPECT_EQ(w.master_port, 0);
+  // An sbatch script also has SLURM_PROCID=0, SLURM_LOCALID and SLURM_NODEID: still no step.
+  auto values = salloc.values();
+  values["SLURM_PROCID"] = "0";
+  values["SLURM_LOCALID"] = "0";
+  values["SLURM_NODEID"] = "0";
+  auto batch = resolve_world({}, EnvMap(values));
+  EXPECT_EQ(batch.flavour, EnvFlavour::kNone);
+  EXPECT_EQ(batch.world_size, 1);
+}
+
+TEST(ResolveWorld, SlurmStepTaskCountWins) {
+  // An interactive srun step inside `salloc -n 4` runs 1 task.
+  auto w = resolve_world({}, EnvMap({{"SLURM_PROCID", "0"},
+                                     {"SLURM_STEP_ID", "0"},
+                                     {"SLURM_NTASKS", "4"},
+                                     {"SLURM_STEP_NUM_TASKS", "1"},
+                                     {"SLURM_JOB_NODELIST", "node1"},
+                                     {"SLURM_JOB_ID", "4242"}}));
+  EXPECT_EQ(w.flavour, EnvFlavour::kSlurm);
+  EXPECT_EQ(w.world_size, 1);
+}
+
+TEST(ResolveWorld, IdentityOptionsWithoutLauncherMustBeComplete) {
+  InitOptions options;
+  options.rank = 1;
+  auto what = config_error(options, EnvMap());
+  EXPECT_NE(what.find("missing environment variable(s): WORLD_SIZE, MASTER_ADDR, MASTER_PORT ("),
             std::string::npos)
-      << nothing;
+      << what;
+  EXPECT_NE(what.find("explicit options"), std::string::npos) << what;
 }
 
 TEST(ResolveWorld, InconsistentValuesAreNamed) {

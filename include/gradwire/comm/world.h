@@ -1,14 +1,20 @@
 // Building the world: reading who this process is (rank, world size, local rank, master address)
-// from torchrun/gradwire-run, Slurm or Open MPI environments, rendezvous through a c10d TCPStore,
-// and creating the world Communicator.
+// from the launcher's environment, rendezvous through a c10d TCPStore, and creating the world
+// Communicator.
 //
-// Environment flavours, first match wins (explicit InitOptions fields override any of them):
-//   torchrun / gradwire-run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-//   MASTER_PORT Open MPI (mpirun):       OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE +
-//   MASTER_ADDR/PORT Slurm (srun):            SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-//   SLURM_NTASKS_PER_NODE or
-//                            SLURM_TASKS_PER_NODE; MASTER_ADDR defaults to the first host of
+// Which launcher's variables are read is decided by detect_env_flavour (env_detect.h); explicit
+// InitOptions fields override any of them:
+//   torchrun / gradwire-run  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+//                            MASTER_PORT
+//   Open MPI (mpirun)        OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE + MASTER_ADDR,
+//                            MASTER_PORT
+//   Slurm (srun step)        SLURM_PROCID, SLURM_STEP_NUM_TASKS (else SLURM_NTASKS),
+//                            SLURM_LOCALID, SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE at
+//                            SLURM_NODEID; MASTER_ADDR defaults to the first host of
 //                            SLURM_JOB_NODELIST, MASTER_PORT to 20000 + SLURM_JOB_ID % 20000.
+//   none of them             a world of one (rank 0 of 1), as Horovod does; init() says so once
+//                            per process on stderr. Setting any of InitOptions::rank, world_size,
+//                            local_rank, local_world_size asks for a real job instead.
 // GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout; GRADWIRE_BACKEND the backend
 // when InitOptions::backend is "auto".
 #pragma once
@@ -19,12 +25,10 @@
 #include <string>
 
 #include "gradwire/comm/communicator.h"
+#include "gradwire/comm/env_detect.h"
 #include "gradwire/common/env.h"
 
 namespace gradwire {
-
-enum class EnvFlavour { kExplicit, kTorchrun, kOpenMpi, kSlurm };
-const char* to_string(EnvFlavour flavour);
 
 // Who this process is in the job.
 struct WorldInfo {
@@ -33,7 +37,8 @@ struct WorldInfo {
   int local_rank = 0;
   int local_world_size = 1;
   std::string master_addr;
-  int master_port = 0;
+  int master_port = 0;  // 0 for a world of one, which needs no rendezvous port
+  // Where the values came from; kNone: no launcher, a world of one.
   EnvFlavour flavour = EnvFlavour::kExplicit;
 };
 
@@ -60,8 +65,10 @@ struct InitOptions {
   std::optional<int> intra_op_threads;
 };
 
-// Pure: combines options and environment into a WorldInfo. Throws ConfigError naming every
-// missing or inconsistent variable and the flavour it was reading.
+// Pure: combines options and environment into a WorldInfo. Without any launcher environment and
+// without identity options: a world of one (flavour kNone, master 127.0.0.1, port 0 unless the
+// options give them). Otherwise throws ConfigError naming every missing or inconsistent variable
+// and the flavour it was reading.
 WorldInfo resolve_world(const InitOptions& options, const EnvMap& env);
 // Pure: the intra-op thread count init() applies (see InitOptions::intra_op_threads).
 int resolve_intra_op_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
@@ -79,8 +86,13 @@ class World {
 
 // Resolves the world from the process environment, joins the rendezvous (every rank must arrive
 // within the timeout; otherwise TimeoutError naming the ranks that never joined) and builds the
-// world communicator. Blocks.
+// world communicator. Blocks. A world of one (any flavour) rendezvouses through an in-process
+// store: no port is opened and nothing waits. With no launcher at all, the first such init() of
+// the process prints world_of_one_notice() to stderr.
 std::unique_ptr<World> init(const InitOptions& options = {});
+
+// The one line init() prints when no launcher environment was found.
+std::string world_of_one_notice();
 
 // The libtorch version gradwire was built against, e.g. "1.13.0".
 std::string torch_version();
