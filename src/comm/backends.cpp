@@ -2,9 +2,12 @@
 
 #include <torch/cuda.h>
 
+#include <optional>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "gradwire/common/error.h"
+#include "hierarchical_process_group.h"
+#include "host_identity.h"
 #include "shm_process_group.h"
 
 namespace gradwire {
@@ -42,39 +45,59 @@ BackendTraits gloo_traits(const WorldInfo& world, const InitOptions& options, co
   return traits;
 }
 
-// Shared memory within one host; send/recv through a Gloo group of the same ranks.
-BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, const EnvMap& env,
-                         std::chrono::milliseconds timeout) {
-  if (world.local_world_size != world.world_size) {
-    throw ConfigError("gradwire: backend 'shm' needs every rank on one host, but this job has " +
-                      std::to_string(world.world_size) + " ranks of which " +
-                      std::to_string(world.local_world_size) +
-                      " run on this host (WORLD_SIZE vs LOCAL_WORLD_SIZE). Use backend 'gloo' "
-                      "(GRADWIRE_BACKEND=gloo) for jobs spanning hosts.");
-  }
-  const auto gloo = gloo_settings(world, options, env, timeout);
-  shm::ShmOptions shm_options;
-  shm_options.port = world.master_port;
-  shm_options.timeout = timeout;
+shm::ShmOptions shm_options(const WorldInfo& world, const EnvMap& env,
+                            std::chrono::milliseconds timeout) {
+  shm::ShmOptions options;
+  options.port = world.master_port;
+  options.timeout = timeout;
   if (auto slot = env.get_int("GRADWIRE_SHM_SLOT_BYTES")) {
     if (*slot < 4096) {
       throw ConfigError("gradwire: GRADWIRE_SHM_SLOT_BYTES=" + std::to_string(*slot) +
                         " is too small; use at least 4096 (default 1048576)");
     }
-    shm_options.slot_bytes = static_cast<size_t>(*slot);
+    options.slot_bytes = static_cast<size_t>(*slot);
   }
+  return options;
+}
+
+// Shared memory within one host; send/recv through a Gloo group of the same ranks. The caller
+// has checked that the ranks share a host.
+BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, const EnvMap& env,
+                         std::chrono::milliseconds timeout) {
+  const auto gloo = gloo_settings(world, options, env, timeout);
+  const auto shm = shm_options(world, env, timeout);
   BackendTraits traits;
   traits.name = "shm";
   traits.native_avg = true;
   traits.native_bfloat16 = true;
   traits.native_reduce_scatter = true;
   traits.device = c10::DeviceType::CPU;
-  traits.make = [gloo, shm_options](const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                    int size) -> c10d_adapter::BackendPtr {
+  traits.make = [gloo, shm](const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                            int size) -> c10d_adapter::BackendPtr {
     auto point_to_point = c10d_adapter::make_gloo(
         c10::make_intrusive<c10d::PrefixStore>("p2p", store), rank, size, gloo);
-    return c10::make_intrusive<shm::ShmProcessGroup>(store, rank, size, shm_options,
+    return c10::make_intrusive<shm::ShmProcessGroup>(store, rank, size, shm,
                                                      std::move(point_to_point));
+  };
+  return traits;
+}
+
+// shm within each host, Gloo among hosts (hierarchical_process_group.h).
+BackendTraits hierarchical_traits(const WorldInfo& world, const InitOptions& options,
+                                  const EnvMap& env, std::chrono::milliseconds timeout) {
+  HierarchicalOptions hierarchical;
+  hierarchical.host_identity = local_host_identity(env);
+  hierarchical.gloo = gloo_settings(world, options, env, timeout);
+  hierarchical.shm = shm_options(world, env, timeout);
+  hierarchical.timeout = timeout;
+  BackendTraits traits;
+  traits.name = "hierarchical";
+  traits.native_avg = true;
+  traits.native_bfloat16 = true;
+  traits.device = c10::DeviceType::CPU;
+  traits.make = [hierarchical](const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                               int size) -> c10d_adapter::BackendPtr {
+    return c10::make_intrusive<HierarchicalProcessGroup>(store, rank, size, hierarchical);
   };
   return traits;
 }
@@ -97,15 +120,63 @@ BackendTraits nccl_traits(std::chrono::milliseconds timeout) {
 
 std::vector<std::string> available_backends() {
 #if defined(GRADWIRE_WITH_NCCL)
-  return {"gloo", "shm", "nccl"};
+  return {"gloo", "shm", "hierarchical", "nccl"};
 #else
-  return {"gloo", "shm"};
+  return {"gloo", "shm", "hierarchical"};
 #endif
 }
 
-BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
-                             const InitOptions& options, const EnvMap& env,
-                             std::chrono::milliseconds timeout) {
+namespace {
+
+// The world's host identities, exchanged once per resolution (key prefix gradwire/hosts).
+class HostLookup {
+ public:
+  HostLookup(const WorldInfo& world, const EnvMap& env, std::chrono::milliseconds timeout,
+             c10d::Store* store)
+      : world_(world), env_(env), timeout_(timeout), store_(store) {}
+  bool available() const { return store_ != nullptr; }
+  const HostLayout& layout() {
+    if (!layout_) {
+      layout_ = plan_host_layout(exchange_host_identities(*store_, "gradwire/hosts", world_.rank,
+                                                          world_.world_size,
+                                                          local_host_identity(env_), timeout_));
+    }
+    return *layout_;
+  }
+
+ private:
+  const WorldInfo& world_;
+  const EnvMap& env_;
+  std::chrono::milliseconds timeout_;
+  c10d::Store* store_;
+  std::optional<HostLayout> layout_;
+};
+
+void require_one_host(const WorldInfo& world, HostLookup& hosts) {
+  if (hosts.available()) {
+    const auto& layout = hosts.layout();
+    if (!layout.single_host()) {
+      throw ConfigError("gradwire: backend 'shm' needs every rank on one host, but this job's " +
+                        std::to_string(world.world_size) + " ranks run on " +
+                        std::to_string(layout.host_count()) + " hosts (" + layout.describe() +
+                        "). Use backend 'auto' or 'hierarchical' (GRADWIRE_BACKEND) for jobs "
+                        "spanning hosts.");
+    }
+    return;
+  }
+  // Without the store only the launcher's word is available.
+  if (world.local_world_size != world.world_size) {
+    throw ConfigError("gradwire: backend 'shm' needs every rank on one host, but this job has " +
+                      std::to_string(world.world_size) + " ranks of which " +
+                      std::to_string(world.local_world_size) +
+                      " run on this host (WORLD_SIZE vs LOCAL_WORLD_SIZE). Use backend 'gloo' "
+                      "or 'hierarchical' (GRADWIRE_BACKEND) for jobs spanning hosts.");
+  }
+}
+
+BackendTraits resolve(const std::string& name, const WorldInfo& world, const InitOptions& options,
+                      const EnvMap& env, std::chrono::milliseconds timeout, c10d::Store* store) {
+  HostLookup hosts(world, env, timeout, store);
   std::string chosen = name;
   if (chosen == "auto") chosen = env.get("GRADWIRE_BACKEND").value_or("auto");
   if (chosen == "auto") {
@@ -113,9 +184,14 @@ BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
 #if defined(GRADWIRE_WITH_NCCL)
     if (torch::cuda::is_available()) chosen = "nccl";
 #endif
+    if (chosen == "gloo" && hosts.available()) chosen = choose_cpu_backend(hosts.layout());
   }
   if (chosen == "gloo") return gloo_traits(world, options, env, timeout);
-  if (chosen == "shm") return shm_traits(world, options, env, timeout);
+  if (chosen == "shm") {
+    require_one_host(world, hosts);
+    return shm_traits(world, options, env, timeout);
+  }
+  if (chosen == "hierarchical") return hierarchical_traits(world, options, env, timeout);
 #if defined(GRADWIRE_WITH_NCCL)
   if (chosen == "nccl") return nccl_traits(timeout);
 #endif
@@ -125,6 +201,20 @@ BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                         (chosen != name ? " (from GRADWIRE_BACKEND)" : "") +
                         "; this build offers: " + choices +
                         (chosen == "nccl" ? " (nccl needs a libtorch built with CUDA)" : ""));
+}
+
+}  // namespace
+
+BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
+                             const InitOptions& options, const EnvMap& env,
+                             std::chrono::milliseconds timeout) {
+  return resolve(name, world, options, env, timeout, nullptr);
+}
+
+BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
+                             const InitOptions& options, const EnvMap& env,
+                             std::chrono::milliseconds timeout, c10d::Store& store) {
+  return resolve(name, world, options, env, timeout, &store);
 }
 
 }  // namespace gradwire

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "c10d_communicator.h"
@@ -10,13 +11,25 @@
 
 namespace gradwire {
 
-// Names of the backends compiled in ("gloo", "shm", and "nccl" when built with CUDA).
+// Names of the backends compiled in ("gloo", "shm", "hierarchical", and "nccl" when built with
+// CUDA).
 std::vector<std::string> available_backends();
 
-// Resolves "auto" (GRADWIRE_BACKEND when set, else nccl when compiled in and CUDA is available,
-// else gloo) and returns the traits of the chosen backend. InvalidArgument for an unknown or
-// unavailable name, listing the choices; ConfigError for "shm" when the ranks span hosts
-// (local_world_size != world_size).
+// Resolves a backend name and returns the traits of the chosen backend. "auto" means
+// GRADWIRE_BACKEND when set, else nccl when compiled in and CUDA is available, else by where the
+// ranks run (host_identity.h): "shm" when they all share one host, "gloo" when no two share one,
+// "hierarchical" otherwise. The hosts are learnt by exchanging host identities through `store`
+// (keys gradwire/hosts/<rank>): every rank must call this with the same name, and it blocks
+// until all ranks published theirs (TimeoutError naming the absent ones). "shm" is a ConfigError
+// naming the hosts when the ranks span hosts. InvalidArgument for an unknown or unavailable
+// name, listing the choices.
+BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
+                             const InitOptions& options, const EnvMap& env,
+                             std::chrono::milliseconds timeout, c10d::Store& store);
+
+// The same before the store is reachable: "auto" cannot see the hosts and means gloo on CPU, and
+// "shm" trusts LOCAL_WORLD_SIZE (ConfigError when it differs from WORLD_SIZE). "hierarchical"
+// works either way: it learns the hosts when its process group is built.
 BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,
                              std::chrono::milliseconds timeout);
