@@ -361,7 +361,7 @@ Subcommand data_subcommand() {
     return [state](const std::vector<std::string>& argv) {
       const EnvMap env = EnvMap::from_process();
       const int max_ranks =
-          in_rank_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
+          in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
       const DataSettings settings = resolve_data_settings(state->flags, max_ranks);
       RankOptions ranks = state->ranks;
       ranks.ranks = data_world_size(settings);

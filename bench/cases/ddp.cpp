@@ -407,7 +407,7 @@ Subcommand ddp_subcommand() {
     return [state](const std::vector<std::string>& argv) {
       const EnvMap env = EnvMap::from_process();
       std::optional<int> job_world_size;
-      if (in_rank_environment(env)) job_world_size = resolve_world({}, env).world_size;
+      if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
       const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
       RankOptions ranks = state->ranks;
       ranks.ranks = settings.ranks;

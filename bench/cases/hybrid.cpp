@@ -284,7 +284,7 @@ Subcommand hybrid_subcommand() {
     command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
     return [state](const std::vector<std::string>& argv) {
       const EnvMap env = EnvMap::from_process();
-      if (!in_rank_environment(env)) {
+      if (!in_launcher_environment(env)) {
         if (state->ranks.worker) {
           throw ConfigError(std::string(kWorkerFlag) +
                             " is only for the trainers gradwire-bench "

@@ -37,12 +37,6 @@ void add_worker_flag(CLI::App& command, RankOptions& options) {
   command.add_flag(kWorkerFlag, options.worker, "started by the launcher")->group("");
 }
 
-bool in_rank_environment(const EnvMap& env) {
-  if (env.has("RANK") && env.has("WORLD_SIZE")) return true;
-  if (env.has("OMPI_COMM_WORLD_RANK") && env.has("OMPI_COMM_WORLD_SIZE")) return true;
-  return env.has("SLURM_PROCID") && env.has("SLURM_NTASKS") && env.has("SLURM_STEP_ID");
-}
-
 int default_threads_per_rank(int cores, int local_ranks) {
   return std::max(1, cores / std::max(1, local_ranks));
 }
@@ -102,7 +96,7 @@ int launch_ranks(const RankOptions& options, const std::vector<std::string>& arg
 
 int run_on_ranks(const RankOptions& options, const std::vector<std::string>& argv,
                  const std::function<int(RankContext&)>& body) {
-  const bool in_job = in_rank_environment(EnvMap::from_process());
+  const bool in_job = in_launcher_environment(EnvMap::from_process());
   if (options.worker && !in_job) {
     throw ConfigError(std::string(kWorkerFlag) +
                       " is set but RANK/WORLD_SIZE are not: it is only meant for the processes "

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
 #include "harness/report.h"
@@ -43,10 +44,6 @@ void add_rank_options(CLI::App& command, RankOptions& options);
 // Adds only the hidden kWorkerFlag (for benchmarks that choose the rank count themselves).
 void add_worker_flag(CLI::App& command, RankOptions& options);
 
-// Pure: whether `env` makes this process a rank of a job (RANK and WORLD_SIZE; Open MPI's
-// OMPI_COMM_WORLD_RANK and _SIZE; or an srun step's SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID).
-bool in_rank_environment(const EnvMap& env);
-
 // Pure: the default threads per rank, max(1, cores / local_ranks).
 int default_threads_per_rank(int cores, int local_ranks);
 
@@ -68,7 +65,8 @@ struct RankContext {
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv);
 
 // Runs `body` on every rank and returns this process's exit code.
-//  - In a job (in_rank_environment) or with options.worker: sets the thread count, joins the
+//  - In a job (gradwire::in_launcher_environment: torchrun/gradwire-run, mpirun or an srun step;
+//    not a plain salloc/sbatch shell) or with options.worker: sets the thread count, joins the
 //    world (blocks until every rank arrived) and returns body's result. An exception from init or
 //    body is printed to stderr with the rank and gives exit code 1.
 //  - Otherwise: starts options.ranks copies of /proc/self/exe with `argv` (argv[0] first) plus

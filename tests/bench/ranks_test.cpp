@@ -5,15 +5,20 @@
 namespace gradwire::bench {
 namespace {
 
+// gradwire-bench decides "join the job or start my own ranks" with comm's one detector.
 TEST(RankEnvironmentTest, RecognisesLaunchers) {
-  EXPECT_FALSE(in_rank_environment(EnvMap{}));
-  EXPECT_FALSE(in_rank_environment(EnvMap{{"RANK", "0"}}));
-  EXPECT_TRUE(in_rank_environment(EnvMap{{"RANK", "1"}, {"WORLD_SIZE", "2"}}));
-  EXPECT_TRUE(
-      in_rank_environment(EnvMap{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
-  // An salloc shell has a job but no step: not a rank yet.
-  EXPECT_FALSE(in_rank_environment(EnvMap{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}));
-  EXPECT_TRUE(in_rank_environment(
+  EXPECT_FALSE(in_launcher_environment(EnvMap{}));
+  EXPECT_TRUE(in_launcher_environment(EnvMap{{"RANK", "1"}, {"WORLD_SIZE", "2"}}));
+  // A partial environment counts as a job, so init names what is missing instead of the bench
+  // quietly starting ranks of its own.
+  EXPECT_TRUE(in_launcher_environment(EnvMap{{"RANK", "0"}}));
+  EXPECT_TRUE(in_launcher_environment(
+      EnvMap{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  // An salloc shell has a job but no step: not a rank yet, the bench starts its own ranks.
+  EXPECT_FALSE(in_launcher_environment(
+      EnvMap{{"SLURM_JOB_ID", "5"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "node[1-2]"}}));
+  EXPECT_FALSE(in_launcher_environment(EnvMap{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}));
+  EXPECT_TRUE(in_launcher_environment(
       EnvMap{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"}}));
 }
 
