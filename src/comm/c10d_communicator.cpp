@@ -51,6 +51,33 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return text;
 }
 
+// Each request of the progress board's store connection gives up after this long, so that reading
+// the board after a timeout cannot hang on a dead store host (1 s is libtorch 1.13's least).
+constexpr std::chrono::milliseconds kBoardStoreTimeout{1000};
+
+// The progress board of the communicator under `prefix`; null (no desync reports) when the store
+// connection cannot be made, which must not fail the communicator itself.
+std::shared_ptr<ProgressBoard> make_board(CommunicatorShared& shared, const std::string& prefix,
+                                          int rank, int size) {
+  try {
+    c10::intrusive_ptr<c10d::Store> store;
+    {
+      std::lock_guard<std::mutex> lock(shared.board_store_mutex);
+      if (!shared.board_store) {
+        shared.board_store = connect_board_store(shared.store, kBoardStoreTimeout);
+      }
+      store = shared.board_store;
+    }
+    ProgressBoardOptions options;
+    options.key_prefix = prefix + "/progress/";
+    options.rank = rank;
+    options.size = size;
+    return std::make_shared<ProgressBoard>(std::move(store), std::move(options));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 at::Tensor as_transport_dtype(const at::Tensor& tensor) {
@@ -70,6 +97,7 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
       world_ranks_(std::move(world_ranks)) {
   auto store = c10::make_intrusive<c10d::PrefixStore>(prefix_, shared_->store);
   join_members(*shared_->store, prefix_, rank_, size(), shared_->timeout, world_ranks_);
+  board_ = make_board(*shared_, prefix_, rank_, size());
   try {
     backend_ = shared_->traits.make(store, rank_, size());
   } catch (const std::exception& e) {
@@ -102,8 +130,12 @@ void C10dCommunicator::check_rank(const char* op, const char* what, int rank) co
 }
 
 WorkHandle C10dCommunicator::wrap(c10d_adapter::WorkPtr work, std::string description,
-                                  std::function<void()> finish) const {
+                                  std::function<void()> finish, bool collective) const {
   OpContext context{std::move(description), world_ranks_, shared_->peers, shared_->timeout};
+  if (collective && board_) {
+    context.sequence = board_->note_issued(context.description);
+    context.progress = board_;
+  }
   return std::make_shared<C10dWork>(std::move(work), std::move(context), std::move(finish));
 }
 
@@ -222,7 +254,8 @@ WorkHandle C10dCommunicator::send(const at::Tensor& tensor, int dst_rank, int ta
   std::vector<at::Tensor> tensors{as_transport_dtype(tensor)};
   return wrap(backend_->send(tensors, dst_rank, tag),
               describe("send", tensor,
-                       "(to " + std::to_string(dst_rank) + ", tag " + std::to_string(tag) + ")"));
+                       "(to " + std::to_string(dst_rank) + ", tag " + std::to_string(tag) + ")"),
+              nullptr, /*collective=*/false);
 }
 
 WorkHandle C10dCommunicator::recv(at::Tensor& tensor, int src_rank, int tag) {
@@ -231,7 +264,8 @@ WorkHandle C10dCommunicator::recv(at::Tensor& tensor, int src_rank, int tag) {
   std::vector<at::Tensor> tensors{as_transport_dtype(tensor)};
   return wrap(backend_->recv(tensors, src_rank, tag),
               describe("recv", tensor,
-                       "(from " + std::to_string(src_rank) + ", tag " + std::to_string(tag) + ")"));
+                       "(from " + std::to_string(src_rank) + ", tag " + std::to_string(tag) + ")"),
+              nullptr, /*collective=*/false);
 }
 
 std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ranks) {

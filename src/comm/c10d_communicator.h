@@ -10,6 +10,7 @@
 #include "c10d_adapter.h"
 #include "gradwire/comm/communicator.h"
 #include "peer_table.h"
+#include "progress_board.h"
 
 namespace gradwire {
 
@@ -31,12 +32,19 @@ struct CommunicatorShared {
   BackendTraits traits;
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<const PeerTable> peers;
+
+  // The store connection of the communicators' progress boards (connect_board_store), made by
+  // the first communicator. Guarded by board_store_mutex.
+  std::mutex board_store_mutex;
+  c10::intrusive_ptr<c10d::Store> board_store;
 };
 
 class C10dCommunicator : public Communicator {
  public:
   // Joins the members (named by their world ranks) under `prefix` and builds the backend.
-  // Blocks until every member joined; TimeoutError names the absent ones.
+  // Blocks until every member joined; TimeoutError names the absent ones. Every collective is
+  // numbered and noted on the communicator's progress board (`prefix`/progress/<rank>) once
+  // issued, so that a timeout can say which ranks never reached it (desync_report.h).
   C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, std::string prefix, int rank,
                    std::vector<int> world_ranks);
 
@@ -58,14 +66,16 @@ class C10dCommunicator : public Communicator {
  private:
   void check_tensor(const char* op, const at::Tensor& tensor) const;
   void check_rank(const char* op, const char* what, int rank) const;
+  // The handle of an issued operation; collectives are numbered on the progress board.
   WorkHandle wrap(c10d_adapter::WorkPtr work, std::string description,
-                  std::function<void()> finish = nullptr) const;
+                  std::function<void()> finish = nullptr, bool collective = true) const;
 
   std::shared_ptr<CommunicatorShared> shared_;
   std::string prefix_;
   int rank_;
   std::vector<int> world_ranks_;
   c10d_adapter::BackendPtr backend_;
+  std::shared_ptr<ProgressBoard> board_;  // null when the store connection could not be made
 
   std::mutex split_mutex_;                   // guards split_counts_
   std::map<std::string, int> split_counts_;  // how often each rank list was split

@@ -31,6 +31,26 @@ bool looks_like_peer_loss(const std::string& text) {
          contains(text, "Read error") || contains(text, "Write error") ||
          contains(text, "NCCL communicator was aborted");
 }
+
+// How the desync report names rank `rank` of the communicator.
+std::string rank_name(const OpContext& op, int rank) {
+  const int world_rank = op.world_ranks.at(rank);
+  const std::string world =
+      op.peers ? op.peers->describe(world_rank) : "rank " + std::to_string(world_rank);
+  return rank == world_rank ? world : "rank " + std::to_string(rank) + " (world " + world + ")";
+}
+
+DesyncInput desync_input(const OpContext& op) {
+  DesyncInput input;
+  input.rank = op.progress->rank();
+  input.sequence = op.sequence;
+  input.description = op.description;
+  auto snapshot = op.progress->read_all();
+  input.records = std::move(snapshot.records);
+  input.read_problem = std::move(snapshot.problem);
+  for (int r = 0; r < op.progress->size(); ++r) input.rank_names.push_back(rank_name(op, r));
+  return input;
+}
 }  // namespace
 
 std::exception_ptr translate_failure(const std::exception& backend_error, const OpContext& op) {
@@ -61,13 +81,25 @@ std::exception_ptr translate_failure(const std::exception& backend_error, const 
     text += ". Backend said: " + said + ". Check the lost rank's output for why it stopped.";
     return std::make_exception_ptr(PeerLostError(text, dead));
   }
+  const bool reportable = op.progress && op.sequence > 0 &&
+                          static_cast<int>(op.world_ranks.size()) == op.progress->size();
   if (looks_like_timeout(said)) {
+    const std::string diagnosis = reportable ? desync_report(desync_input(op))
+                                             : "A rank may be stuck or calling a different "
+                                               "collective.";
     return std::make_exception_ptr(TimeoutError(
-        head + ": timed out (limit " + format_duration(op.default_timeout) +
-        "). A rank may be stuck or calling a different collective. Backend said: " + said +
-        ". Raise GRADWIRE_TIMEOUT if the work is legitimately slow."));
+        head + ": timed out (limit " + format_duration(op.default_timeout) + "). " + diagnosis +
+        " Backend said: " + said + ". Raise GRADWIRE_TIMEOUT if the work is legitimately slow."));
   }
-  return std::make_exception_ptr(BackendError(head + ": " + said));
+  std::string text = head + ": " + said;
+  if (reportable) {
+    // Backends notice some mismatches (shm: "collectives differ") within microseconds, before
+    // the peers' records are written: give their publishers time to catch up.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const DesyncInput input = desync_input(op);
+    if (!find_desync(input).different.empty()) text += ". " + desync_report(input);
+  }
+  return std::make_exception_ptr(BackendError(text));
 }
 
 }  // namespace gradwire

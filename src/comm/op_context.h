@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "peer_table.h"
+#include "progress_board.h"
 
 namespace gradwire {
 
@@ -18,10 +19,18 @@ struct OpContext {
   std::shared_ptr<const PeerTable> peers;
   std::chrono::milliseconds default_timeout{0};
   std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();
+  // Collectives only: the communicator's progress board and this collective's number on it,
+  // for the desync report. Null / 0 otherwise (point to point, creating the backend).
+  std::shared_ptr<const ProgressBoard> progress;
+  uint64_t sequence = 0;
 };
 
 // Builds the gradwire error (TimeoutError, PeerLostError or BackendError) for a backend failure
-// of `op`, naming the operation, the ranks, the time since it was issued and any dead peers.
+// of `op`, naming the operation, the ranks, the time since it was issued and any dead peers. For
+// a collective that timed out it adds the desync report (desync_report.h): which ranks never
+// reached it and what each did last, or which called a different collective; a BackendError
+// gets the report only when it names such a rank. Reading the peers' progress is bounded
+// (ProgressBoardOptions::read_budget and the board's store timeout).
 std::exception_ptr translate_failure(const std::exception& backend_error, const OpContext& op);
 
 // "[0, 1, 2]"
