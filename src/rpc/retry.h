@@ -15,7 +15,7 @@ namespace gradwire::rpc {
 
 struct RetryPolicy {
   // Attempts after the first one.
-  int max_retries = 3;
+  int max_retries = 8;
   // The wait before retry k (0-based) is initial_backoff * 2^k, at most max_backoff.
   std::chrono::milliseconds initial_backoff{50};
   std::chrono::milliseconds max_backoff{2000};

@@ -33,8 +33,9 @@ struct ClientOptions {
   // else 300 s.
   std::chrono::milliseconds step_timeout{0};
   // Idempotent calls (lookups, table creation) are retried this many times on UNAVAILABLE, with
-  // exponential backoff from retry_backoff, as long as the deadline allows.
-  int max_retries = 3;
+  // exponential backoff from retry_backoff (doubling, at most 2 s), as long as the deadline
+  // allows: the default rides out about 7 s of a server that is starting or a loaded machine.
+  int max_retries = 8;
   std::chrono::milliseconds retry_backoff{50};
   // TLS: a PEM file of root certificates to trust; empty: plaintext (loopback and trusted nets).
   std::string tls_root_cert_file;
