@@ -120,6 +120,15 @@ void save_rank_checkpoint(const std::string& dir, const CheckpointState& state,
                      static_cast<int64_t>(position.reader.records_done),
                      static_cast<int64_t>(state.world_size), static_cast<int64_t>(state.rank)},
                     torch::kInt64));
+  if (state.schedule) {
+    const LrSchedule& schedule = *state.schedule;
+    archive.write("lr_schedule",
+                  torch::tensor({static_cast<double>(schedule.kind), schedule.base_lr,
+                                 static_cast<double>(schedule.steps_per_epoch),
+                                 static_cast<double>(schedule.total_steps),
+                                 static_cast<double>(schedule.step_epochs), schedule.gamma},
+                                torch::kFloat64));
+  }
   archive.write("rng", rng_state());
   std::ostringstream bytes;
   archive.save_to(bytes);
@@ -187,6 +196,24 @@ CheckpointState load_rank_checkpoint(const std::string& step_dir, int world_size
         "checkpoint: " + path + " was written by rank " + std::to_string(state.rank) + " of " +
         std::to_string(state.world_size) + ", this is rank " + std::to_string(rank) + " of " +
         std::to_string(world_size) + "; resume with the same number of ranks");
+  }
+  torch::Tensor schedule_values;
+  if (archive.try_read("lr_schedule", schedule_values)) {
+    const auto* s = schedule_values.data_ptr<double>();
+    const int kind = static_cast<int>(s[0]);
+    if (schedule_values.numel() != 6 || kind < 0 || kind > 2) {
+      throw gradwire::InvalidArgument("checkpoint: " + path +
+                                      " holds an unknown learning-rate schedule; was it written by "
+                                      "another version of example-fashion-mnist?");
+    }
+    LrSchedule schedule;
+    schedule.kind = static_cast<LrScheduleKind>(kind);
+    schedule.base_lr = s[1];
+    schedule.steps_per_epoch = static_cast<int64_t>(s[2]);
+    schedule.total_steps = static_cast<int64_t>(s[3]);
+    schedule.step_epochs = static_cast<int64_t>(s[4]);
+    schedule.gamma = s[5];
+    state.schedule = schedule;
   }
   set_rng_state(rng);
   return state;

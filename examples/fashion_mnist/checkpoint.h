@@ -1,6 +1,6 @@
 // Checkpoints of the Fashion-MNIST job: model, optimizer state, epoch and step, the reader's
-// position and the RNG state, one file per rank, written so that a crash at any moment leaves
-// either the old or the new checkpoint, never a torn one.
+// position, the learning-rate schedule and the RNG state, one file per rank, written so that a
+// crash at any moment leaves either the old or the new checkpoint, never a torn one.
 //
 // Layout: CHECKPOINT_DIR/step-SSSSSSSSSS/rank-R.pt (torch::serialize archives), plus a COMPLETE
 // marker that rank 0 writes once every rank's file is on disk. Every file is written to a
@@ -19,6 +19,7 @@
 #include <string>
 
 #include "gradwire/data/sharded_reader.h"
+#include "lr_schedule.h"
 
 namespace fashion_mnist {
 
@@ -33,6 +34,10 @@ struct TrainingPosition {
 // What one rank saves and restores.
 struct CheckpointState {
   TrainingPosition position;
+  // The schedule the job trains with (like a PyTorch scheduler's state_dict: a resumed job keeps
+  // it even when its flags say otherwise). nullopt when loading a checkpoint written before
+  // schedules were saved.
+  std::optional<LrSchedule> schedule;
   int world_size = 1;
   int rank = 0;
 };

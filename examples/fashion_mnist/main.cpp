@@ -5,7 +5,7 @@
 //       $D/train-labels-idx1-ubyte.gz data/fashion/train --files 4
 //   build/bin/gradwire-recordio convert $D/t10k-images-idx3-ubyte.gz \
 //       $D/t10k-labels-idx1-ubyte.gz data/fashion/test
-//   build/bin/gradwire-run -n 2 build/bin/example-fashion-mnist --data data/fashion --epochs 10
+//   build/bin/gradwire-run -n 2 build/bin/example-fashion-mnist --data data/fashion
 //
 // Every rank reads its share of the training chunks (--partition static) or claims chunks from
 // the job's store (dynamic); a step ends the epoch as soon as one rank has no full batch left
@@ -31,6 +31,7 @@
 #include "gradwire/data/store_counter.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/gradwire.h"
+#include "lr_schedule.h"
 #include "model.h"
 #include "options.h"
 #include "progress.h"
@@ -132,14 +133,31 @@ int run(const JobOptions& options) {
     steps_per_epoch = std::min(steps_per_epoch, options.limit / options.batch_size);
   }
 
+  LrSchedule schedule;
+  schedule.kind = options.lr_schedule;
+  schedule.base_lr = options.lr;
+  schedule.steps_per_epoch = std::max<int64_t>(1, steps_per_epoch);
+  schedule.total_steps = schedule.steps_per_epoch * options.epochs;
+  schedule.step_epochs = options.lr_step_epochs;
+  schedule.gamma = options.lr_gamma;
+
   TrainingPosition position;
   if (options.resume) {
     if (std::optional<std::string> step_dir = newest_complete_checkpoint(options.checkpoint_dir)) {
-      position = load_rank_checkpoint(*step_dir, ranks, rank, *model, optimizer).position;
+      const CheckpointState state = load_rank_checkpoint(*step_dir, ranks, rank, *model, optimizer);
+      position = state.position;
       if (rank == 0) {
         std::printf("resumed from %s: epoch %lld step %lld\n", step_dir->c_str(),
                     static_cast<long long>(position.epoch + 1),
                     static_cast<long long>(position.step_in_epoch));
+      }
+      // The saved schedule wins, as a PyTorch scheduler's load_state_dict does.
+      if (state.schedule && *state.schedule != schedule) {
+        if (rank == 0) {
+          std::printf("continuing the checkpoint's schedule (%s) instead of the flags' (%s)\n",
+                      describe(*state.schedule).c_str(), describe(schedule).c_str());
+        }
+        schedule = *state.schedule;
       }
     } else if (rank == 0) {
       std::printf("no complete checkpoint in %s: starting from scratch\n",
@@ -151,14 +169,20 @@ int run(const JobOptions& options) {
   gradwire::ddp::DistributedDataParallel ddp(model, comm);
   auto save = [&] {
     if (options.checkpoint_dir.empty()) return;
-    save_rank_checkpoint(options.checkpoint_dir, CheckpointState{position, ranks, rank}, *model,
-                         optimizer);
+    save_rank_checkpoint(options.checkpoint_dir, CheckpointState{position, schedule, ranks, rank},
+                         *model, optimizer);
     comm->barrier()->wait();  // every rank's file is on disk
     if (rank == 0) {
       mark_checkpoint_complete(options.checkpoint_dir, position.global_step, ranks);
     }
   };
 
+  if (rank == 0) {
+    std::printf("%lld steps per epoch of %lld images, %s\n",
+                static_cast<long long>(steps_per_epoch), static_cast<long long>(options.batch_size),
+                describe(schedule).c_str());
+    std::fflush(stdout);
+  }
   const int64_t kill_step = test_kill_step(rank, ranks);
   ProgressReport progress(rank == 0, ::isatty(STDOUT_FILENO) == 1, options.batch_size);
   while (position.epoch < options.epochs) {
@@ -175,6 +199,8 @@ int run(const JobOptions& options) {
       if (all_reduce(*comm, {have}, ReduceOp::kMin)[0].item<float>() == 0.0f) break;
       if (kill_step > 0 && position.global_step + 1 == kill_step) ::raise(SIGKILL);
 
+      const double lr = learning_rate(schedule, position.global_step);
+      for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
       optimizer.zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(ddp(batch->images), batch->labels);
       loss.backward();  // gradients averaged over the ranks here

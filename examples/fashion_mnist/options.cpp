@@ -34,6 +34,7 @@ double parse_positive(const std::string& flag, const std::string& text) {
 
 std::string job_usage() {
   return "usage: example-fashion-mnist --data DIR [--epochs N] [--batch-size GLOBAL] [--lr LR]\n"
+         "         [--lr-schedule cosine|step|constant] [--lr-step-epochs K] [--lr-gamma G]\n"
          "         [--seed S] [--limit N] [--partition static|dynamic]\n"
          "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"
          "Run it under gradwire-run for several ranks; see docs/data.md.\n";
@@ -65,6 +66,17 @@ JobOptions parse_job_options(const std::vector<std::string>& args) {
       options.batch_size = parse_integer(flag, next(), 1);
     } else if (flag == "--lr") {
       options.lr = parse_positive(flag, next());
+    } else if (flag == "--lr-schedule") {
+      const std::string text = next();
+      const auto kind = parse_lr_schedule(text);
+      if (!kind) {
+        throw InvalidArgument("--lr-schedule wants cosine, step or constant, got '" + text + "'");
+      }
+      options.lr_schedule = *kind;
+    } else if (flag == "--lr-step-epochs") {
+      options.lr_step_epochs = parse_integer(flag, next(), 1);
+    } else if (flag == "--lr-gamma") {
+      options.lr_gamma = parse_positive(flag, next());
     } else if (flag == "--seed") {
       options.seed = static_cast<uint64_t>(parse_integer(flag, next(), 0));
     } else if (flag == "--limit") {

@@ -1,7 +1,8 @@
 // The command line of example-fashion-mnist (docs/data.md#the-fashion-mnist-job).
 //
 //   example-fashion-mnist --data DIR [--epochs 10] [--batch-size 64] [--lr 0.05] [--seed 1]
-//                         [--limit N] [--partition static|dynamic]
+//                         [--lr-schedule cosine|step|constant [--lr-step-epochs 4]
+//                         [--lr-gamma 0.1]] [--limit N] [--partition static|dynamic]
 //                         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]
 //
 // Pure parsing; thread safe.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "gradwire/data/sharded_reader.h"
+#include "lr_schedule.h"
 
 namespace fashion_mnist {
 
@@ -21,8 +23,13 @@ struct JobOptions {
   int epochs = 10;
   // Images per step over all ranks; must be a multiple of the number of ranks.
   int64_t batch_size = 64;
-  // SGD learning rate (momentum 0.9).
+  // SGD learning rate (momentum 0.9) at the start; the schedule changes it (lr_schedule.h).
   double lr = 0.05;
+  // cosine: from lr to 0 over all steps of the job (per step); step: lr * gamma every
+  // lr_step_epochs epochs; constant: lr throughout.
+  LrScheduleKind lr_schedule = LrScheduleKind::kCosine;
+  int64_t lr_step_epochs = 4;
+  double lr_gamma = 0.1;
   // Model initialization, chunk shuffling and dropout derive from it.
   uint64_t seed = 1;
   // At most this many training images per epoch (0: all); for quick runs.

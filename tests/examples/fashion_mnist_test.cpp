@@ -3,7 +3,9 @@
 // images): a short run learns (test accuracy well above the 10% of chance, equal parameters on
 // both ranks), and a run whose last rank is SIGKILLed mid-epoch, restarted by max_restarts and
 // resumed from its newest checkpoint, ends with bit-identical parameters to an uninterrupted run
-// (static partition, fixed seed, one thread per worker). Skipped when the dataset is not
+// (static partition, fixed seed, one thread per worker, the default cosine learning-rate schedule
+// changing the rate every step), and a resumed job keeps the checkpoint's schedule whatever its
+// flags say. Skipped when the dataset is not
 // installed (apt-get install dataset-fashion-mnist).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -130,6 +132,41 @@ TEST_F(FashionMnistExample, KilledAndResumedRunEqualsUninterruptedRun) {
   EXPECT_EQ(actual.at("0"), expected.at("0")) << plain_out << resumed_out;
   EXPECT_EQ(actual.at("1"), expected.at("1"));
   EXPECT_EQ(expected.at("0"), expected.at("1"));
+}
+
+TEST_F(FashionMnistExample, ResumedRunKeepsTheCheckpointsSchedule) {
+  // One epoch of 16 steps: cosine from 0.05 to 0 over those 16 steps. Resumed with 2 epochs and
+  // --lr-schedule constant, the job continues the saved cosine schedule, which stays at 0 past
+  // its end: epoch 2 leaves the parameters as they were.
+  const std::string checkpoints = (dir_ / "schedule").string();
+  const std::vector<std::string> common = {"--limit",          "1024",     "--seed", "3",
+                                           "--checkpoint-dir", checkpoints};
+  std::vector<std::string> first_args = {"--epochs", "1"};
+  first_args.insert(first_args.end(), common.begin(), common.end());
+  const auto [first, first_out] = gradwire::testing::run_example(job(first_args));
+  ASSERT_EQ(first.exit_code(), 0) << first.summary() << first_out;
+  EXPECT_THAT(first_out, ::testing::HasSubstr("cosine lr 0.05 to 0 over 16 steps"));
+
+  std::vector<std::string> second_args = {"--epochs", "2", "--lr-schedule", "constant", "--resume"};
+  second_args.insert(second_args.end(), common.begin(), common.end());
+  const auto [second, second_out] = gradwire::testing::run_example(job(second_args));
+  ASSERT_EQ(second.exit_code(), 0) << second.summary() << second_out;
+  EXPECT_THAT(second_out, ::testing::HasSubstr("continuing the checkpoint's schedule (cosine lr "
+                                               "0.05 to 0 over 16 steps) instead of the flags' "
+                                               "(constant lr 0.05)"));
+  EXPECT_THAT(second_out, ::testing::HasSubstr("epoch 2 test accuracy"));
+
+  const auto before = checksums(first_out);
+  const auto after = checksums(second_out);
+  ASSERT_EQ(before.size(), 2u) << first_out;
+  ASSERT_EQ(after.size(), 2u) << second_out;
+  EXPECT_EQ(after.at("0"), before.at("0")) << first_out << second_out;
+  EXPECT_EQ(after.at("1"), before.at("1"));
+}
+
+TEST_F(FashionMnistExample, RejectsAnUnknownSchedule) {
+  const auto [result, out] = gradwire::testing::run_example(job({"--lr-schedule", "linear"}));
+  EXPECT_EQ(result.exit_code(), 2) << result.summary() << out;
 }
 
 }  // namespace
