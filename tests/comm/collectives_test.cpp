@@ -1,6 +1,6 @@
-// Conformance suite for the Communicator contract, run for every CPU backend (gloo, shm) on 1, 2
-// and 3 ranks (threads of this process) for float, double, int32 and bfloat16 at sizes 0, 1, odd
-// and large.
+// Conformance suite for the Communicator contract, run for every CPU backend (gloo, shm on 1, 2
+// and 3 ranks; hierarchical on 3 and 4 ranks over two simulated hosts) as threads of this
+// process, for float, double, int32 and bfloat16 at sizes 0, 1, odd and large.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 
 #include "gradwire/comm/communicator.h"
 #include "gradwire/common/error.h"
+#include "hierarchical_world.h"
 #include "support/rank_threads.h"
 
 namespace gradwire {
@@ -18,6 +19,13 @@ namespace {
 // Like testing::run_ranks, on the named backend.
 void run_ranks(const std::string& backend, int world_size,
                const std::function<void(int rank, World& world)>& fn) {
+  if (backend == "hierarchical") {
+    // Two simulated hosts: the first half of the ranks (rounded up) on "a", the others on "b".
+    std::vector<std::string> hosts;
+    for (int r = 0; r < world_size; ++r) hosts.push_back(r < (world_size + 1) / 2 ? "a" : "b");
+    testing::run_ranks_on_hosts(backend, hosts, fn);
+    return;
+  }
   const int port = testing::free_port();
   std::mutex mutex;
   std::exception_ptr first_error;
@@ -191,6 +199,13 @@ INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
                            return std::get<0>(info.param) + "_" +
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
+INSTANTIATE_TEST_SUITE_P(Hierarchical, Collectives,
+                         ::testing::Combine(::testing::Values(std::string("hierarchical")),
+                                            ::testing::Values(3, 4)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 class CollectiveArguments : public ::testing::TestWithParam<std::string> {};
 
@@ -212,7 +227,8 @@ TEST_P(CollectiveArguments, BadInputsAreInvalidArgument) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CollectiveArguments,
-                         ::testing::Values(std::string("gloo"), std::string("shm")),
+                         ::testing::Values(std::string("gloo"), std::string("shm"),
+                                           std::string("hierarchical")),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
