@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "gradwire/common/error.h"
+
 namespace gradwire {
 
 namespace {
@@ -51,7 +53,8 @@ std::optional<std::string> ProgressRecord::description_of(uint64_t sequence) con
 }
 
 std::string encode_progress(const ProgressRecord& record) {
-  std::string text = std::string(kMagic) + "\n" + std::to_string(record.issued);
+  std::string text = std::string(kMagic) + "\n" + std::to_string(record.issued) + " " +
+                     std::to_string(record.beats);
   for (const auto& description : record.recent) text += "\n" + one_line(description);
   return text;
 }
@@ -60,12 +63,19 @@ std::optional<ProgressRecord> decode_progress(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kMagic) return std::nullopt;
-  if (!std::getline(in, line) || line.empty() ||
-      line.find_first_not_of("0123456789") != std::string::npos || line.size() > 19) {
-    return std::nullopt;
+  if (!std::getline(in, line)) return std::nullopt;
+  const auto space = line.find(' ');
+  const std::string issued = line.substr(0, space);
+  const std::string beats = space == std::string::npos ? "" : line.substr(space + 1);
+  for (const auto& number : {issued, beats}) {
+    if (number.empty() || number.size() > 19 ||
+        number.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
   }
   ProgressRecord record;
-  record.issued = std::stoull(line);
+  record.issued = std::stoull(issued);
+  record.beats = std::stoull(beats);
   while (std::getline(in, line)) record.recent.push_back(line);
   if (record.recent.size() > record.issued) return std::nullopt;
   return record;
@@ -76,6 +86,7 @@ DesyncFindings find_desync(const DesyncInput& input) {
   for (int r = 0; r < static_cast<int>(input.records.size()); ++r) {
     if (r == input.rank) continue;
     const auto& record = input.records[r];
+    const bool silent = r < static_cast<int>(input.silent.size()) && input.silent[r];
     if (!record) {
       findings.unread.push_back(r);
     } else if (record->issued < input.sequence) {
@@ -83,6 +94,8 @@ DesyncFindings find_desync(const DesyncInput& input) {
     } else if (auto theirs = record->description_of(input.sequence);
                theirs && *theirs != input.description) {
       findings.different.push_back(r);
+    } else if (silent) {
+      findings.silent.push_back(r);
     }
     // Otherwise it issued the same collective (or is too far ahead to tell): not a culprit.
   }
@@ -94,9 +107,20 @@ std::string desync_report(const DesyncInput& input) {
   const std::string number = collective(input.sequence);
   std::string text = "Desync report: this rank (" + std::to_string(input.rank) + ") is at " +
                      number + " of the communicator, " + input.description + ".";
+  auto looks_stopped = [&](int r) {
+    return r < static_cast<int>(input.silent.size()) && input.silent[r];
+  };
+  const std::string stopped = "its progress record did not change in " +
+                              format_duration(input.watched) +
+                              " although it would have written a heartbeat: it looks stopped or "
+                              "hung (SIGSTOP, a debugger, swapped out)";
   for (int r : findings.behind) {
     text += " " + capitalized(name_of(input, r)) + " never reached " + number + ": " +
-            last_collective(*input.records[r]) + ".";
+            last_collective(*input.records[r]) + (looks_stopped(r) ? "; " + stopped : "") + ".";
+  }
+  for (int r : findings.silent) {
+    text +=
+        " " + capitalized(name_of(input, r)) + " issued " + number + " too, but " + stopped + ".";
   }
   for (int r : findings.different) {
     text += " " + capitalized(name_of(input, r)) + " called " +
@@ -106,10 +130,10 @@ std::string desync_report(const DesyncInput& input) {
     text += " The progress of " + list_names(input, findings.unread) + " could not be read" +
             (input.read_problem.empty() ? "" : " (" + input.read_problem + ")") + ".";
   }
-  if (!findings.behind.empty()) {
+  if (!findings.behind.empty() || !findings.silent.empty()) {
     text +=
-        " A rank that never reached a collective is stuck, stopped or busy elsewhere: look at "
-        "what it is doing (py-spy dump, gdb -p PID).";
+        " Look at what the rank(s) named are doing (py-spy dump, gdb -p PID): a rank that "
+        "never reached a collective is stuck, stopped or busy elsewhere.";
   }
   if (!findings.different.empty()) {
     text +=

@@ -3,6 +3,7 @@
 // ranks publish (progress_board.h). Pure: no store, no clock, no processes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,13 +18,16 @@ struct ProgressRecord {
   // Descriptions of the last few collectives issued, oldest first; recent.back() is #issued, so
   // recent[i] is #(issued - recent.size() + 1 + i). Empty when issued == 0.
   std::vector<std::string> recent;
+  // Writes of this record so far: it grows with every heartbeat (progress_board.h) even when the
+  // rank issues nothing, so a record that stops changing belongs to a stopped or hung process.
+  uint64_t beats = 0;
 
   // The description of collective #sequence, when the record still carries it.
   std::optional<std::string> description_of(uint64_t sequence) const;
 };
 
-// Text form stored in the rendezvous store: "gwprog1\n<issued>\n<description>\n...". Newlines
-// inside descriptions become spaces.
+// Text form stored in the rendezvous store: "gwprog1\n<issued> <beats>\n<description>\n...".
+// Newlines inside descriptions become spaces.
 std::string encode_progress(const ProgressRecord& record);
 // nullopt when `text` is not a record (another job's value, truncated).
 std::optional<ProgressRecord> decode_progress(const std::string& text);
@@ -39,13 +43,18 @@ struct DesyncInput {
   std::vector<std::string> rank_names;
   // Why records are missing, when some are ("the store did not answer within 1.00 s").
   std::string read_problem;
+  // By rank (or empty): the record did not change while it was watched for `watched`, although
+  // its rank would have written a heartbeat meanwhile.
+  std::vector<bool> silent;
+  std::chrono::milliseconds watched{0};
 };
 
 struct DesyncFindings {
   std::vector<int> behind;     // never reached #sequence (issued fewer collectives)
   std::vector<int> different;  // issued another collective as #sequence
   std::vector<int> unread;     // no record
-  bool found_culprit() const { return !behind.empty() || !different.empty(); }
+  std::vector<int> silent;     // reached #sequence with the same collective but looks stopped
+  bool found_culprit() const { return !behind.empty() || !different.empty() || !silent.empty(); }
 };
 
 DesyncFindings find_desync(const DesyncInput& input);

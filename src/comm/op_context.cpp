@@ -40,15 +40,30 @@ std::string rank_name(const OpContext& op, int rank) {
   return rank == world_rank ? world : "rank " + std::to_string(rank) + " (world " + world + ")";
 }
 
-DesyncInput desync_input(const OpContext& op) {
+// Everyone's progress as the board has it. With `watch`, records are read twice, a silence window
+// apart: a record whose heartbeat did not advance belongs to a stopped or hung rank.
+DesyncInput desync_input(const OpContext& op, bool watch) {
+  const ProgressBoard& board = *op.progress;
   DesyncInput input;
-  input.rank = op.progress->rank();
+  input.rank = board.rank();
   input.sequence = op.sequence;
   input.description = op.description;
-  auto snapshot = op.progress->read_all();
-  input.records = std::move(snapshot.records);
-  input.read_problem = std::move(snapshot.problem);
-  for (int r = 0; r < op.progress->size(); ++r) input.rank_names.push_back(rank_name(op, r));
+  auto first = board.read_all();
+  input.records = std::move(first.records);
+  input.read_problem = std::move(first.problem);
+  for (int r = 0; r < board.size(); ++r) input.rank_names.push_back(rank_name(op, r));
+  bool any_read = false;
+  for (int r = 0; r < board.size(); ++r) any_read |= r != board.rank() && input.records[r];
+  if (watch && any_read) {
+    std::this_thread::sleep_for(board.silence_window());
+    const auto second = board.read_all();
+    input.watched = board.silence_window();
+    input.silent.resize(board.size(), false);
+    for (int r = 0; r < board.size(); ++r) {
+      input.silent[r] = r != board.rank() && input.records[r] && second.records[r] &&
+                        second.records[r]->beats == input.records[r]->beats;
+    }
+  }
   return input;
 }
 }  // namespace
@@ -84,7 +99,7 @@ std::exception_ptr translate_failure(const std::exception& backend_error, const 
   const bool reportable = op.progress && op.sequence > 0 &&
                           static_cast<int>(op.world_ranks.size()) == op.progress->size();
   if (looks_like_timeout(said)) {
-    const std::string diagnosis = reportable ? desync_report(desync_input(op))
+    const std::string diagnosis = reportable ? desync_report(desync_input(op, /*watch=*/true))
                                              : "A rank may be stuck or calling a different "
                                                "collective.";
     return std::make_exception_ptr(TimeoutError(
@@ -96,7 +111,7 @@ std::exception_ptr translate_failure(const std::exception& backend_error, const 
     // Backends notice some mismatches (shm: "collectives differ") within microseconds, before
     // the peers' records are written: give their publishers time to catch up.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const DesyncInput input = desync_input(op);
+    const DesyncInput input = desync_input(op, /*watch=*/false);
     if (!find_desync(input).different.empty()) text += ". " + desync_report(input);
   }
   return std::make_exception_ptr(BackendError(text));

@@ -59,17 +59,20 @@ void ProgressBoard::publish_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   auto next_write = std::chrono::steady_clock::now();
   while (true) {
-    // Idle: sleep until a collective is noted. Recently written: let notes pile up until the
-    // interval has passed, so a burst of small collectives costs one write.
+    // Idle: sleep until a collective is noted or the heartbeat is due. Recently written: let
+    // notes pile up until the interval has passed, so a burst of small collectives costs one
+    // write.
     publisher_idle_ = true;
-    wake_.wait(lock, [&] { return dirty_ || stopping_; });
+    const bool noted =
+        wake_.wait_for(lock, options_.heartbeat, [&] { return dirty_ || stopping_; });
     publisher_idle_ = false;
-    if (!stopping_) wake_.wait_until(lock, next_write, [&] { return stopping_; });
-    if (!dirty_ || !broken_.empty()) {
-      if (stopping_) return;
-      dirty_ = false;
-      continue;
+    if (noted && !stopping_) wake_.wait_until(lock, next_write, [&] { return stopping_; });
+    if (stopping_ && !dirty_) return;
+    if (!broken_.empty()) {
+      wake_.wait(lock, [&] { return stopping_; });
+      return;
     }
+    ++record_.beats;
     const std::string value = encode_progress(record_);
     dirty_ = false;
     lock.unlock();

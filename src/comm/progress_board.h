@@ -6,9 +6,10 @@
 //
 // Cost on the collective's path: note_issued() only updates memory (a short critical section and,
 // when the publisher sleeps, one wake-up). A publisher thread writes the record with one store
-// round trip, at most once per `min_interval`, so a rank's record in the store lags its last
-// collective by at most about min_interval plus one round trip. Writes wait for the store's reply
-// (compareSet, not set), so at most one write is in flight and none can block on a full socket.
+// round trip, at most once per `min_interval` and at least once per `heartbeat`, so a rank's record
+// in the store lags its last collective by at most about min_interval plus one round trip. Writes
+// wait for the store's reply (compareSet, not set), so at most one write is in flight and none can
+// block on a full socket.
 //
 // Thread safety: note_issued() and read_all() may be called from any thread. Nothing throws on
 // the publisher thread: a store failure stops publishing and is reported by read_all().
@@ -36,6 +37,9 @@ struct ProgressBoardOptions {
   size_t history = 8;
   // Least time between two writes of this rank's record. Default 2 ms.
   std::chrono::microseconds min_interval{2000};
+  // Every rank writes its record at least this often, so that a record that stops changing
+  // tells of a stopped or hung process (silence_window()). Default 250 ms.
+  std::chrono::milliseconds heartbeat{250};
   // Limit for read_all() as a whole (each store request is bounded by the store connection's own
   // timeout, connect_board_store). Default 2 s.
   std::chrono::milliseconds read_budget{2000};
@@ -62,6 +66,9 @@ class ProgressBoard {
   // Every rank's record as the store has it (this rank's from memory). Blocking, bounded by
   // read_budget; a store that stops answering fails the remaining reads, not the caller.
   Snapshot read_all() const;
+
+  // How long a reader watches records for a missing heartbeat: three heartbeats.
+  std::chrono::milliseconds silence_window() const { return options_.heartbeat * 3; }
 
   int rank() const { return options_.rank; }
   int size() const { return options_.size; }

@@ -53,7 +53,7 @@ TEST(ProgressRecord, ForeignOrDamagedTextIsNotARecord) {
   EXPECT_FALSE(decode_progress("127.0.0.1 4242").has_value());
   EXPECT_FALSE(decode_progress("gwprog1\n").has_value());
   EXPECT_FALSE(decode_progress("gwprog1\n-3").has_value());
-  EXPECT_FALSE(decode_progress("gwprog1\n1\na\nb").has_value());  // more history than issued
+  EXPECT_FALSE(decode_progress("gwprog1\n1 0\na\nb").has_value());  // more history than issued
 }
 
 TEST(ProgressRecord, DescribesOnlyTheCollectivesItCarries) {
@@ -107,6 +107,34 @@ TEST(DesyncReport, ComparesARankThatRanAheadFromItsHistory) {
   // Too far ahead to compare: not blamed.
   auto far = input_at(5, {record(5, {kAllreduce}), record(20, {"barrier"})});
   EXPECT_FALSE(find_desync(far).found_culprit());
+}
+
+TEST(DesyncReport, NamesARankWhoseRecordStoppedChanging) {
+  auto input = input_at(3, {record(3, {kAllreduce}), record(3, {kAllreduce}), record(2, {"x"})});
+  input.silent = {false, true, true};
+  input.watched = std::chrono::milliseconds(750);
+  auto findings = find_desync(input);
+  EXPECT_EQ(findings.silent, std::vector<int>{1});
+  EXPECT_EQ(findings.behind, std::vector<int>{2});
+  const auto text = desync_report(input);
+  EXPECT_NE(text.find("Rank 1 (pid 101 on node) issued #3 too, but its progress record did not "
+                      "change in 750 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Rank 2 (pid 102 on node) never reached #3: its last collective was #2, x; "
+                      "its progress record did not change"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("looks stopped or hung"), std::string::npos) << text;
+}
+
+TEST(ProgressRecord, CarriesItsHeartbeats) {
+  auto r = record(4, {"a"});
+  r.beats = 17;
+  auto decoded = decode_progress(encode_progress(r));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->beats, 17u);
+  EXPECT_FALSE(decode_progress("gwprog1\n4\na").has_value());  // no heartbeat count
 }
 
 TEST(DesyncReport, WithNobodyBehindItSaysSo) {

@@ -124,9 +124,22 @@ TEST_P(Desync, StoppedRankIsNamedWithItsLastCollective) {
   EXPECT_NE(log.find("Rank 1 (pid " + std::to_string(job.pid(1)) + " on "), std::string::npos)
       << log;
   EXPECT_NE(log.find("never reached #3: its last collective was #2, broadcast(root 0) of 1000 "
-                     "Float elements"),
+                     "Float elements; its progress record did not change"),
             std::string::npos)
       << log;
+  EXPECT_NE(log.find("it looks stopped or hung"), std::string::npos) << log;
+}
+
+TEST_P(Desync, RankStoppedInsideTheCollectiveIsNamed) {
+  Job job(GetParam(), "stop-inside", 2);
+  EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
+  const auto log = job.log(0);
+  EXPECT_NE(job.log(1).find("STOPPING"), std::string::npos) << job.log(1);
+  EXPECT_NE(log.find("CAUGHT TimeoutError"), std::string::npos) << log;
+  // Gloo cannot finish #3 without rank 1; shm's one-step allreduce can, and waits in #4.
+  EXPECT_NE(log.find("Rank 1 (pid " + std::to_string(job.pid(1)) + " on "), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("it looks stopped or hung"), std::string::npos) << log;
 }
 
 TEST_P(Desync, RankCallingBroadcastInsteadIsNamedWithBothOperations) {

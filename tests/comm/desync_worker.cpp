@@ -1,9 +1,12 @@
 // A rank program for the desync tests (desync_test.cpp starts it with a torchrun-style
 // environment, GRADWIRE_BACKEND and a short GRADWIRE_TIMEOUT). Every rank first runs #1
 // allreduce(sum) and #2 broadcast(root 0) of 1000 floats, then:
-//   desync_worker stop        : the last rank prints "READY" and sleeps (the test stops it with
-//                               SIGSTOP); the others start #3, an allreduce, and time out.
+//   desync_worker stop        : the last rank computes (sleeps) 200 ms, prints "READY" and sleeps
+//                               on (the test stops it with SIGSTOP); the others start #3, an
+//                               allreduce, and time out.
 //   desync_worker stop-host   : the same with rank 0, the store's host, as the stopped rank.
+//   desync_worker stop-inside : the last rank issues #3, an allreduce, and stops itself (SIGSTOP)
+//                               100 ms later; the others issue #3 and #4 after 500 ms.
 //   desync_worker broadcast   : rank 0 calls allreduce(sum) of 1024 floats as #3, the others
 //   desync_worker allgather     broadcast(root 0) / allgather of 1024 floats.
 // A rank that gets a gradwire error prints "CAUGHT <ErrorType> after <ms> ms: <message>" and
@@ -11,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <csignal>
 #include <iostream>
 #include <thread>
 
@@ -39,14 +43,31 @@ int main(int argc, char** argv) {
   const bool stop_mode = mode == "stop" || mode == "stop-host";
   const int stopped = mode == "stop-host" ? 0 : comm->size() - 1;
   if (stop_mode && comm->rank() == stopped) {
+    // "Compute" before the next collective, during which the test stops us: the record of #2
+    // reaches the store within milliseconds (progress_board.h), even on a loaded machine.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::cout << "READY" << std::endl;
     std::this_thread::sleep_for(std::chrono::minutes(2));  // the test stops, then kills us
     return 1;
   }
+  if (mode == "stop-inside") {
+    if (comm->rank() == comm->size() - 1) {
+      at::Tensor x = at::ones({1024});
+      auto work = comm->allreduce(x);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::cout << "STOPPING" << std::endl;
+      raise(SIGSTOP);  // the test kills us
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   const auto start = std::chrono::steady_clock::now();
   try {
     at::Tensor x = at::ones({1024});
-    if (stop_mode || comm->rank() == 0) {
+    if (mode == "stop-inside") {
+      comm->allreduce(x)->wait();
+      comm->allreduce(x)->wait();
+    } else if (stop_mode || comm->rank() == 0) {
       comm->allreduce(x)->wait();
     } else if (mode == "broadcast") {
       comm->broadcast(x, 0)->wait();
