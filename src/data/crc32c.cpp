@@ -11,6 +11,8 @@
 #include <array>
 #include <cstring>
 
+#include "crc32c_math.h"
+
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif
@@ -19,22 +21,14 @@ namespace gradwire::data::detail {
 
 namespace {
 
-// x^32 + x^28 + ... + 1 (Castagnoli), bit-reversed, without the x^32 term.
-constexpr uint32_t kPolynomial = 0x82F63B78u;
-
 using ByteTable = std::array<uint32_t, 256>;
-
-// Feeds one zero bit into a reflected CRC register (multiplies its polynomial by x mod P).
-constexpr uint32_t times_x(uint32_t value) {
-  return (value >> 1) ^ ((value & 1u) != 0 ? kPolynomial : 0u);
-}
 
 // kSlicing[k][b]: the register after byte b followed by k zero bytes, started from 0.
 constexpr std::array<ByteTable, 8> make_slicing_tables() {
   std::array<ByteTable, 8> tables{};
   for (uint32_t byte = 0; byte < 256; ++byte) {
     uint32_t value = byte;
-    for (int bit = 0; bit < 8; ++bit) value = times_x(value);
+    for (int bit = 0; bit < 8; ++bit) value = crc32c_times_x(value);
     tables[0][byte] = value;
   }
   for (size_t k = 1; k < 8; ++k) {
@@ -48,39 +42,16 @@ constexpr std::array<ByteTable, 8> make_slicing_tables() {
 
 constexpr std::array<ByteTable, 8> kSlicing = make_slicing_tables();
 
-// a * b mod P; polynomials in the reflected layout of the register (bit 31 holds x^0, bit 0
-// holds x^31).
-constexpr uint32_t multiply_mod_p(uint32_t a, uint32_t b) {
-  uint32_t product = 0;
-  for (int degree = 0; degree < 32; ++degree) {
-    if ((a & (0x80000000u >> degree)) != 0) product ^= b;
-    b = times_x(b);
-  }
-  return product;
-}
-
-// x^n mod P.
-constexpr uint32_t x_power_mod_p(uint64_t n) {
-  uint32_t result = 0x80000000u;  // x^0
-  uint32_t square = 0x40000000u;  // x^1, then x^2, x^4, ...
-  while (n != 0) {
-    if ((n & 1u) != 0) result = multiply_mod_p(result, square);
-    square = multiply_mod_p(square, square);
-    n >>= 1;
-  }
-  return result;
-}
-
 // shift[k][b] = (b << 8k) * x^(8 * zero_bytes) mod P: register byte k's share of the state after
 // `zero_bytes` zero bytes.
 using ShiftTables = std::array<ByteTable, 4>;
 
 constexpr ShiftTables make_shift_tables(uint64_t zero_bytes) {
-  const uint32_t factor = x_power_mod_p(8 * zero_bytes);
+  const uint32_t factor = crc32c_x_power_mod_p(8 * zero_bytes);
   ShiftTables tables{};
   for (size_t k = 0; k < 4; ++k) {
     for (uint32_t byte = 0; byte < 256; ++byte) {
-      tables[k][byte] = multiply_mod_p(factor, byte << (8 * k));
+      tables[k][byte] = crc32c_multiply_mod_p(factor, byte << (8 * k));
     }
   }
   return tables;
@@ -190,7 +161,7 @@ uint32_t crc32c_extend_hardware(uint32_t crc, const void* data, size_t size) {
 }
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
-  return crc32c_extend_hardware(crc, data, size);
+  return crc32c_extend_fold(crc, data, size);
 }
 
 }  // namespace gradwire::data::detail
