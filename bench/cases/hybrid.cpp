@@ -276,7 +276,9 @@ Subcommand hybrid_subcommand() {
                        "path of hybrid_reference.py [the source tree's, then the installed copy]");
     command
         .add_option("--backend", flags.backend,
-                    "the trainers' communicator backend for DDP: gloo or shm (shared memory)")
+                    "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
+                    "trainers, all on this host; inside a job the library's choice), gloo, shm or "
+                    "hierarchical")
         ->check(CLI::IsMember({"gloo", "shm"}))
         ->capture_default_str();
     add_worker_flag(command, state->ranks);

@@ -49,10 +49,13 @@ HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<H
   if (flags.repeat) settings.repeat = *flags.repeat;
   if (flags.server_threads) settings.server_threads = *flags.server_threads;
   settings.mode = mode_named(flags.mode);
-  if (flags.backend != "gloo" && flags.backend != "shm") {
-    throw InvalidArgument("unknown backend '" + flags.backend + "': use gloo or shm");
+  if (flags.backend != "auto" && flags.backend != "gloo" && flags.backend != "shm" &&
+      flags.backend != "hierarchical") {
+    throw InvalidArgument("unknown backend '" + flags.backend +
+                          "': use auto, gloo, shm or hierarchical");
   }
-  settings.backend = flags.backend;
+  // Trainers the bench starts itself share this host, where "auto" means shm.
+  settings.backend = flags.backend == "auto" && !job ? "shm" : flags.backend;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }

@@ -23,7 +23,8 @@ struct HybridFlags {
   std::optional<int> batches;        // batches per epoch
   std::optional<std::uint64_t> seed;
   std::string mode = "async";         // "async" or "sync": when the servers apply pushed gradients
-  std::string backend = "gloo";       // the trainers' communicator for DDP: "gloo" or "shm"
+  // The trainers' communicator for DDP: "auto", "gloo", "shm" or "hierarchical".
+  std::string backend = "auto";
   std::string json_path;              // empty: no JSON
   std::string html_path;              // empty: no page
   std::string reference;              // "" or "pytorch"
@@ -59,7 +60,9 @@ struct HybridSettings {
   int batches = 10;
   std::uint64_t seed = 0;
   HybridMode mode = HybridMode::kAsync;
-  std::string backend = "gloo";
+  // As the library's "auto" chooses: "shm" when the bench starts its own trainers (all on this
+  // host); "auto" inside a job (the job's hosts decide); or the backend named by --backend.
+  std::string backend = "shm";
   int server_threads = 1;  // one thread per process, as reference 000
   std::string json_path;
   std::string html_path;

@@ -25,7 +25,7 @@ TEST(HybridSettings, DefaultsAreReference000s) {
   EXPECT_EQ(s.mode, HybridMode::kAsync);
   EXPECT_FALSE(s.reference_pytorch);
   EXPECT_EQ(s.repeat, 1);
-  EXPECT_EQ(s.backend, "gloo");
+  EXPECT_EQ(s.backend, "shm");  // "auto" with trainers started here, all on one host
   EXPECT_EQ(s.server_threads, 1);  // one thread per process, as reference 000
 }
 
@@ -72,6 +72,10 @@ TEST(HybridSettings, RejectsBadValues) {
   flags = {};
   flags.backend = "shm";
   EXPECT_EQ(resolve_hybrid_settings(flags, std::nullopt).backend, "shm");
+  flags.backend = "gloo";
+  EXPECT_EQ(resolve_hybrid_settings(flags, std::nullopt).backend, "gloo");
+  flags.backend = "auto";  // inside a job the library decides by the job's hosts
+  EXPECT_EQ(resolve_hybrid_settings(flags, HybridJob{2, 2}).backend, "auto");
   flags = {};
   flags.reference = "tensorflow";
   EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
