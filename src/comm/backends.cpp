@@ -174,6 +174,15 @@ void require_one_host(const WorldInfo& world, HostLookup& hosts) {
   }
 }
 
+[[noreturn]] void throw_unknown_backend(const std::string& name, const std::string& chosen) {
+  std::string choices = "auto";
+  for (const auto& b : available_backends()) choices += ", " + b;
+  throw InvalidArgument("gradwire: unknown or unavailable backend '" + chosen + "'" +
+                        (chosen != name ? " (from GRADWIRE_BACKEND)" : "") +
+                        "; this build offers: " + choices +
+                        (chosen == "nccl" ? " (nccl needs a libtorch built with CUDA)" : ""));
+}
+
 BackendTraits resolve(const std::string& name, const WorldInfo& world, const InitOptions& options,
                       const EnvMap& env, std::chrono::milliseconds timeout, c10d::Store* store) {
   HostLookup hosts(world, env, timeout, store);
@@ -195,15 +204,20 @@ BackendTraits resolve(const std::string& name, const WorldInfo& world, const Ini
 #if defined(GRADWIRE_WITH_NCCL)
   if (chosen == "nccl") return nccl_traits(timeout);
 #endif
-  std::string choices = "auto";
-  for (const auto& b : available_backends()) choices += ", " + b;
-  throw InvalidArgument("gradwire: unknown or unavailable backend '" + chosen + "'" +
-                        (chosen != name ? " (from GRADWIRE_BACKEND)" : "") +
-                        "; this build offers: " + choices +
-                        (chosen == "nccl" ? " (nccl needs a libtorch built with CUDA)" : ""));
+  throw_unknown_backend(name, chosen);
 }
 
 }  // namespace
+
+void check_backend_name(const std::string& name, const EnvMap& env) {
+  std::string chosen = name;
+  if (chosen == "auto") chosen = env.get("GRADWIRE_BACKEND").value_or("auto");
+  if (chosen == "auto") return;
+  for (const auto& b : available_backends()) {
+    if (b == chosen) return;
+  }
+  throw_unknown_backend(name, chosen);
+}
 
 BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,

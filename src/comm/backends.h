@@ -27,6 +27,10 @@ BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,
                              std::chrono::milliseconds timeout, c10d::Store& store);
 
+// Throws InvalidArgument when `name` (or GRADWIRE_BACKEND for "auto") is no backend of this build;
+// lets init() refuse a typo before the rendezvous.
+void check_backend_name(const std::string& name, const EnvMap& env);
+
 // The same before the store is reachable: "auto" cannot see the hosts and means gloo on CPU, and
 // "shm" trusts LOCAL_WORLD_SIZE (ConfigError when it differs from WORLD_SIZE). "hierarchical"
 // works either way: it learns the hosts when its process group is built.

@@ -64,7 +64,7 @@ std::unique_ptr<World> init(const InitOptions& options) {
   at::set_num_threads(resolve_intra_op_threads(
       options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   auto shared = std::make_shared<CommunicatorShared>();
-  shared->traits = backend_traits(options.backend, info, options, env, timeout);
+  check_backend_name(options.backend, env);
   shared->timeout = timeout;
   shared->store = make_store(info, timeout);
 
@@ -74,6 +74,8 @@ std::unique_ptr<World> init(const InitOptions& options) {
   auto peers =
       join_members(*shared->store, "gradwire/peers", info.rank, info.world_size, timeout, everyone);
   shared->peers = std::make_shared<PeerTable>(std::move(peers));
+  // "auto" looks at which ranks share a host (host identities exchanged through the store).
+  shared->traits = backend_traits(options.backend, info, options, env, timeout, *shared->store);
   auto communicator =
       std::make_shared<C10dCommunicator>(shared, "gradwire/world", info.rank, everyone);
   return std::make_unique<WorldImpl>(std::move(info), std::move(communicator));

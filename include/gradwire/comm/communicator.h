@@ -52,7 +52,7 @@ class Communicator {
   // This process's index in the communicator, 0..size()-1.
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Backend name: "gloo", "shm" or "nccl".
+  // Backend name: "gloo", "shm", "hierarchical" or "nccl".
   virtual std::string backend() const = 0;
   // The world rank of each member, indexed by rank() (identity for the world communicator).
   virtual const std::vector<int>& world_ranks() const = 0;

@@ -50,8 +50,10 @@ struct InitOptions {
   std::optional<int> local_world_size;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
-  // "gloo", "shm" (shared memory; every rank on one host, else ConfigError), "nccl", or "auto":
-  // GRADWIRE_BACKEND when set, else nccl when built with it and CUDA is available, else gloo.
+  // "gloo", "shm" (shared memory; every rank on one host, else ConfigError), "hierarchical" (shm
+  // within each host, gloo among hosts), "nccl", or "auto": GRADWIRE_BACKEND when set, else nccl
+  // when built with it and CUDA is available, else by the hosts the ranks run on (host identities
+  // exchanged at rendezvous): shm on one host, gloo when no two share one, else hierarchical.
   std::string backend = "auto";
   // Timeout for rendezvous and every collective; nullopt: GRADWIRE_TIMEOUT, else 300 s.
   std::optional<std::chrono::milliseconds> timeout;
