@@ -16,13 +16,14 @@ Slice slice_of(size_t n, int ranks, int rank, size_t align) {
 }
 
 ShmCollectives::ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int rank,
-                               size_t small_bytes)
+                               size_t small_bytes, size_t streaming_bytes)
     : segment_(segment),
       sync_(sync),
       rank_(rank),
       size_(segment.layout().ranks),
       slot_bytes_(segment.layout().slot_bytes),
-      small_bytes_(std::min(small_bytes, segment.layout().slot_bytes)) {}
+      small_bytes_(std::min(small_bytes, segment.layout().slot_bytes)),
+      streaming_bytes_(streaming_bytes) {}
 
 void ShmCollectives::allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
   if (n == 0) return;
@@ -48,39 +49,60 @@ void ShmCollectives::allreduce_small(char* data, c10::ScalarType dtype, size_t n
 void ShmCollectives::allreduce_large(char* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
   const size_t item = c10::elementSize(dtype);
   const size_t chunk_elements = slot_bytes_ / item;
+  const size_t chunks = (n + chunk_elements - 1) / chunk_elements;
   // Slices are whole cache lines, so no two ranks write the same line.
   const size_t align = std::max<size_t>(1, kCacheLine / item);
+  const Stores tensor_stores = n * item >= streaming_bytes_ ? Stores::kStreaming : Stores::kCached;
+  auto count_of = [&](size_t chunk) {
+    return std::min(chunk_elements, n - chunk * chunk_elements);
+  };
+  // Others need every slice of a chunk but this rank's own: that one is reduced straight from
+  // the caller's tensor.
+  auto copy_in = [&](size_t chunk, uint64_t step) {
+    const size_t count = count_of(chunk);
+    const char* source = data + chunk * chunk_elements * item;
+    char* slot = segment_.slot(rank_, ShmStepSync::parity(step));
+    const Slice mine = slice_of(count, size_, rank_, align);
+    std::memcpy(slot, source, mine.begin * item);
+    std::memcpy(slot + mine.end * item, source + mine.end * item, (count - mine.end) * item);
+    sync_.post(step);
+  };
   std::vector<const void*> inputs(size_);
-  for (size_t offset = 0; offset < n; offset += chunk_elements) {
-    const size_t count = std::min(chunk_elements, n - offset);
-    char* chunk = data + offset * item;
-    const uint64_t step = sync_.next_step();
+  uint64_t step = sync_.next_step();
+  copy_in(0, step);
+  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+    const size_t count = count_of(chunk);
+    char* target = data + chunk * chunk_elements * item;
     const int parity = ShmStepSync::parity(step);
     char* slot = segment_.slot(rank_, parity);
-    // Others need every slice of this chunk but this rank's own: that one is reduced straight
-    // from the caller's tensor.
     const Slice mine = slice_of(count, size_, rank_, align);
-    std::memcpy(slot, chunk, mine.begin * item);
-    std::memcpy(slot + mine.end * item, chunk + mine.end * item, (count - mine.end) * item);
-    sync_.post(step);
     sync_.wait_posted(step);
     // Reduce-scatter: this rank's slice of every slot, into the tensor and its own slot.
     if (mine.end > mine.begin) {
       for (int r = 0; r < size_; ++r) {
-        inputs[r] = (r == rank_ ? chunk : segment_.slot(r, parity)) + mine.begin * item;
+        inputs[r] = (r == rank_ ? target : segment_.slot(r, parity)) + mine.begin * item;
       }
-      reduce(dtype, op, chunk + mine.begin * item, inputs.data(), size_, mine.end - mine.begin,
-             slot + mine.begin * item);
+      reduce(dtype, op, target + mine.begin * item, inputs.data(), size_, mine.end - mine.begin,
+             slot + mine.begin * item, tensor_stores);
     }
     sync_.post_reduced(step);
     sync_.wait_reduced(step);
+    // Every rank has now finished the previous chunk (its `reduced` step follows its copies
+    // out of that chunk), so the other slot parity is free: publish the next chunk before
+    // copying this one out, so that nobody waits for this rank's copies.
+    uint64_t next = 0;
+    if (chunk + 1 < chunks) {
+      next = sync_.next_step();
+      copy_in(chunk + 1, next);
+    }
     // Allgather: every other rank's reduced slice, out of its slot.
     for (int r = 0; r < size_; ++r) {
       const Slice theirs = slice_of(count, size_, r, align);
       if (r == rank_ || theirs.end == theirs.begin) continue;
-      std::memcpy(chunk + theirs.begin * item, segment_.slot(r, parity) + theirs.begin * item,
-                  (theirs.end - theirs.begin) * item);
+      copy_bytes(target + theirs.begin * item, segment_.slot(r, parity) + theirs.begin * item,
+                 (theirs.end - theirs.begin) * item, tensor_stores);
     }
+    step = next;
   }
 }
 

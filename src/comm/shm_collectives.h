@@ -7,8 +7,10 @@
 //  allreduce, large: chunks of one slot; per chunk every rank copies in all but its own 1/size
 //    slice, reduces its own slice (its tensor + the others' slots) into its tensor and its slot
 //    (reduce-scatter), then copies the others' reduced slices out of their slots (allgather).
-//    Two steps per chunk; double-buffered slots let a fast rank copy the next chunk in while the
-//    others still reduce this one.
+//    Two waits per chunk (posted, reduced); pipelined over the two slot parities: once every
+//    rank reduced chunk k, each copies chunk k+1 in and posts it before copying chunk k out, so
+//    the next reduction never waits for anyone's copies out. Tensors of at least
+//    `streaming_bytes` are written with non-temporal stores (shm_reduce.h).
 //  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
 //
 // Thread safety: none; one progress thread per communicator calls these in issue order.
@@ -36,7 +38,10 @@ Slice slice_of(size_t n, int ranks, int rank, size_t align);
 
 class ShmCollectives {
  public:
-  ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int rank, size_t small_bytes);
+  // Allreduces up to `small_bytes` take the one-step algorithm; larger ones write tensors of at
+  // least `streaming_bytes` with streaming stores.
+  ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int rank, size_t small_bytes,
+                 size_t streaming_bytes);
 
   void allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op);
   void broadcast(void* data, size_t bytes, int root);
@@ -56,6 +61,7 @@ class ShmCollectives {
   int size_;
   size_t slot_bytes_;
   size_t small_bytes_;
+  size_t streaming_bytes_;
 };
 
 }  // namespace gradwire::shm

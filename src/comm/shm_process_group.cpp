@@ -89,10 +89,10 @@ struct ShmProcessGroup::Pending {
   c10::intrusive_ptr<ShmWork> work;
 };
 
-ShmProcessGroup::Core::Core(ShmSegment segment_in, int rank, size_t small_bytes)
+ShmProcessGroup::Core::Core(ShmSegment segment_in, int rank, const ShmOptions& options)
     : segment(std::move(segment_in)),
       sync(segment, rank),
-      collectives(segment, sync, rank, small_bytes) {}
+      collectives(segment, sync, rank, options.small_bytes, options.streaming_bytes) {}
 
 ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  ShmOptions options, c10d_adapter::BackendPtr point_to_point)
@@ -103,7 +103,7 @@ ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, i
                        compute_layout(size, std::max(options.slot_bytes,
                                                      kCacheLine * static_cast<size_t>(size))),
                        options.port, options.timeout),
-          rank, options.small_bytes)),
+          rank, options)),
       point_to_point_(std::move(point_to_point)),
       progress_([this] { progress_loop(); }) {}
 
@@ -133,8 +133,8 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what, uint64
 }
 
 void ShmProcessGroup::progress_loop() {
-  // Waits sleep in steps of 20 µs to 1 ms; the default 50 µs timer slack would double the short
-  // ones. This thread only.
+  // Waits sleep on a futex with a timeout for liveness checks; a tighter timer slack than the
+  // default 50 µs keeps those timeouts close. This thread only.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   while (true) {
     Pending next;

@@ -33,6 +33,9 @@ struct ShmOptions {
   size_t slot_bytes = size_t{1} << 20;
   // Allreduces up to this size take the one-step algorithm. Default 64 KiB.
   size_t small_bytes = size_t{64} << 10;
+  // Large allreduces of tensors from this size write them with non-temporal stores, which skip
+  // reading each destination line first (shm_reduce.h). Default 4 MiB.
+  size_t streaming_bytes = size_t{4} << 20;
   // Limit for joining the segment and for each operation, from when it starts running.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
@@ -68,7 +71,7 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
   // The segment and what runs on it; shared with work handles so that a timed-out wait can say
   // which ranks the progress thread was waiting for.
   struct Core {
-    Core(ShmSegment segment, int rank, size_t small_bytes);
+    Core(ShmSegment segment, int rank, const ShmOptions& options);
     ShmSegment segment;
     ShmStepSync sync;
     ShmCollectives collectives;

@@ -3,8 +3,8 @@
 //
 // Layout (offsets from the start of the mapping, all page aligned):
 //   header      one page: magic, version, rank count, slot size
-//   controls    one ShmRankControl per rank: pid, step counters and op signatures, each on
-//               its own cache line
+//   controls    one ShmRankControl per rank: pid, step counters, op signatures and the futex
+//               word waiters sleep on, each on its own cache line
 //   data        2 slots of slot_bytes per rank (double buffering by step parity):
 //               slot(rank, parity) at data_offset + (rank * 2 + parity) * slot_bytes
 //
@@ -23,7 +23,7 @@ namespace gradwire::shm {
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 constexpr uint64_t kSegmentMagic = 0x6772647773686d31ULL;  // "grdwshm1"
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;
 
 struct ShmHeader {
   uint64_t magic;
@@ -43,7 +43,15 @@ struct alignas(kCacheLine) ShmRankControl {
   // What this rank's collective of the step with that parity is (shm_sync.h, op signatures),
   // written before `posted`, so ranks calling different collectives are told so.
   alignas(kCacheLine) std::atomic<uint64_t> signature[2];
+  // Bumped after every post (posted or reduced) so that waiters can sleep on it with FUTEX_WAIT
+  // (shm_sync.cpp); `sleepers` counts the threads of any rank sleeping on it, so a post makes the
+  // FUTEX_WAKE system call only when someone sleeps. Written by every rank (atomic RMW).
+  alignas(kCacheLine) std::atomic<uint32_t> wake_sequence;
+  std::atomic<uint32_t> sleepers;
 };
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  sizeof(std::atomic<uint32_t>) == sizeof(uint32_t),
+              "futex words must be plain 32-bit atomics");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm flags need lock-free atomics");
 
 struct ShmLayout {

@@ -1,5 +1,12 @@
 #include "shm_sync.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -16,9 +23,34 @@ namespace gradwire::shm {
 
 namespace {
 constexpr int kSpins = 2000;  // pause instructions before yielding (a few microseconds)
-constexpr int kYields = 200;  // yields before sleeping
-constexpr auto kLongestSleep = std::chrono::microseconds(1000);
+constexpr int kYields = 8;    // yields before sleeping on the futex
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
+
+// Note [shm futex]: a waiter that stops spinning sleeps in FUTEX_WAIT on the wake_sequence of the
+// first rank it still waits for; that rank bumps the word after each post and, when the word's
+// sleeper count is non-zero, calls FUTEX_WAKE. Not FUTEX_PRIVATE: the word lives in a shared
+// mapping and the waiters are other processes. Lost wake-ups cannot happen: the waiter counts
+// itself in `sleepers` and reads the word before checking the counter (all seq_cst), and the
+// poster stores the counter, bumps the word, then reads `sleepers`; so either the poster sees the
+// sleeper and wakes it, or the waiter sees the new word (FUTEX_WAIT returns at once) or counter.
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds limit) {
+  timespec timeout{};
+  timeout.tv_sec = static_cast<time_t>(limit.count() / 1000000000);
+  timeout.tv_nsec = static_cast<long>(limit.count() % 1000000000);
+  // EAGAIN (the word changed), EINTR and ETIMEDOUT all mean: look again.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &timeout, nullptr,
+          0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// After a post: wakes the ranks sleeping on this rank's word.
+void wake_sleepers(ShmRankControl& control) {
+  control.wake_sequence.fetch_add(1, std::memory_order_seq_cst);
+  if (control.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(control.wake_sequence);
+}
 
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string text;
@@ -71,10 +103,24 @@ void ShmStepSync::post(uint64_t step) {
   auto& mine = segment_.control(rank_);
   mine.signature[parity(step)].store(signature_, std::memory_order_relaxed);
   mine.posted.store(step, std::memory_order_release);
+  wake_sleepers(mine);
 }
 
 void ShmStepSync::post_reduced(uint64_t step) {
-  segment_.control(rank_).reduced.store(step, std::memory_order_release);
+  auto& mine = segment_.control(rank_);
+  mine.reduced.store(step, std::memory_order_release);
+  wake_sleepers(mine);
+}
+
+void ShmStepSync::abort() {
+  aborted_.store(true, std::memory_order_seq_cst);
+  // Ends a futex sleep of this communicator's waiter now rather than at its next liveness check;
+  // the other ranks' waiters see a spurious wake-up and sleep again.
+  for (int r = 0; r < size_; ++r) {
+    auto& control = segment_.control(r);
+    control.wake_sequence.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(control.wake_sequence);
+  }
 }
 
 void ShmStepSync::wait_posted(uint64_t step) {
@@ -140,11 +186,10 @@ void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint6
     if (arrived()) return;
     std::this_thread::yield();
   }
-  auto sleep = std::chrono::microseconds(20);
   auto next_liveness = std::chrono::steady_clock::now();
   while (!arrived()) {
     const auto now = std::chrono::steady_clock::now();
-    if (aborted_.load(std::memory_order_relaxed)) {
+    if (aborted_.load(std::memory_order_seq_cst)) {
       throw std::runtime_error("shm: " + what_ + " aborted: the communicator is shutting down");
     }
     std::vector<int> missing;
@@ -168,8 +213,15 @@ void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint6
                                " of the communicator to " + phase + " step " +
                                std::to_string(step) + "; they are alive but did not arrive");
     }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min<std::chrono::microseconds>(sleep * 2, kLongestSleep);
+    // Sleep until rank `next` posts, the next liveness check, or the deadline (Note [shm futex]).
+    auto& control = segment_.control(next);
+    control.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t sequence = control.wake_sequence.load(std::memory_order_seq_cst);
+    if ((control.*counter).load(std::memory_order_seq_cst) < step &&
+        !aborted_.load(std::memory_order_seq_cst)) {
+      futex_wait(control.wake_sequence, sequence, std::min(next_liveness, deadline_) - now);
+    }
+    control.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

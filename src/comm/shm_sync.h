@@ -1,6 +1,7 @@
 // Step synchronisation over a shm segment's per-rank counters: no locks, each rank writes only its
-// own counters; waits spin briefly, then yield, then sleep with growing pauses, and never outlast
-// the operation's deadline. While waiting, the pids of the ranks not yet arrived are checked about
+// own counters; waits spin briefly, yield a few times, then sleep on a futex that the awaited
+// rank's next post wakes (Note [shm futex] in shm_sync.cpp), and never outlast the operation's
+// deadline. While waiting, the pids of the ranks not yet arrived are checked about
 // every 100 ms, so a dead peer ends the wait well within a second.
 //
 // Protocol (see docs/communicator.md, "shm backend"): every collective runs one or more steps;
@@ -68,8 +69,8 @@ class ShmStepSync {
   void wait_posted(uint64_t step);
   void wait_reduced(uint64_t step);
 
-  // Makes current and future waits fail (communicator shutting down).
-  void abort() { aborted_.store(true, std::memory_order_relaxed); }
+  // Makes current and future waits fail (communicator shutting down); wakes a sleeping wait.
+  void abort();
 
   // While a wait is in progress: "waiting for rank(s) [1] of the communicator to post step 7";
   // otherwise empty. Thread safe (reads counters only); for messages about a stall.

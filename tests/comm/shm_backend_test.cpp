@@ -41,8 +41,8 @@ TEST(ShmLayout, ControlsAndSlotsAreAlignedAndDisjoint) {
     EXPECT_GE(layout.data_offset, layout.controls_offset + sizeof(ShmRankControl) * ranks);
     EXPECT_GE(layout.total_bytes, layout.data_offset + 2 * ranks * layout.slot_bytes);
   }
-  // pid, posted, reduced, signatures: a line each
-  EXPECT_EQ(sizeof(ShmRankControl), 4 * kCacheLine);
+  // pid, posted, reduced, signatures, futex word and its sleeper count: a line each
+  EXPECT_EQ(sizeof(ShmRankControl), 5 * kCacheLine);
 }
 
 TEST(ShmLayout, NamesCarryThePortAndDiffer) {
