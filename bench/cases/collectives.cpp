@@ -1,5 +1,6 @@
 // `gradwire-bench collectives`: allreduce, broadcast and allgather over doubling sizes, each rank
-// timing every iteration; reports the slowest rank per iteration as nccl-tests does.
+// timing every iteration; reports the slowest rank per iteration as nccl-tests does. With several
+// backends (--backend gloo,shm) every op is measured on each, one after the other, in one run.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "cases/backend_worlds.h"
 #include "cases/collective_ops.h"
 #include "cases/collectives_report.h"
 #include "cases/collectives_settings.h"
@@ -43,20 +45,20 @@ std::int64_t sum_over_ranks(Communicator& communicator, std::int64_t value) {
 }
 
 // Checks one execution against the expected values, then times warm-up + timed iterations.
-std::optional<CollectiveRow> measure_size(RankContext& context, const CollectiveOp& op,
-                                          double bus_factor, std::uint64_t requested_bytes,
+std::optional<CollectiveRow> measure_size(RankContext& context, Communicator& communicator,
+                                          const CollectiveOp& op, double bus_factor,
+                                          std::uint64_t requested_bytes,
                                           std::uint64_t previous_bytes,
                                           const IterationPolicy& policy) {
-  Communicator& communicator = context.communicator;
   const int ranks = communicator.size();
   const std::int64_t count = op.input_count(requested_bytes, ranks);
   const std::uint64_t bytes = op.reported_bytes(count, ranks);
   if (bytes == previous_bytes) return std::nullopt;  // rounding gave the same size again
   const IterationCounts iterations = iterations_for_size(policy, bytes);
   if (context.reports() && bytes >= kProgressBytes) {
-    std::cerr << "gradwire-bench: " << op.name << " " << format_bytes(bytes) << ": "
-              << iterations.warmup << " warm-up + " << iterations.timed << " timed iterations"
-              << std::endl;
+    std::cerr << "gradwire-bench: " << communicator.backend() << " " << op.name << " "
+              << format_bytes(bytes) << ": " << iterations.warmup << " warm-up + "
+              << iterations.timed << " timed iterations" << std::endl;
   }
   CollectiveBuffers buffers = op.allocate(count, ranks);
   op.fill(buffers, communicator.rank());
@@ -70,10 +72,15 @@ std::optional<CollectiveRow> measure_size(RankContext& context, const Collective
 }
 
 int run_collectives(RankContext& context, const CollectivesSettings& settings,
-                    const std::string& json_path, const std::vector<std::string>& argv) {
+                    const std::string& json_path, const std::vector<std::string>& argv,
+                    std::optional<std::chrono::milliseconds> timeout) {
   Communicator& communicator = context.communicator;
   const bool reports = context.reports();
+  const std::vector<BackendWorld> worlds = join_backend_worlds(context, settings.backends, timeout);
+  std::vector<std::string> backends;
+  for (const auto& world : worlds) backends.push_back(world.communicator->backend());
   RunMetadata metadata = run_metadata(context, argv);
+  metadata.backend = join_backends(backends);
   // Rank 0 measures the memcpy reference while the others wait, so nothing competes with it.
   if (reports) metadata.memcpy_gbps = measure_memcpy_bandwidth();
   communicator.barrier()->wait();
@@ -85,21 +92,27 @@ int run_collectives(RankContext& context, const CollectivesSettings& settings,
     if (std::find(settings.ops.begin(), settings.ops.end(), op.name) == settings.ops.end()) {
       continue;
     }
-    CollectiveResult result{
-        op.name, op.detail, bus_bandwidth_factor(op.kind, communicator.size()), {}};
-    if (reports) print_collective_title(std::cout, result, communicator.size());
-    std::uint64_t previous_bytes = 0;
-    for (const std::uint64_t size : settings.sizes) {
-      auto row =
-          measure_size(context, op, result.bus_factor, size, previous_bytes, settings.policy);
-      if (!row) continue;
-      previous_bytes = row->bytes;
-      total_wrong += row->wrong;
-      if (reports) print_collective_row(std::cout, *row, metadata.memcpy_gbps);
-      result.rows.push_back(*row);
+    for (const auto& world : worlds) {
+      Communicator& measured = *world.communicator;
+      CollectiveResult result{op.name,
+                              op.detail,
+                              bus_bandwidth_factor(op.kind, measured.size()),
+                              {},
+                              measured.backend()};
+      if (reports) print_collective_title(std::cout, result, measured.size());
+      std::uint64_t previous_bytes = 0;
+      for (const std::uint64_t size : settings.sizes) {
+        auto row = measure_size(context, measured, op, result.bus_factor, size, previous_bytes,
+                                settings.policy);
+        if (!row) continue;
+        previous_bytes = row->bytes;
+        total_wrong += row->wrong;
+        if (reports) print_collective_row(std::cout, *row, metadata.memcpy_gbps);
+        result.rows.push_back(*row);
+      }
+      if (reports) print_collective_footer(std::cout, result, metadata.memcpy_gbps);
+      results.push_back(std::move(result));
     }
-    if (reports) print_collective_footer(std::cout, result, metadata.memcpy_gbps);
-    results.push_back(std::move(result));
   }
   if (!reports) return 0;  // rank 0 reports failures; others exiting non-zero would stop it
 
@@ -151,12 +164,20 @@ Subcommand collectives_subcommand() {
     command.add_option("--ops", state->flags.ops, "collectives to run [all]")
         ->delimiter(',')
         ->check(CLI::IsMember({"allreduce", "broadcast", "allgather"}));
+    command
+        .add_option("--backend", state->flags.backends,
+                    "communicator backends, measured one after the other in one run, e.g. "
+                    "gloo,shm [gloo]")
+        ->delimiter(',')
+        ->check(CLI::IsMember(benchmark_backends()));
     command.add_option("--json", state->flags.json_path, "write the results to this JSON file");
     add_rank_options(command, state->ranks);
     return [state](const std::vector<std::string>& argv) {
       const CollectivesSettings settings = resolve_collectives_settings(state->flags);
-      return run_on_ranks(state->ranks, argv, [&](RankContext& context) {
-        return run_collectives(context, settings, state->flags.json_path, argv);
+      RankOptions ranks = state->ranks;
+      ranks.backend = settings.backends.front();
+      return run_on_ranks(ranks, argv, [&](RankContext& context) {
+        return run_collectives(context, settings, state->flags.json_path, argv, ranks.timeout);
       });
     };
   };

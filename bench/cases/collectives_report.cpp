@@ -65,8 +65,9 @@ void print_collectives_header(std::ostream& out, const RunMetadata& metadata) {
 
 void print_collective_title(std::ostream& out, const CollectiveResult& result, int ranks) {
   out << "#\n# " << result.op << (result.detail.empty() ? "" : " (" + result.detail + ")")
-      << ", float32, " << ranks << " ranks, bus factor " << format_fixed(result.bus_factor, 3)
-      << "\n"
+      << ", float32, " << ranks << " ranks"
+      << (result.backend.empty() ? "" : ", backend " + result.backend) << ", bus factor "
+      << format_fixed(result.bus_factor, 3) << "\n"
       << row_table().header() << "\n";
 }
 
@@ -90,8 +91,9 @@ void print_collective_footer(std::ostream& out, const CollectiveResult& result,
   }
   const double average = result.rows.empty() ? 0 : busbw_sum / result.rows.size();
   const double peak = peak_busbw(result);
-  out << "# " << result.op << ": wrong values " << wrong << (wrong == 0 ? " (OK)" : " (FAILED)")
-      << ", avg busbw " << format_fixed(average, 3) << " GB/s, peak busbw " << format_fixed(peak, 3)
+  out << "# " << result.op << (result.backend.empty() ? "" : " on " + result.backend)
+      << ": wrong values " << wrong << (wrong == 0 ? " (OK)" : " (FAILED)") << ", avg busbw "
+      << format_fixed(average, 3) << " GB/s, peak busbw " << format_fixed(peak, 3)
       << " GB/s = " << percent_of(peak, memcpy_gbps) << "% of memcpy" << std::endl;
 }
 
@@ -100,6 +102,7 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
                                     const std::vector<CollectiveResult>& results) {
   nlohmann::json document = make_document("collectives", metadata);
   document["settings"] = {{"preset", settings.preset},
+                          {"backends", settings.backends},
                           {"min_bytes", settings.sizes.front()},
                           {"max_bytes", settings.sizes.back()},
                           {"iters", settings.policy.iters},
@@ -124,6 +127,7 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
                       {"wrong", row.wrong}});
     }
     ops.push_back({{"op", result.op},
+                   {"backend", result.backend},
                    {"detail", result.detail},
                    {"dtype", "float32"},
                    {"bus_factor", result.bus_factor},

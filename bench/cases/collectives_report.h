@@ -32,6 +32,7 @@ struct CollectiveResult {
   std::string detail;
   double bus_factor = 1;
   std::vector<CollectiveRow> rows;
+  std::string backend;  // the communicator's backend(); empty: not said (title omits it)
 };
 
 // Pure: a row from the slowest-rank seconds per iteration.

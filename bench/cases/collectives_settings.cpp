@@ -26,6 +26,34 @@ Preset preset_named(const std::string& name) {
 
 }  // namespace
 
+const std::vector<std::string>& benchmark_backends() {
+  static const std::vector<std::string> kBackends = {"gloo", "shm", "hierarchical", "nccl", "auto"};
+  return kBackends;
+}
+
+std::vector<std::string> resolve_backends(const std::vector<std::string>& given) {
+  if (given.empty()) return {"gloo"};
+  const auto& known = benchmark_backends();
+  std::vector<std::string> backends;
+  for (const auto& name : given) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InvalidArgument("unknown backend '" + name + "': use " + join_backends(known) +
+                            ", or several separated by commas");
+    }
+    if (std::find(backends.begin(), backends.end(), name) != backends.end()) {
+      throw InvalidArgument("backend '" + name + "' is given twice in --backend");
+    }
+    backends.push_back(name);
+  }
+  return backends;
+}
+
+std::string join_backends(const std::vector<std::string>& backends) {
+  std::string text;
+  for (const auto& name : backends) text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
 const std::vector<std::string>& collectives_presets() {
   static const std::vector<std::string> kPresets = {"default", "quick"};
   return kPresets;
@@ -62,6 +90,7 @@ CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags) 
                             "': use allreduce, broadcast or allgather");
     }
   }
+  settings.backends = resolve_backends(flags.backends);
   return settings;
 }
 

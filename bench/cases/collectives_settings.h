@@ -20,6 +20,7 @@ struct CollectivesFlags {
   std::optional<int> warmup;             // warm-up iterations for small messages
   std::optional<int> min_iters;          // timed iterations for the largest messages
   std::vector<std::string> ops;          // subset of collective_ops() names; empty: all
+  std::vector<std::string> backends;     // --backend gloo,shm; empty: gloo
   std::string json_path;                 // empty: no JSON
 };
 
@@ -33,10 +34,22 @@ struct CollectivesSettings {
   std::vector<std::uint64_t> sizes;  // requested sizes, doubling
   IterationPolicy policy;
   std::vector<std::string> ops;  // names, in collective_ops() order
+  // Communicator backends, measured one after the other in the same run, in the order given.
+  std::vector<std::string> backends;
 };
 
-// Pure. Throws InvalidArgument for an unknown preset or op, malformed sizes, min > max, or
-// non-positive iteration counts.
+// The backends a benchmark accepts in --backend (InitOptions::backend names).
+const std::vector<std::string>& benchmark_backends();
+
+// Pure: the --backend list of gradwire-bench collectives and ddp: `given` in order, or {"gloo"}
+// when empty. Throws InvalidArgument for a name not in benchmark_backends() or one given twice.
+std::vector<std::string> resolve_backends(const std::vector<std::string>& given);
+
+// Pure: "gloo,shm".
+std::string join_backends(const std::vector<std::string>& backends);
+
+// Pure. Throws InvalidArgument for an unknown preset, op or backend, malformed sizes, min > max,
+// or non-positive iteration counts.
 CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags);
 
 }  // namespace gradwire::bench

@@ -2,7 +2,9 @@
 // benchmarks/distributed/ddp/benchmark.py measures it. Per model: a "no ddp" baseline on rank 0,
 // then DDP over ranks 0..n-1 for each world size n (the other ranks wait); every member's
 // per-iteration times are gathered to rank 0, which prints p50/p75/p90/p95 rows and writes the
-// JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h).
+// JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h). With several backends
+// or comm hooks (--backend gloo,shm --comm-hook allreduce,bf16) each DDP world size is measured
+// for every combination, against the same baseline, in the same run.
 #include <ATen/ATen.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,8 @@
 #include <numeric>
 #include <optional>
 
+#include "cases/backend_worlds.h"
+#include "cases/collectives_settings.h"
 #include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
@@ -59,16 +63,19 @@ std::string stats_line(const ddp::DdpStats& stats) {
 
 class DdpSweep {
  public:
-  DdpSweep(RankContext& context, const DdpSettings& settings, std::vector<std::string> argv)
+  DdpSweep(RankContext& context, const DdpSettings& settings, std::vector<std::string> argv,
+           std::optional<std::chrono::milliseconds> timeout)
       : context_(context),
         settings_(settings),
         argv_(std::move(argv)),
+        timeout_(timeout),
         world_(context.world.communicator()),
         rank_(world_->rank()),
         ranks_per_node_(context.world.info().local_world_size) {}
 
   int run() {
     if (reports()) progress(describe_ddp_settings(settings_, context_.threads_per_rank));
+    worlds_ = join_backend_worlds(context_, settings_.backends, timeout_);
     const ReferencePlan reference = plan();
     if (reports()) print_header(reference);
     DdpRepeats repeats;
@@ -139,6 +146,18 @@ class DdpSweep {
 
   bool reports() const { return rank_ == 0; }
 
+  // Several backends or hooks: rounds are labelled with theirs.
+  bool labels_variants() const {
+    return settings_.backends.size() * settings_.comm_hooks.size() > 1;
+  }
+
+  // "gloo,shm": the backends as their communicators name them.
+  std::string backends_text() const {
+    std::vector<std::string> names;
+    for (const auto& world : worlds_) names.push_back(world.communicator->backend());
+    return join_backends(names);
+  }
+
   TrainingSetup setup_for(const std::string& model) const {
     TrainingSetup setup;
     setup.model = model;
@@ -148,6 +167,7 @@ class DdpSweep {
     setup.iterations = settings_.iterations;
     setup.bucket_cap_mb = settings_.bucket_cap_mb;
     setup.gradient_as_bucket_view = settings_.gradient_as_bucket_view;
+    setup.comm_hook = settings_.comm_hooks.front();
     return setup;
   }
 
@@ -163,7 +183,7 @@ class DdpSweep {
     DdpHeader header;
     header.gradwire_version = version();
     header.torch_version = torch_version();
-    header.backend = world_->backend();
+    header.backend = backends_text();
     header.bucket_cap_mb = settings_.bucket_cap_mb;
     header.first_bucket_mb = benchmark_ddp_options(setup_for("")).first_bucket_mb;
     header.ranks = world_->size();
@@ -206,28 +226,55 @@ class DdpSweep {
       finish_round(result, std::move(round), start, "");
     }
     world_->barrier()->wait();
+    bool first = true;  // the interleaved 1-rank round is the first backend's with the first hook
+    for (const auto& world : worlds_) {
+      for (const auto& hook : settings_.comm_hooks) {
+        sweep_world_sizes(result, setup, world.communicator, hook, first, paired, paired_stats);
+        first = false;
+      }
+    }
+    return result;
+  }
+
+  // DDP over each world size on `communicator` (a backend's world) with comm hook `hook`.
+  void sweep_world_sizes(DdpModelResult& result, TrainingSetup setup,
+                         const std::shared_ptr<Communicator>& communicator, const std::string& hook,
+                         bool first, std::optional<DdpRound>& paired,
+                         const std::string& paired_stats) {
+    setup.comm_hook = hook;
+    const std::string backend = communicator->backend();
+    const std::string variant = backend + (hook == "allreduce" ? "" : "+" + hook);
+    auto label = [&](DdpRound& round) {
+      if (!labels_variants()) return;
+      round.backend = backend;
+      round.comm_hook = hook;
+    };
     for (const int size : settings_.world_sizes) {
-      if (interleaves() && size == 1) {
+      if (interleaves() && size == 1 && first) {
         // Measured with the baseline, on rank 0.
-        if (paired)
+        if (paired) {
+          label(*paired);
           finish_round(result, std::move(*paired), std::chrono::steady_clock::now(), paired_stats);
+          paired.reset();
+        }
       } else if (rank_ < size) {
         const auto start = std::chrono::steady_clock::now();
         if (reports())
-          progress(model + ", DDP on " + std::to_string(size) +
-                   (size == 1 ? " rank: " : " ranks: ") + iterations_text());
-        const std::shared_ptr<Communicator> group = first_ranks(world_, size);
+          progress(result.model + ", DDP on " + std::to_string(size) +
+                   (size == 1 ? " rank" : " ranks") +
+                   (labels_variants() ? " (" + variant + ")" : "") + ": " + iterations_text());
+        const std::shared_ptr<Communicator> group = first_ranks(communicator, size);
         const TrainingMeasurement measurement =
             train_and_time(setup, group, static_cast<std::uint64_t>(rank_));
         std::vector<int> ranks(static_cast<std::size_t>(size));
         std::iota(ranks.begin(), ranks.end(), 0);
         DdpRound round =
             ddp_round(ranks, gather_samples(*group, measurement.seconds), measurement.stats);
+        label(round);
         if (reports()) finish_round(result, std::move(round), start, stats_line(measurement.stats));
       }
       world_->barrier()->wait();
     }
-    return result;
   }
 
   // --interleave applies when DDP on 1 rank is among the configurations.
@@ -300,7 +347,7 @@ class DdpSweep {
     // PyTorch benchmark.py's fields, same meaning.
     document["pytorch_version"] = torch_version();
     document["cuda_version"] = nullptr;
-    document["distributed_backend"] = world_->backend();
+    document["distributed_backend"] = backends_text();
     const double bucket = settings_.bucket_cap_mb;
     document["bucket_size"] = bucket == static_cast<double>(static_cast<std::int64_t>(bucket))
                                   ? nlohmann::json(static_cast<std::int64_t>(bucket))
@@ -318,6 +365,8 @@ class DdpSweep {
     document["repeat"] = settings_.repeat;
     document["interleave"] = settings_.interleave;
     document["gradient_as_bucket_view"] = settings_.gradient_as_bucket_view;
+    document["backends"] = settings_.backends;
+    document["comm_hooks"] = settings_.comm_hooks;
     document["hardware"] = to_json(hardware_);
     document["benchmark_results"] = to_json(results, ranks_per_node_);
     if (!reference.is_null()) document["reference"] = reference;
@@ -327,6 +376,8 @@ class DdpSweep {
   RankContext& context_;
   const DdpSettings& settings_;
   std::vector<std::string> argv_;
+  std::optional<std::chrono::milliseconds> timeout_;
+  std::vector<BackendWorld> worlds_;  // one per backend, the run's own world first
   std::shared_ptr<Communicator> world_;
   int rank_;
   int ranks_per_node_;
@@ -376,8 +427,16 @@ Subcommand ddp_subcommand() {
         .add_option("--max-ranks", flags.max_ranks,
                     "largest default world size when starting local ranks [2]")
         ->check(CLI::PositiveNumber);
-    command.add_option("--backend", state->ranks.backend, "communicator backend")
-        ->capture_default_str();
+    command
+        .add_option("--backend", flags.backends,
+                    "communicator backends, each measured in the same run, e.g. gloo,shm [gloo]")
+        ->delimiter(',')
+        ->check(CLI::IsMember(benchmark_backends()));
+    command
+        .add_option("--comm-hook", flags.comm_hooks,
+                    "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 "
+                    "[allreduce]")
+        ->delimiter(',');
     command
         .add_option("--threads", state->ranks.threads_per_rank,
                     "intra-op threads per rank [cores / local ranks]")
@@ -411,9 +470,10 @@ Subcommand ddp_subcommand() {
       const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
       RankOptions ranks = state->ranks;
       ranks.ranks = settings.ranks;
+      ranks.backend = settings.backends.front();
       if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
       return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return DdpSweep(context, settings, argv).run();
+        return DdpSweep(context, settings, argv, ranks.timeout).run();
       });
     };
   };

@@ -137,7 +137,12 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
 
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round) {
   for (const auto& candidate : result.rounds) {
-    if (candidate.ddp == round.ddp && candidate.world_size() == round.world_size()) {
+    // A round of a run over several backends matches only its own backend and hook; a round that
+    // names none (PyTorch's, a single-backend run) matches any.
+    const bool same_variant = candidate.variant().empty() || round.variant().empty() ||
+                              candidate.variant() == round.variant();
+    if (candidate.ddp == round.ddp && candidate.world_size() == round.world_size() &&
+        same_variant) {
       return &candidate;
     }
   }

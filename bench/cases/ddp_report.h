@@ -56,7 +56,8 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
                                              const std::vector<double>& reference_seconds,
                                              std::int64_t batch_size);
 
-// Pure: the reference's round matching `round` (same ddp flag and world size), if any.
+// Pure: the reference's round matching `round` (same ddp flag and world size, and the same variant
+// when both name one), if any.
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round);
 // Pure: the result for `model` and `batch_size` among `results` (or a report's), if any.
 const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& results,

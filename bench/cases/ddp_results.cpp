@@ -36,6 +36,8 @@ DdpRound parse_round(const nlohmann::json& entry, std::size_t index, const std::
   // Upstream marks the baseline by position only: the first round of every model.
   round.ddp = entry.contains("ddp") ? entry.at("ddp").get<bool>() : index != 0;
   if (entry.contains("ddp_stats")) round.ddp_stats = entry.at("ddp_stats");
+  round.backend = entry.value("backend", std::string());
+  round.comm_hook = entry.value("comm_hook", std::string());
   return round;
 }
 
@@ -79,7 +81,7 @@ std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelR
       for (std::size_t k = 0; k < into.rounds.size(); ++k) {
         DdpRound& a = into.rounds[k];
         const DdpRound& b = next.rounds[k];
-        if (a.ddp != b.ddp || a.ranks != b.ranks) {
+        if (a.ddp != b.ddp || a.ranks != b.ranks || a.variant() != b.variant()) {
           throw InvalidArgument(where + " measured other configurations of " + next.model);
         }
         a.measurements.insert(a.measurements.end(), b.measurements.begin(), b.measurements.end());
@@ -90,11 +92,18 @@ std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelR
   return pooled;
 }
 
+std::string DdpRound::variant() const {
+  if (comm_hook.empty() || comm_hook == "allreduce") return backend;
+  return backend.empty() ? comm_hook : backend + "+" + comm_hook;
+}
+
 std::string round_label(const DdpRound& round, int ranks_per_node) {
   if (!round.ddp) return "no ddp";
   const int per_node = std::max(1, std::min(ranks_per_node, round.world_size()));
   const int machines = (round.world_size() + per_node - 1) / per_node;
-  return std::to_string(machines) + "M/" + std::to_string(per_node) + "R";
+  const std::string variant = round.variant();
+  return std::to_string(machines) + "M/" + std::to_string(per_node) + "R" +
+         (variant.empty() ? "" : " " + variant);
 }
 
 std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
@@ -118,6 +127,8 @@ nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per
                               {"ddp", round.ddp},
                               {"label", round_label(round, ranks_per_node)}};
       if (!round.ddp_stats.is_null()) entry["ddp_stats"] = round.ddp_stats;
+      if (!round.backend.empty()) entry["backend"] = round.backend;
+      if (!round.comm_hook.empty()) entry["comm_hook"] = round.comm_hook;
       rounds.push_back(std::move(entry));
     }
     models.push_back(

@@ -18,7 +18,14 @@ struct DdpRound {
   std::vector<int> ranks;            // the ranks that trained: {0}, {0, 1}, ...
   std::vector<double> measurements;  // seconds per iteration, every rank's (rank 0's first)
   nlohmann::json ddp_stats;          // rank 0's DdpStats (gradwire only); null when absent
+  // Set when a run measured several backends or comm hooks (--backend gloo,shm): the DDP round's
+  // communicator backend and comm hook. Empty: the only one of its run (the document's
+  // distributed_backend), the baseline, or a file that does not say.
+  std::string backend;
+  std::string comm_hook;
   int world_size() const { return static_cast<int>(ranks.size()); }
+  // "shm", "shm+bf16", "gloo", or "" when neither is set.
+  std::string variant() const;
 };
 
 struct DdpModelResult {
@@ -37,7 +44,8 @@ struct DdpReport {
 };
 
 // Pure: the row label of a round, as upstream prints it: "no ddp", or "<machines>M/<ranks>R"
-// where ranks_per_node ranks share a machine ("1M/2R", "2M/8R").
+// where ranks_per_node ranks share a machine ("1M/2R", "2M/8R"), followed by the round's
+// variant when set ("1M/2R shm", "1M/2R gloo+bf16").
 std::string round_label(const DdpRound& round, int ranks_per_node);
 
 // Percentiles of a round as its rows print them.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cases/collectives_settings.h"
 #include "gradwire/common/error.h"
+#include "gradwire/ddp/comm_hook.h"
 #include "gradwire/models/zoo.h"
 
 namespace gradwire::bench {
@@ -114,6 +116,20 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   settings.reference_pytorch = flags.reference == "pytorch";
   settings.python = flags.python;
   settings.reference_script = flags.reference_script;
+  settings.backends = resolve_backends(flags.backends);
+  if (!flags.comm_hooks.empty()) {
+    const auto known = ddp::comm_hook_names();
+    settings.comm_hooks.clear();
+    for (const auto& hook : flags.comm_hooks) {
+      if (std::find(known.begin(), known.end(), hook) == known.end()) {
+        throw InvalidArgument("unknown comm hook '" + hook + "': use one of " + join(known, ", "));
+      }
+      if (std::find(settings.comm_hooks.begin(), settings.comm_hooks.end(), hook) ==
+          settings.comm_hooks.end()) {
+        settings.comm_hooks.push_back(hook);
+      }
+    }
+  }
   return settings;
 }
 
@@ -132,6 +148,10 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
   if (settings.gradient_as_bucket_view) text << ", gradient_as_bucket_view";
+  text << ", backend " << join(settings.backends, ",");
+  if (settings.comm_hooks != std::vector<std::string>{"allreduce"}) {
+    text << ", comm hook " << join(settings.comm_hooks, ",");
+  }
   return text.str();
 }
 

@@ -28,6 +28,8 @@ struct DdpFlags {
   std::optional<int> repeat;               // sweeps (each with its reference run), alternating
   bool interleave = false;                 // baseline and DDP on 1 rank, step by step
   bool gradient_as_bucket_view = false;    // DdpOptions::gradient_as_bucket_view
+  std::vector<std::string> backends;       // --backend gloo,shm; empty: gloo
+  std::vector<std::string> comm_hooks;     // --comm-hook allreduce,bf16; empty: allreduce
 };
 
 // Presets (docs/benchmarks.md):
@@ -60,6 +62,11 @@ struct DdpSettings {
   bool interleave = false;
   // DdpOptions::gradient_as_bucket_view (PyTorch's option of the same name for the reference).
   bool gradient_as_bucket_view = false;
+  // Communicator backends and DDP comm hooks (ddp::make_comm_hook names): every DDP world size is
+  // measured for each backend and hook, in that order, in the same run; the reference uses
+  // PyTorch's Gloo and no hook.
+  std::vector<std::string> backends = {"gloo"};
+  std::vector<std::string> comm_hooks = {"allreduce"};
   std::string python;
   std::string reference_script;
 };
@@ -74,7 +81,7 @@ std::vector<int> default_world_sizes(int max_ranks);
 // torchrun...), nullopt when gradwire-bench starts its own ranks: then world sizes default to
 // default_world_sizes(max_ranks), otherwise to default_world_sizes(job size), and larger ones are
 // an error. Throws InvalidArgument for an unknown preset, model or reference, non-positive
-// sizes or iterations, or world sizes the job cannot provide.
+// sizes or iterations, world sizes the job cannot provide, or an unknown backend or comm hook.
 DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size);
 
 // One line describing the settings, for stderr: "models resnet18,cnn, batch 8, 64x64, ...".

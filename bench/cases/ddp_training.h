@@ -27,6 +27,7 @@ struct TrainingSetup {
   // DdpOptions::schedule (gradwire-bench reducers compares them).
   ddp::ReductionSchedule schedule = ddp::ReductionSchedule::kOverlapped;
   bool gradient_as_bucket_view = false;  // DdpOptions::gradient_as_bucket_view
+  std::string comm_hook = "allreduce";   // DdpOptions::comm_hook, by ddp::make_comm_hook name
 };
 
 // Per timed iteration, in order: the whole step (zero_grad to the optimizer step), its forward
@@ -76,7 +77,8 @@ TrainingMeasurement train_and_time(const TrainingSetup& setup,
 std::pair<TrainingMeasurement, TrainingMeasurement> train_and_time_interleaved(
     const TrainingSetup& setup, const std::shared_ptr<Communicator>& one_rank, std::uint64_t seed);
 
-// DdpOptions the benchmark uses: bucket_cap_mb, schedule and gradient_as_bucket_view from the setup
+// DdpOptions the benchmark uses: bucket_cap_mb, schedule, gradient_as_bucket_view and comm_hook
+// from the setup
 // (a cap below 1 MiB also caps the first bucket) and broadcast_buffers false (as upstream's
 // benchmark); everything else gradwire's defaults.
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup);

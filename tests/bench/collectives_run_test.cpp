@@ -72,6 +72,37 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   for (const auto& op_result : results) expect_rows_for_sizes(op_result, 2);
 }
 
+// --backend gloo,shm: both measured in one run, each op's rows labelled with its backend.
+TEST(CollectivesRunTest, TwoBackendsSideBySideInOneRun) {
+  const std::string json = temp_path("two_backends.json");
+  const BenchRun run = run_bench(
+      "collectives --ranks 2 --backend gloo,shm --ops allreduce,broadcast --max-bytes 4096 "
+      "--iters 3 --warmup 1 --json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count(run.output, "2 ranks, backend gloo,"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "2 ranks, backend shm,"), 2u) << run.output;
+
+  const nlohmann::json document = read_json_file(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("metadata").at("backend"), "gloo,shm");
+  EXPECT_EQ(document.at("settings").at("backends"), (std::vector<std::string>{"gloo", "shm"}));
+  EXPECT_EQ(document.at("wrong"), 0);
+  const auto& results = document.at("results");
+  ASSERT_EQ(results.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"allreduce", "gloo"}, {"allreduce", "shm"}, {"broadcast", "gloo"}, {"broadcast", "shm"}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(results[i].at("op"), expected[i].first);
+    EXPECT_EQ(results[i].at("backend"), expected[i].second);
+    expect_rows_for_sizes(results[i], 2);
+  }
+}
+
+TEST(CollectivesRunTest, UnknownBackendFailsFast) {
+  EXPECT_NE(run_bench("collectives --ranks 2 --backend gloo,tcp --max-bytes 8").exit_code, 0);
+}
+
 TEST(CollectivesRunTest, JoinsAnExistingJobInsteadOfLaunching) {
   const std::string json = temp_path("joined.json");
   const std::string env =

@@ -76,5 +76,22 @@ TEST(CollectiveOpsTest, RankValuesDifferPerRankAndAreExact) {
   EXPECT_EQ(rank_value(0, 0), 1.0f);
 }
 
+TEST(CollectivesSettingsTest, BackendListKeepsOrderAndDefaultsToGloo) {
+  EXPECT_EQ(resolve_collectives_settings({}).backends, std::vector<std::string>{"gloo"});
+  CollectivesFlags flags;
+  flags.backends = {"shm", "gloo"};
+  EXPECT_EQ(resolve_collectives_settings(flags).backends,
+            (std::vector<std::string>{"shm", "gloo"}));
+  EXPECT_EQ(join_backends({"gloo", "shm"}), "gloo,shm");
+}
+
+TEST(CollectivesSettingsTest, UnknownOrRepeatedBackendIsRefused) {
+  CollectivesFlags flags;
+  flags.backends = {"gloo", "shmem"};
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+  flags.backends = {"shm", "shm"};
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace gradwire::bench

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench_process.h"
+#include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
 #include "harness/command.h"
 
@@ -78,6 +79,35 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   EXPECT_EQ(count(diff.output, "    no ddp:  p75:"), 2u) << diff.output;
   EXPECT_EQ(count(diff.output, "   2 ranks:  p75:"), 2u) << diff.output;
   EXPECT_EQ(count(diff.output, "+0.0%"), 12u) << diff.output;
+}
+
+// --backend gloo,shm: one baseline, then every world size on each backend, labelled; the JSON
+// says which backend each round used.
+TEST(DdpRunTest, TwoBackendsAgainstOneBaseline) {
+  const std::string json = temp_path("backends.json");
+  const BenchRun run = run_bench(
+      "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 2 "
+      "--backend gloo,shm --json '" +
+      json + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("* Distributed backend: gloo,shm"), std::string::npos) << run.output;
+  EXPECT_EQ(count(run.output, "   1 ranks --   no ddp:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R gloo:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R shm:  p50:"), 1u) << run.output;
+
+  std::ifstream in(json);
+  const nlohmann::json document = nlohmann::json::parse(in);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("distributed_backend"), "gloo,shm");
+  const DdpReport report = parse_ddp_document(document, json);
+  ASSERT_EQ(report.results.size(), 1u);
+  const auto& rounds = report.results[0].rounds;
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_FALSE(rounds[0].ddp);
+  EXPECT_EQ(rounds[1].backend, "gloo");
+  EXPECT_EQ(rounds[2].backend, "shm");
+  EXPECT_EQ(rounds[2].measurements.size(), 6u);
+  EXPECT_EQ(find_matching_round(report.results[0], rounds[2]), &rounds[2]);
 }
 
 // --interleave: the baseline and DDP on 1 rank come from one alternating run; the other world

@@ -128,5 +128,25 @@ TEST(DdpReferenceTest, CommandCarriesTheSettings) {
   EXPECT_NE(why_not.find("/nonexistent/python (not found)"), std::string::npos) << why_not;
 }
 
+TEST(DdpSettingsTest, BackendsAndCommHooks) {
+  DdpSettings settings = resolve_ddp_settings({}, std::nullopt);
+  EXPECT_EQ(settings.backends, std::vector<std::string>{"gloo"});
+  EXPECT_EQ(settings.comm_hooks, std::vector<std::string>{"allreduce"});
+  DdpFlags flags;
+  flags.backends = {"gloo", "shm"};
+  flags.comm_hooks = {"allreduce", "bf16", "bf16"};
+  settings = resolve_ddp_settings(flags, std::nullopt);
+  EXPECT_EQ(settings.backends, (std::vector<std::string>{"gloo", "shm"}));
+  EXPECT_EQ(settings.comm_hooks, (std::vector<std::string>{"allreduce", "bf16"}));
+  EXPECT_NE(describe_ddp_settings(settings, 1).find("backend gloo,shm, comm hook allreduce,bf16"),
+            std::string::npos)
+      << describe_ddp_settings(settings, 1);
+  flags.backends = {"gloo", "mpi"};
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+  flags.backends = {};
+  flags.comm_hooks = {"int8"};
+  EXPECT_THROW(resolve_ddp_settings(flags, std::nullopt), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace gradwire::bench
