@@ -16,6 +16,7 @@
 #include "ps/server_listen.h"
 #include "ps/service.h"
 #include "ps/table_registry.h"
+#include "rpc/channel.h"
 #include "rpc/tls.h"
 
 namespace gradwire::ps {
@@ -63,6 +64,7 @@ class ServerImpl final : public Server {
         options.token, ServiceLimits{options.max_message_bytes, options.max_table_bytes}, tables_,
         checkpoints_);
 
+    rpc::disable_abseil_deadlock_detection();
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(
