@@ -188,47 +188,92 @@ Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string_vi
   return decode_chunk_body(header, copy, DecodedChunk{});
 }
 
-Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string& stored,
-                                       DecodedChunk reuse, std::optional<uint32_t> stored_crc) {
+namespace {
+
+// The stored bytes' CRC against the header; empty when they agree.
+std::string check_stored(const ChunkHeader& header, std::string_view stored,
+                         std::optional<uint32_t> stored_crc) {
   if (stored.size() != header.stored_size) {
-    return problem<DecodedChunk>("chunk body cut short: " + std::to_string(stored.size()) + " of " +
-                                 std::to_string(header.stored_size) + " bytes present");
+    return "chunk body cut short: " + std::to_string(stored.size()) + " of " +
+           std::to_string(header.stored_size) + " bytes present";
   }
   const uint32_t crc = stored_crc ? *stored_crc : crc32_of(stored);
   if (crc != header.stored_crc) {
-    return problem<DecodedChunk>("chunk CRC mismatch (stored " + hex(header.stored_crc) +
-                                 ", computed " + hex(crc) + ")");
+    return "chunk CRC mismatch (stored " + hex(header.stored_crc) + ", computed " + hex(crc) + ")";
   }
-  DecodedChunk chunk = std::move(reuse);
-  if (header.compression == Compression::kZstd) {
-    // Growing a reused body zero-fills only the bytes past its previous size.
-    chunk.body.resize(header.body_size);
-    const size_t got =
-        ZSTD_decompress(chunk.body.data(), chunk.body.size(), stored.data(), stored.size());
-    if (ZSTD_isError(got) || got != header.body_size) {
-      return problem<DecodedChunk>(std::string("zstd could not restore the chunk body: ") +
-                                   (ZSTD_isError(got)
-                                        ? ZSTD_getErrorName(got)
-                                        : "got " + std::to_string(got) + " bytes, header says " +
-                                              std::to_string(header.body_size)));
-    }
-  } else {
-    chunk.body = std::move(stored);
+  return "";
+}
+
+// Decompresses a zstd body into chunk.body (its memory reused); empty when that worked.
+std::string decompress_into(const ChunkHeader& header, std::string_view stored,
+                            DecodedChunk& chunk) {
+  // Growing a reused body zero-fills only the bytes past its previous size.
+  chunk.body.resize(header.body_size);
+  const size_t got =
+      ZSTD_decompress(chunk.body.data(), chunk.body.size(), stored.data(), stored.size());
+  if (ZSTD_isError(got) || got != header.body_size) {
+    return std::string("zstd could not restore the chunk body: ") +
+           (ZSTD_isError(got) ? ZSTD_getErrorName(got)
+                              : "got " + std::to_string(got) + " bytes, header says " +
+                                    std::to_string(header.body_size));
   }
-  const std::string_view body(chunk.body);
+  return "";
+}
+
+// Fills chunk.record_starts from the length table at the front of chunk.bytes().
+Parsed<DecodedChunk> split_records(const ChunkHeader& header, DecodedChunk chunk) {
+  const std::string_view body = chunk.bytes();
   uint64_t start = 4 * uint64_t{header.record_count};
-  chunk.record_starts.clear();
-  chunk.record_starts.reserve(header.record_count + 1);
-  chunk.record_starts.push_back(start);
+  chunk.record_starts.resize(size_t{header.record_count} + 1);
+  uint64_t* starts = chunk.record_starts.data();
+  starts[0] = start;
   for (uint32_t i = 0; i < header.record_count; ++i) {
     start += get_le<uint32_t>(body, 4 * size_t{i});
-    chunk.record_starts.push_back(start);
+    starts[i + 1] = start;
   }
   if (start != body.size()) {
     return problem<DecodedChunk>("record lengths add up to " + std::to_string(start) +
                                  " bytes but the body holds " + std::to_string(body.size()));
   }
   return Parsed<DecodedChunk>{std::move(chunk), ""};
+}
+
+}  // namespace
+
+Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string& stored,
+                                       DecodedChunk reuse, std::optional<uint32_t> stored_crc) {
+  std::string damage = check_stored(header, stored, stored_crc);
+  if (!damage.empty()) return problem<DecodedChunk>(std::move(damage));
+  DecodedChunk chunk = std::move(reuse);
+  chunk.owner.reset();
+  chunk.viewed = {};
+  if (header.compression == Compression::kZstd) {
+    damage = decompress_into(header, stored, chunk);
+    if (!damage.empty()) return problem<DecodedChunk>(std::move(damage));
+  } else {
+    chunk.body = std::move(stored);
+  }
+  return split_records(header, std::move(chunk));
+}
+
+Parsed<DecodedChunk> decode_chunk_body_in_place(const ChunkHeader& header, std::string_view stored,
+                                                std::shared_ptr<const void> owner,
+                                                DecodedChunk reuse,
+                                                std::optional<uint32_t> stored_crc) {
+  std::string damage = check_stored(header, stored, stored_crc);
+  if (!damage.empty()) return problem<DecodedChunk>(std::move(damage));
+  DecodedChunk chunk = std::move(reuse);
+  if (header.compression == Compression::kZstd) {
+    chunk.owner.reset();
+    chunk.viewed = {};
+    damage = decompress_into(header, stored, chunk);
+    if (!damage.empty()) return problem<DecodedChunk>(std::move(damage));
+  } else {
+    GRADWIRE_CHECK(owner != nullptr);
+    chunk.viewed = stored;
+    chunk.owner = std::move(owner);
+  }
+  return split_records(header, std::move(chunk));
 }
 
 std::string encode_index(const std::vector<IndexEntry>& entries) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "crc32c.h"
+#include "mapped_file.h"
 
 namespace gradwire::data {
 
@@ -51,6 +52,7 @@ RecordFileReader::RecordFileReader(std::string path, RecordReaderOptions options
     throw BackendError("gradwire: cannot stat " + path_ + ": " + std::strerror(error));
   }
   file_size_ = static_cast<uint64_t>(info.st_size);
+  if (options_.map_file) mapping_ = detail::MappedFile::map(fd_, file_size_);
   try {
     std::optional<ChunkDamage> damage = load_index();
     if (damage && !options_.skip_corrupt) throw CorruptDataError(*damage);
@@ -96,9 +98,15 @@ void RecordFileReader::read_into(uint64_t offset, uint64_t size, std::string& ou
 }
 
 std::string RecordFileReader::read_at(uint64_t offset, uint64_t size) const {
+  if (mapping_) return std::string(mapped_bytes(offset, size));
   std::string bytes;
   read_into(offset, size, bytes);
   return bytes;
+}
+
+std::string_view RecordFileReader::mapped_bytes(uint64_t offset, uint64_t size) const {
+  if (offset >= file_size_) return {};
+  return mapping_->bytes().substr(offset, std::min(size, file_size_ - offset));
 }
 
 ChunkDamage RecordFileReader::damage_at(std::optional<uint64_t> chunk, uint64_t offset,
@@ -178,6 +186,7 @@ ChunkDamage RecordFileReader::recover_index_by_walking(const std::string& why) {
 
 Parsed<ChunkHeader> RecordFileReader::read_chunk_header(size_t chunk) const {
   GRADWIRE_CHECK_LT(chunk, index_.size());
+  if (mapping_) return parse_chunk_header(mapped_bytes(index_[chunk].offset, kChunkHeaderSize));
   return parse_chunk_header(read_at(index_[chunk].offset, kChunkHeaderSize));
 }
 
@@ -210,7 +219,11 @@ ChunkRead RecordFileReader::try_read_chunk(size_t chunk, ChunkBuffers& buffers) 
   buffers.recycled = DecodedChunk{};
   const uint64_t body_offset = entry.offset + kChunkHeaderSize;
   Parsed<DecodedChunk> body;
-  if (header.value->compression == Compression::kNone) {
+  if (mapping_) {
+    // Checked and (uncompressed) handed out where it lies; the CRC reads the page cache once.
+    const std::string_view stored = mapped_bytes(body_offset, header.value->stored_size);
+    body = decode_chunk_body_in_place(*header.value, stored, mapping_, std::move(reuse));
+  } else if (header.value->compression == Compression::kNone) {
     // Read straight into the memory that becomes the chunk's body.
     std::string stored = std::move(reuse.body);
     uint32_t crc = 0;

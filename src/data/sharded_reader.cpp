@@ -104,8 +104,10 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
   }
   options_.prefetch_chunks = std::max<size_t>(1, options_.prefetch_chunks);
   for (const std::string& path : files) {
-    files_.push_back(std::make_unique<RecordFileReader>(
-        path, RecordReaderOptions{/*skip_corrupt=*/options_.skip_corrupt}));
+    RecordReaderOptions file_options;
+    file_options.skip_corrupt = options_.skip_corrupt;
+    file_options.map_file = options_.map_files;
+    files_.push_back(std::make_unique<RecordFileReader>(path, file_options));
     std::vector<uint64_t> counts;
     for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
     record_counts_.push_back(std::move(counts));

@@ -7,6 +7,7 @@
 
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
+#include "gradwire/data/shared_counter.h"
 
 namespace gradwire::data {
 
@@ -38,6 +39,9 @@ class StoreCounter : public SharedCounter {
 
 std::shared_ptr<SharedCounter> connect_store_counter(const WorldInfo& world,
                                                      std::chrono::milliseconds timeout) {
+  // A world of one rendezvouses in process and hosts no store (master_port 0); its only rank
+  // needs no one to share the counter with.
+  if (world.world_size == 1) return make_local_counter();
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(world.master_port);
   options.isServer = false;

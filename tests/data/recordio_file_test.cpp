@@ -1,5 +1,6 @@
 // RecordWriter / RecordFileReader: round trips, seeking, and damaged files (bad CRC, truncation,
-// an index that disagrees with the chunks) with and without skip_corrupt.
+// an index that disagrees with the chunks) with and without skip_corrupt, reading through a memory
+// map (the default) and with pread.
 #include <gtest/gtest.h>
 
 #include "gradwire/data/recordio_reader.h"
@@ -12,6 +13,13 @@ using testing::read_bytes;
 using testing::test_record;
 using testing::write_bytes;
 using testing::write_test_file;
+
+RecordReaderOptions reading(bool map_file, bool skip_corrupt = false) {
+  RecordReaderOptions options;
+  options.skip_corrupt = skip_corrupt;
+  options.map_file = map_file;
+  return options;
+}
 
 std::vector<std::string> read_all(RecordFileReader& reader) {
   std::vector<std::string> records;
@@ -45,20 +53,49 @@ ChunkDamage expect_damage(Fn fn, const std::string& path, std::optional<uint64_t
 TEST(RecordIoFile, RoundTripCompressedAndNot) {
   testing::TempDir dir;
   for (Compression compression : {Compression::kNone, Compression::kZstd}) {
-    const std::string path = dir.file(std::string("f-") + to_string(compression));
-    RecordFileSummary summary = write_test_file(path, 0, 1000, 64, compression);
-    EXPECT_EQ(summary.records, 1000u);
-    EXPECT_EQ(summary.chunks, 16u);  // 15 full chunks of 64 + 40
-    RecordFileReader reader(path);
-    EXPECT_EQ(reader.record_count(), 1000u);
-    ASSERT_EQ(reader.chunks().size(), 16u);
-    EXPECT_EQ(reader.chunks().back().record_count, 40u);
-    const std::vector<std::string> records = read_all(reader);
-    ASSERT_EQ(records.size(), 1000u);
-    for (uint64_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i], test_record(0, i));
-    Parsed<ChunkHeader> header = reader.read_chunk_header(3);
-    ASSERT_TRUE(header);
-    EXPECT_EQ(header.value->compression, compression);
+    for (bool map : {true, false}) {
+      SCOPED_TRACE(map ? "mapped" : "pread");
+      const std::string path = dir.file(std::string("f-") + to_string(compression));
+      RecordFileSummary summary = write_test_file(path, 0, 1000, 64, compression);
+      EXPECT_EQ(summary.records, 1000u);
+      EXPECT_EQ(summary.chunks, 16u);  // 15 full chunks of 64 + 40
+      RecordFileReader reader(path, reading(map));
+      EXPECT_EQ(reader.mapped(), map);
+      EXPECT_EQ(reader.record_count(), 1000u);
+      ASSERT_EQ(reader.chunks().size(), 16u);
+      EXPECT_EQ(reader.chunks().back().record_count, 40u);
+      const std::vector<std::string> records = read_all(reader);
+      ASSERT_EQ(records.size(), 1000u);
+      for (uint64_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i], test_record(0, i));
+      Parsed<ChunkHeader> header = reader.read_chunk_header(3);
+      ASSERT_TRUE(header);
+      EXPECT_EQ(header.value->compression, compression);
+    }
+  }
+}
+
+TEST(RecordIoFile, MappedChunksViewTheFileAndOutliveTheReader) {
+  testing::TempDir dir;
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    const std::string path = dir.file(std::string("view-") + to_string(compression));
+    write_test_file(path, 5, 100, 10, compression);
+    std::optional<DecodedChunk> chunk;
+    {
+      RecordFileReader reader(path);
+      ASSERT_TRUE(reader.mapped());
+      chunk = reader.read_chunk(4);
+      // Uncompressed: a view of the mapping, no copy; zstd: decompressed into owned memory.
+      EXPECT_EQ(chunk->owner != nullptr, compression == Compression::kNone);
+      EXPECT_EQ(chunk->body.empty(), compression == Compression::kNone);
+      RecordFileReader copying(path, reading(/*map_file=*/false));
+      EXPECT_FALSE(copying.mapped());
+      DecodedChunk copied = copying.read_chunk(4);
+      EXPECT_EQ(copied.owner, nullptr);
+      EXPECT_EQ(copied.bytes(), chunk->bytes());
+    }
+    // The reader is gone; the chunk keeps the mapping alive.
+    ASSERT_EQ(chunk->size(), 10u);
+    for (size_t r = 0; r < 10; ++r) EXPECT_EQ(chunk->record(r), test_record(5, 40 + r));
   }
 }
 
@@ -97,54 +134,63 @@ TEST(RecordIoFile, SeekAndReadChunkByIndex) {
 TEST(RecordIoFile, BadCrcNamesFileChunkAndOffsetAndSkipCounts) {
   testing::TempDir dir;
   for (Compression compression : {Compression::kNone, Compression::kZstd}) {
-    const std::string path = dir.file(std::string("crc-") + to_string(compression));
-    write_test_file(path, 0, 50, 10, compression);
-    const uint64_t offset = RecordFileReader(path).chunks()[2].offset;
-    std::string bytes = read_bytes(path);
-    bytes[offset + kChunkHeaderSize + 3] ^= 0x10;
-    write_bytes(path, bytes);
+    for (bool map : {true, false}) {
+      SCOPED_TRACE(map ? "mapped" : "pread");
+      const std::string path = dir.file(std::string("crc-") + to_string(compression));
+      write_test_file(path, 0, 50, 10, compression);
+      const uint64_t offset = RecordFileReader(path).chunks()[2].offset;
+      std::string bytes = read_bytes(path);
+      bytes[offset + kChunkHeaderSize + 3] ^= 0x10;
+      write_bytes(path, bytes);
 
-    RecordFileReader strict(path);
-    expect_damage([&] { strict.read_chunk(2); }, path, 2, offset, "CRC mismatch");
-    expect_damage([&] { read_all(strict); }, path, 2, offset, "CRC mismatch");
+      RecordFileReader strict(path, reading(map));
+      expect_damage([&] { strict.read_chunk(2); }, path, 2, offset, "CRC mismatch");
+      expect_damage([&] { read_all(strict); }, path, 2, offset, "CRC mismatch");
 
-    RecordFileReader skipping(path, RecordReaderOptions{true});
-    const std::vector<std::string> records = read_all(skipping);
-    EXPECT_EQ(records.size(), 40u);
-    EXPECT_EQ(records[20], test_record(0, 30));  // chunk 2 (records 20..29) is gone
-    EXPECT_EQ(skipping.stats().chunks_skipped, 1u);
-    EXPECT_EQ(skipping.stats().records_skipped, 10u);
-    ASSERT_EQ(skipping.stats().damages.size(), 1u);
-    EXPECT_EQ(skipping.stats().damages[0].chunk, 2u);
+      RecordFileReader skipping(path, reading(map, /*skip_corrupt=*/true));
+      const std::vector<std::string> records = read_all(skipping);
+      EXPECT_EQ(records.size(), 40u);
+      EXPECT_EQ(records[20], test_record(0, 30));  // chunk 2 (records 20..29) is gone
+      EXPECT_EQ(skipping.stats().chunks_skipped, 1u);
+      EXPECT_EQ(skipping.stats().records_skipped, 10u);
+      ASSERT_EQ(skipping.stats().damages.size(), 1u);
+      EXPECT_EQ(skipping.stats().damages[0].chunk, 2u);
+    }
   }
 }
 
 TEST(RecordIoFile, TruncatedFileNamesTheCutChunk) {
   testing::TempDir dir;
-  const std::string path = dir.file("cut");
-  write_test_file(path, 0, 50, 10);
-  const uint64_t offset = RecordFileReader(path).chunks()[3].offset;
-  write_bytes(path, read_bytes(path).substr(0, offset + 50));  // inside chunk 3's body
+  for (bool map : {true, false}) {
+    SCOPED_TRACE(map ? "mapped" : "pread");
+    const std::string path = dir.file("cut");
+    write_test_file(path, 0, 50, 10);
+    const uint64_t offset = RecordFileReader(path).chunks()[3].offset;
+    write_bytes(path, read_bytes(path).substr(0, offset + 50));  // inside chunk 3's body
 
-  expect_damage([&] { RecordFileReader reader(path); }, path, 3, offset, "truncated");
-  RecordFileReader skipping(path, RecordReaderOptions{true});
-  ASSERT_TRUE(skipping.open_damage());
-  EXPECT_EQ(skipping.open_damage()->records_lost, 10u);
-  EXPECT_EQ(skipping.chunks().size(), 3u);
-  const std::vector<std::string> records = read_all(skipping);
-  ASSERT_EQ(records.size(), 30u);
-  EXPECT_EQ(records.back(), test_record(0, 29));
-  EXPECT_EQ(skipping.stats().records_skipped, 10u);
+    expect_damage([&] { RecordFileReader reader(path, reading(map)); }, path, 3, offset,
+                  "truncated");
+    RecordFileReader skipping(path, reading(map, /*skip_corrupt=*/true));
+    ASSERT_TRUE(skipping.open_damage());
+    EXPECT_EQ(skipping.open_damage()->records_lost, 10u);
+    EXPECT_EQ(skipping.chunks().size(), 3u);
+    const std::vector<std::string> records = read_all(skipping);
+    ASSERT_EQ(records.size(), 30u);
+    EXPECT_EQ(records.back(), test_record(0, 29));
+    EXPECT_EQ(skipping.stats().records_skipped, 10u);
 
-  // Cut inside a chunk header, and cut just before the footer: both named.
-  write_test_file(path, 0, 50, 10);
-  const std::string whole = read_bytes(path);
-  write_bytes(path, whole.substr(0, offset + 7));
-  expect_damage([&] { RecordFileReader reader(path); }, path, 3, offset, "cut short");
-  write_bytes(path, whole.substr(0, whole.size() - 1));
-  const uint64_t index_offset = whole.size() - kFooterSize - 5 * kIndexEntrySize;
-  expect_damage([&] { RecordFileReader reader(path); }, path, 5, index_offset, "truncated");
-  EXPECT_EQ(RecordFileReader(path, RecordReaderOptions{true}).record_count(), 50u);
+    // Cut inside a chunk header, and cut just before the footer: both named.
+    write_test_file(path, 0, 50, 10);
+    const std::string whole = read_bytes(path);
+    write_bytes(path, whole.substr(0, offset + 7));
+    expect_damage([&] { RecordFileReader reader(path, reading(map)); }, path, 3, offset,
+                  "cut short");
+    write_bytes(path, whole.substr(0, whole.size() - 1));
+    const uint64_t index_offset = whole.size() - kFooterSize - 5 * kIndexEntrySize;
+    expect_damage([&] { RecordFileReader reader(path, reading(map)); }, path, 5, index_offset,
+                  "truncated");
+    EXPECT_EQ(RecordFileReader(path, reading(map, /*skip_corrupt=*/true)).record_count(), 50u);
+  }
 }
 
 TEST(RecordIoFile, IndexDisagreeingWithChunksIsNamed) {
@@ -215,16 +261,21 @@ TEST(RecordIoFile, LargeChunksAreCheckedPieceByPiece) {
     writer.write(record);
   }
   writer.close();
-  RecordFileReader reader(path);
-  ASSERT_EQ(reader.chunks().size(), 3u);
-  EXPECT_EQ(read_all(reader).size(), 30u);
-  std::string bytes = read_bytes(path);
-  const uint64_t offset = reader.chunks()[1].offset;
-  bytes[offset + kChunkHeaderSize + 700000] ^= 0x01;  // in the sixth piece of chunk 1
-  write_bytes(path, bytes);
-  RecordFileReader damaged(path);
-  expect_damage([&] { damaged.read_chunk(1); }, path, 1, offset, "CRC mismatch");
-  EXPECT_EQ(damaged.read_chunk(2).size(), 8u);  // chunks of 11, 11 and 8 records
+  const std::string intact = read_bytes(path);
+  for (bool map : {true, false}) {
+    SCOPED_TRACE(map ? "mapped" : "pread");
+    write_bytes(path, intact);
+    RecordFileReader reader(path, reading(map));
+    ASSERT_EQ(reader.chunks().size(), 3u);
+    EXPECT_EQ(read_all(reader).size(), 30u);
+    std::string bytes = intact;
+    const uint64_t offset = reader.chunks()[1].offset;
+    bytes[offset + kChunkHeaderSize + 700000] ^= 0x01;  // in the sixth piece of chunk 1
+    write_bytes(path, bytes);
+    RecordFileReader damaged(path, reading(map));
+    expect_damage([&] { damaged.read_chunk(1); }, path, 1, offset, "CRC mismatch");
+    EXPECT_EQ(damaged.read_chunk(2).size(), 8u);  // chunks of 11, 11 and 8 records
+  }
 }
 
 TEST(RecordIoFile, SequentialReadingReusesChunkMemoryAcrossChunks) {
@@ -232,7 +283,7 @@ TEST(RecordIoFile, SequentialReadingReusesChunkMemoryAcrossChunks) {
   for (Compression compression : {Compression::kNone, Compression::kZstd}) {
     const std::string path = dir.file(std::string("reuse-") + to_string(compression));
     write_test_file(path, 3, 500, 50, compression);
-    RecordFileReader reader(path);
+    RecordFileReader reader(path, reading(/*map_file=*/false));
     ChunkBuffers buffers;
     for (size_t c = 0; c < reader.chunks().size(); ++c) {
       ChunkRead read = reader.try_read_chunk(c, buffers);

@@ -145,5 +145,39 @@ TEST(RecordIoFormat, MovingDecodeReusesTheStoredBytes) {
   }
 }
 
+TEST(RecordIoFormat, InPlaceDecodeViewsUncompressedBytesAndChecksTheCrc) {
+  ChunkBuilder builder;
+  builder.add("first");
+  builder.add(std::string(3000, 'z'));
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    auto bytes = std::make_shared<std::string>(builder.encode(compression));
+    ChunkHeader header = *parse_chunk_header(*bytes).value;
+    const std::string_view stored = std::string_view(*bytes).substr(kChunkHeaderSize);
+    DecodedChunk spare;  // a recycled chunk that viewed other bytes before
+    spare.owner = std::make_shared<int>(1);
+    spare.viewed = "stale";
+    spare.body.assign(100, 'q');
+    Parsed<DecodedChunk> chunk =
+        decode_chunk_body_in_place(header, stored, bytes, std::move(spare));
+    ASSERT_TRUE(chunk) << chunk.problem;
+    ASSERT_EQ(chunk.value->size(), 2u);
+    EXPECT_EQ(chunk.value->record(0), "first");
+    EXPECT_EQ(chunk.value->record(1), std::string(3000, 'z'));
+    if (compression == Compression::kNone) {
+      EXPECT_EQ(chunk.value->bytes().data(), stored.data());  // viewed where it lies
+      EXPECT_EQ(chunk.value->owner, bytes);                   // and kept alive
+    } else {
+      EXPECT_EQ(chunk.value->owner, nullptr);  // decompressed into owned memory
+      EXPECT_EQ(chunk.value->bytes().data(), chunk.value->body.data());
+    }
+    std::string damaged = *bytes;
+    damaged[kChunkHeaderSize + 7] ^= 0x01;
+    Parsed<DecodedChunk> bad = decode_chunk_body_in_place(
+        header, std::string_view(damaged).substr(kChunkHeaderSize), bytes, DecodedChunk{});
+    EXPECT_FALSE(bad);
+    EXPECT_NE(bad.problem.find("CRC mismatch"), std::string::npos) << bad.problem;
+  }
+}
+
 }  // namespace
 }  // namespace gradwire::data

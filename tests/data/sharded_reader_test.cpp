@@ -169,6 +169,21 @@ TEST(ShardedReader, DynamicThroughTheRendezvousStore) {
   EXPECT_EQ(seen, once_per_epoch);
 }
 
+TEST(ShardedReader, DynamicInAWorldOfOneNeedsNoStore) {
+  // A world of one rendezvouses in process and hosts no store (master_port 0).
+  WorldInfo one;
+  ASSERT_EQ(one.world_size, 1);
+  ASSERT_EQ(one.master_port, 0);
+  auto options = options_for(0, 1, Partition::kDynamic);
+  options.counter = connect_store_counter(one, std::chrono::seconds(1));
+  EXPECT_EQ(options.counter->add("k", 1), 1);
+  ThreeFiles files;
+  ShardedRecordReader reader(files.paths, options);
+  std::multiset<std::string> seen;
+  add_once(seen, read_epoch(reader, 0, std::chrono::milliseconds(0)));
+  expect_exactly(seen, files.all);
+}
+
 TEST(ShardedReader, DamagedChunkThrowsOnTheConsumerOrIsSkipped) {
   ThreeFiles files;
   const uint64_t offset = RecordFileReader(files.paths[2]).chunks()[4].offset;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,13 +73,20 @@ struct Parsed {
   explicit operator bool() const { return value.has_value(); }
 };
 
-// The records of one chunk, decoded. record(i) views `body`; it lives as long as the chunk.
+// The records of one chunk, decoded. record(i) views the chunk's bytes(): its own `body`, or,
+// for an uncompressed chunk read through a memory map (RecordReaderOptions::map_file), the
+// mapped file itself, kept alive by `owner`. Either way a record lives as long as the chunk.
 struct DecodedChunk {
-  std::string body;                     // length table + payload, uncompressed
-  std::vector<uint64_t> record_starts;  // size() + 1 offsets into body
+  std::string body;                     // length table + payload, uncompressed, when owned
+  std::vector<uint64_t> record_starts;  // size() + 1 offsets into bytes()
+  std::string_view viewed;              // the bytes when they are not owned (owner set)
+  std::shared_ptr<const void> owner;    // keeps `viewed` alive; null when `body` holds the bytes
+  std::string_view bytes() const { return owner ? viewed : std::string_view(body); }
   size_t size() const { return record_starts.empty() ? 0 : record_starts.size() - 1; }
+  // Precondition: i < size().
   std::string_view record(size_t i) const {
-    return std::string_view(body).substr(record_starts[i], record_starts[i + 1] - record_starts[i]);
+    const char* base = owner ? viewed.data() : body.data();
+    return std::string_view(base + record_starts[i], record_starts[i + 1] - record_starts[i]);
   }
 };
 
@@ -120,6 +128,14 @@ Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string_vi
 Parsed<DecodedChunk> decode_chunk_body(const ChunkHeader& header, std::string& stored,
                                        DecodedChunk reuse,
                                        std::optional<uint32_t> stored_crc = std::nullopt);
+
+// The same for stored bytes that stay where they are and outlive the chunk while `owner` lives (a
+// reader's memory map of the file): an uncompressed chunk views `stored` and shares `owner`
+// instead of copying; a zstd body is decompressed from `stored` into `reuse`'s memory.
+Parsed<DecodedChunk> decode_chunk_body_in_place(const ChunkHeader& header, std::string_view stored,
+                                                std::shared_ptr<const void> owner,
+                                                DecodedChunk reuse,
+                                                std::optional<uint32_t> stored_crc = std::nullopt);
 
 std::string encode_index(const std::vector<IndexEntry>& entries);
 Parsed<std::vector<IndexEntry>> parse_index(std::string_view bytes, const Footer& footer);

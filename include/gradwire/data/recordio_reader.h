@@ -12,6 +12,11 @@
 // the file to find what is intact: without skip_corrupt that is an error naming the first chunk it
 // could not read; with it, the intact chunks stay readable and open_damage() says what was lost.
 //
+// Reading: by default the file is memory-mapped (RecordReaderOptions::map_file): chunks are
+// checked where they lie in the page cache and uncompressed ones are handed out in place, without
+// a copy; otherwise, or when the file cannot be mapped, chunks are read with pread into memory
+// reused from chunk to chunk. Either way every byte handed out passed its chunk's CRC-32C.
+//
 // Thread safety: chunks(), read_chunk(), try_read_chunk() and read_chunk_header() are const and
 // may be called from several threads at once (positional reads). The sequential calls
 // (seek_to_chunk, next_record, stats) need one thread at a time. All calls block on file I/O;
@@ -19,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +34,10 @@
 #include "gradwire/data/recordio_format.h"
 
 namespace gradwire::data {
+
+namespace detail {
+class MappedFile;
+}
 
 // Where and what the damage is.
 struct ChunkDamage {
@@ -54,6 +64,13 @@ class CorruptDataError : public Error {
 struct RecordReaderOptions {
   // Skip damaged chunks (counting them in stats()) instead of throwing. Default false.
   bool skip_corrupt = false;
+  // Read through a read-only memory map of the file: no copy out of the page cache, and
+  // uncompressed records view the mapping (DecodedChunk::owner keeps it alive). Default true.
+  // Turn it off for files that may be truncated or rewritten while being read: truncating a
+  // mapped file makes touching the lost bytes raise SIGBUS, and bytes rewritten in place after
+  // their chunk was checked are seen as they are now. Files that cannot be mapped are read with
+  // pread either way.
+  bool map_file = true;
 };
 
 // What was read and what was skipped so far.
@@ -94,12 +111,15 @@ class RecordFileReader {
   uint64_t record_count() const { return record_count_; }
   // Damage found when opening (only with skip_corrupt; otherwise the constructor threw it).
   const std::optional<ChunkDamage>& open_damage() const { return open_damage_; }
+  // True when chunks are read through a memory map (RecordReaderOptions::map_file and the file
+  // could be mapped).
+  bool mapped() const { return mapping_ != nullptr; }
 
   Parsed<ChunkHeader> read_chunk_header(size_t chunk) const;
   ChunkRead try_read_chunk(size_t chunk) const;
   // The same, reading into the memory of `buffers` (the returned chunk takes buffers.recycled's
   // memory; the call leaves buffers.recycled empty). An uncompressed body is read once into its
-  // final place: no copy.
+  // final place (no copy), or, when mapped(), not copied at all.
   ChunkRead try_read_chunk(size_t chunk, ChunkBuffers& buffers) const;
   // Throws CorruptDataError on damage (whatever skip_corrupt says).
   DecodedChunk read_chunk(size_t chunk) const;
@@ -117,6 +137,8 @@ class RecordFileReader {
   // computed piece by piece right after each piece arrives, while it is in the CPU cache.
   void read_into(uint64_t offset, uint64_t size, std::string& out, uint32_t* crc = nullptr) const;
   std::string read_at(uint64_t offset, uint64_t size) const;
+  // mapped(): the bytes [offset, offset + size) of the mapping, cut at the end of the file.
+  std::string_view mapped_bytes(uint64_t offset, uint64_t size) const;
   std::optional<ChunkDamage> load_index();
   ChunkDamage recover_index_by_walking(const std::string& why);
   ChunkDamage damage_at(std::optional<uint64_t> chunk, uint64_t offset, std::string problem,
@@ -126,6 +148,7 @@ class RecordFileReader {
   RecordReaderOptions options_;
   int fd_ = -1;
   uint64_t file_size_ = 0;
+  std::shared_ptr<const detail::MappedFile> mapping_;  // null: read with pread
   uint64_t chunk_area_end_ = 0;  // where the index starts (or the end of the last intact chunk)
   std::vector<IndexEntry> index_;
   uint64_t record_count_ = 0;

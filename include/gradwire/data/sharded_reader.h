@@ -58,6 +58,9 @@ struct ShardedReaderOptions {
   bool skip_corrupt = false;
   // Decoded chunks held ahead of the consumer (at least 1). Default 4.
   size_t prefetch_chunks = 4;
+  // Read the files through memory maps (RecordReaderOptions::map_file, which says when not to).
+  // Default true.
+  bool map_files = true;
 };
 
 // Where a rank is in an epoch (kStatic: chunks of its share finished, records of the next one).

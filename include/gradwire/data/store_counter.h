@@ -18,7 +18,8 @@ namespace gradwire::data {
 // world.master_port (rank 0 included: its World hosts the store, this is a second connection).
 // The World must stay alive as long as the counter is used on rank 0. Blocks until connected;
 // throws TimeoutError naming the address after `timeout`. Each add() is one store round trip,
-// bounded by `timeout`; the returned counter is thread safe.
+// bounded by `timeout`; the returned counter is thread safe. A world of one (which hosts no store)
+// gets make_local_counter() instead, at once.
 std::shared_ptr<SharedCounter> connect_store_counter(const WorldInfo& world,
                                                      std::chrono::milliseconds timeout);
 
