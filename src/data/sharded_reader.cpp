@@ -33,11 +33,21 @@ struct ShardedRecordReader::Epoch {
   uint64_t number = 0;
   std::vector<ChunkRef> order;  // kStatic: the share in reading order; kDynamic: global order
 
-  // Shared with the background thread.
+  // Shared with the background thread. Note [hand-off]: waking a sleeping thread costs a system
+  // call and, on a busy or virtualized machine, far more than handing over one chunk, so both
+  // sides wake the other once per `handoff` chunks rather than per chunk: a consumer that found
+  // the queue empty sleeps until `handoff` items (or the epoch's last) are queued; a producer that
+  // found it full sleeps until `handoff` slots are free. A side that finds what it needs does not
+  // sleep, so a consumer never waits while an item is queued.
   std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<Item> items;            // guarded by mutex
-  std::vector<DecodedChunk> spares;  // guarded by mutex: consumed chunks, memory to reuse
+  std::condition_variable item_queued;  // the consumer waits on it
+  std::condition_variable slot_freed;   // the background thread waits on it
+  std::deque<Item> items;               // guarded by mutex
+  std::vector<DecodedChunk> spares;     // guarded by mutex: consumed chunks, memory to reuse
+  bool consumer_waiting = false;        // guarded by mutex
+  bool producer_waiting = false;        // guarded by mutex
+  size_t capacity = 1;                  // items queued at most (prefetch_chunks)
+  size_t handoff = 1;                   // Note [hand-off]: max(1, capacity / 2)
   size_t max_spares = 0;
   std::atomic<bool> stop{false};
   std::thread worker;
@@ -51,13 +61,24 @@ struct ShardedRecordReader::Epoch {
   bool finished = false;
   std::exception_ptr error;
 
+  // Guarded by mutex: enough queued for a sleeping consumer to be worth waking.
+  bool worth_waking_consumer() const {
+    if (items.size() >= handoff) return true;
+    return !items.empty() &&
+           (items.back().kind == Item::Kind::kEnd || items.back().kind == Item::Kind::kError);
+  }
+
   // Background thread: waits for room; false when asked to stop.
-  bool push(Item item, size_t capacity) {
+  bool push(Item item) {
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return stop.load() || items.size() < capacity; });
+    if (items.size() >= capacity) {
+      producer_waiting = true;
+      slot_freed.wait(lock, [&] { return stop.load() || items.size() + handoff <= capacity; });
+      producer_waiting = false;
+    }
     if (stop) return false;
     items.push_back(std::move(item));
-    changed.notify_all();
+    if (consumer_waiting && worth_waking_consumer()) item_queued.notify_one();
     return true;
   }
 
@@ -78,11 +99,22 @@ struct ShardedRecordReader::Epoch {
 
   Item pop() {
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return !items.empty(); });
+    if (items.empty()) {
+      consumer_waiting = true;
+      item_queued.wait(lock, [&] { return worth_waking_consumer(); });
+      consumer_waiting = false;
+    }
     Item item = std::move(items.front());
     items.pop_front();
-    changed.notify_all();
+    if (producer_waiting && items.size() + handoff <= capacity) slot_freed.notify_one();
     return item;
+  }
+
+  // Consumer: asks the background thread to stop and wakes it wherever it waits.
+  void request_stop() {
+    std::lock_guard<std::mutex> lock(mutex);
+    stop = true;
+    slot_freed.notify_all();
   }
 };
 
@@ -129,11 +161,7 @@ std::vector<ChunkDamage> ShardedRecordReader::open_damages() const {
 
 void ShardedRecordReader::stop_epoch() {
   if (!epoch_) return;
-  {
-    std::lock_guard<std::mutex> lock(epoch_->mutex);
-    epoch_->stop = true;
-    epoch_->changed.notify_all();
-  }
+  epoch_->request_stop();
   if (epoch_->worker.joinable()) epoch_->worker.join();
   spare_chunks_ = std::move(epoch_->spares);  // the next epoch reads into them
   epoch_.reset();
@@ -156,6 +184,8 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   epoch->number = position.epoch;
   // Chunks in flight at most: prefetched ones, the one being read and the consumer's.
   epoch->max_spares = options_.prefetch_chunks + 2;
+  epoch->capacity = options_.prefetch_chunks;
+  epoch->handoff = std::max<size_t>(1, options_.prefetch_chunks / 2);
   epoch->spares = std::move(spare_chunks_);
   spare_chunks_.clear();
   if (dynamic) {
@@ -182,7 +212,6 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
   state->worker = std::thread([this, state, dynamic, key, first = position.chunks_done] {
     using Kind = Epoch::Item::Kind;
-    const size_t capacity = options_.prefetch_chunks;
     try {
       ChunkBuffers buffers;
       auto read = [&](const ChunkRef& ref) {
@@ -200,7 +229,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
           item.chunk = std::move(*got.chunk);
         }
         const bool error = item.kind == Kind::kError;
-        return state->push(std::move(item), capacity) && !error;
+        return state->push(std::move(item)) && !error;
       };
       if (dynamic) {
         while (!state->stop) {
@@ -213,12 +242,12 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
           if (!read(state->order[i])) return;
         }
       }
-      state->push(Epoch::Item{}, capacity);  // kEnd
+      state->push(Epoch::Item{});  // kEnd
     } catch (...) {
       Epoch::Item item;
       item.kind = Kind::kError;
       item.error = std::current_exception();
-      state->push(std::move(item), capacity);
+      state->push(std::move(item));
     }
   });
   epoch_ = std::move(epoch);
