@@ -62,4 +62,9 @@ std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t
   return shuffled;
 }
 
+uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {
+  const uint64_t share = remaining / (4 * static_cast<uint64_t>(std::max(ranks, 1)));
+  return std::clamp<uint64_t>(share, 1, kMaxDynamicClaim);
+}
+
 }  // namespace gradwire::data

@@ -232,10 +232,20 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         return state->push(std::move(item)) && !error;
       };
       if (dynamic) {
+        // Claims [end - claim, end) of the order per round trip (dynamic_claim_size).
+        const uint64_t total = state->order.size();
+        uint64_t remaining = total;  // as last seen
         while (!state->stop) {
-          const int64_t claimed = options_.counter->add(key, 1) - 1;
-          if (claimed < 0 || static_cast<uint64_t>(claimed) >= state->order.size()) break;
-          if (!read(state->order[static_cast<size_t>(claimed)])) return;
+          const uint64_t claim = dynamic_claim_size(remaining, options_.world_size);
+          const int64_t end = options_.counter->add(key, static_cast<int64_t>(claim));
+          if (end < static_cast<int64_t>(claim)) break;  // a damaged counter: claim nothing
+          const auto first_claimed = static_cast<uint64_t>(end) - claim;
+          if (first_claimed >= total) break;
+          const uint64_t last_claimed = std::min<uint64_t>(static_cast<uint64_t>(end), total);
+          remaining = total - last_claimed;
+          for (uint64_t i = first_claimed; i < last_claimed && !state->stop; ++i) {
+            if (!read(state->order[static_cast<size_t>(i)])) return;
+          }
         }
       } else {
         for (size_t i = first; i < state->order.size() && !state->stop; ++i) {

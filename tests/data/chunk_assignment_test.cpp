@@ -99,5 +99,26 @@ TEST(ChunkAssignment, DynamicOrderIsAPermutationFixedBySeedAndEpoch) {
   expect_each_chunk_once(counts, {a});
 }
 
+TEST(ChunkAssignment, DynamicClaimsShrinkToSingleChunksTowardsTheEnd) {
+  EXPECT_EQ(dynamic_claim_size(1000, 2), kMaxDynamicClaim);  // capped
+  EXPECT_EQ(dynamic_claim_size(48, 2), 6u);                  // a quarter of a fair share
+  EXPECT_EQ(dynamic_claim_size(7, 2), 1u);
+  EXPECT_EQ(dynamic_claim_size(0, 2), 1u);
+  EXPECT_EQ(dynamic_claim_size(100, 0), kMaxDynamicClaim);  // bad rank counts count as one
+  // Walking an epoch as one rank: the claims cover every position once, end with single chunks,
+  // and take far fewer round trips than positions.
+  uint64_t next = 0;
+  int round_trips = 0;
+  uint64_t last_claim = 0;
+  while (next < 256) {
+    last_claim = dynamic_claim_size(256 - next, 2);
+    next += last_claim;
+    ++round_trips;
+  }
+  EXPECT_EQ(next, 256u);
+  EXPECT_EQ(last_claim, 1u);
+  EXPECT_LT(round_trips, 256 / 3);
+}
+
 }  // namespace
 }  // namespace gradwire::data

@@ -6,7 +6,8 @@
 // assignment from the same files, with no communication.
 //
 // Dynamic partition: all ranks walk the same global chunk order (dynamic_chunk_order) and take the
-// next unclaimed position from a shared counter (sharded_reader.h).
+// next unclaimed positions from a shared counter (sharded_reader.h), several at a time while many
+// remain (dynamic_claim_size), one at a time towards the end of the epoch.
 #pragma once
 
 #include <cstddef>
@@ -39,5 +40,13 @@ uint64_t total_records(const std::vector<ChunkRef>& chunks);
 // the same on every rank for the same arguments.
 std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t>>& record_counts,
                                           bool shuffle, uint64_t seed, uint64_t epoch);
+
+// How many consecutive positions of the dynamic order a rank claims with one counter round trip
+// when about `remaining` are unclaimed among `ranks` ranks: remaining / (4 * ranks), at least 1 and
+// at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left, single
+// chunks at the end, so the ranks still finish within about one chunk of each other while the
+// store sees a fraction of the round trips). Pure.
+constexpr uint64_t kMaxDynamicClaim = 8;
+uint64_t dynamic_claim_size(uint64_t remaining, int ranks);
 
 }  // namespace gradwire::data

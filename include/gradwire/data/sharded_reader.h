@@ -5,9 +5,10 @@
 //   kStatic  each rank reads its fixed share of whole chunks (assign_chunks: balanced by record
 //            count, computed alike on every rank without communication). Deterministic; the
 //            position can be saved and restored mid-epoch.
-//   kDynamic ranks claim the next unread chunk of the epoch's global chunk order from a
-//            SharedCounter (the job's rendezvous store: connect_store_counter). Faster ranks read
-//            more; every chunk is read by exactly one rank per epoch. Ranks end an epoch with
+//   kDynamic ranks claim the next unread chunks of the epoch's global chunk order from a
+//            SharedCounter (the job's rendezvous store: connect_store_counter), several per round
+//            trip while many remain and one at a time towards the end (dynamic_claim_size).
+//            Faster ranks read more; every chunk is read by exactly one rank per epoch. Ranks end an epoch with
 //            different record counts (the training loop must allow that), and a position can only
 //            be restored at an epoch boundary. Chunks claimed by a reader destroyed mid-epoch are
 //            not read by anyone in that epoch.
