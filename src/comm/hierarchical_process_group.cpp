@@ -51,36 +51,14 @@ std::chrono::milliseconds until(Clock::time_point deadline) {
 
 }  // namespace
 
-// A c10d work completed by the progress thread. A wait that times out says which step this
-// rank's progress thread was in.
-class HierarchicalProcessGroup::StepWork : public c10d::Work {
- public:
-  explicit StepWork(std::function<std::string()> describe) : describe_(std::move(describe)) {}
-  void complete(std::exception_ptr error) { finish(std::move(error)); }
-
-  bool wait(std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (timeout == std::chrono::milliseconds(0)) {  // c10d's kNoTimeout
-      cv_.wait(lock, [&] { return completed_; });
-    } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
-      throw std::runtime_error("hierarchical: operation timed out after " +
-                               format_duration(timeout) + "; " + describe_());
-    }
-    if (exception_) std::rethrow_exception(exception_);
-    return true;
-  }
-
- private:
-  std::function<std::string()> describe_;
-};
-
 HierarchicalProcessGroup::HierarchicalProcessGroup(const c10::intrusive_ptr<c10d::Store>& store,
                                                    int rank, int size, HierarchicalOptions options)
     : c10d_adapter::BackendBase(rank, size),
       options_(std::move(options)),
       layout_(plan_host_layout(exchange_host_identities(*store, "hosts", rank, size,
                                                         options_.host_identity, options_.timeout))),
-      host_(layout_.host_of_rank.at(rank)) {
+      host_(layout_.host_of_rank.at(rank)),
+      queue_(queue_options()) {
   auto prefixed = [&](const std::string& prefix) {
     return c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   };
@@ -96,76 +74,51 @@ HierarchicalProcessGroup::HierarchicalProcessGroup(const c10::intrusive_ptr<c10d
     leaders_ =
         c10d_adapter::make_gloo(prefixed("leaders"), host_, layout_.host_count(), options_.gloo);
   }
-  progress_ = std::thread([this] { progress_loop(); });
 }
 
 HierarchicalProcessGroup::~HierarchicalProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  aborting_ = true;
-  wake_.notify_all();
-  progress_.join();
+  queue_.shutdown([this] { aborting_ = true; });
 }
 
-c10::intrusive_ptr<c10d::Work> HierarchicalProcessGroup::enqueue(
-    std::string what, std::function<void(Clock::time_point)> run) {
+// A timed-out wait says which step this rank's progress thread was in.
+SerialWorkQueueOptions HierarchicalProcessGroup::queue_options() {
   std::weak_ptr<Progress> state = progress_state_;
   const std::string who = "rank " + std::to_string(getRank()) + " of the communicator (host '" +
                           layout_.hosts[host_] + "')";
-  auto work = c10::make_intrusive<StepWork>([state, who] {
+  SerialWorkQueueOptions options;
+  options.name = "hierarchical";
+  options.describe_wait = [state, who] {
     auto alive = state.lock();
     if (!alive) return who + " has shut the communicator down";
     std::lock_guard<std::mutex> lock(alive->mutex);
     return alive->step.empty() ? who + " had not started it: an earlier operation is still running"
                                : who + " was in step: " + alive->step;
-  });
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Pending{std::move(what), std::move(run), work});
-  }
-  wake_.notify_one();
-  return work;
+  };
+  return options;
 }
 
-void HierarchicalProcessGroup::progress_loop() {
-  while (true) {
-    Pending next;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      if (stopping_ && !failure_) {
-        failure_ = std::make_exception_ptr(std::runtime_error(
-            "hierarchical: " + next.what + " aborted: the communicator is shutting down"));
-      }
-    }
-    if (failure_) {
-      next.work->complete(failure_);
-      continue;
-    }
+c10::intrusive_ptr<c10d::Work> HierarchicalProcessGroup::enqueue(
+    std::string what, std::function<void(Clock::time_point)> run) {
+  return queue_.enqueue(std::move(what), [this, run = std::move(run)] {
     try {
-      next.run(Clock::now() + options_.timeout);
-      next.work->complete(nullptr);
+      run(Clock::now() + options_.timeout);
     } catch (...) {
-      failure_ = std::current_exception();
-      next.work->complete(failure_);
+      note_step("");
+      throw;
     }
-    std::lock_guard<std::mutex> lock(progress_state_->mutex);
-    progress_state_->step.clear();
-  }
+    note_step("");
+  });
+}
+
+void HierarchicalProcessGroup::note_step(std::string step) {
+  std::lock_guard<std::mutex> lock(progress_state_->mutex);
+  progress_state_->step = std::move(step);
 }
 
 void HierarchicalProcessGroup::run_step(
     const std::string& step, const std::function<c10::intrusive_ptr<c10d::Work>()>& issue,
     Clock::time_point deadline) {
-  {
-    std::lock_guard<std::mutex> lock(progress_state_->mutex);
-    progress_state_->step = step;
-  }
+  note_step(step);
   const auto fail = [&](const std::string& why) {
     return std::runtime_error("hierarchical step '" + step + "' failed: " + why);
   };

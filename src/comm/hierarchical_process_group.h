@@ -20,15 +20,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "c10d_adapter.h"
 #include "host_identity.h"
+#include "serial_work_queue.h"
 #include "shm_process_group.h"
 
 namespace gradwire {
@@ -72,21 +71,18 @@ class HierarchicalProcessGroup : public c10d_adapter::BackendBase {
                                       int tag) override;
 
  private:
-  class StepWork;
-  struct Pending {
-    std::string what;
-    std::function<void(std::chrono::steady_clock::time_point deadline)> run;
-    c10::intrusive_ptr<StepWork> work;
-  };
   // What the progress thread is doing now, for messages of a wait that timed out.
   struct Progress {
     std::mutex mutex;
     std::string step;  // guarded by mutex; empty when idle
   };
 
+  // Queues `run`, called on the progress thread with the operation's deadline.
   c10::intrusive_ptr<c10d::Work> enqueue(
       std::string what, std::function<void(std::chrono::steady_clock::time_point)> run);
-  void progress_loop();
+  // Records the step the progress thread is in (empty: none).
+  void note_step(std::string step);
+  SerialWorkQueueOptions queue_options();
   // Runs one step to completion: issues it, waits until the operation's deadline (in slices, so
   // that the destructor can end the wait). Throws a std::runtime_error naming the step when it
   // fails, times out or is aborted.
@@ -103,17 +99,9 @@ class HierarchicalProcessGroup : public c10d_adapter::BackendBase {
   c10d_adapter::BackendPtr local_;    // shm, this host's ranks; null when alone on the host
   c10d_adapter::BackendPtr leaders_;  // Gloo, one rank per host; null unless leader of 2+ hosts
   std::shared_ptr<Progress> progress_state_ = std::make_shared<Progress>();
-
-  std::mutex mutex_;  // guards wake_, queue_, stopping_
-  std::condition_variable wake_;
-  std::deque<Pending> queue_;
-  bool stopping_ = false;
   std::atomic<bool> aborting_{false};  // set by the destructor; ends a step's wait early
 
-  // Progress thread only: the first failure, which fails every later collective.
-  std::exception_ptr failure_;
-
-  std::thread progress_;  // last: started once everything above exists
+  SerialWorkQueue queue_;  // last: its thread runs jobs that use everything above
 };
 
 }  // namespace gradwire

@@ -10,30 +10,6 @@ namespace gradwire::shm {
 
 namespace {
 
-// A c10d work completed by the progress thread. A wait that times out says what the progress
-// thread was waiting for (`describe`), e.g. which ranks never arrived.
-class ShmWork : public c10d::Work {
- public:
-  explicit ShmWork(std::function<std::string()> describe) : describe_(std::move(describe)) {}
-  void complete(std::exception_ptr error) { finish(std::move(error)); }
-
-  bool wait(std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (timeout == std::chrono::milliseconds(0)) {  // c10d's kNoTimeout
-      cv_.wait(lock, [&] { return completed_; });
-    } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
-      const std::string detail = describe_();
-      throw std::runtime_error("shm: operation timed out after " + format_duration(timeout) +
-                               (detail.empty() ? "" : "; " + detail));
-    }
-    if (exception_) std::rethrow_exception(exception_);
-    return true;
-  }
-
- private:
-  std::function<std::string()> describe_;
-};
-
 ReduceOp from_c10d(const c10d::ReduceOp& op) {
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
@@ -82,13 +58,6 @@ size_t byte_size(const at::Tensor& tensor) { return tensor.numel() * tensor.elem
 
 }  // namespace
 
-struct ShmProcessGroup::Pending {
-  std::string what;
-  uint64_t signature;
-  std::function<void()> run;
-  c10::intrusive_ptr<ShmWork> work;
-};
-
 ShmProcessGroup::Core::Core(ShmSegment segment_in, int rank, const ShmOptions& options)
     : segment(std::move(segment_in)),
       sync(segment, rank),
@@ -105,64 +74,28 @@ ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, i
                        options.port, options.timeout),
           rank, options)),
       point_to_point_(std::move(point_to_point)),
-      progress_([this] { progress_loop(); }) {}
+      queue_(SerialWorkQueueOptions{
+          "shm",
+          // Waits sleep on a futex with a timeout for liveness checks; a tighter timer slack than
+          // the default 50 µs keeps those timeouts close. The progress thread only.
+          [] { prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); },
+          // A timed-out wait says which ranks the progress thread was waiting for.
+          [core = std::weak_ptr<Core>(core_)] {
+            auto alive = core.lock();
+            return alive ? alive->sync.describe_wait() : std::string();
+          }}) {}
 
 ShmProcessGroup::~ShmProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  core_->sync.abort();
-  wake_.notify_all();
-  progress_.join();
+  queue_.shutdown([this] { core_->sync.abort(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what, uint64_t signature,
                                                         std::function<void()> run) {
-  std::weak_ptr<Core> core = core_;
-  auto work = c10::make_intrusive<ShmWork>([core] {
-    auto alive = core.lock();
-    return alive ? alive->sync.describe_wait() : std::string();
+  return queue_.enqueue(what, [this, what, signature, run = std::move(run)] {
+    const auto start = std::chrono::steady_clock::now();
+    core_->sync.begin(what, signature, start + options_.timeout, options_.timeout);
+    run();
   });
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Pending{std::move(what), signature, std::move(run), work});
-  }
-  wake_.notify_one();
-  return work;
-}
-
-void ShmProcessGroup::progress_loop() {
-  // Waits sleep on a futex with a timeout for liveness checks; a tighter timer slack than the
-  // default 50 µs keeps those timeouts close. This thread only.
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  while (true) {
-    Pending next;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      if (stopping_ && !failure_) {
-        failure_ = std::make_exception_ptr(std::runtime_error(
-            "shm: " + next.what + " aborted: the communicator is shutting down"));
-      }
-    }
-    if (failure_) {
-      next.work->complete(failure_);
-      continue;
-    }
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      core_->sync.begin(next.what, next.signature, start + options_.timeout, options_.timeout);
-      next.run();
-      next.work->complete(nullptr);
-    } catch (...) {
-      failure_ = std::current_exception();
-      next.work->complete(failure_);
-    }
-  }
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::broadcast(std::vector<at::Tensor>& tensors,

@@ -11,15 +11,11 @@
 // unknown.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <thread>
 
 #include "c10d_adapter.h"
+#include "serial_work_queue.h"
 #include "shm_collectives.h"
 #include "shm_segment.h"
 #include "shm_sync.h"
@@ -67,7 +63,6 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
                                       int tag) override;
 
  private:
-  struct Pending;
   // The segment and what runs on it; shared with work handles so that a timed-out wait can say
   // which ranks the progress thread was waiting for.
   struct Core {
@@ -76,23 +71,15 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
     ShmStepSync sync;
     ShmCollectives collectives;
   };
+  // Queues `run`; on the progress thread, the step sync begins the operation (its signature,
+  // deadline) before `run`.
   c10::intrusive_ptr<c10d::Work> enqueue(std::string what, uint64_t signature,
                                          std::function<void()> run);
-  void progress_loop();
 
   ShmOptions options_;
   std::shared_ptr<Core> core_;
   c10d_adapter::BackendPtr point_to_point_;
-
-  std::mutex mutex_;  // guards wake_, queue_, stopping_
-  std::condition_variable wake_;
-  std::deque<Pending> queue_;
-  bool stopping_ = false;
-
-  // Progress thread only: the first failure, which fails every later operation.
-  std::exception_ptr failure_;
-
-  std::thread progress_;  // last: started once everything above exists
+  SerialWorkQueue queue_;  // last: its thread runs jobs that use everything above
 };
 
 }  // namespace gradwire::shm
