@@ -105,6 +105,14 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
                       shared_->peers, shared_->timeout};
     std::rethrow_exception(translate_failure(e, context));
   }
+  const auto& traits = shared_->traits;
+  if ((!traits.native_reduce_scatter || !traits.native_bfloat16) && size() > 1) {
+    RingReduceScatterOptions ring;
+    ring.rank = rank_;
+    ring.size = size();
+    ring.timeout = shared_->timeout;
+    ring_ = std::make_unique<RingReduceScatter>(backend_, ring);
+  }
 }
 
 void C10dCommunicator::check_tensor(const char* op, const at::Tensor& tensor) const {
@@ -212,7 +220,15 @@ WorkHandle C10dCommunicator::reduce_scatter(const at::Tensor& input, at::Tensor&
                           std::to_string(output.numel() * size()) + " elements of the output's " +
                           "dtype; got " + std::to_string(input.numel()) + " elements");
   }
+  const bool integral = c10::isIntegralType(input.scalar_type(), /*includeBool=*/true);
+  if (op == ReduceOp::kAvg && integral) {
+    throw InvalidArgument(
+        "gradwire reduce_scatter: avg of integer tensors is not an integer; use sum "
+        "and divide, or convert to floating point");
+  }
   if (output.numel() == 0) return std::make_shared<CompletedWork>();
+  const std::string description =
+      describe("reduce_scatter", input, std::string("(") + to_string(op) + ")");
   const auto& traits = shared_->traits;
   const bool upcast = input.scalar_type() == at::kBFloat16 && !traits.native_bfloat16;
   if (traits.native_reduce_scatter && !upcast) {
@@ -227,19 +243,24 @@ WorkHandle C10dCommunicator::reduce_scatter(const at::Tensor& input, at::Tensor&
       const int members = size();
       finish = [flat_out, members]() mutable { flat_out.div_(members); };
     }
-    return wrap(backend_->_reduce_scatter_base(flat_out, flat_in, options),
-                describe("reduce_scatter", input, std::string("(") + to_string(op) + ")"),
+    return wrap(backend_->_reduce_scatter_base(flat_out, flat_in, options), description,
                 std::move(finish));
   }
-  // Backends without reduce_scatter (Gloo): allreduce a copy and keep this rank's chunk. This
-  // moves size() times the data of a true reduce-scatter; see docs/collectives.md.
-  at::Tensor reduced = input.reshape({-1}).clone();
-  auto inner = allreduce(reduced, op);
-  const int64_t n = output.numel();
-  const int64_t offset = static_cast<int64_t>(rank_) * n;
-  return std::make_shared<ThenWork>(std::move(inner), [output, reduced, offset, n]() mutable {
-    output.view({-1}).copy_(reduced.narrow(0, offset, n));
-  });
+  if (!ring_reduces(input.scalar_type())) {
+    throw InvalidArgument("gradwire reduce_scatter: the " + traits.name +
+                          " backend cannot reduce " +
+                          std::string(c10::toString(input.scalar_type())) +
+                          " tensors; use float, double, half, bfloat16, int8, uint8, int32 or "
+                          "int64");
+  }
+  if (size() == 1) {  // the only chunk is this rank's; avg over one rank is the value
+    output.view({-1}).copy_(input.reshape({-1}));
+    return std::make_shared<CompletedWork>();
+  }
+  // Backends without reduce_scatter (Gloo, hierarchical): a ring over send/recv, numbered on the
+  // progress board as one collective.
+  GRADWIRE_CHECK(ring_ != nullptr);
+  return wrap(ring_->enqueue(input, output, op), description);
 }
 
 WorkHandle C10dCommunicator::barrier() {

@@ -11,14 +11,18 @@
 #include "gradwire/comm/communicator.h"
 #include "peer_table.h"
 #include "progress_board.h"
+#include "ring_reduce_scatter.h"
 
 namespace gradwire {
 
 struct BackendTraits {
   std::string name;
-  bool native_avg = false;             // the backend implements ReduceOp::AVG
-  bool native_bfloat16 = false;        // the backend reduces bfloat16 itself
-  bool native_reduce_scatter = false;  // the backend implements reduce_scatter
+  bool native_avg = false;       // the backend implements ReduceOp::AVG
+  bool native_bfloat16 = false;  // the backend reduces bfloat16 itself
+  // The backend implements reduce_scatter. Otherwise C10dCommunicator runs a ring over the
+  // backend's send/recv (ring_reduce_scatter.h), whose messages use the tags 2^30 .. 2^31-1:
+  // user send/recv on such a communicator must keep below 2^30.
+  bool native_reduce_scatter = false;
   c10::DeviceType device = c10::DeviceType::CPU;
   // Builds the backend for `size` members on `store` (already prefixed).
   std::function<c10d_adapter::BackendPtr(const c10::intrusive_ptr<c10d::Store>&, int rank,
@@ -75,6 +79,8 @@ class C10dCommunicator : public Communicator {
   int rank_;
   std::vector<int> world_ranks_;
   c10d_adapter::BackendPtr backend_;
+  // reduce_scatter for backends without one (or without bfloat16 arithmetic), size() > 1.
+  std::unique_ptr<RingReduceScatter> ring_;
   std::shared_ptr<ProgressBoard> board_;  // null when the store connection could not be made
 
   std::mutex split_mutex_;                   // guards split_counts_
