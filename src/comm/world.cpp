@@ -10,6 +10,7 @@
 
 #include "backends.h"
 #include "c10d_adapter.h"
+#include "connect_world.h"
 #include "gradwire/common/error.h"
 #include "rendezvous.h"
 
@@ -56,13 +57,9 @@ std::string world_of_one_notice() {
          "start it with gradwire-run -n N PROGRAM [ARGS...].";
 }
 
-std::unique_ptr<World> init(const InitOptions& options) {
-  const EnvMap env = EnvMap::from_process();
+std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env) {
   WorldInfo info = resolve_world(options, env);
-  if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
   const auto timeout = resolve_timeout(options, env);
-  at::set_num_threads(resolve_intra_op_threads(
-      options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   auto shared = std::make_shared<CommunicatorShared>();
   check_backend_name(options.backend, env);
   shared->timeout = timeout;
@@ -79,6 +76,16 @@ std::unique_ptr<World> init(const InitOptions& options) {
   auto communicator =
       std::make_shared<C10dCommunicator>(shared, "gradwire/world", info.rank, everyone);
   return std::make_unique<WorldImpl>(std::move(info), std::move(communicator));
+}
+
+std::unique_ptr<World> init(const InitOptions& options) {
+  const EnvMap env = EnvMap::from_process();
+  const WorldInfo info = resolve_world(options, env);
+  if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
+  resolve_timeout(options, env);  // a bad timeout is reported before a bad thread count
+  at::set_num_threads(resolve_intra_op_threads(
+      options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
+  return connect_world(options, env);
 }
 
 std::string torch_version() { return c10d_adapter::torch_version_string(); }

@@ -2,117 +2,33 @@
 // is named, with its last collective, in the survivors' TimeoutError; a rank that calls a
 // different collective is named with both operations; a stopped store host cannot hang the
 // error path. Every process started here is killed and reaped before the test ends.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
-#include "gradwire/launch/launcher.h"
-
-extern char** environ;
+#include "support/worker_processes.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using gradwire::testing::WorkerJob;
 
 // A job of `ranks` desync_worker processes in `mode` on `backend`, on a free loopback port.
-class Job {
- public:
-  Job(const std::string& backend, const std::string& mode, int ranks)
-      : dir_(fs::temp_directory_path() /
-             ("gradwire_desync_" + backend + "_" + mode + "_" + std::to_string(getpid()))) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const int port = gradwire::launch::pick_free_port();
-    for (int r = 0; r < ranks; ++r) pids_.push_back(start(r, ranks, port, backend, mode));
-  }
-  ~Job() {
-    for (pid_t pid : pids_) {
-      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-    fs::remove_all(dir_);
-  }
-
-  pid_t pid(int rank) const { return pids_.at(rank); }
-  std::string log(int rank) const { return read_file(dir_ / ("rank_" + std::to_string(rank))); }
-
-  // Waits until rank's output contains `text`; false at the deadline.
-  bool wait_for_output(int rank, const std::string& text, std::chrono::seconds limit) const {
-    const auto deadline = Clock::now() + limit;
-    while (log(rank).find(text) == std::string::npos) {
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
-  }
-
-  // Waits for rank's exit; its exit status, or -1 at the deadline.
-  int wait_exit(int rank, std::chrono::seconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pids_.at(rank), &status, WNOHANG) == pids_.at(rank)) {
-        pids_.at(rank) = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-
- private:
-  pid_t start(int rank, int ranks, int port, const std::string& backend, const std::string& mode) {
-    std::vector<std::string> env{"RANK=" + std::to_string(rank),
-                                 "WORLD_SIZE=" + std::to_string(ranks),
-                                 "LOCAL_RANK=" + std::to_string(rank),
-                                 "LOCAL_WORLD_SIZE=" + std::to_string(ranks),
-                                 "MASTER_ADDR=127.0.0.1",
-                                 "MASTER_PORT=" + std::to_string(port),
-                                 "GRADWIRE_BACKEND=" + backend,
-                                 "GRADWIRE_TIMEOUT=2s",
-                                 "OMP_NUM_THREADS=1"};
-    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const std::string log = (dir_ / ("rank_" + std::to_string(rank))).string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::string program = DESYNC_WORKER_PATH;
-    std::string mode_arg = mode;
-    char* argv[] = {program.data(), mode_arg.data(), nullptr};
-    pid_t pid = -1;
-    if (posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, envp.data()) != 0) pid = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    return pid;
-  }
-
-  fs::path dir_;
-  std::vector<pid_t> pids_;
-};
+WorkerJob desync_job(const std::string& backend, const std::string& mode, int ranks) {
+  gradwire::testing::WorkerJobOptions options;
+  options.program = DESYNC_WORKER_PATH;
+  options.args = {mode};
+  options.ranks = ranks;
+  options.env = {
+      {"GRADWIRE_BACKEND", backend}, {"GRADWIRE_TIMEOUT", "2s"}, {"OMP_NUM_THREADS", "1"}};
+  options.name = "desync_" + backend + "_" + mode;
+  return WorkerJob(options);
+}
 
 class Desync : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Desync, StoppedRankIsNamedWithItsLastCollective) {
-  Job job(GetParam(), "stop", 2);
+  auto job = desync_job(GetParam(), "stop", 2);
   ASSERT_TRUE(job.wait_for_output(1, "READY", std::chrono::seconds(60))) << job.log(1);
   ASSERT_EQ(kill(job.pid(1), SIGSTOP), 0);
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
@@ -131,7 +47,7 @@ TEST_P(Desync, StoppedRankIsNamedWithItsLastCollective) {
 }
 
 TEST_P(Desync, RankStoppedInsideTheCollectiveIsNamed) {
-  Job job(GetParam(), "stop-inside", 2);
+  auto job = desync_job(GetParam(), "stop-inside", 2);
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   const auto log = job.log(0);
   EXPECT_NE(job.log(1).find("STOPPING"), std::string::npos) << job.log(1);
@@ -143,7 +59,7 @@ TEST_P(Desync, RankStoppedInsideTheCollectiveIsNamed) {
 }
 
 TEST_P(Desync, RankCallingBroadcastInsteadIsNamedWithBothOperations) {
-  Job job(GetParam(), "broadcast", 2);
+  auto job = desync_job(GetParam(), "broadcast", 2);
   const pid_t pid1 = job.pid(1);
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   EXPECT_EQ(job.wait_exit(1, std::chrono::seconds(60)), 0) << job.log(1);
@@ -160,7 +76,7 @@ TEST_P(Desync, RankCallingBroadcastInsteadIsNamedWithBothOperations) {
 }
 
 TEST_P(Desync, RankCallingAllgatherInsteadIsNamedWithBothOperations) {
-  Job job(GetParam(), "allgather", 2);
+  auto job = desync_job(GetParam(), "allgather", 2);
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   EXPECT_EQ(job.wait_exit(1, std::chrono::seconds(60)), 0) << job.log(1);
   for (int r = 0; r < 2; ++r) {
@@ -174,7 +90,7 @@ TEST_P(Desync, RankCallingAllgatherInsteadIsNamedWithBothOperations) {
 }
 
 TEST_P(Desync, StoppedStoreHostDoesNotHangTheErrorPath) {
-  Job job(GetParam(), "stop-host", 2);
+  auto job = desync_job(GetParam(), "stop-host", 2);
   ASSERT_TRUE(job.wait_for_output(0, "READY", std::chrono::seconds(60))) << job.log(0);
   ASSERT_EQ(kill(job.pid(0), SIGSTOP), 0);
   // 2 s timeout, then at most about 2 s reading the board: far below 30 s.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "connect_world.h"
 #include "gradwire/common/error.h"
 #include "hierarchical_world.h"
 #include "host_identity.h"
@@ -105,44 +106,30 @@ void expect_hierarchical_equals_gloo(const std::vector<std::string>& hosts) {
   const int world_size = static_cast<int>(hosts.size());
   const int hierarchical_port = testing::free_port();
   const int gloo_port = testing::free_port();
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        auto options = testing::loopback_options(rank, world_size, hierarchical_port, 30s);
-        options.backend = "hierarchical";
-        auto hierarchical =
-            testing::init_with_env(options, EnvMap{{"GRADWIRE_HOST_ID", hosts[rank]}});
-        auto gloo = init(testing::loopback_options(rank, world_size, gloo_port, 30s));
-        auto h = hierarchical->communicator();
-        auto g = gloo->communicator();
-        EXPECT_EQ(h->backend(), "hierarchical");
-        for (auto dtype :
-             {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong}) {
-          for (int64_t n : {int64_t{1}, int64_t{1001}, int64_t{300000}}) {
-            for (auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax}) {
-              if (op == ReduceOp::kAvg && c10::isIntegralType(dtype, false)) continue;
-              at::Tensor a = input_for(rank, n, dtype);
-              at::Tensor b = a.clone();
-              auto ha = h->allreduce(a, op);
-              auto gb = g->allreduce(b, op);
-              ha->wait();
-              gb->wait();
-              ASSERT_TRUE(at::equal(a, b)) << c10::toString(dtype) << " n=" << n
-                                           << " op=" << to_string(op) << " rank " << rank;
-            }
-          }
+  testing::run_threads(world_size, [&](int rank) {
+    auto options = testing::loopback_options(rank, world_size, hierarchical_port, 30s);
+    options.backend = "hierarchical";
+    auto hierarchical = connect_world(options, EnvMap{{"GRADWIRE_HOST_ID", hosts[rank]}});
+    auto gloo = init(testing::loopback_options(rank, world_size, gloo_port, 30s));
+    auto h = hierarchical->communicator();
+    auto g = gloo->communicator();
+    EXPECT_EQ(h->backend(), "hierarchical");
+    for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong}) {
+      for (int64_t n : {int64_t{1}, int64_t{1001}, int64_t{300000}}) {
+        for (auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax}) {
+          if (op == ReduceOp::kAvg && c10::isIntegralType(dtype, false)) continue;
+          at::Tensor a = input_for(rank, n, dtype);
+          at::Tensor b = a.clone();
+          auto ha = h->allreduce(a, op);
+          auto gb = g->allreduce(b, op);
+          ha->wait();
+          gb->wait();
+          ASSERT_TRUE(at::equal(a, b))
+              << c10::toString(dtype) << " n=" << n << " op=" << to_string(op) << " rank " << rank;
         }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!first_error) first_error = std::current_exception();
       }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+    }
+  });
 }
 
 TEST(HierarchicalAllreduce, EqualsGlooOnTwoHostsOfTwo) {

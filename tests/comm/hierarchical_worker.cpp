@@ -1,6 +1,6 @@
 // A rank program for the two-launcher test (hierarchical_launch_test.cpp):
 //   hierarchical_worker store : builds its world with the backend chosen with the store at hand
-//                               (testing::init_with_env over the process environment)
+//                               (connect_world() over the process environment)
 //   hierarchical_worker init  : builds it with gradwire::init()
 // Prints "BACKEND <name>", runs allreduces (several dtypes, sizes, ops) and the delegated
 // operations against locally computed results, then "WORKER OK" and exits 0; exits 1 on a
@@ -9,8 +9,8 @@
 
 #include <iostream>
 
+#include "connect_world.h"
 #include "gradwire/comm/world.h"
-#include "hierarchical_world.h"
 
 namespace {
 
@@ -71,9 +71,8 @@ bool run_checks(gradwire::Communicator& comm) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    auto world = mode == "init"
-                     ? gradwire::init()
-                     : gradwire::testing::init_with_env({}, gradwire::EnvMap::from_process());
+    auto world = mode == "init" ? gradwire::init()
+                                : gradwire::connect_world({}, gradwire::EnvMap::from_process());
     auto comm = world->communicator();
     std::cout << "BACKEND " << comm->backend() << std::endl;
     if (!run_checks(*comm)) return 1;

@@ -1,7 +1,6 @@
-// Test support: a World built the way init() builds it once the backend is chosen with the
-// rendezvous store at hand (backends.h, the overload taking a store), from an explicit EnvMap.
-// Threads of one process can so be ranks on different simulated hosts (GRADWIRE_HOST_ID per
-// rank), and "auto" sees the hosts.
+// Test support: ranks as threads of one process on different simulated hosts (GRADWIRE_HOST_ID
+// per rank), their worlds built by connect_world() (connect_world.h) from an explicit EnvMap, so
+// that "auto" sees the hosts.
 #pragma once
 
 #include <functional>
@@ -14,10 +13,6 @@
 #include "gradwire/common/env.h"
 
 namespace gradwire::testing {
-
-// Blocks like init(): resolves the world from `options` and `env`, connects the store, joins
-// the peers, resolves options.backend with the store, builds the world communicator.
-std::unique_ptr<World> init_with_env(const InitOptions& options, const EnvMap& env);
 
 // Runs fn(rank, world) on hosts.size() threads, rank r with GRADWIRE_HOST_ID = hosts[r], on
 // `backend` over loopback (testing::loopback_options). Exceptions from a rank are rethrown on

@@ -1,53 +1,18 @@
 // A rank that dies or stalls mid-collective gives the survivors the promised error, naming the
 // operation, the ranks and the time waited, within the configured timeout. Real processes.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "gradwire/launch/launcher.h"
+#include "support/worker_processes.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct Outcome {
-  gradwire::launch::LaunchResult result;
-  std::vector<std::string> logs;
-  std::chrono::milliseconds took;
-};
-
-Outcome run_job(const std::string& mode, int ranks, const std::string& timeout) {
-  auto dir = fs::temp_directory_path() /
-             ("gradwire_peer_failure_" + mode + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  gradwire::launch::LaunchOptions options;
-  options.nproc_per_node = ranks;
-  options.command = {FAILURE_WORKER_PATH, mode};
-  options.log_dir = dir.string();
-  options.prefix_output = true;
-  options.forward_signals = false;
-  options.extra_env["GRADWIRE_TIMEOUT"] = timeout;
-  options.extra_env["OMP_NUM_THREADS"] = "1";
-  const auto start = std::chrono::steady_clock::now();
-  Outcome outcome{gradwire::launch::run_workers(options), {}, {}};
-  outcome.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  for (int r = 0; r < ranks; ++r)
-    outcome.logs.push_back(read_file(dir / ("rank_" + std::to_string(r) + ".log")));
-  fs::remove_all(dir);
-  return outcome;
+gradwire::testing::LaunchedJob run_job(const std::string& mode, int ranks,
+                                       const std::string& timeout) {
+  return gradwire::testing::launch_job("peer_failure_" + mode, {FAILURE_WORKER_PATH, mode}, ranks,
+                                       {{"GRADWIRE_TIMEOUT", timeout}, {"OMP_NUM_THREADS", "1"}});
 }
 
 TEST(PeerFailure, DeadRankIsNamedOnEverySurvivor) {

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -19,6 +18,7 @@
 #include "shm_process_group.h"
 #include "shm_reduce.h"
 #include "shm_segment.h"
+#include "support/rank_threads.h"
 
 namespace gradwire::shm {
 namespace {
@@ -110,23 +110,11 @@ void with_groups(int ranks, int port, ShmOptions options,
                  const std::function<void(int, ShmProcessGroup&)>& fn) {
   c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
   options.port = port;
-  std::mutex mutex;
-  std::exception_ptr error;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto group = c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options,
-                                                          c10d_adapter::BackendPtr());
-        fn(r, *group);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  testing::run_threads(ranks, [&](int r) {
+    auto group =
+        c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options, c10d_adapter::BackendPtr());
+    fn(r, *group);
+  });
 }
 
 at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {

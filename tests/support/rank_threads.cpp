@@ -25,20 +25,14 @@ InitOptions loopback_options(int rank, int world_size, int port,
   return options;
 }
 
-void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
-               std::chrono::milliseconds timeout, std::vector<int> present) {
-  if (present.empty()) {
-    for (int r = 0; r < world_size; ++r) present.push_back(r);
-  }
-  const int port = free_port();
+void run_threads(int count, const std::function<void(int)>& fn) {
   std::mutex mutex;
   std::exception_ptr first_error;
   std::vector<std::thread> threads;
-  for (int rank : present) {
-    threads.emplace_back([&, rank] {
+  for (int index = 0; index < count; ++index) {
+    threads.emplace_back([&, index] {
       try {
-        auto world = init(loopback_options(rank, world_size, port, timeout));
-        fn(rank, *world);
+        fn(index);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!first_error) first_error = std::current_exception();
@@ -47,6 +41,19 @@ void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
   }
   for (auto& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
+               std::chrono::milliseconds timeout, std::vector<int> present) {
+  if (present.empty()) {
+    for (int r = 0; r < world_size; ++r) present.push_back(r);
+  }
+  const int port = free_port();
+  run_threads(static_cast<int>(present.size()), [&](int index) {
+    const int rank = present[index];
+    auto world = init(loopback_options(rank, world_size, port, timeout));
+    fn(rank, *world);
+  });
 }
 
 }  // namespace gradwire::testing

@@ -17,6 +17,10 @@ int free_port();
 // InitOptions for `rank` of a Gloo job on 127.0.0.1:port with the given timeout.
 InitOptions loopback_options(int rank, int world_size, int port, std::chrono::milliseconds timeout);
 
+// Runs fn(index) for every index in [0, count), each on its own thread, and joins them all. The
+// first exception thrown on any of them is rethrown on the caller's thread after all joined.
+void run_threads(int count, const std::function<void(int index)>& fn);
+
 // Runs fn(rank, world) on `world_size` threads (ranks `present` only, when given: the others
 // never join). Exceptions from a rank are rethrown on the caller's thread after all joined.
 void run_ranks(int world_size, const std::function<void(int rank, World& world)>& fn,

@@ -1,0 +1,20 @@
+// The part of init() that does not depend on the process: builds a World from explicit options
+// and an explicit environment. init() adds what is about the process (the world-of-one notice,
+// the intra-op thread count) and reads the process environment; tests call this directly, so
+// that threads of one process can be ranks with different environments (simulated hosts).
+#pragma once
+
+#include <memory>
+
+#include "gradwire/comm/world.h"
+#include "gradwire/common/env.h"
+
+namespace gradwire {
+
+// Blocks like init(): resolves the world from `options` and `env`, refuses an unknown backend
+// name, connects the store (in process for a world of one, else rank 0 hosts a TCPStore), joins
+// the peers, resolves options.backend with the store, builds the world communicator. Throws the
+// errors init() documents. Thread safe: touches no process-wide state.
+std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env);
+
+}  // namespace gradwire
