@@ -15,14 +15,6 @@ namespace gradwire::bench {
 
 namespace {
 
-bool readable(const std::string& path) { return !path.empty() && std::ifstream(path).good(); }
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
 std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string text;
   for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
@@ -42,7 +34,7 @@ std::optional<PythonTorch> find_python_with_torch(const std::string& preferred,
   for (const auto& python : python_candidates(preferred)) {
     const CommandOutput probe =
         run_command({python, "-c", "import torch, sys; sys.stdout.write(torch.__version__)"});
-    if (probe.succeeded()) return PythonTorch{python, trim(probe.output)};
+    if (probe.succeeded()) return PythonTorch{python, trim_whitespace(probe.output)};
     tried.push_back(python + (probe.started ? " (cannot import torch)" : " (not found)"));
   }
   why_not = "no Python interpreter with torch: tried " + join(tried, ", ") +
@@ -53,13 +45,13 @@ std::optional<PythonTorch> find_python_with_torch(const std::string& preferred,
 std::optional<std::string> find_reference_script(const std::string& preferred,
                                                  std::string& why_not) {
   if (!preferred.empty()) {
-    if (readable(preferred)) return preferred;
+    if (is_readable_file(preferred)) return preferred;
     why_not = "reference script " + preferred + " cannot be read";
     return std::nullopt;
   }
   for (const std::string candidate : {std::string(GRADWIRE_BENCH_SOURCE_REFERENCE),
                                       std::string(GRADWIRE_BENCH_INSTALLED_REFERENCE)}) {
-    if (readable(candidate)) return candidate;
+    if (is_readable_file(candidate)) return candidate;
   }
   why_not = "ddp_reference.py is neither at " + std::string(GRADWIRE_BENCH_SOURCE_REFERENCE) +
             " nor at " + GRADWIRE_BENCH_INSTALLED_REFERENCE + ": pass --reference-script";

@@ -12,18 +12,6 @@
 
 namespace gradwire::bench {
 
-namespace {
-
-bool readable(const std::string& path) { return !path.empty() && std::ifstream(path).good(); }
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-}  // namespace
-
 HybridPython find_hybrid_python(const std::string& preferred) {
   const std::vector<std::string> candidates =
       preferred.empty() ? std::vector<std::string>{"python3", "/usr/bin/python3"}
@@ -33,7 +21,7 @@ HybridPython find_hybrid_python(const std::string& preferred) {
     const CommandOutput probe = run_command(
         {python, "-c",
          "import sys, torch, torch.distributed.rpc; sys.stdout.write(torch.__version__)"});
-    if (probe.succeeded()) return HybridPython{python, trim(probe.output)};
+    if (probe.succeeded()) return HybridPython{python, trim_whitespace(probe.output)};
     tried += (tried.empty() ? "" : ", ") + python +
              (probe.started ? " (cannot import torch.distributed.rpc)" : " (not found)");
   }
@@ -43,13 +31,13 @@ HybridPython find_hybrid_python(const std::string& preferred) {
 
 std::string find_hybrid_reference_script(const std::string& preferred) {
   if (!preferred.empty()) {
-    if (readable(preferred)) return preferred;
+    if (is_readable_file(preferred)) return preferred;
     throw ConfigError("reference script " + preferred +
                       " cannot be read: check --reference-script");
   }
   for (const std::string candidate : {std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE),
                                       std::string(GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE)}) {
-    if (readable(candidate)) return candidate;
+    if (is_readable_file(candidate)) return candidate;
   }
   throw ConfigError("hybrid_reference.py is neither at " +
                     std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE) + " nor at " +

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "gradwire/common/error.h"
 
@@ -78,6 +79,16 @@ CommandOutput run_command(const std::vector<std::string>& argv) {
   result.started = true;
   result.exit_code = wait_for(pid);
   return result;
+}
+
+bool is_readable_file(const std::string& path) {
+  return !path.empty() && std::ifstream(path).good();
+}
+
+std::string trim_whitespace(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 
 }  // namespace gradwire::bench

@@ -19,4 +19,9 @@ struct CommandOutput {
 // false. Throws InvalidArgument when argv is empty.
 CommandOutput run_command(const std::vector<std::string>& argv);
 
+// Whether `path` is non-empty and can be opened for reading.
+bool is_readable_file(const std::string& path);
+// `text` without leading and trailing spaces, tabs and line ends (a probe's output).
+std::string trim_whitespace(const std::string& text);
+
 }  // namespace gradwire::bench

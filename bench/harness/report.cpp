@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gradwire/common/error.h"
+#include "harness/command.h"
 
 namespace gradwire::bench {
 
@@ -20,13 +21,6 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
 }
 
 }  // namespace
@@ -44,8 +38,9 @@ std::string cpu_model_from_cpuinfo(const std::string& cpuinfo_text) {
   std::string line;
   while (std::getline(lines, line)) {
     const auto colon = line.find(':');
-    if (colon == std::string::npos || trim(line.substr(0, colon)) != "model name") continue;
-    const std::string model = trim(line.substr(colon + 1));
+    if (colon == std::string::npos || trim_whitespace(line.substr(0, colon)) != "model name")
+      continue;
+    const std::string model = trim_whitespace(line.substr(colon + 1));
     if (!model.empty()) return model;
   }
   return "unknown";

@@ -95,18 +95,6 @@ std::string table_op(const char* verb, const std::string& table) {
 // deduplicating and routing loop over the ids directly instead of running a few dozen small ATen
 // operations per call.
 
-// Checks ids (int64, any shape) against [0, num_rows); the detailed message comes from check_ids.
-void check_ids_fast(const at::Tensor& ids, int64_t num_rows, const char* what,
-                    const std::string& table) {
-  if (ids.scalar_type() == at::kLong && ids.is_contiguous()) {
-    const int64_t* data = ids.data_ptr<int64_t>();
-    bool bad = false;
-    for (int64_t i = 0; i < ids.numel(); ++i) bad |= data[i] < 0 || data[i] >= num_rows;
-    if (!bad) return;
-  }
-  check_ids(ids, num_rows, what, table);
-}
-
 bool strictly_increasing(const at::Tensor& ids) {
   const int64_t* data = ids.data_ptr<int64_t>();
   for (int64_t i = 1; i < ids.numel(); ++i) {
@@ -246,7 +234,7 @@ class ClientImpl final : public Client {
                             std::to_string(ids.dim()) + " dimensions");
     }
     const at::Tensor dense = ids.contiguous();
-    check_ids_fast(dense, config.num_rows, "lookup of", name);
+    check_ids(dense, config.num_rows, "lookup of", name);
     // RemoteEmbeddingBag passes unique sorted ids: no deduplication needed then.
     const bool unique_already = strictly_increasing(dense);
     const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
@@ -306,7 +294,7 @@ class ClientImpl final : public Client {
                             " grads " + c10::str(grads.sizes()));
     }
     const at::Tensor dense_ids = ids.contiguous();
-    check_ids_fast(dense_ids, config.num_rows, "push to", name);
+    check_ids(dense_ids, config.num_rows, "push to", name);
     // RemoteEmbeddingBag's hook pushes unique sorted ids: nothing to sum then.
     const SparseRows rows = strictly_increasing(dense_ids)
                                 ? SparseRows{dense_ids, grads.contiguous()}

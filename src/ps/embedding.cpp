@@ -12,18 +12,6 @@
 namespace gradwire::ps {
 namespace {
 
-// check_ids with a raw loop first (a batch has a few dozen ids; Note [raw loops] in client.cpp).
-void check_batch_ids(const at::Tensor& ids, int64_t num_rows, const char* what,
-                     const std::string& table) {
-  if (ids.scalar_type() == at::kLong && ids.is_contiguous()) {
-    const int64_t* data = ids.data_ptr<int64_t>();
-    bool bad = false;
-    for (int64_t i = 0; i < ids.numel(); ++i) bad |= data[i] < 0 || data[i] >= num_rows;
-    if (!bad) return;
-  }
-  check_ids(ids, num_rows, what, table);
-}
-
 // The batch's unique rows; when gradients are on, backward pushes d(rows) for `unique` ids.
 at::Tensor remote_rows(const std::shared_ptr<Client>& client, const std::string& table,
                        const at::Tensor& unique) {
@@ -65,7 +53,7 @@ at::Tensor RemoteEmbeddingBagImpl::forward(const at::Tensor& input, const at::Te
         c10::str(input.sizes()) + " and " +
         (offsets.defined() ? "offsets " + c10::str(offsets.sizes()) : std::string("no offsets")));
   }
-  check_batch_ids(ids, options_.table.num_rows, "RemoteEmbeddingBag lookup of", name);
+  check_ids(ids, options_.table.num_rows, "RemoteEmbeddingBag lookup of", name);
   if (bag_offsets.scalar_type() != at::kLong) bag_offsets = bag_offsets.to(at::kLong);
   const UniqueIds unique = unique_ids(ids);
   const at::Tensor rows = remote_rows(client_, name, unique.ids);
@@ -81,7 +69,7 @@ RemoteEmbeddingImpl::RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableCo
 }
 
 at::Tensor RemoteEmbeddingImpl::forward(const at::Tensor& ids) {
-  check_batch_ids(ids, table_.num_rows, "RemoteEmbedding lookup of", table_.name);
+  check_ids(ids, table_.num_rows, "RemoteEmbedding lookup of", table_.name);
   const UniqueIds unique = unique_ids(ids);
   const at::Tensor rows = remote_rows(client_, table_.name, unique.ids);
   std::vector<int64_t> shape = ids.sizes().vec();

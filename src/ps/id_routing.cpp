@@ -30,6 +30,14 @@ UniqueIds unique_ids(const at::Tensor& ids) {
 
 void check_ids(const at::Tensor& ids, int64_t num_rows, const char* what_prefix,
                const std::string& table) {
+  // A raw loop first: a batch has a few dozen ids (Note [raw loops] in client.cpp); the ATen
+  // path below only runs to name a bad id.
+  if (ids.scalar_type() == at::kLong && ids.is_contiguous()) {
+    const int64_t* data = ids.data_ptr<int64_t>();
+    bool bad = false;
+    for (int64_t i = 0; i < ids.numel(); ++i) bad |= data[i] < 0 || data[i] >= num_rows;
+    if (!bad) return;
+  }
   const std::string what = std::string(what_prefix) + " table '" + table + "'";
   if (ids.scalar_type() != at::kLong) {
     throw InvalidArgument("gradwire: " + what + ": ids must be int64, got " +

@@ -25,8 +25,8 @@ struct UniqueIds {
 };
 UniqueIds unique_ids(const at::Tensor& ids);
 
-// Checks ids are int64, 1-D and in [0, num_rows); InvalidArgument naming the first bad one and
-// `what` ("lookup of table 'emb'").
+// Checks ids are int64 (any shape) and in [0, num_rows), by a raw loop when they are contiguous;
+// InvalidArgument naming the first bad one and `what` ("lookup of table 'emb'").
 void check_ids(const at::Tensor& ids, int64_t num_rows, const char* what_prefix,
                const std::string& table);
 
