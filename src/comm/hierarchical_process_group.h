@@ -2,7 +2,7 @@
 // three steps: an shm allreduce among the ranks of each host, a Gloo allreduce among one leader
 // per host (its lowest rank), and an shm broadcast from the leader back to its host. The other
 // collectives (broadcast, allgather, barrier) and send/recv go to a Gloo group of all ranks;
-// reduce_scatter is left to C10dCommunicator (an allreduce of a copy).
+// reduce_scatter runs as the ring over that Gloo group (ring_reduce_scatter.h).
 //
 // Degenerate layouts need no special casing by the caller: with one host only shm runs; with one
 // rank per host only the leaders' Gloo group does.
