@@ -71,7 +71,8 @@ class Communicator {
                                     ReduceOp op = ReduceOp::kSum) = 0;
   // Completes once every rank has called barrier().
   virtual WorkHandle barrier() = 0;
-  // Point to point. Matching send/recv pairs use the same tag and tensor size.
+  // Point to point. Matching send/recv pairs use the same tag and tensor size. Tags from 2^30 up
+  // are reserved (the Gloo ring reduce_scatter uses them).
   virtual WorkHandle send(const at::Tensor& tensor, int dst_rank, int tag = 0) = 0;
   virtual WorkHandle recv(at::Tensor& tensor, int src_rank, int tag = 0) = 0;
 
