@@ -17,13 +17,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Child;
+using testing::contains;
 using testing::read_file;
 using testing::split_lines;
 using testing::TempDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class GradwireRunTest : public ::testing::Test {
  protected:

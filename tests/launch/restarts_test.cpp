@@ -21,13 +21,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using detail::UniqueFd;
+using testing::contains;
 using testing::read_file;
 using testing::split_lines;
 using testing::TempDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Appends "RESTART_COUNT MAX_RESTARTS MASTER_PORT JOB_TOKEN RUN_ID PS_ADDRS" to DIR/env$RANK.
 const std::string kRecordEnv =

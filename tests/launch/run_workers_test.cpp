@@ -21,13 +21,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using detail::UniqueFd;
+using testing::contains;
 using testing::read_file;
 using testing::split_lines;
 using testing::TempDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Shell function for worker scripts: `wait_for FILE` waits (at most 20 s) until FILE exists, so
 // a worker can fail only once the others are ready, however loaded the machine is.

@@ -20,13 +20,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using detail::UniqueFd;
+using testing::contains;
 using testing::read_file;
 using testing::split_lines;
 using testing::TempDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Sends "hello from rank R" to every server (one attempt each: fails unless all listen already).
 const std::string kGreetServers =

@@ -32,6 +32,8 @@ class TempDir {
 std::string read_file(const std::string& path);
 // The lines of `text` without their newlines.
 std::vector<std::string> split_lines(const std::string& text);
+// Whether `part` occurs in `text`.
+bool contains(const std::string& text, const std::string& part);
 
 // Polls `condition` every 10 ms until it holds or `timeout` passes; returns its last value.
 bool wait_until(const std::function<bool()>& condition,
