@@ -91,46 +91,11 @@ bool ring_reduces(at::ScalarType dtype) {
   }
 }
 
-// The work of one queued operation, completed by the progress thread. A wait that times out says
-// what this rank's progress thread was doing.
-class RingReduceScatter::RingWork : public c10d::Work {
- public:
-  RingWork(std::weak_ptr<Status> status, int rank) : status_(std::move(status)), rank_(rank) {}
-  void complete(std::exception_ptr error) { finish(std::move(error)); }
-
-  bool wait(std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (timeout == std::chrono::milliseconds(0)) {  // c10d's kNoTimeout
-      cv_.wait(lock, [&] { return completed_; });
-    } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
-      throw std::runtime_error("ring reduce_scatter timed out after " + format_duration(timeout) +
-                               "; " + describe());
-    }
-    if (exception_) std::rethrow_exception(exception_);
-    return true;
-  }
-
- private:
-  std::string describe() const {
-    const std::string who = "rank " + std::to_string(rank_) + " of the communicator";
-    auto status = status_.lock();
-    if (!status) return who + " has shut the communicator down";
-    std::lock_guard<std::mutex> lock(status->mutex);
-    return status->step.empty()
-               ? who + " had not started it: an earlier reduce_scatter is still running"
-               : who + " was " + status->step;
-  }
-
-  std::weak_ptr<Status> status_;
-  int rank_;
-};
-
 struct RingReduceScatter::Pending {
   at::Tensor input;   // flat
   at::Tensor output;  // flat
   ReduceOp op;
   int64_t first_tag;  // offset in the tag range
-  c10::intrusive_ptr<RingWork> work;
 };
 
 // One operation on the progress thread: its buffers and its messages in flight.
@@ -286,10 +251,13 @@ RingReduceScatter::~RingReduceScatter() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
-    if (waiting_on_) waiting_on_->abort();
   }
-  wake_.notify_all();
-  if (progress_.joinable()) progress_.join();
+  if (queue_) {
+    queue_->shutdown([this] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (waiting_on_) waiting_on_->abort();
+    });
+  }
 }
 
 c10d_adapter::WorkPtr RingReduceScatter::enqueue(at::Tensor input, at::Tensor output, ReduceOp op) {
@@ -297,21 +265,41 @@ c10d_adapter::WorkPtr RingReduceScatter::enqueue(at::Tensor input, at::Tensor ou
   pending->input = input.reshape({-1});
   pending->output = output.view({-1});
   pending->op = op;
-  pending->work = c10::make_intrusive<RingWork>(status_, options_.rank);
   const int64_t segment_elements = std::max<int64_t>(
       1, options_.segment_bytes /
              static_cast<int64_t>(c10::elementSize(accumulation_dtype(output.scalar_type()))));
   const int64_t messages =
       (options_.size - 1) * ring_segment_count(output.numel(), segment_elements);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending->first_tag = next_tag_;
-    next_tag_ = (next_tag_ + messages) % options_.tag_count;
-    queue_.push_back(pending);
-    if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
+  // Tags are taken in enqueue order, the order the operations run in.
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending->first_tag = next_tag_;
+  next_tag_ = (next_tag_ + messages) % options_.tag_count;
+  if (!queue_) {
+    SerialWorkQueueOptions queue;
+    queue.name = "ring reduce_scatter";
+    queue.describe_wait = [status = std::weak_ptr<Status>(status_), rank = options_.rank] {
+      const std::string who = "rank " + std::to_string(rank) + " of the communicator";
+      auto alive = status.lock();
+      if (!alive) return who + " has shut the communicator down";
+      std::lock_guard<std::mutex> lock(alive->mutex);
+      return alive->step.empty()
+                 ? who + " had not started it: an earlier reduce_scatter is still running"
+                 : who + " was " + alive->step;
+    };
+    queue_ = std::make_unique<SerialWorkQueue>(std::move(queue));
   }
-  wake_.notify_one();
-  return pending->work;
+  return queue_->enqueue("reduce_scatter", [this, pending] {
+    try {
+      Run(*this, *pending, Clock::now() + options_.timeout).run();
+    } catch (const std::exception& e) {
+      set_step("");
+      throw std::runtime_error(e.what());
+    } catch (...) {
+      set_step("");
+      throw std::runtime_error("ring reduce_scatter failed");
+    }
+    set_step("");
+  });
 }
 
 void RingReduceScatter::set_step(std::string step) {
@@ -351,38 +339,6 @@ void RingReduceScatter::wait_for(const c10d_adapter::WorkPtr& work, Clock::time_
   if (!done) {
     throw std::runtime_error("ring reduce_scatter " + what +
                              " aborted: the communicator is shutting down");
-  }
-}
-
-void RingReduceScatter::progress_loop() {
-  while (true) {
-    std::shared_ptr<Pending> next;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      if (stopping_ && !failure_) {
-        failure_ = std::make_exception_ptr(
-            std::runtime_error("ring reduce_scatter aborted: the communicator is shutting down"));
-      }
-    }
-    if (failure_) {
-      next->work->complete(failure_);
-      continue;
-    }
-    try {
-      Run(*this, *next, Clock::now() + options_.timeout).run();
-      next->work->complete(nullptr);
-    } catch (const std::exception& e) {
-      failure_ = std::make_exception_ptr(std::runtime_error(e.what()));
-      next->work->complete(failure_);
-    } catch (...) {
-      failure_ = std::make_exception_ptr(std::runtime_error("ring reduce_scatter failed"));
-      next->work->complete(failure_);
-    }
-    set_step("");
   }
 }
 

@@ -22,16 +22,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "c10d_adapter.h"
 #include "gradwire/comm/communicator.h"
+#include "serial_work_queue.h"
 
 namespace gradwire {
 
@@ -78,7 +76,6 @@ class RingReduceScatter {
   c10d_adapter::WorkPtr enqueue(at::Tensor input, at::Tensor output, ReduceOp op);
 
  private:
-  class RingWork;
   class Run;
   struct Pending;
   // What the progress thread is doing, for the message of a wait that timed out. Shared with the
@@ -88,7 +85,6 @@ class RingReduceScatter {
     std::string step;  // guarded by mutex; empty when idle
   };
 
-  void progress_loop();
   void set_step(std::string step);
   // Waits for a send or receive of the running operation until `deadline`; throws a
   // std::runtime_error starting with `what` when it fails, times out or is aborted.
@@ -97,19 +93,16 @@ class RingReduceScatter {
 
   c10d_adapter::BackendPtr backend_;
   RingReduceScatterOptions options_;
+  std::shared_ptr<Status> status_ = std::make_shared<Status>();
 
-  std::mutex mutex_;  // guards wake_, queue_, stopping_, next_tag_, waiting_on_, progress_
-  std::condition_variable wake_;
-  std::deque<std::shared_ptr<Pending>> queue_;
+  std::mutex mutex_;  // guards stopping_, next_tag_, waiting_on_, queue_
   bool stopping_ = false;
   int64_t next_tag_ = 0;  // offset in the tag range of the next operation's first message
   // The send or receive the progress thread waits on; the destructor aborts it.
   c10d_adapter::WorkPtr waiting_on_;
-  // Progress thread only: the first failure, which fails every later operation.
-  std::exception_ptr failure_;
-  std::shared_ptr<Status> status_ = std::make_shared<Status>();
-
-  std::thread progress_;  // started by the first enqueue; last
+  // Runs the operations in enqueue order; created by the first enqueue (most communicators never
+  // reduce-scatter, and need no thread for it).
+  std::unique_ptr<SerialWorkQueue> queue_;
 };
 
 }  // namespace gradwire
