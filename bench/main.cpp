@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "harness/memory.h"
 #include "subcommand.h"
 
 int main(int argc, char** argv) {
+  gradwire::bench::apply_memory_policy();  // Note [freed memory] in harness/memory.h
   using gradwire::bench::Subcommand;
   using gradwire::bench::SubcommandRun;
   // clang-format off

@@ -27,6 +27,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
 #include "harness/hardware.h"
+#include "harness/memory.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
@@ -193,6 +194,7 @@ class DdpSweep {
     header.warmup = settings_.warmup;
     header.iterations = settings_.iterations;
     if (settings_.reference_pytorch) header.reference = reference_line(reference);
+    header.memory = describe_memory_policy();
     header.hardware = hardware_;
     print_ddp_header(std::cout, header);
   }

@@ -86,6 +86,7 @@ void print_ddp_header(std::ostream& out, const DdpHeader& header) {
       << " timed per rank and configuration; percentiles over every rank's iterations\n"
       << "* ex/sec: batch size / sec/iter, per rank (the job processes ranks times as many)\n";
   if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
+  if (!header.memory.empty()) out << "* Memory: " << header.memory << "\n";
   out << "\n";
   print_hardware_block(out, header.hardware, header.threads_per_rank);
 }

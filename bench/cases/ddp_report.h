@@ -31,6 +31,7 @@ struct DdpHeader {
   int warmup = 0;
   int iterations = 0;
   std::string reference;  // a line about the PyTorch reference; empty: not asked for
+  std::string memory;     // the malloc policy (harness/memory.h); empty: not printed
   HardwareInfo hardware;
 };
 
