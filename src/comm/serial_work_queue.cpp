@@ -3,17 +3,28 @@
 #include <stdexcept>
 
 #include "gradwire/common/error.h"
+#include "spin_wait.h"
 
 namespace gradwire {
+
+namespace {
+// How long the progress thread polls for the next job, and a caller polls for its work, before
+// sleeping (Note [spin then sleep] in spin_wait.h).
+constexpr auto kSpinBudget = std::chrono::microseconds(100);
+}  // namespace
 
 // A c10d work completed by the progress thread.
 class SerialWorkQueue::QueuedWork : public c10d::Work {
  public:
   QueuedWork(std::string name, std::function<std::string()> describe)
       : name_(std::move(name)), describe_(std::move(describe)) {}
-  void complete(std::exception_ptr error) { finish(std::move(error)); }
+  void complete(std::exception_ptr error) {
+    finish(std::move(error));
+    done_.store(true, std::memory_order_release);
+  }
 
   bool wait(std::chrono::milliseconds timeout) override {
+    spin_until([&] { return done_.load(std::memory_order_acquire); }, kSpinBudget);
     std::unique_lock<std::mutex> lock(mutex_);
     if (timeout == std::chrono::milliseconds(0)) {  // c10d's kNoTimeout
       cv_.wait(lock, [&] { return completed_; });
@@ -29,6 +40,7 @@ class SerialWorkQueue::QueuedWork : public c10d::Work {
  private:
   std::string name_;
   std::function<std::string()> describe_;
+  std::atomic<bool> done_{false};  // set after finish(): lets wait() poll without the mutex
 };
 
 SerialWorkQueue::SerialWorkQueue(SerialWorkQueueOptions options)
@@ -42,6 +54,7 @@ c10::intrusive_ptr<c10d::Work> SerialWorkQueue::enqueue(std::string what,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(Pending{std::move(what), std::move(job), work});
+    queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_one();
   return work;
@@ -61,12 +74,14 @@ void SerialWorkQueue::progress_loop() {
   if (options_.on_thread_start) options_.on_thread_start();
   while (true) {
     Pending next;
+    spin_until([&] { return queued_.load(std::memory_order_acquire) != 0; }, kSpinBudget);
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       next = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
       if (stopping_ && !failure_) {
         failure_ = std::make_exception_ptr(std::runtime_error(
             options_.name + ": " + next.what + " aborted: the communicator is shutting down"));

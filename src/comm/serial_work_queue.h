@@ -14,6 +14,7 @@
 // empty) and leaves the job running.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -69,6 +70,9 @@ class SerialWorkQueue {
   std::mutex mutex_;  // guards wake_, queue_, stopping_
   std::condition_variable wake_;
   std::deque<Pending> queue_;
+  // queue_.size(), also readable without the mutex: the idle progress thread polls it briefly
+  // before sleeping on wake_ (Note [spin then sleep] in spin_wait.h).
+  std::atomic<size_t> queued_{0};
   bool stopping_ = false;
 
   // Progress thread only: the first failure, which fails every later job.

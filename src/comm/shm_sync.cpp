@@ -10,20 +10,14 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define GRADWIRE_CPU_RELAX() _mm_pause()
-#else
-#define GRADWIRE_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
-#endif
-
 #include "gradwire/common/error.h"
+#include "spin_wait.h"
 
 namespace gradwire::shm {
 
 namespace {
-constexpr int kSpins = 2000;  // pause instructions before yielding (a few microseconds)
-constexpr int kYields = 8;    // yields before sleeping on the futex
+// How long a wait polls before it sleeps on the futex (Note [spin then sleep] in spin_wait.h).
+constexpr auto kSpinBudget = std::chrono::microseconds(100);
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 
 // Note [shm futex]: a waiter that stops spinning sleeps in FUTEX_WAIT on the wake_sequence of the
@@ -178,14 +172,7 @@ void ShmStepSync::wait_all(std::atomic<uint64_t> ShmRankControl::*counter, uint6
     }
     return next == size_;
   };
-  for (int i = 0; i < kSpins; ++i) {
-    if (arrived()) return;
-    GRADWIRE_CPU_RELAX();
-  }
-  for (int i = 0; i < kYields; ++i) {
-    if (arrived()) return;
-    std::this_thread::yield();
-  }
+  if (spin_until(arrived, kSpinBudget)) return;
   auto next_liveness = std::chrono::steady_clock::now();
   while (!arrived()) {
     const auto now = std::chrono::steady_clock::now();

@@ -1,5 +1,5 @@
 // Step synchronisation over a shm segment's per-rank counters: no locks, each rank writes only its
-// own counters; waits spin briefly, yield a few times, then sleep on a futex that the awaited
+// own counters; waits poll for 100 us (spin_wait.h), then sleep on a futex that the awaited
 // rank's next post wakes (Note [shm futex] in shm_sync.cpp), and never outlast the operation's
 // deadline. While waiting, the pids of the ranks not yet arrived are checked about
 // every 100 ms, so a dead peer ends the wait well within a second.
