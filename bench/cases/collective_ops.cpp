@@ -92,6 +92,34 @@ std::int64_t allgather_wrong(const CollectiveBuffers& buffers, int /*rank*/, int
   return wrong;
 }
 
+// reduce_scatter (sum): as nccl-tests, the size is each rank's whole input (ranks chunks of
+// `count`); rank r's output is the sum over ranks of chunk r. The output starts poisoned.
+std::int64_t reduce_scatter_count(std::uint64_t bytes, int ranks) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes) / kFloatBytes / ranks) * ranks;
+}
+CollectiveBuffers reduce_scatter_allocate(std::int64_t count, int ranks) {
+  return {at::zeros({count}, at::kFloat), at::zeros({count / ranks}, at::kFloat)};
+}
+void reduce_scatter_fill(CollectiveBuffers& buffers, int rank) {
+  buffers.input.copy_(rank_values(rank, buffers.input.numel()));
+  buffers.output.fill_(-1.0f);
+}
+WorkHandle reduce_scatter_issue(Communicator& communicator, CollectiveBuffers& buffers) {
+  return communicator.reduce_scatter(buffers.input, buffers.output, ReduceOp::kSum);
+}
+std::int64_t reduce_scatter_wrong(const CollectiveBuffers& buffers, int rank, int ranks) {
+  // Element i of chunk `rank` is input element rank * count + i on every rank r:
+  // sum_r (pattern + r + 1) = ranks * pattern + ranks * (ranks + 1) / 2.
+  const auto count = buffers.output.numel();
+  const at::Tensor expected = at::arange(count, at::kLong)
+                                  .add(static_cast<std::int64_t>(rank) * count)
+                                  .remainder(kPatternPeriod)
+                                  .mul(ranks)
+                                  .add(static_cast<std::int64_t>(ranks) * (ranks + 1) / 2)
+                                  .to(at::kFloat);
+  return count_mismatches(buffers.output, expected);
+}
+
 }  // namespace
 
 float rank_value(int rank, std::int64_t index) {
@@ -106,6 +134,9 @@ const std::vector<CollectiveOp>& collective_ops() {
        allocate_in_place, broadcast_fill, broadcast_issue, broadcast_wrong},
       {"allgather", "", Collective::kAllGather, allgather_count, allgather_bytes,
        allgather_allocate, allgather_fill, allgather_issue, allgather_wrong},
+      {"reduce_scatter", "sum", Collective::kReduceScatter, reduce_scatter_count,
+       whole_buffer_bytes, reduce_scatter_allocate, reduce_scatter_fill, reduce_scatter_issue,
+       reduce_scatter_wrong},
   };
   return kOps;
 }

@@ -25,7 +25,8 @@ struct CollectiveOp {
   std::string detail;  // "sum", "root 0", "" (printed next to the name)
   Collective kind;     // for bus_bandwidth_factor
   // Elements in each rank's input for a requested size in bytes (nccl-tests' sizes: the buffer
-  // for allreduce/broadcast, the whole gathered output for allgather); at least 1.
+  // for allreduce/broadcast, the whole gathered output for allgather, the whole input for
+  // reduce_scatter); at least 1.
   std::int64_t (*input_count)(std::uint64_t bytes, int ranks);
   // The size reported for `input_count` elements (what algbw divides by).
   std::uint64_t (*reported_bytes)(std::int64_t input_count, int ranks);
@@ -37,7 +38,8 @@ struct CollectiveOp {
   std::int64_t (*count_wrong)(const CollectiveBuffers& buffers, int rank, int ranks);
 };
 
-// allreduce (sum), broadcast (root 0), allgather; float32, in the order they are run.
+// allreduce (sum), broadcast (root 0), allgather, reduce_scatter (sum); float32, in the order
+// they are run.
 const std::vector<CollectiveOp>& collective_ops();
 
 // Pure: the value rank `rank` contributes at element `index` (an exact float32 integer,

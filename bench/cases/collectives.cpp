@@ -27,6 +27,13 @@ namespace gradwire::bench {
 
 namespace {
 
+// The names --ops accepts: the op table's, in its order.
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const auto& op : collective_ops()) names.push_back(op.name);
+  return names;
+}
+
 // Sizes at or above this get a progress line on stderr (they take long enough to wonder).
 constexpr std::uint64_t kProgressBytes = std::uint64_t{16} << 20;
 
@@ -163,7 +170,7 @@ Subcommand collectives_subcommand() {
         ->check(CLI::PositiveNumber);
     command.add_option("--ops", state->flags.ops, "collectives to run [all]")
         ->delimiter(',')
-        ->check(CLI::IsMember({"allreduce", "broadcast", "allgather"}));
+        ->check(CLI::IsMember(op_names()));
     command
         .add_option("--backend", state->flags.backends,
                     "communicator backends, measured one after the other in one run, e.g. "

@@ -28,8 +28,10 @@ void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
   std::uint64_t expected_bytes = 8;
   for (const auto& row : rows) {
     const auto bytes = row.at("bytes").get<std::uint64_t>();
-    // allgather rounds each rank's share to whole floats.
-    if (op_result.at("op") == "allgather" && expected_bytes < 4u * ranks) {
+    // allgather and reduce_scatter round each rank's share to whole floats.
+    const bool per_rank_share =
+        op_result.at("op") == "allgather" || op_result.at("op") == "reduce_scatter";
+    if (per_rank_share && expected_bytes < 4u * ranks) {
       EXPECT_EQ(bytes, 4u * ranks);
     } else {
       EXPECT_EQ(bytes, expected_bytes);
@@ -63,12 +65,14 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   EXPECT_GT(document.at("metadata").at("memcpy_gbps").get<double>(), 0.0);
   EXPECT_EQ(document.at("wrong"), 0);
   const auto& results = document.at("results");
-  ASSERT_EQ(results.size(), 3u);
+  ASSERT_EQ(results.size(), 4u);
   EXPECT_EQ(results[0].at("op"), "allreduce");
   EXPECT_EQ(results[1].at("op"), "broadcast");
   EXPECT_EQ(results[2].at("op"), "allgather");
+  EXPECT_EQ(results[3].at("op"), "reduce_scatter");
   EXPECT_DOUBLE_EQ(results[0].at("bus_factor").get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(results[2].at("bus_factor").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(results[3].at("bus_factor").get<double>(), 0.5);
   for (const auto& op_result : results) expect_rows_for_sizes(op_result, 2);
 }
 
@@ -76,12 +80,13 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
 TEST(CollectivesRunTest, TwoBackendsSideBySideInOneRun) {
   const std::string json = temp_path("two_backends.json");
   const BenchRun run = run_bench(
-      "collectives --ranks 2 --backend gloo,shm --ops allreduce,broadcast --max-bytes 4096 "
+      "collectives --ranks 2 --backend gloo,shm --ops allreduce,broadcast,reduce_scatter "
+      "--max-bytes 4096 "
       "--iters 3 --warmup 1 --json '" +
       json + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_EQ(count(run.output, "2 ranks, backend gloo,"), 2u) << run.output;
-  EXPECT_EQ(count(run.output, "2 ranks, backend shm,"), 2u) << run.output;
+  EXPECT_EQ(count(run.output, "2 ranks, backend gloo,"), 3u) << run.output;
+  EXPECT_EQ(count(run.output, "2 ranks, backend shm,"), 3u) << run.output;
 
   const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
@@ -89,9 +94,10 @@ TEST(CollectivesRunTest, TwoBackendsSideBySideInOneRun) {
   EXPECT_EQ(document.at("settings").at("backends"), (std::vector<std::string>{"gloo", "shm"}));
   EXPECT_EQ(document.at("wrong"), 0);
   const auto& results = document.at("results");
-  ASSERT_EQ(results.size(), 4u);
+  ASSERT_EQ(results.size(), 6u);
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"allreduce", "gloo"}, {"allreduce", "shm"}, {"broadcast", "gloo"}, {"broadcast", "shm"}};
+      {"allreduce", "gloo"}, {"allreduce", "shm"},       {"broadcast", "gloo"},
+      {"broadcast", "shm"},  {"reduce_scatter", "gloo"}, {"reduce_scatter", "shm"}};
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(results[i].at("op"), expected[i].first);
     EXPECT_EQ(results[i].at("backend"), expected[i].second);

@@ -14,7 +14,8 @@ TEST(CollectivesSettingsTest, DefaultPresetCovers8BytesTo256MiB) {
   EXPECT_EQ(settings.sizes.front(), 8u);
   EXPECT_EQ(settings.sizes.back(), std::uint64_t{256} << 20);
   EXPECT_EQ(settings.policy.iters, 50);
-  EXPECT_EQ(settings.ops, (std::vector<std::string>{"allreduce", "broadcast", "allgather"}));
+  EXPECT_EQ(settings.ops,
+            (std::vector<std::string>{"allreduce", "broadcast", "allgather", "reduce_scatter"}));
 }
 
 TEST(CollectivesSettingsTest, FlagsOverrideThePreset) {
@@ -58,9 +59,10 @@ TEST(CollectivesSettingsTest, RejectsBadInput) {
 
 TEST(CollectiveOpsTest, SizesFollowNcclTests) {
   const auto& ops = collective_ops();
-  ASSERT_EQ(ops.size(), 3u);
+  ASSERT_EQ(ops.size(), 4u);
   const CollectiveOp& allreduce = ops[0];
   const CollectiveOp& allgather = ops[2];
+  const CollectiveOp& reduce_scatter = ops[3];
   EXPECT_EQ(allreduce.input_count(4096, 4), 1024);
   EXPECT_EQ(allreduce.reported_bytes(1024, 4), 4096u);
   // allgather: the size is the whole gathered output.
@@ -68,6 +70,11 @@ TEST(CollectiveOpsTest, SizesFollowNcclTests) {
   EXPECT_EQ(allgather.reported_bytes(256, 4), 4096u);
   EXPECT_EQ(allgather.input_count(8, 4), 1);  // at least one element each
   EXPECT_EQ(allgather.reported_bytes(1, 4), 16u);
+  // reduce_scatter: the size is each rank's whole input, a whole number of floats per rank.
+  EXPECT_EQ(reduce_scatter.input_count(4096, 4), 1024);
+  EXPECT_EQ(reduce_scatter.reported_bytes(1024, 4), 4096u);
+  EXPECT_EQ(reduce_scatter.input_count(8, 4), 4);
+  EXPECT_EQ(reduce_scatter.input_count(4100, 4), 1024);
 }
 
 TEST(CollectiveOpsTest, RankValuesDifferPerRankAndAreExact) {
