@@ -63,8 +63,28 @@ std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t
 }
 
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {
-  const uint64_t share = remaining / (4 * static_cast<uint64_t>(std::max(ranks, 1)));
-  return std::clamp<uint64_t>(share, 1, kMaxDynamicClaim);
+  const uint64_t parts = 2 * static_cast<uint64_t>(std::max(ranks, 1));
+  return std::clamp<uint64_t>((remaining + parts - 1) / parts, 1, kMaxDynamicClaim);
+}
+
+PositionRange dynamic_first_range(uint64_t total, int rank, int ranks) {
+  if (ranks <= 1) return PositionRange{0, total};
+  const uint64_t claim = dynamic_claim_size(total, ranks);
+  const auto r = static_cast<uint64_t>(std::max(rank, 0));
+  return PositionRange{std::min(total, r * claim), std::min(total, (r + 1) * claim)};
+}
+
+uint64_t dynamic_counter_base(uint64_t total, int ranks) {
+  if (ranks <= 1) return total;
+  const auto count = static_cast<uint64_t>(std::max(ranks, 1));
+  return std::min(total, count * dynamic_claim_size(total, ranks));
+}
+
+PositionRange dynamic_claimed_range(uint64_t total, int ranks, uint64_t claim,
+                                    int64_t counter_end) {
+  if (counter_end < 0 || static_cast<uint64_t>(counter_end) < claim) return PositionRange{};
+  const uint64_t end = dynamic_counter_base(total, ranks) + static_cast<uint64_t>(counter_end);
+  return PositionRange{std::min(total, end - claim), std::min(total, end)};
 }
 
 }  // namespace gradwire::data

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "chunk_claimer.h"
 #include "shuffle.h"
 
 namespace gradwire::data {
@@ -144,6 +145,10 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
     for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
     record_counts_.push_back(std::move(counts));
   }
+  if (options_.partition == Partition::kDynamic) {
+    claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank,
+                                                      options_.world_size);
+  }
   if (options_.partition == Partition::kStatic) {
     share_ = assign_chunks(record_counts_, options_.world_size)[static_cast<size_t>(options_.rank)];
   }
@@ -162,6 +167,7 @@ std::vector<ChunkDamage> ShardedRecordReader::open_damages() const {
 void ShardedRecordReader::stop_epoch() {
   if (!epoch_) return;
   epoch_->request_stop();
+  if (claimer_) claimer_->cancel();  // a worker waiting for a claim returns
   if (epoch_->worker.joinable()) epoch_->worker.join();
   spare_chunks_ = std::move(epoch_->spares);  // the next epoch reads into them
   epoch_.reset();
@@ -210,7 +216,9 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
 
   Epoch* state = epoch.get();
   const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
-  state->worker = std::thread([this, state, dynamic, key, first = position.chunks_done] {
+  detail::ChunkClaimer* claimer = claimer_.get();
+  if (dynamic) claimer->start_epoch(key, state->order.size());
+  state->worker = std::thread([this, state, dynamic, claimer, first = position.chunks_done] {
     using Kind = Epoch::Item::Kind;
     try {
       ChunkBuffers buffers;
@@ -232,18 +240,9 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         return state->push(std::move(item)) && !error;
       };
       if (dynamic) {
-        // Claims [end - claim, end) of the order per round trip (dynamic_claim_size).
-        const uint64_t total = state->order.size();
-        uint64_t remaining = total;  // as last seen
-        while (!state->stop) {
-          const uint64_t claim = dynamic_claim_size(remaining, options_.world_size);
-          const int64_t end = options_.counter->add(key, static_cast<int64_t>(claim));
-          if (end < static_cast<int64_t>(claim)) break;  // a damaged counter: claim nothing
-          const auto first_claimed = static_cast<uint64_t>(end) - claim;
-          if (first_claimed >= total) break;
-          const uint64_t last_claimed = std::min<uint64_t>(static_cast<uint64_t>(end), total);
-          remaining = total - last_claimed;
-          for (uint64_t i = first_claimed; i < last_claimed && !state->stop; ++i) {
+        // Ranges of the global order claimed one ahead (chunk_claimer.h, Note [claim ahead]).
+        while (auto range = claimer->next()) {
+          for (uint64_t i = range->begin; i < range->end && !state->stop; ++i) {
             if (!read(state->order[static_cast<size_t>(i)])) return;
           }
         }

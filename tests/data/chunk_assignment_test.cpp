@@ -101,8 +101,10 @@ TEST(ChunkAssignment, DynamicOrderIsAPermutationFixedBySeedAndEpoch) {
 
 TEST(ChunkAssignment, DynamicClaimsShrinkToSingleChunksTowardsTheEnd) {
   EXPECT_EQ(dynamic_claim_size(1000, 2), kMaxDynamicClaim);  // capped
-  EXPECT_EQ(dynamic_claim_size(48, 2), 6u);                  // a quarter of a fair share
-  EXPECT_EQ(dynamic_claim_size(7, 2), 1u);
+  EXPECT_EQ(dynamic_claim_size(48, 2), 12u);                 // half a fair share
+  EXPECT_EQ(dynamic_claim_size(45, 2), 12u);                 // rounded up
+  EXPECT_EQ(dynamic_claim_size(5, 2), 2u);
+  EXPECT_EQ(dynamic_claim_size(4, 2), 1u);
   EXPECT_EQ(dynamic_claim_size(0, 2), 1u);
   EXPECT_EQ(dynamic_claim_size(100, 0), kMaxDynamicClaim);  // bad rank counts count as one
   // Walking an epoch as one rank: the claims cover every position once, end with single chunks,

@@ -42,11 +42,38 @@ std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t
                                           bool shuffle, uint64_t seed, uint64_t epoch);
 
 // How many consecutive positions of the dynamic order a rank claims with one counter round trip
-// when about `remaining` are unclaimed among `ranks` ranks: remaining / (4 * ranks), at least 1 and
-// at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left, single
-// chunks at the end, so the ranks still finish within about one chunk of each other while the
-// store sees a fraction of the round trips). Pure.
-constexpr uint64_t kMaxDynamicClaim = 8;
+// when about `remaining` are unclaimed among `ranks` ranks: remaining / (2 * ranks) rounded up, at
+// least 1 and at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left,
+// single chunks for the last 2 * ranks, so the ranks still finish within about one chunk of each
+// other while the store sees a few round trips per rank and epoch). Pure.
+constexpr uint64_t kMaxDynamicClaim = 16;
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks);
+
+// Positions [begin, end) of an epoch's dynamic order.
+struct PositionRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t size() const { return end > begin ? end - begin : 0; }
+  bool empty() const { return end <= begin; }
+  bool operator==(const PositionRange& other) const {
+    return begin == other.begin && end == other.end;
+  }
+};
+
+// Every rank's first claim of an epoch of `total` positions is implicit, so reading starts
+// without a counter round trip: rank r of `ranks` owns [r * c, (r + 1) * c) (c =
+// dynamic_claim_size(total, ranks)), cut to [0, total). A single rank (ranks <= 1) owns the whole
+// order: it has no one to balance with and never needs the counter. Pure.
+PositionRange dynamic_first_range(uint64_t total, int rank, int ranks);
+
+// The first position the counter hands out: the end of the implicit first ranges,
+// min(total, ranks * c) (total for a single rank). Pure.
+uint64_t dynamic_counter_base(uint64_t total, int ranks);
+
+// The positions a claim of `claim` got when adding it to the counter returned `counter_end` (the
+// counter's new value): [base + counter_end - claim, base + counter_end) cut to [0, total);
+// empty once the order is exhausted or when counter_end < claim (a counter that went backwards:
+// nothing is claimed). Pure.
+PositionRange dynamic_claimed_range(uint64_t total, int ranks, uint64_t claim, int64_t counter_end);
 
 }  // namespace gradwire::data

@@ -8,10 +8,10 @@
 //   kDynamic ranks claim the next unread chunks of the epoch's global chunk order from a
 //            SharedCounter (the job's rendezvous store: connect_store_counter), several per round
 //            trip while many remain and one at a time towards the end (dynamic_claim_size).
-//            Faster ranks read more; every chunk is read by exactly one rank per epoch. Ranks end an epoch with
-//            different record counts (the training loop must allow that), and a position can only
-//            be restored at an epoch boundary. Chunks claimed by a reader destroyed mid-epoch are
-//            not read by anyone in that epoch.
+//            Faster ranks read more; every chunk is read by exactly one rank per epoch. Ranks end
+//            an epoch with different record counts (the training loop must allow that), and a
+//            position can only be restored at an epoch boundary. Chunks claimed by a reader
+//            destroyed mid-epoch are not read by anyone in that epoch.
 //
 // Reading: start_epoch(e) (all ranks with the same e), then next_record() until it returns
 // nullopt. One background thread per reader reads and decodes up to prefetch_chunks chunks ahead
@@ -35,6 +35,10 @@
 #include "gradwire/data/shared_counter.h"
 
 namespace gradwire::data {
+
+namespace detail {
+class ChunkClaimer;
+}
 
 enum class Partition { kStatic, kDynamic };
 const char* to_string(Partition partition);
@@ -115,6 +119,8 @@ class ShardedRecordReader {
   ShardedReaderOptions options_;
   std::vector<std::vector<uint64_t>> record_counts_;
   std::vector<ChunkRef> share_;
+  // kDynamic: claims the epoch's chunks ahead of the background thread (its own thread).
+  std::unique_ptr<detail::ChunkClaimer> claimer_;
   std::unique_ptr<Epoch> epoch_;
   // Memory of consumed chunks kept between epochs (owned by the epoch while one runs).
   std::vector<DecodedChunk> spare_chunks_;
