@@ -4,7 +4,6 @@
 #include <string>
 
 #include "gradwire/common/error.h"
-#include "shuffle.h"
 
 namespace gradwire::data {
 
@@ -52,39 +51,91 @@ std::vector<std::vector<ChunkRef>> assign_chunks(
   return shares;
 }
 
-std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t>>& record_counts,
-                                          bool shuffle, uint64_t seed, uint64_t epoch) {
-  std::vector<ChunkRef> chunks = all_chunks(record_counts);
-  if (!shuffle) return chunks;
-  std::vector<ChunkRef> shuffled;
-  shuffled.reserve(chunks.size());
-  for (size_t i : detail::permutation(chunks.size(), seed, epoch)) shuffled.push_back(chunks[i]);
-  return shuffled;
-}
-
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {
   const uint64_t parts = 2 * static_cast<uint64_t>(std::max(ranks, 1));
   return std::clamp<uint64_t>((remaining + parts - 1) / parts, 1, kMaxDynamicClaim);
 }
 
-PositionRange dynamic_first_range(uint64_t total, int rank, int ranks) {
-  if (ranks <= 1) return PositionRange{0, total};
-  const uint64_t claim = dynamic_claim_size(total, ranks);
-  const auto r = static_cast<uint64_t>(std::max(rank, 0));
-  return PositionRange{std::min(total, r * claim), std::min(total, (r + 1) * claim)};
+namespace {
+// Note [front and back]: the back total lives above bit 32 of a segment's counter.
+constexpr int kBackShift = 32;
+constexpr uint64_t kFrontMask = (uint64_t{1} << kBackShift) - 1;
+}  // namespace
+
+int64_t SegmentClaim::delta() const {
+  return static_cast<int64_t>(from_back ? size << kBackShift : size);
 }
 
-uint64_t dynamic_counter_base(uint64_t total, int ranks) {
-  if (ranks <= 1) return total;
-  const auto count = static_cast<uint64_t>(std::max(ranks, 1));
-  return std::min(total, count * dynamic_claim_size(total, ranks));
+uint64_t ClaimSchedule::Segment::remaining() const {
+  return front + back >= size ? 0 : size - front - back;
 }
 
-PositionRange dynamic_claimed_range(uint64_t total, int ranks, uint64_t claim,
-                                    int64_t counter_end) {
-  if (counter_end < 0 || static_cast<uint64_t>(counter_end) < claim) return PositionRange{};
-  const uint64_t end = dynamic_counter_base(total, ranks) + static_cast<uint64_t>(counter_end);
-  return PositionRange{std::min(total, end - claim), std::min(total, end)};
+ClaimSchedule::ClaimSchedule(std::vector<uint64_t> segment_sizes, int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= segment_sizes.size()) {
+    throw InvalidArgument("gradwire: ClaimSchedule rank " + std::to_string(rank) +
+                          " has no segment among " + std::to_string(segment_sizes.size()));
+  }
+  const int ranks = static_cast<int>(segment_sizes.size());
+  for (const uint64_t size : segment_sizes) {
+    Segment segment;
+    segment.size = size;
+    segment.implicit = ranks <= 1 ? size : std::min(size, dynamic_claim_size(size, ranks));
+    segment.front = segment.implicit;
+    segments_.push_back(segment);
+  }
+  rank_ = static_cast<uint32_t>(rank);
+  segments_[rank_].probed = true;  // nobody steals before the owner's first add tells otherwise
+}
+
+SegmentRange ClaimSchedule::first_range() const {
+  return SegmentRange{rank_, 0, segments_[rank_].implicit};
+}
+
+std::optional<SegmentClaim> ClaimSchedule::next_claim() const {
+  const auto ranks = static_cast<int>(segments_.size());
+  const Segment& own = segments_[rank_];
+  if (own.remaining() > 0) {
+    const uint64_t size = std::max(dynamic_claim_size(own.remaining(), ranks),
+                                   std::min(own.remaining(), kMinDynamicOwnClaim));
+    return SegmentClaim{rank_, false, size};
+  }
+  for (size_t k = 1; k < segments_.size(); ++k) {
+    const auto v = static_cast<uint32_t>((rank_ + k) % segments_.size());
+    const Segment& other = segments_[v];
+    if (other.remaining() == 0) continue;
+    const uint64_t size = other.probed ? dynamic_claim_size(other.remaining(), ranks) : 1;
+    return SegmentClaim{v, true, size};
+  }
+  return std::nullopt;
+}
+
+SegmentRange ClaimSchedule::record(const SegmentClaim& claim, int64_t counter_value) {
+  GRADWIRE_CHECK_LT(claim.segment, segments_.size());
+  Segment& segment = segments_[claim.segment];
+  SegmentRange got{claim.segment, 0, 0};
+  if (counter_value < 0) {  // not a counter of ours: give the segment up rather than loop
+    segment.front = segment.size;
+    return got;
+  }
+  const auto value = static_cast<uint64_t>(counter_value);
+  const uint64_t front = segment.implicit + (value & kFrontMask);
+  const uint64_t back = value >> kBackShift;
+  segment.front = std::max(segment.front, front);
+  segment.back = std::max(segment.back, back);
+  segment.probed = true;
+  const uint64_t size = segment.size;
+  const uint64_t back_start = size - std::min(back, size);  // S - B, at least 0
+  if (!claim.from_back) {
+    if (front < segment.implicit + claim.size) return got;  // a counter that went backwards
+    got.begin = front - claim.size;
+    got.end = std::min({front, back_start, size});
+  } else {
+    if (back < claim.size) return got;
+    got.begin = std::max(back_start, front);
+    got.end = size - std::min(back - claim.size, size);  // S - B + c
+  }
+  if (got.end < got.begin) got.end = got.begin;
+  return got;
 }
 
 }  // namespace gradwire::data

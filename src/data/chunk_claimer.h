@@ -1,20 +1,22 @@
-// ChunkClaimer: the dynamic partition's claims of one ShardedRecordReader, made one claim ahead of
-// the reading on a thread of their own, so that a counter round trip (a TCP exchange with rank 0's
-// store) overlaps the reading of the previous claim instead of stalling it (Note [claim ahead]).
+// ChunkClaimer: the dynamic partition's claims of one ShardedRecordReader (a ClaimSchedule per
+// epoch, chunk_assignment.h), made one claim ahead of the reading on a thread of their own, so
+// that a counter round trip (a TCP exchange with rank 0's store) overlaps the reading of the
+// previous claim instead of stalling it (Note [claim ahead]).
 //
-// Per epoch: start_epoch(key, total) on the reader's consumer thread, then next() on the reader's
-// background thread until it returns nullopt. The first range of an epoch is the rank's implicit
-// one (dynamic_first_range: no round trip); every range next() returns has the following claim
-// already in flight. Each range the counter hands out goes to exactly one caller of next(), unless
-// its epoch is abandoned (cancel(), start_epoch() again, destruction): then it is dropped unread,
-// as the chunks a destroyed reader had claimed always were.
+// Per epoch: start_epoch(key_prefix, segment_sizes) on the reader's consumer thread, then next()
+// on the reader's background thread until it returns nullopt. The first range of an epoch is the
+// rank's implicit one (no round trip); every range next() returns has the following claim already
+// in flight. Segment v's counter is key_prefix + "/" + v. Each position goes to exactly one caller
+// of next() among all ranks, unless its epoch is abandoned (cancel(), start_epoch() again,
+// destruction): a claim in flight then is dropped unread, as the chunks a destroyed reader had
+// claimed always were.
 //
-// Thread safety: start_epoch() and cancel() on one thread, next() on another, never next() on
-// two threads at once; start_epoch() only while no next() runs (the reader joins its background
-// thread first). Blocking: next() waits for the claim in flight, which the counter bounds (a store
-// counter throws TimeoutError after its timeout); cancel() wakes it. Destruction waits for the
-// round trip in flight, if any. Errors of the counter are thrown by next() on its caller's thread;
-// the claiming thread itself never throws.
+// Thread safety: start_epoch() and cancel() on one thread, next() on another, never two next() at
+// once; start_epoch() only while no next() runs (the reader joins its background thread first).
+// Blocking: next() waits for the claim in flight, which the counter bounds (a store counter throws
+// TimeoutError after its timeout); cancel() wakes it. Destruction waits for the round trip in
+// flight, if any. Errors of the counter are thrown by next() on its caller's thread (again on
+// every later call of the epoch); the claiming thread itself never throws.
 //
 // Header-only because it is private to sharded_reader.cpp (and its tests).
 #pragma once
@@ -28,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "gradwire/common/error.h"
 #include "gradwire/data/chunk_assignment.h"
@@ -38,12 +41,12 @@ namespace gradwire::data::detail {
 // Note [claim ahead]: an epoch of a page-cached data set takes milliseconds, a store round trip
 // 50-250 us on a busy 2-core machine (the store's thread and the client's must both be scheduled),
 // so claims made in line cost more than the reading. Claiming ahead keeps at most one claim more
-// per rank unread than claiming in line (the end-of-epoch balance: claims shrink to single
-// chunks, so a rank holds at most its current chunk plus one when the order runs out).
+// per rank unread than claiming in line; claims shrink to single chunks at a segment's end, so a
+// rank holds at most its current chunk plus one when the chunks run out.
 class ChunkClaimer {
  public:
-  ChunkClaimer(std::shared_ptr<SharedCounter> counter, int rank, int ranks)
-      : counter_(std::move(counter)), rank_(rank), ranks_(ranks) {
+  ChunkClaimer(std::shared_ptr<SharedCounter> counter, int rank)
+      : counter_(std::move(counter)), rank_(rank) {
     GRADWIRE_CHECK(counter_ != nullptr);
     thread_ = std::thread([this] { run(); });
   }
@@ -62,21 +65,18 @@ class ChunkClaimer {
   ChunkClaimer(const ChunkClaimer&) = delete;
   ChunkClaimer& operator=(const ChunkClaimer&) = delete;
 
-  // Begins an epoch of `total` positions counted in the counter `key`, abandoning the previous
-  // one. The first counter claim goes out at once (the rank's implicit range needs none).
-  void start_epoch(std::string key, uint64_t total) {
+  // Begins an epoch whose ranks own segments of `segment_sizes` positions, abandoning the previous
+  // one. The first counter claim goes out at once (the implicit range needs none).
+  void start_epoch(std::string key_prefix, std::vector<uint64_t> segment_sizes) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++generation_;
-      key_ = std::move(key);
-      total_ = total;
-      first_ = dynamic_first_range(total, rank_, ranks_);
+      key_prefix_ = std::move(key_prefix);
+      schedule_.emplace(std::move(segment_sizes), rank_);
       first_taken_ = false;
       cancelled_ = false;
-      in_flight_ = false;
       result_ = std::nullopt;
       error_ = nullptr;
-      claimed_up_to_ = dynamic_counter_base(total, ranks_);
       request_locked();
     }
     wake_claimer_.notify_one();
@@ -91,39 +91,37 @@ class ChunkClaimer {
     wake_reader_.notify_all();
   }
 
-  // The next positions this rank reads, in claim order; nullopt when the epoch's order is
-  // exhausted (or cancelled). Throws what the counter threw (again on every later call).
-  std::optional<PositionRange> next() {
+  // The next positions this rank reads; nullopt when every segment is exhausted (or the epoch
+  // was cancelled). Throws what the counter threw.
+  std::optional<SegmentRange> next() {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (!schedule_) return std::nullopt;
     if (!first_taken_) {
       first_taken_ = true;
-      if (!first_.empty()) return first_;
+      const SegmentRange first = schedule_->first_range();
+      if (!first.empty()) return first;
     }
     while (true) {
-      wake_reader_.wait(lock, [&] {
-        return cancelled_ || shutdown_ || error_ || result_.has_value() || !in_flight_;
-      });
+      wake_reader_.wait(
+          lock, [&] { return cancelled_ || shutdown_ || error_ || result_ || !in_flight_; });
       if (cancelled_ || shutdown_) return std::nullopt;
       if (error_) std::rethrow_exception(error_);
-      if (!result_) return std::nullopt;  // nothing in flight: every position is claimed
-      const PositionRange range = *result_;
+      if (!result_) return std::nullopt;  // nothing in flight: every segment is exhausted
+      const SegmentRange range = schedule_->record(claim_, *result_);
       result_ = std::nullopt;
-      if (range.empty()) return std::nullopt;  // the order ran out under this claim
-      claimed_up_to_ = range.end;
       request_locked();
-      lock.unlock();
-      wake_claimer_.notify_one();
-      return range;
+      if (in_flight_) wake_claimer_.notify_one();
+      if (!range.empty()) return range;  // else the claim came too late: wait for the next one
     }
   }
 
  private:
-  // Guarded by mutex_: asks the thread for the next claim unless every position is claimed.
+  // Guarded by mutex_: asks the thread for the schedule's next claim, if there is one.
   void request_locked() {
-    in_flight_ = claimed_up_to_ < total_;
-    if (!in_flight_) return;
-    claim_ = dynamic_claim_size(total_ - claimed_up_to_, ranks_);
-    request_pending_ = true;
+    const std::optional<SegmentClaim> claim = schedule_->next_claim();
+    in_flight_ = claim.has_value();
+    request_pending_ = in_flight_;
+    if (claim) claim_ = *claim;
   }
 
   void run() {
@@ -133,47 +131,45 @@ class ChunkClaimer {
       if (shutdown_) return;
       request_pending_ = false;
       const uint64_t generation = generation_;
-      const std::string key = key_;
-      const uint64_t claim = claim_;
-      const uint64_t total = total_;
+      const std::string key = key_prefix_ + "/" + std::to_string(claim_.segment);
+      const int64_t delta = claim_.delta();
       lock.unlock();
-      std::optional<PositionRange> range;
+      int64_t value = 0;
       std::exception_ptr error;
       try {
-        const int64_t end = counter_->add(key, static_cast<int64_t>(claim));
-        range = dynamic_claimed_range(total, ranks_, claim, end);
+        value = counter_->add(key, delta);
       } catch (...) {
         error = std::current_exception();
       }
       lock.lock();
       if (generation != generation_) continue;  // its epoch was abandoned: dropped
-      in_flight_ = false;
-      result_ = range;
-      error_ = error;
+      if (error) {
+        error_ = error;
+        in_flight_ = false;
+      } else {
+        result_ = value;
+      }
       wake_reader_.notify_all();
     }
   }
 
   const std::shared_ptr<SharedCounter> counter_;
   const int rank_;
-  const int ranks_;
 
   std::mutex mutex_;
   std::condition_variable wake_claimer_;  // a request or shutdown
   std::condition_variable wake_reader_;   // a result, an error, cancel or shutdown
   // Guarded by mutex_.
   uint64_t generation_ = 0;  // one per start_epoch: results of older ones are dropped
-  std::string key_;
-  uint64_t total_ = 0;
-  PositionRange first_;
+  std::string key_prefix_;
+  std::optional<ClaimSchedule> schedule_;
   bool first_taken_ = true;
   bool cancelled_ = false;
   bool shutdown_ = false;
   bool request_pending_ = false;  // the thread has not picked the request up yet
-  bool in_flight_ = false;        // a claim was asked for and its result not taken yet
-  uint64_t claim_ = 0;            // size of the requested claim
-  uint64_t claimed_up_to_ = 0;    // end of the order's positions known to be claimed
-  std::optional<PositionRange> result_;
+  bool in_flight_ = false;        // claim_ was asked for and its answer not recorded yet
+  SegmentClaim claim_;
+  std::optional<int64_t> result_;  // the counter's answer to claim_
   std::exception_ptr error_;
 
   std::thread thread_;  // last: started once the members above exist

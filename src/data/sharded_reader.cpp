@@ -32,7 +32,8 @@ struct ShardedRecordReader::Epoch {
   };
 
   uint64_t number = 0;
-  std::vector<ChunkRef> order;  // kStatic: the share in reading order; kDynamic: global order
+  std::vector<ChunkRef> order;                  // kStatic: the share in reading order
+  std::vector<std::vector<ChunkRef>> segments;  // kDynamic: every rank's share in reading order
 
   // Shared with the background thread. Note [hand-off]: waking a sleeping thread costs a system
   // call and, on a busy or virtualized machine, far more than handing over one chunk, so both
@@ -145,12 +146,10 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
     for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
     record_counts_.push_back(std::move(counts));
   }
+  shares_ = assign_chunks(record_counts_, options_.world_size);
+  share_ = shares_[static_cast<size_t>(options_.rank)];
   if (options_.partition == Partition::kDynamic) {
-    claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank,
-                                                      options_.world_size);
-  }
-  if (options_.partition == Partition::kStatic) {
-    share_ = assign_chunks(record_counts_, options_.world_size)[static_cast<size_t>(options_.rank)];
+    claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank);
   }
 }
 
@@ -194,16 +193,23 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   epoch->handoff = std::max<size_t>(1, options_.prefetch_chunks / 2);
   epoch->spares = std::move(spare_chunks_);
   spare_chunks_.clear();
+  // Both partitions read each share in the same order: file order or shuffled by (seed, epoch).
+  auto in_reading_order = [&](const std::vector<ChunkRef>& share) {
+    if (!options_.shuffle_chunks) return share;
+    std::vector<ChunkRef> order(share.size());
+    const std::vector<size_t> permutation =
+        detail::permutation(share.size(), options_.seed, position.epoch);
+    for (size_t i = 0; i < share.size(); ++i) order[i] = share[permutation[i]];
+    return order;
+  };
+  std::vector<uint64_t> segment_sizes;
   if (dynamic) {
-    epoch->order =
-        dynamic_chunk_order(record_counts_, options_.shuffle_chunks, options_.seed, position.epoch);
-  } else {
-    epoch->order = share_;
-    if (options_.shuffle_chunks) {
-      std::vector<size_t> permutation =
-          detail::permutation(share_.size(), options_.seed, position.epoch);
-      for (size_t i = 0; i < share_.size(); ++i) epoch->order[i] = share_[permutation[i]];
+    for (const auto& share : shares_) {
+      epoch->segments.push_back(in_reading_order(share));
+      segment_sizes.push_back(share.size());
     }
+  } else {
+    epoch->order = in_reading_order(share_);
   }
   if (position.chunks_done > epoch->order.size()) {
     throw InvalidArgument("gradwire: resume position chunk " +
@@ -217,7 +223,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   Epoch* state = epoch.get();
   const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
   detail::ChunkClaimer* claimer = claimer_.get();
-  if (dynamic) claimer->start_epoch(key, state->order.size());
+  if (dynamic) claimer->start_epoch(key, std::move(segment_sizes));
   state->worker = std::thread([this, state, dynamic, claimer, first = position.chunks_done] {
     using Kind = Epoch::Item::Kind;
     try {
@@ -240,10 +246,11 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         return state->push(std::move(item)) && !error;
       };
       if (dynamic) {
-        // Ranges of the global order claimed one ahead (chunk_claimer.h, Note [claim ahead]).
+        // Ranges of the segments claimed one ahead (chunk_claimer.h, Note [claim ahead]).
         while (auto range = claimer->next()) {
+          const std::vector<ChunkRef>& segment = state->segments[range->segment];
           for (uint64_t i = range->begin; i < range->end && !state->stop; ++i) {
-            if (!read(state->order[static_cast<size_t>(i)])) return;
+            if (!read(segment[static_cast<size_t>(i)])) return;
           }
         }
       } else {

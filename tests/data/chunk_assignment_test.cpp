@@ -1,4 +1,4 @@
-// assign_chunks / dynamic_chunk_order: every chunk once, balanced by records, deterministic.
+// assign_chunks: every chunk once, balanced by records, deterministic; dynamic_claim_size.
 #include "gradwire/data/chunk_assignment.h"
 
 #include <gtest/gtest.h>
@@ -84,19 +84,6 @@ TEST(ChunkAssignment, MoreRanksThanChunksAndBadRanks) {
   expect_each_chunk_once({{5, 5}}, shares);
   EXPECT_TRUE(shares[2].empty());
   EXPECT_THROW(assign_chunks({{5}}, 0), InvalidArgument);
-}
-
-TEST(ChunkAssignment, DynamicOrderIsAPermutationFixedBySeedAndEpoch) {
-  const Counts counts = {std::vector<uint64_t>(20, 3), std::vector<uint64_t>(20, 4)};
-  const auto plain = dynamic_chunk_order(counts, false, 1, 0);
-  ASSERT_EQ(plain.size(), 40u);
-  EXPECT_EQ(plain[21].file, 1u);
-  EXPECT_EQ(plain[21].chunk, 1u);
-  const auto a = dynamic_chunk_order(counts, true, 1, 0);
-  EXPECT_EQ(a, dynamic_chunk_order(counts, true, 1, 0));
-  EXPECT_NE(a, dynamic_chunk_order(counts, true, 1, 1));
-  EXPECT_NE(a, plain);
-  expect_each_chunk_once(counts, {a});
 }
 
 TEST(ChunkAssignment, DynamicClaimsShrinkToSingleChunksTowardsTheEnd) {

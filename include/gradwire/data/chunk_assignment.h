@@ -5,13 +5,17 @@
 // records; ties go to the lower rank). The result is deterministic: every rank computes the same
 // assignment from the same files, with no communication.
 //
-// Dynamic partition: all ranks walk the same global chunk order (dynamic_chunk_order) and take the
-// next unclaimed positions from a shared counter (sharded_reader.h), several at a time while many
-// remain (dynamic_claim_size), one at a time towards the end of the epoch.
+// Dynamic partition: every rank owns a segment, its static share, and claims it from the front
+// through the segment's counter, several chunks per round trip while many remain
+// (dynamic_claim_size); a rank whose segment is exhausted takes the others' remaining chunks from
+// the back of their segments through the same counters (ClaimSchedule, Note [front and back]).
+// With ranks of equal speed each rank reads nearly the same chunks every epoch (warm page cache
+// and memory maps); a slow rank's tail goes to the fast ones.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace gradwire::data {
@@ -36,44 +40,82 @@ std::vector<std::vector<ChunkRef>> assign_chunks(
 // Sum of the records of `chunks`.
 uint64_t total_records(const std::vector<ChunkRef>& chunks);
 
-// Every chunk of every file in file order, or shuffled by (seed, epoch) when `shuffle` is set;
-// the same on every rank for the same arguments.
-std::vector<ChunkRef> dynamic_chunk_order(const std::vector<std::vector<uint64_t>>& record_counts,
-                                          bool shuffle, uint64_t seed, uint64_t epoch);
-
-// How many consecutive positions of the dynamic order a rank claims with one counter round trip
-// when about `remaining` are unclaimed among `ranks` ranks: remaining / (2 * ranks) rounded up, at
-// least 1 and at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left,
-// single chunks for the last 2 * ranks, so the ranks still finish within about one chunk of each
-// other while the store sees a few round trips per rank and epoch). Pure.
+// How many consecutive positions a rank claims with one counter round trip when about `remaining`
+// are unclaimed in a segment, among `ranks` ranks: remaining / (2 * ranks) rounded up, at least 1
+// and at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left, single
+// chunks for the last 2 * ranks, so the ranks still finish within about one chunk of each other
+// while the store sees a few round trips per rank and epoch). Pure.
 constexpr uint64_t kMaxDynamicClaim = 16;
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks);
 
-// Positions [begin, end) of an epoch's dynamic order.
-struct PositionRange {
+// A rank claims at least this many chunks of its own segment at a time (or what is left, if less):
+// reading them takes about as long as a store round trip on a busy machine, so the claim made
+// ahead arrives in time (Note [claim ahead] in src/data/chunk_claimer.h). Balance at the end comes
+// from the others taking single chunks from the back.
+constexpr uint64_t kMinDynamicOwnClaim = 4;
+
+// Positions [begin, end) of the segment of rank `segment`.
+struct SegmentRange {
+  uint32_t segment = 0;
   uint64_t begin = 0;
   uint64_t end = 0;
   uint64_t size() const { return end > begin ? end - begin : 0; }
   bool empty() const { return end <= begin; }
-  bool operator==(const PositionRange& other) const {
-    return begin == other.begin && end == other.end;
+  bool operator==(const SegmentRange& other) const {
+    return segment == other.segment && begin == other.begin && end == other.end;
   }
 };
 
-// Every rank's first claim of an epoch of `total` positions is implicit, so reading starts
-// without a counter round trip: rank r of `ranks` owns [r * c, (r + 1) * c) (c =
-// dynamic_claim_size(total, ranks)), cut to [0, total). A single rank (ranks <= 1) owns the whole
-// order: it has no one to balance with and never needs the counter. Pure.
-PositionRange dynamic_first_range(uint64_t total, int rank, int ranks);
+// One counter add of a ClaimSchedule: `size` positions from the front (the segment's owner) or
+// the back (a rank whose own segment is exhausted) of `segment`.
+struct SegmentClaim {
+  uint32_t segment = 0;
+  bool from_back = false;
+  uint64_t size = 0;
+  // What to add to the segment's counter (Note [front and back]).
+  int64_t delta() const;
+};
 
-// The first position the counter hands out: the end of the implicit first ranges,
-// min(total, ranks * c) (total for a single rank). Pure.
-uint64_t dynamic_counter_base(uint64_t total, int ranks);
+// Note [front and back]: a segment's counter holds two totals in one integer, the front claims'
+// in its low 32 bits and the back claims' above them (value = front + back * 2^32), so one atomic
+// add tells a claimer where both ends are. The owner's first front claim is implicit: the first
+// dynamic_claim_size(S, ranks) positions of its segment of S (all S for a single rank), read
+// without a round trip; the front total F counts them too. After its add, a front claim of c gets
+// [F - c, F) below S - B, a back claim [S - B, S - B + c) at or above F (F and B: both totals as
+// the add left them). Of two claims that overlap, the later one saw the earlier one's total and
+// gives the overlap up, so every position goes to exactly one claim, and all have gone once
+// F + B >= S.
+//
+// ClaimSchedule: the claims of one rank in one epoch. Its own segment from the front while it
+// lasts (dynamic_claim_size, at least kMinDynamicOwnClaim), then the others from the back, in the
+// order rank + 1, rank + 2, ... (mod ranks): the first claim from another segment takes one
+// position (its remaining count is not known yet), later ones dynamic_claim_size.
+// Pure: the caller makes the adds (SharedCounter) and records the answers, one claim at a time.
+class ClaimSchedule {
+ public:
+  // segment_sizes[v]: the positions of rank v's segment. Throws InvalidArgument when `rank` is not
+  // an index of segment_sizes.
+  ClaimSchedule(std::vector<uint64_t> segment_sizes, int rank);
 
-// The positions a claim of `claim` got when adding it to the counter returned `counter_end` (the
-// counter's new value): [base + counter_end - claim, base + counter_end) cut to [0, total);
-// empty once the order is exhausted or when counter_end < claim (a counter that went backwards:
-// nothing is claimed). Pure.
-PositionRange dynamic_claimed_range(uint64_t total, int ranks, uint64_t claim, int64_t counter_end);
+  // The implicit first positions of this rank's own segment (empty for an empty segment).
+  SegmentRange first_range() const;
+  // The add to make next, or nullopt when every segment is known to be exhausted.
+  std::optional<SegmentClaim> next_claim() const;
+  // Applies `counter_value`, what the add of `claim` (the last next_claim()) returned; returns the
+  // positions the claim got, empty when it came too late.
+  SegmentRange record(const SegmentClaim& claim, int64_t counter_value);
+
+ private:
+  struct Segment {
+    uint64_t size = 0;
+    uint64_t implicit = 0;  // the owner's implicit first claim
+    uint64_t front = 0;     // F as last seen (implicit included)
+    uint64_t back = 0;      // B as last seen
+    bool probed = false;    // an add of ours told us F and B
+    uint64_t remaining() const;
+  };
+  std::vector<Segment> segments_;
+  uint32_t rank_ = 0;
+};
 
 }  // namespace gradwire::data

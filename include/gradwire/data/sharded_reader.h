@@ -118,7 +118,8 @@ class ShardedRecordReader {
   std::vector<std::unique_ptr<RecordFileReader>> files_;
   ShardedReaderOptions options_;
   std::vector<std::vector<uint64_t>> record_counts_;
-  std::vector<ChunkRef> share_;
+  std::vector<std::vector<ChunkRef>> shares_;  // every rank's (kDynamic: its segment)
+  std::vector<ChunkRef> share_;                // this rank's
   // kDynamic: claims the epoch's chunks ahead of the background thread (its own thread).
   std::unique_ptr<detail::ChunkClaimer> claimer_;
   std::unique_ptr<Epoch> epoch_;
