@@ -1,6 +1,7 @@
 #include "gradwire/data/chunk_assignment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gradwire/common/error.h"
@@ -56,6 +57,13 @@ uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {
   return std::clamp<uint64_t>((remaining + parts - 1) / parts, 1, kMaxDynamicClaim);
 }
 
+uint64_t dynamic_own_claim_floor(double round_trip, double per_chunk) {
+  if (!(round_trip > 0) || !(per_chunk > 0)) return kMinDynamicOwnClaim;
+  const double chunks = std::ceil(2 * round_trip / per_chunk);
+  if (!(chunks < static_cast<double>(kMaxDynamicClaim))) return kMaxDynamicClaim;
+  return std::max(kMinDynamicOwnClaim, static_cast<uint64_t>(chunks));
+}
+
 namespace {
 // Note [front and back]: the back total lives above bit 32 of a segment's counter.
 constexpr int kBackShift = 32;
@@ -91,12 +99,12 @@ SegmentRange ClaimSchedule::first_range() const {
   return SegmentRange{rank_, 0, segments_[rank_].implicit};
 }
 
-std::optional<SegmentClaim> ClaimSchedule::next_claim() const {
+std::optional<SegmentClaim> ClaimSchedule::next_claim(uint64_t own_claim_floor) const {
   const auto ranks = static_cast<int>(segments_.size());
   const Segment& own = segments_[rank_];
   if (own.remaining() > 0) {
     const uint64_t size = std::max(dynamic_claim_size(own.remaining(), ranks),
-                                   std::min(own.remaining(), kMinDynamicOwnClaim));
+                                   std::min(own.remaining(), own_claim_floor));
     return SegmentClaim{rank_, false, size};
   }
   for (size_t k = 1; k < segments_.size(); ++k) {

@@ -21,6 +21,7 @@
 // Header-only because it is private to sharded_reader.cpp (and its tests).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -40,9 +41,13 @@ namespace gradwire::data::detail {
 
 // Note [claim ahead]: an epoch of a page-cached data set takes milliseconds, a store round trip
 // 50-250 us on a busy 2-core machine (the store's thread and the client's must both be scheduled),
-// so claims made in line cost more than the reading. Claiming ahead keeps at most one claim more
-// per rank unread than claiming in line; claims shrink to single chunks at a segment's end, so a
-// rank holds at most its current chunk plus one when the chunks run out.
+// so claims made in line cost more than the reading. The claim made ahead is only in time if
+// reading the range before it takes longer than the round trip, so the claimer measures both
+// (moving averages of the round trips and of the reader's time per chunk between its next() calls,
+// kept across epochs) and claims enough of its own segment per round trip that the reading takes
+// twice the round trip (dynamic_own_claim_floor: 4 to 16 chunks). A rank then holds at most two
+// claims unread when its segment runs out; the others' tails are taken from the back one chunk at
+// first.
 class ChunkClaimer {
  public:
   ChunkClaimer(std::shared_ptr<SharedCounter> counter, int rank)
@@ -74,6 +79,7 @@ class ChunkClaimer {
       key_prefix_ = std::move(key_prefix);
       schedule_.emplace(std::move(segment_sizes), rank_);
       first_taken_ = false;
+      handed_out_size_ = 0;
       cancelled_ = false;
       result_ = std::nullopt;
       error_ = nullptr;
@@ -96,10 +102,11 @@ class ChunkClaimer {
   std::optional<SegmentRange> next() {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!schedule_) return std::nullopt;
+    note_reading_time_locked();
     if (!first_taken_) {
       first_taken_ = true;
       const SegmentRange first = schedule_->first_range();
-      if (!first.empty()) return first;
+      if (!first.empty()) return handed_out_locked(first);
     }
     while (true) {
       wake_reader_.wait(
@@ -111,16 +118,44 @@ class ChunkClaimer {
       result_ = std::nullopt;
       request_locked();
       if (in_flight_) wake_claimer_.notify_one();
-      if (!range.empty()) return range;  // else the claim came too late: wait for the next one
+      if (!range.empty()) return handed_out_locked(range);  // else too late: wait for the next
     }
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  static double microseconds_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  }
+  static double moving_average(double average, double sample) {
+    return average > 0 ? 0.75 * average + 0.25 * sample : sample;
+  }
+
+  // Guarded by mutex_: the reader took `range` to read now.
+  SegmentRange handed_out_locked(const SegmentRange& range) {
+    handed_out_at_ = Clock::now();
+    handed_out_size_ = range.size();
+    return range;
+  }
+
+  // Guarded by mutex_: the reader is back for more; the time since the last range it took went
+  // into reading that range.
+  void note_reading_time_locked() {
+    if (handed_out_size_ == 0) return;
+    const double per_chunk =
+        microseconds_since(handed_out_at_) / static_cast<double>(handed_out_size_);
+    chunk_us_ = moving_average(chunk_us_, per_chunk);
+    handed_out_size_ = 0;
+  }
+
   // Guarded by mutex_: asks the thread for the schedule's next claim, if there is one.
   void request_locked() {
-    const std::optional<SegmentClaim> claim = schedule_->next_claim();
+    const std::optional<SegmentClaim> claim =
+        schedule_->next_claim(dynamic_own_claim_floor(round_trip_us_, chunk_us_));
     in_flight_ = claim.has_value();
     request_pending_ = in_flight_;
+    requested_at_ = Clock::now();
     if (claim) claim_ = *claim;
   }
 
@@ -142,6 +177,8 @@ class ChunkClaimer {
         error = std::current_exception();
       }
       lock.lock();
+      // From the request on: waking this thread is part of the cost on a busy machine.
+      round_trip_us_ = moving_average(round_trip_us_, microseconds_since(requested_at_));
       if (generation != generation_) continue;  // its epoch was abandoned: dropped
       if (error) {
         error_ = error;
@@ -171,6 +208,12 @@ class ChunkClaimer {
   SegmentClaim claim_;
   std::optional<int64_t> result_;  // the counter's answer to claim_
   std::exception_ptr error_;
+  // Note [claim ahead]: moving averages (0: none yet), kept across epochs.
+  double round_trip_us_ = 0;
+  double chunk_us_ = 0;
+  Clock::time_point requested_at_;   // when claim_ was asked for
+  Clock::time_point handed_out_at_;  // when the reader took its last range
+  uint64_t handed_out_size_ = 0;     // that range's size; 0: nothing to time
 
   std::thread thread_;  // last: started once the members above exist
 };

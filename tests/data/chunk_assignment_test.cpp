@@ -109,5 +109,14 @@ TEST(ChunkAssignment, DynamicClaimsShrinkToSingleChunksTowardsTheEnd) {
   EXPECT_LT(round_trips, 256 / 3);
 }
 
+TEST(ChunkAssignment, OwnClaimsCoverTwiceARoundTripOfReading) {
+  EXPECT_EQ(dynamic_own_claim_floor(0, 0), kMinDynamicOwnClaim);  // nothing measured yet
+  EXPECT_EQ(dynamic_own_claim_floor(200, 0), kMinDynamicOwnClaim);
+  EXPECT_EQ(dynamic_own_claim_floor(50, 100), kMinDynamicOwnClaim);  // fast store
+  EXPECT_EQ(dynamic_own_claim_floor(200, 40), 10u);                  // ceil(400 / 40)
+  EXPECT_EQ(dynamic_own_claim_floor(5000, 40), kMaxDynamicClaim);
+  EXPECT_EQ(dynamic_own_claim_floor(1e300, 1e-300), kMaxDynamicClaim);
+}
+
 }  // namespace
 }  // namespace gradwire::data

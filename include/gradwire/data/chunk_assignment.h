@@ -48,11 +48,14 @@ uint64_t total_records(const std::vector<ChunkRef>& chunks);
 constexpr uint64_t kMaxDynamicClaim = 16;
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks);
 
-// A rank claims at least this many chunks of its own segment at a time (or what is left, if less):
-// reading them takes about as long as a store round trip on a busy machine, so the claim made
-// ahead arrives in time (Note [claim ahead] in src/data/chunk_claimer.h). Balance at the end comes
-// from the others taking single chunks from the back.
+// A rank claims at least kMinDynamicOwnClaim chunks of its own segment at a time (or what is left,
+// if less), and more when its counter round trips are slow against its reading: enough chunks
+// that reading them takes twice a round trip, so the claim made ahead arrives in time (Note [claim
+// ahead] in src/data/chunk_claimer.h), at most kMaxDynamicClaim. `round_trip` and `per_chunk`:
+// measured averages in any one unit; 0 when not known yet (then kMinDynamicOwnClaim). Balance at
+// the end comes from the others taking single chunks from the back. Pure.
 constexpr uint64_t kMinDynamicOwnClaim = 4;
+uint64_t dynamic_own_claim_floor(double round_trip, double per_chunk);
 
 // Positions [begin, end) of the segment of rank `segment`.
 struct SegmentRange {
@@ -87,7 +90,7 @@ struct SegmentClaim {
 // F + B >= S.
 //
 // ClaimSchedule: the claims of one rank in one epoch. Its own segment from the front while it
-// lasts (dynamic_claim_size, at least kMinDynamicOwnClaim), then the others from the back, in the
+// lasts (dynamic_claim_size, at least a floor), then the others from the back, in the
 // order rank + 1, rank + 2, ... (mod ranks): the first claim from another segment takes one
 // position (its remaining count is not known yet), later ones dynamic_claim_size.
 // Pure: the caller makes the adds (SharedCounter) and records the answers, one claim at a time.
@@ -99,8 +102,10 @@ class ClaimSchedule {
 
   // The implicit first positions of this rank's own segment (empty for an empty segment).
   SegmentRange first_range() const;
-  // The add to make next, or nullopt when every segment is known to be exhausted.
-  std::optional<SegmentClaim> next_claim() const;
+  // The add to make next, or nullopt when every segment is known to be exhausted. Claims of the
+  // own segment take at least `own_claim_floor` positions (dynamic_own_claim_floor) or what is
+  // left.
+  std::optional<SegmentClaim> next_claim(uint64_t own_claim_floor = kMinDynamicOwnClaim) const;
   // Applies `counter_value`, what the add of `claim` (the last next_claim()) returned; returns the
   // positions the claim got, empty when it came too late.
   SegmentRange record(const SegmentClaim& claim, int64_t counter_value);

@@ -5,19 +5,24 @@
 //   kStatic  each rank reads its fixed share of whole chunks (assign_chunks: balanced by record
 //            count, computed alike on every rank without communication). Deterministic; the
 //            position can be saved and restored mid-epoch.
-//   kDynamic ranks claim the next unread chunks of the epoch's global chunk order from a
-//            SharedCounter (the job's rendezvous store: connect_store_counter), several per round
-//            trip while many remain and one at a time towards the end (dynamic_claim_size).
-//            Faster ranks read more; every chunk is read by exactly one rank per epoch. Ranks end
-//            an epoch with different record counts (the training loop must allow that), and a
-//            position can only be restored at an epoch boundary. Chunks claimed by a reader
-//            destroyed mid-epoch are not read by anyone in that epoch.
+//   kDynamic every rank owns its static share as a segment and claims it from the front through
+//            a SharedCounter (the job's rendezvous store: connect_store_counter), several chunks
+//            per round trip, claimed one round trip ahead of the reading on a thread of the
+//            reader's own; its first claim needs no round trip. A rank whose segment is exhausted
+//            takes the others' remaining chunks from the back of their segments, one at first
+//            (ClaimSchedule in chunk_assignment.h). Ranks of equal speed read nearly the same
+//            chunks every epoch (warm page cache and memory maps); faster ranks read more; every
+//            chunk is read by exactly one rank per epoch. Every rank of world_size must read every
+//            epoch (a rank's first claim is implicit). Ranks end an epoch with different record
+//            counts (the training loop must allow that), and a position can only be restored at
+//            an epoch boundary. Chunks claimed by a reader destroyed mid-epoch are not read by
+//            anyone in that epoch. A world of one reads everything without the counter.
 //
 // Reading: start_epoch(e) (all ranks with the same e), then next_record() until it returns
 // nullopt. One background thread per reader reads and decodes up to prefetch_chunks chunks ahead
 // of the consumer; its errors (damage without skip_corrupt, I/O failures, store failures) are
-// thrown by next_record() on the consumer's thread. Destruction stops the thread and waits for it
-// (at most one chunk read or one counter round trip).
+// thrown by next_record() on the consumer's thread. Destruction stops the threads and waits for
+// them (at most one chunk read and one counter round trip, which the counter's timeout bounds).
 //
 // Thread safety: one consumer thread at a time for every method. next_record() blocks until the
 // next chunk is decoded.
@@ -55,8 +60,8 @@ struct ShardedReaderOptions {
   // kDynamic: prefix of the counter keys; the same on all ranks, different for each data set read
   // in the same job (e.g. ".../train", ".../test"). Default "gradwire/data/chunks".
   std::string queue_name = "gradwire/data/chunks";
-  // Reorder chunks every epoch from (seed, epoch): the rank's share (kStatic) or the global order
-  // (kDynamic). Records keep their order inside a chunk. Default false.
+  // Reorder chunks every epoch from (seed, epoch): each share (the segments of kDynamic too).
+  // Records keep their order inside a chunk. Default false.
   bool shuffle_chunks = false;
   uint64_t seed = 0;
   // Skip damaged chunks and count them in stats() instead of throwing. Default false.
