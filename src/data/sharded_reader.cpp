@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -52,7 +53,6 @@ struct ShardedRecordReader::Epoch {
   size_t handoff = 1;                   // Note [hand-off]: max(1, capacity / 2)
   size_t max_spares = 0;
   std::atomic<bool> stop{false};
-  std::thread worker;
 
   // Consumer side only.
   std::optional<DecodedChunk> current;
@@ -120,6 +120,62 @@ struct ShardedRecordReader::Epoch {
   }
 };
 
+// The reader's background thread, started with the reader and reused by every epoch (starting a
+// thread per epoch costs more than a whole small epoch's hand-offs). Runs one job at a time; jobs
+// never throw (the epoch's job hands its errors to the consumer).
+struct ShardedRecordReader::Worker {
+  std::mutex mutex;
+  std::condition_variable wake;  // a job or shutdown
+  std::condition_variable idle;  // the job finished
+  std::function<void()> job;     // guarded by mutex: the next job
+  bool running = false;          // guarded by mutex
+  bool shutdown = false;         // guarded by mutex
+  std::thread thread;
+
+  Worker() : thread([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      shutdown = true;
+    }
+    wake.notify_all();
+    thread.join();
+  }
+
+  void run(std::function<void()> next_job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      GRADWIRE_CHECK(!job && !running);
+      job = std::move(next_job);
+    }
+    wake.notify_one();
+  }
+
+  // Blocks until no job runs; the caller has asked the running one to stop (it returns within
+  // one chunk read or one counter round trip).
+  void wait_idle() {
+    std::unique_lock<std::mutex> lock(mutex);
+    idle.wait(lock, [&] { return !job && !running; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return shutdown || job; });
+      if (!job) return;  // shutdown
+      std::function<void()> current = std::move(job);
+      job = nullptr;
+      running = true;
+      lock.unlock();
+      current();
+      lock.lock();
+      running = false;
+      idle.notify_all();
+    }
+  }
+};
+
 ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
                                          ShardedReaderOptions options)
     : options_(std::move(options)) {
@@ -151,6 +207,7 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
   if (options_.partition == Partition::kDynamic) {
     claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank);
   }
+  worker_ = std::make_unique<Worker>();
 }
 
 ShardedRecordReader::~ShardedRecordReader() { stop_epoch(); }
@@ -167,7 +224,7 @@ void ShardedRecordReader::stop_epoch() {
   if (!epoch_) return;
   epoch_->request_stop();
   if (claimer_) claimer_->cancel();  // a worker waiting for a claim returns
-  if (epoch_->worker.joinable()) epoch_->worker.join();
+  worker_->wait_idle();
   spare_chunks_ = std::move(epoch_->spares);  // the next epoch reads into them
   epoch_.reset();
 }
@@ -224,7 +281,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
   const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
   detail::ChunkClaimer* claimer = claimer_.get();
   if (dynamic) claimer->start_epoch(key, std::move(segment_sizes));
-  state->worker = std::thread([this, state, dynamic, claimer, first = position.chunks_done] {
+  worker_->run([this, state, dynamic, claimer, first = position.chunks_done] {
     using Kind = Epoch::Item::Kind;
     try {
       ChunkBuffers buffers;

@@ -19,10 +19,11 @@
 //            anyone in that epoch. A world of one reads everything without the counter.
 //
 // Reading: start_epoch(e) (all ranks with the same e), then next_record() until it returns
-// nullopt. One background thread per reader reads and decodes up to prefetch_chunks chunks ahead
-// of the consumer; its errors (damage without skip_corrupt, I/O failures, store failures) are
-// thrown by next_record() on the consumer's thread. Destruction stops the threads and waits for
-// them (at most one chunk read and one counter round trip, which the counter's timeout bounds).
+// nullopt. One background thread per reader (started with it, reused by every epoch) reads and
+// decodes up to prefetch_chunks chunks ahead of the consumer; its errors (damage without
+// skip_corrupt, I/O failures, store failures) are thrown by next_record() on the consumer's thread.
+// Destruction stops the threads and waits for them (at most one chunk read and one counter round
+// trip, which the counter's timeout bounds).
 //
 // Thread safety: one consumer thread at a time for every method. next_record() blocks until the
 // next chunk is decoded.
@@ -118,6 +119,7 @@ class ShardedRecordReader {
 
  private:
   struct Epoch;
+  struct Worker;
   void stop_epoch();
 
   std::vector<std::unique_ptr<RecordFileReader>> files_;
@@ -127,6 +129,8 @@ class ShardedRecordReader {
   std::vector<ChunkRef> share_;                // this rank's
   // kDynamic: claims the epoch's chunks ahead of the background thread (its own thread).
   std::unique_ptr<detail::ChunkClaimer> claimer_;
+  // The background thread, reused by every epoch (declared after what its jobs use).
+  std::unique_ptr<Worker> worker_;
   std::unique_ptr<Epoch> epoch_;
   // Memory of consumed chunks kept between epochs (owned by the epoch while one runs).
   std::vector<DecodedChunk> spare_chunks_;
