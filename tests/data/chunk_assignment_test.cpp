@@ -109,6 +109,15 @@ TEST(ChunkAssignment, DynamicClaimsShrinkToSingleChunksTowardsTheEnd) {
   EXPECT_LT(round_trips, 256 / 3);
 }
 
+TEST(ChunkAssignment, OwnClaimsTakeAQuarterOfTheSegment) {
+  EXPECT_EQ(dynamic_own_claim_size(30, kMinDynamicOwnClaim), 8u);  // rounded up
+  EXPECT_EQ(dynamic_own_claim_size(6, kMinDynamicOwnClaim), kMinDynamicOwnClaim);
+  EXPECT_EQ(dynamic_own_claim_size(6, 1), 2u);
+  EXPECT_EQ(dynamic_own_claim_size(30, 12), 12u);  // a measured floor wins
+  EXPECT_EQ(dynamic_own_claim_size(1000, 1), kMaxDynamicClaim);
+  EXPECT_EQ(dynamic_own_claim_size(0, 0), 1u);
+}
+
 TEST(ChunkAssignment, OwnClaimsCoverTwiceARoundTripOfReading) {
   EXPECT_EQ(dynamic_own_claim_floor(0, 0), kMinDynamicOwnClaim);  // nothing measured yet
   EXPECT_EQ(dynamic_own_claim_floor(200, 0), kMinDynamicOwnClaim);

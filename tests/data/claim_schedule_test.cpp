@@ -154,10 +154,10 @@ TEST(ClaimSchedule, ASlowRanksTailGoesToTheOthersFromTheBack) {
 }
 
 TEST(ClaimSchedule, FrontAndBackClaimsGiveUpTheirOverlap) {
-  // Segment 1 of 10 positions; rank 1 owns it (implicit first claim: 3), rank 0 steals.
+  // Segment 1 of 10 positions; rank 1 owns it (implicit first claim: 4), rank 0 steals.
   ClaimSchedule owner({0, 10}, 1);
   ClaimSchedule thief({0, 10}, 0);
-  EXPECT_EQ(owner.first_range(), (SegmentRange{1, 0, 3}));
+  EXPECT_EQ(owner.first_range(), (SegmentRange{1, 0, 4}));
   EXPECT_TRUE(thief.first_range().empty());
   const SegmentClaim probe = *thief.next_claim();
   EXPECT_EQ(probe.segment, 1u);
@@ -165,10 +165,10 @@ TEST(ClaimSchedule, FrontAndBackClaimsGiveUpTheirOverlap) {
   EXPECT_EQ(probe.size, 1u);
   EXPECT_EQ(thief.record(probe, probe.delta()), (SegmentRange{1, 9, 10}));
   SegmentClaim big = probe;
-  big.size = 6;  // as if sized from a stale view: B = 7, so [3, 9)
+  big.size = 6;  // as if sized from a stale view: B = 7, F = 4, so [4, 9)
   int64_t value = probe.delta() + big.delta();
-  EXPECT_EQ(thief.record(big, value), (SegmentRange{1, 3, 9}));
-  // The owner's claim comes after: positions from 3 on are taken, it gets nothing.
+  EXPECT_EQ(thief.record(big, value), (SegmentRange{1, 4, 9}));
+  // The owner's claim comes after: positions from 4 on are taken, it gets nothing.
   const SegmentClaim front = *owner.next_claim();
   EXPECT_FALSE(front.from_back);
   value += front.delta();

@@ -6,9 +6,9 @@
 // assignment from the same files, with no communication.
 //
 // Dynamic partition: every rank owns a segment, its static share, and claims it from the front
-// through the segment's counter, several chunks per round trip while many remain
-// (dynamic_claim_size); a rank whose segment is exhausted takes the others' remaining chunks from
-// the back of their segments through the same counters (ClaimSchedule, Note [front and back]).
+// through the segment's counter, a quarter of it per round trip (dynamic_own_claim_size); a rank
+// whose segment is exhausted takes the others' remaining chunks from the back of their segments
+// through the same counters, one at first (ClaimSchedule, Note [front and back]).
 // With ranks of equal speed each rank reads nearly the same chunks every epoch (warm page cache
 // and memory maps); a slow rank's tail goes to the fast ones.
 #pragma once
@@ -40,21 +40,26 @@ std::vector<std::vector<ChunkRef>> assign_chunks(
 // Sum of the records of `chunks`.
 uint64_t total_records(const std::vector<ChunkRef>& chunks);
 
-// How many consecutive positions a rank claims with one counter round trip when about `remaining`
-// are unclaimed in a segment, among `ranks` ranks: remaining / (2 * ranks) rounded up, at least 1
-// and at most kMaxDynamicClaim ("guided" self-scheduling: big claims while much is left, single
-// chunks for the last 2 * ranks, so the ranks still finish within about one chunk of each other
-// while the store sees a few round trips per rank and epoch). Pure.
+// Dynamic claim sizes (Note [claim sizes] in chunk_assignment.cpp). A claim never takes more than
+// kMaxDynamicClaim chunks.
 constexpr uint64_t kMaxDynamicClaim = 16;
+constexpr uint64_t kMinDynamicOwnClaim = 4;
+
+// Chunks a rank claims from the back of another's segment when about `remaining` are unclaimed
+// there, among `ranks` ranks: remaining / (2 * ranks) rounded up, 1 to kMaxDynamicClaim, so the
+// last chunks go one at a time. Pure.
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks);
 
-// A rank claims at least kMinDynamicOwnClaim chunks of its own segment at a time (or what is left,
-// if less), and more when its counter round trips are slow against its reading: enough chunks
-// that reading them takes twice a round trip, so the claim made ahead arrives in time (Note [claim
-// ahead] in src/data/chunk_claimer.h), at most kMaxDynamicClaim. `round_trip` and `per_chunk`:
-// measured averages in any one unit; 0 when not known yet (then kMinDynamicOwnClaim). Balance at
-// the end comes from the others taking single chunks from the back. Pure.
-constexpr uint64_t kMinDynamicOwnClaim = 4;
+// Chunks a rank claims from the front of its own segment of `segment_size` chunks (the first,
+// implicit claim included): a quarter of the segment, at least `floor` (dynamic_own_claim_floor;
+// kMinDynamicOwnClaim for the implicit claim, which every rank must compute alike), 1 to
+// kMaxDynamicClaim, and never more than what is left. Pure.
+uint64_t dynamic_own_claim_size(uint64_t segment_size, uint64_t floor);
+
+// The least own claim worth a round trip: enough chunks that reading them takes twice a round trip,
+// so the claim made ahead arrives in time (Note [claim ahead] in src/data/chunk_claimer.h);
+// kMinDynamicOwnClaim to kMaxDynamicClaim. `round_trip` and `per_chunk`: measured averages in one
+// unit; 0 when not known yet (then kMinDynamicOwnClaim). Pure.
 uint64_t dynamic_own_claim_floor(double round_trip, double per_chunk);
 
 // Positions [begin, end) of the segment of rank `segment`.
@@ -82,17 +87,17 @@ struct SegmentClaim {
 // Note [front and back]: a segment's counter holds two totals in one integer, the front claims'
 // in its low 32 bits and the back claims' above them (value = front + back * 2^32), so one atomic
 // add tells a claimer where both ends are. The owner's first front claim is implicit: the first
-// dynamic_claim_size(S, ranks) positions of its segment of S (all S for a single rank), read
-// without a round trip; the front total F counts them too. After its add, a front claim of c gets
-// [F - c, F) below S - B, a back claim [S - B, S - B + c) at or above F (F and B: both totals as
-// the add left them). Of two claims that overlap, the later one saw the earlier one's total and
-// gives the overlap up, so every position goes to exactly one claim, and all have gone once
-// F + B >= S.
+// dynamic_own_claim_size(S, kMinDynamicOwnClaim) positions of its segment of S (all S for a single
+// rank), read without a round trip; the front total F counts them too. After its add, a front claim
+// of c gets [F - c, F) below S - B, a back claim [S - B, S - B + c) at or above F (F and B: both
+// totals as the add left them). Of two claims that overlap, the later one saw the earlier one's
+// total and gives the overlap up, so every position goes to exactly one claim, and all have gone
+// once F + B >= S.
 //
 // ClaimSchedule: the claims of one rank in one epoch. Its own segment from the front while it
-// lasts (dynamic_claim_size, at least a floor), then the others from the back, in the
-// order rank + 1, rank + 2, ... (mod ranks): the first claim from another segment takes one
-// position (its remaining count is not known yet), later ones dynamic_claim_size.
+// lasts (dynamic_own_claim_size), then the others from the back, in the order rank + 1,
+// rank + 2, ... (mod ranks): the first claim from another segment takes one position (its
+// remaining count is not known yet), later ones dynamic_claim_size.
 // Pure: the caller makes the adds (SharedCounter) and records the answers, one claim at a time.
 class ClaimSchedule {
  public:
@@ -102,9 +107,8 @@ class ClaimSchedule {
 
   // The implicit first positions of this rank's own segment (empty for an empty segment).
   SegmentRange first_range() const;
-  // The add to make next, or nullopt when every segment is known to be exhausted. Claims of the
-  // own segment take at least `own_claim_floor` positions (dynamic_own_claim_floor) or what is
-  // left.
+  // The add to make next, or nullopt when every segment is known to be exhausted.
+  // `own_claim_floor`: see dynamic_own_claim_size.
   std::optional<SegmentClaim> next_claim(uint64_t own_claim_floor = kMinDynamicOwnClaim) const;
   // Applies `counter_value`, what the add of `claim` (the last next_claim()) returned; returns the
   // positions the claim got, empty when it came too late.
