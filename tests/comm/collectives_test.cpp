@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
-#include <thread>
 #include <tuple>
 
 #include "gradwire/comm/communicator.h"
@@ -30,24 +28,12 @@ void run_ranks(const std::string& backend, int world_size,
     return;
   }
   const int port = testing::free_port();
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        auto options = testing::loopback_options(rank, world_size, port, std::chrono::seconds(30));
-        options.backend = backend;
-        auto world = init(options);
-        fn(rank, *world);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!first_error) first_error = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+  testing::run_threads(world_size, [&](int rank) {
+    auto options = testing::loopback_options(rank, world_size, port, std::chrono::seconds(30));
+    options.backend = backend;
+    auto world = init(options);
+    fn(rank, *world);
+  });
 }
 
 const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kInt, at::kBFloat16};
