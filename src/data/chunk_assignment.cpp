@@ -63,9 +63,12 @@ uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {
 // 0.8 MB, docs/data.md): guided claims of the own segment (remaining / (2 x ranks), 4 to 16) took
 // 5-6 round trips per rank and epoch and left the dynamic partition at 0.3-0.45 of a raw read,
 // quarters of the segment (3 round trips) matched the static partition. Balance does not need
-// small own claims: the others take what the owner has not claimed from the back, single chunks
-// first. The cost is that a slow rank keeps what it claimed ahead: up to two quarters of its
-// segment when the others run out (the slow rank in tests/data/claim_schedule_test.cpp).
+// small own claims: the others take what the owner has not claimed from the back, one chunk
+// first, then guided sizes, but not the last quarter-claim's worth, which the owner's claim made
+// ahead is likely to take anyway (a stealer racing for it lost and paid a round trip per chunk
+// of 50 us reading). The cost is that a slow rank keeps what it claimed ahead and up to a quarter
+// more: up to three quarters of its segment when the others run out (the slow rank in
+// tests/data/claim_schedule_test.cpp).
 uint64_t dynamic_own_claim_size(uint64_t segment_size, uint64_t floor) {
   const uint64_t quarter = (segment_size + 3) / 4;
   return std::clamp<uint64_t>(std::max(quarter, floor), 1, kMaxDynamicClaim);
@@ -126,8 +129,12 @@ std::optional<SegmentClaim> ClaimSchedule::next_claim(uint64_t own_claim_floor) 
     const auto v = static_cast<uint32_t>((rank_ + k) % segments_.size());
     const Segment& other = segments_[v];
     if (other.remaining() == 0) continue;
-    const uint64_t size = other.probed ? dynamic_claim_size(other.remaining(), ranks) : 1;
-    return SegmentClaim{v, true, size};
+    if (!other.probed) return SegmentClaim{v, true, 1};
+    // What fits the owner's next claim (likely in flight already) is left to the owner: taking it
+    // would cost round trips that save the owner less than they cost (Note [claim sizes]).
+    const uint64_t owners_next = dynamic_own_claim_size(other.size, kMinDynamicOwnClaim);
+    if (other.remaining() <= owners_next) continue;
+    return SegmentClaim{v, true, dynamic_claim_size(other.remaining() - owners_next, ranks)};
   }
   return std::nullopt;
 }

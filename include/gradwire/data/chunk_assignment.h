@@ -97,7 +97,8 @@ struct SegmentClaim {
 // ClaimSchedule: the claims of one rank in one epoch. Its own segment from the front while it
 // lasts (dynamic_own_claim_size), then the others from the back, in the order rank + 1,
 // rank + 2, ... (mod ranks): the first claim from another segment takes one position (its
-// remaining count is not known yet), later ones dynamic_claim_size.
+// remaining count is not known yet), later ones dynamic_claim_size of what the owner's next own
+// claim would not cover (that much is left to the owner).
 // Pure: the caller makes the adds (SharedCounter) and records the answers, one claim at a time.
 class ClaimSchedule {
  public:
