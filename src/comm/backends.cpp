@@ -57,6 +57,13 @@ shm::ShmOptions shm_options(const WorldInfo& world, const EnvMap& env,
     }
     options.slot_bytes = static_cast<size_t>(*slot);
   }
+  if (auto streaming = env.get_int("GRADWIRE_SHM_STREAMING_BYTES")) {
+    if (*streaming < 0) {
+      throw ConfigError("gradwire: GRADWIRE_SHM_STREAMING_BYTES=" + std::to_string(*streaming) +
+                        " is negative; give a size in bytes (default: no streaming stores)");
+    }
+    options.streaming_bytes = static_cast<size_t>(*streaming);
+  }
   return options;
 }
 

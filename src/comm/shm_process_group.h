@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "c10d_adapter.h"
@@ -30,8 +31,10 @@ struct ShmOptions {
   // Allreduces up to this size take the one-step algorithm. Default 64 KiB.
   size_t small_bytes = size_t{64} << 10;
   // Large allreduces of tensors from this size write them with non-temporal stores, which skip
-  // reading each destination line first (shm_reduce.h). Default 4 MiB.
-  size_t streaming_bytes = size_t{4} << 20;
+  // reading each destination line first but leave the tensor out of the cache (shm_reduce.h).
+  // Default: never. On the development machine they made 4-256 MiB allreduces 1.3-1.9x slower,
+  // since a gradient bucket is read again soon after (docs/performance.md).
+  size_t streaming_bytes = std::numeric_limits<size_t>::max();
   // Limit for joining the segment and for each operation, from when it starts running.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };

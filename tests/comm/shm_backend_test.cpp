@@ -121,10 +121,13 @@ at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {
   return at::arange(n, at::kDouble).remainder(13).mul(rank + 1).sub(rank).to(dtype);
 }
 
-TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
+// Every collective over many chunks; `streaming_bytes` 0 writes every large allreduce's tensor
+// with non-temporal stores (off by default).
+void check_chunked_collectives(size_t streaming_bytes) {
   ShmOptions options;
   options.slot_bytes = 4096;  // 1024 floats: a 10000-element allreduce is 10 chunks
   options.small_bytes = 512;
+  options.streaming_bytes = streaming_bytes;
   options.timeout = std::chrono::seconds(30);
   const int ranks = 3;
   with_groups(ranks, 1, options, [&](int rank, ShmProcessGroup& group) {
@@ -154,6 +157,12 @@ TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
     group.barrier(c10d::BarrierOptions())->wait();
   });
 }
+
+TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
+  check_chunked_collectives(ShmOptions().streaming_bytes);
+}
+
+TEST(ShmProcessGroup, ChunkedCollectivesWithStreamingStores) { check_chunked_collectives(0); }
 
 TEST(ShmProcessGroup, ManyMixedOperationsInFlight) {
   // Small and chunked allreduces, broadcasts and barriers issued back to back without waiting,
