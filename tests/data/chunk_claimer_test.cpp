@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include "segment_coverage.h"
+
 namespace gradwire::data::detail {
 namespace {
 
@@ -51,20 +53,6 @@ std::vector<SegmentRange> drain(ChunkClaimer& claimer, std::chrono::microseconds
   return ranges;
 }
 
-void expect_every_position_once(const std::vector<uint64_t>& sizes,
-                                const std::vector<std::vector<SegmentRange>>& per_rank) {
-  std::map<std::pair<uint32_t, uint64_t>, int> seen;
-  for (const auto& ranges : per_rank) {
-    for (const SegmentRange& range : ranges) {
-      for (uint64_t i = range.begin; i < range.end; ++i) ++seen[{range.segment, i}];
-    }
-  }
-  uint64_t total = 0;
-  for (const uint64_t size : sizes) total += size;
-  EXPECT_EQ(seen.size(), total);
-  for (const auto& [position, times] : seen) EXPECT_EQ(times, 1);
-}
-
 TEST(ChunkClaimer, ClaimsAheadAreNeverLostOrReadTwiceWithASlowRank) {
   auto counter = std::make_shared<SlowCounter>();
   const std::vector<uint64_t> sizes = {40, 37, 45};
@@ -80,7 +68,7 @@ TEST(ChunkClaimer, ClaimsAheadAreNeverLostOrReadTwiceWithASlowRank) {
           [&, rank] { per_rank[rank] = drain(*claimers[rank], rank == 2 ? 500us : 20us); });
     }
     for (auto& thread : ranks) thread.join();
-    expect_every_position_once(sizes, per_rank);
+    testing::expect_every_position_once(sizes, per_rank);
     EXPECT_FALSE(claimers[0]->next()) << "stays exhausted";
   }
 }
@@ -102,7 +90,7 @@ TEST(ChunkClaimer, AnAbandonedEpochsClaimDoesNotLeakIntoTheNext) {
   std::thread other([&] { per_rank[1] = drain(rank1, 10us); });
   per_rank[0] = drain(rank0, 10us);
   other.join();
-  expect_every_position_once(sizes, per_rank);
+  testing::expect_every_position_once(sizes, per_rank);
 }
 
 TEST(ChunkClaimer, CounterErrorsAreThrownByNext) {

@@ -10,6 +10,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/data/chunk_assignment.h"
+#include "segment_coverage.h"
 
 namespace gradwire::data {
 namespace {
@@ -41,21 +42,7 @@ struct Simulation {
     return true;
   }
 
-  void expect_every_position_once() const {
-    std::map<std::pair<uint32_t, uint64_t>, int> seen;
-    for (const auto& ranges : got) {
-      for (const SegmentRange& range : ranges) {
-        for (uint64_t i = range.begin; i < range.end; ++i) ++seen[{range.segment, i}];
-      }
-    }
-    uint64_t total = 0;
-    for (const uint64_t size : sizes) total += size;
-    EXPECT_EQ(seen.size(), total);
-    for (const auto& [position, times] : seen) {
-      EXPECT_EQ(times, 1) << "segment " << position.first << " position " << position.second;
-      EXPECT_LT(position.second, sizes[position.first]);
-    }
-  }
+  void expect_every_position_once() const { testing::expect_every_position_once(sizes, got); }
 };
 
 TEST(ClaimSchedule, EveryPositionOnceUnderRandomInterleavings) {
