@@ -6,6 +6,7 @@
 #include "gradwire/common/error.h"
 #include "op_context.h"
 #include "rendezvous.h"
+#include "shm_reduce.h"
 #include "work.h"
 
 namespace gradwire {
@@ -246,7 +247,7 @@ WorkHandle C10dCommunicator::reduce_scatter(const at::Tensor& input, at::Tensor&
     return wrap(backend_->_reduce_scatter_base(flat_out, flat_in, options), description,
                 std::move(finish));
   }
-  if (!ring_reduces(input.scalar_type())) {
+  if (!shm::reducible(input.scalar_type())) {
     throw InvalidArgument("gradwire reduce_scatter: the " + traits.name +
                           " backend cannot reduce " +
                           std::string(c10::toString(input.scalar_type())) +

@@ -75,22 +75,6 @@ int64_t ring_segment_count(int64_t chunk_elements, int64_t segment_elements) {
   return std::max<int64_t>(1, (chunk_elements + segment_elements - 1) / segment_elements);
 }
 
-bool ring_reduces(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat:
-    case at::kDouble:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kChar:
-    case at::kByte:
-    case at::kInt:
-    case at::kLong:
-      return true;
-    default:
-      return false;
-  }
-}
-
 struct RingReduceScatter::Pending {
   at::Tensor input;   // flat
   at::Tensor output;  // flat

@@ -57,9 +57,6 @@ RingStep ring_step(int rank, int size, int step);
 // each (at least one segment, also for an empty chunk).
 int64_t ring_segment_count(int64_t chunk_elements, int64_t segment_elements);
 
-// Dtypes the ring reduces: float, double, half, bfloat16, int8, uint8, int32, int64.
-bool ring_reduces(at::ScalarType dtype);
-
 class RingReduceScatter {
  public:
   // `backend` carries the messages (its send/recv); it outlives nothing here but is kept alive.
@@ -70,7 +67,7 @@ class RingReduceScatter {
   RingReduceScatter& operator=(const RingReduceScatter&) = delete;
 
   // Queues a reduce-scatter of `input` (size * output.numel() elements, contiguous) into
-  // `output` (contiguous, same dtype, ring_reduces(dtype), non-empty) and returns its work at
+  // `output` (contiguous, same dtype, shm::reducible(dtype), non-empty) and returns its work at
   // once; the caller has checked the arguments. The tensors are kept alive by the work's
   // operation and must not be touched until the work completed. Non-blocking.
   c10d_adapter::WorkPtr enqueue(at::Tensor input, at::Tensor output, ReduceOp op);

@@ -12,6 +12,7 @@
 // Thread safety: stateless; `ready` is called on the calling thread only.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
