@@ -203,7 +203,6 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
     record_counts_.push_back(std::move(counts));
   }
   shares_ = assign_chunks(record_counts_, options_.world_size);
-  share_ = shares_[static_cast<size_t>(options_.rank)];
   if (options_.partition == Partition::kDynamic) {
     claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank);
   }
@@ -266,7 +265,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
       segment_sizes.push_back(share.size());
     }
   } else {
-    epoch->order = in_reading_order(share_);
+    epoch->order = in_reading_order(own_share());
   }
   if (position.chunks_done > epoch->order.size()) {
     throw InvalidArgument("gradwire: resume position chunk " +

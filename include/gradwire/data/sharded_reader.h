@@ -114,8 +114,8 @@ class ShardedRecordReader {
   // Records per chunk of every file, as read from the indexes.
   const std::vector<std::vector<uint64_t>>& record_counts() const { return record_counts_; }
   // kStatic: this rank's chunks (in file order) and their record total.
-  const std::vector<ChunkRef>& static_share() const { return share_; }
-  uint64_t static_share_records() const { return total_records(share_); }
+  const std::vector<ChunkRef>& static_share() const { return own_share(); }
+  uint64_t static_share_records() const { return total_records(own_share()); }
 
  private:
   struct Epoch;
@@ -126,7 +126,9 @@ class ShardedRecordReader {
   ShardedReaderOptions options_;
   std::vector<std::vector<uint64_t>> record_counts_;
   std::vector<std::vector<ChunkRef>> shares_;  // every rank's (kDynamic: its segment)
-  std::vector<ChunkRef> share_;                // this rank's
+  const std::vector<ChunkRef>& own_share() const {
+    return shares_[static_cast<size_t>(options_.rank)];
+  }
   // kDynamic: claims the epoch's chunks ahead of the background thread (its own thread).
   std::unique_ptr<detail::ChunkClaimer> claimer_;
   // The background thread, reused by every epoch (declared after what its jobs use).
