@@ -14,6 +14,7 @@
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
 #include "harness/command.h"
+#include "harness/report.h"
 
 namespace gradwire::bench {
 namespace {
@@ -49,8 +50,7 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
             std::string::npos)
       << run.output;
 
-  std::ifstream in(json);
-  const nlohmann::json document = nlohmann::json::parse(in);
+  const nlohmann::json document = read_json_file(json);
   EXPECT_EQ(document.at("schema_version"), 1);
   EXPECT_EQ(document.at("benchmark"), "ddp");
   EXPECT_EQ(document.at("distributed_backend"), "gloo");
@@ -95,8 +95,7 @@ TEST(DdpRunTest, TwoBackendsAgainstOneBaseline) {
   EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R gloo:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R shm:  p50:"), 1u) << run.output;
 
-  std::ifstream in(json);
-  const nlohmann::json document = nlohmann::json::parse(in);
+  const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   EXPECT_EQ(document.at("distributed_backend"), "gloo,shm");
   const DdpReport report = parse_ddp_document(document, json);
@@ -124,8 +123,7 @@ TEST(DdpRunTest, InterleavedBaselineAndOneRank) {
   EXPECT_EQ(run.output.find("mlp, DDP on 1 rank:"), std::string::npos) << run.output;
   EXPECT_EQ(count(run.output, "   1 ranks --    1M/1R:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "   2 ranks --    1M/2R:  p50:"), 1u) << run.output;
-  std::ifstream in(json);
-  const nlohmann::json document = nlohmann::json::parse(in);
+  const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   EXPECT_EQ(document.at("interleave"), true);
   const DdpReport report = parse_ddp_document(document, json);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_process.h"
+#include "harness/report.h"
 
 namespace gradwire::bench {
 namespace {
@@ -71,7 +72,7 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
-  const nlohmann::json document = nlohmann::json::parse(read_text_file(json));
+  const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   EXPECT_EQ(document.at("schema_version"), 1);
   EXPECT_EQ(document.at("benchmark"), "hybrid");
@@ -97,7 +98,7 @@ TEST(HybridRun, WithThePyTorchReference) {
   EXPECT_EQ(count(run.output, "gradwire      All:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "pytorch       All:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "gradwire/pytorch ex/s: p50:"), 1u) << run.output;
-  const nlohmann::json document = nlohmann::json::parse(read_text_file(json));
+  const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   check_side(document, "gradwire");
   check_side(document.at("reference"), "pytorch");

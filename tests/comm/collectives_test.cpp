@@ -232,11 +232,8 @@ at::Tensor reduce_scatter_want(int rank, int world, int64_t n, at::ScalarType dt
   return want.to(dtype);
 }
 
-class ReduceScatter : public ::testing::TestWithParam<std::tuple<std::string, int>> {
- protected:
-  const std::string& backend() const { return std::get<0>(GetParam()); }
-  int ranks() const { return std::get<1>(GetParam()); }
-};
+// (backend, ranks), instantiated over its own parameter list.
+class ReduceScatter : public Collectives {};
 
 TEST_P(ReduceScatter, EveryOpDtypeAndSize) {
   const int world = ranks();
