@@ -1,11 +1,14 @@
 #include "c10d_communicator.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "gradwire/common/error.h"
 #include "op_context.h"
 #include "rendezvous.h"
+#include "shared_buffer_source.h"
 #include "shm_reduce.h"
 #include "work.h"
 
@@ -23,6 +26,11 @@ const char* to_string(ReduceOp op) {
       return "max";
   }
   return "?";
+}
+
+at::Tensor Communicator::shared_buffer(int64_t numel, at::ScalarType dtype) {
+  if (numel < 0) throw InvalidArgument("gradwire shared_buffer: a negative size");
+  return at::zeros({numel}, at::TensorOptions().dtype(dtype));
 }
 
 namespace {
@@ -288,6 +296,17 @@ WorkHandle C10dCommunicator::recv(at::Tensor& tensor, int src_rank, int tag) {
               describe("recv", tensor,
                        "(from " + std::to_string(src_rank) + ", tag " + std::to_string(tag) + ")"),
               nullptr, /*collective=*/false);
+}
+
+at::Tensor C10dCommunicator::shared_buffer(int64_t numel, at::ScalarType dtype) {
+  auto* source = dynamic_cast<SharedBufferSource*>(backend_.get());
+  if (source == nullptr) return Communicator::shared_buffer(numel, dtype);
+  auto out = std::make_shared<at::Tensor>();
+  wrap(source->allocate_shared(numel, dtype, out), "shared buffer allocation of " +
+                                                       std::to_string(numel) + " elements of " +
+                                                       c10::toString(dtype))
+      ->wait();
+  return *out;
 }
 
 std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ranks) {

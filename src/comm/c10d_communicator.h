@@ -66,6 +66,8 @@ class C10dCommunicator : public Communicator {
   WorkHandle send(const at::Tensor& tensor, int dst_rank, int tag) override;
   WorkHandle recv(at::Tensor& tensor, int src_rank, int tag) override;
   std::shared_ptr<Communicator> split(const std::vector<int>& ranks) override;
+  // The backend's shared buffer when it is a SharedBufferSource (shm), else ordinary memory.
+  at::Tensor shared_buffer(int64_t numel, at::ScalarType dtype) override;
 
  private:
   void check_tensor(const char* op, const at::Tensor& tensor) const;

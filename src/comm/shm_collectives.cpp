@@ -106,6 +106,35 @@ void ShmCollectives::allreduce_large(char* data, c10::ScalarType dtype, size_t n
   }
 }
 
+void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
+                                      ReduceOp op) {
+  const size_t item = c10::elementSize(dtype);
+  const uint64_t step = sync_.next_step();
+  sync_.post(step);
+  sync_.wait_posted(step);  // every rank's input is in its copy
+  // Slices are whole cache lines, so no two ranks write the same line of any copy.
+  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
+  std::vector<char*> copies(size_);
+  for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
+  std::vector<const void*> inputs(size_);
+  // In pieces, so that the result is still in cache when it is copied to the third and later
+  // ranks (two ranks: the reduction writes both copies itself).
+  const size_t piece = std::max<size_t>(1, (size_t{64} << 10) / item);
+  const int other = rank_ == 0 ? 1 : 0;
+  for (size_t begin = mine.begin; begin < mine.end; begin += piece) {
+    const size_t count = std::min(piece, mine.end - begin);
+    for (int r = 0; r < size_; ++r) inputs[r] = copies[r] + begin * item;
+    char* own = copies[rank_] + begin * item;
+    reduce(dtype, op, own, inputs.data(), size_, count,
+           size_ > 1 ? copies[other] + begin * item : nullptr);
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && r != other) std::memcpy(copies[r] + begin * item, own, count * item);
+    }
+  }
+  sync_.post_reduced(step);
+  sync_.wait_reduced(step);  // every copy holds the result
+}
+
 void ShmCollectives::broadcast(void* data, size_t bytes, int root) {
   char* bytes_ptr = static_cast<char*>(data);
   for (size_t offset = 0; offset < bytes; offset += slot_bytes_) {

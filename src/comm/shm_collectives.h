@@ -11,6 +11,10 @@
 //    rank reduced chunk k, each copies chunk k+1 in and posts it before copying chunk k out, so
 //    the next reduction never waits for anyone's copies out. Tensors of at least
 //    `streaming_bytes` are written with non-temporal stores (shm_reduce.h).
+//  allreduce_shared, a tensor in a shared buffer (shm_shared_buffers.h) at the same place on
+//    every rank: no slots, no copies. One step (everyone's input is ready), then every rank
+//    reduces its own slice of all ranks' copies and writes the result into every copy, then
+//    waits until everyone has (reduced).
 //  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
 //
 // Thread safety: none; one progress thread per communicator calls these in issue order.
@@ -23,6 +27,7 @@
 
 #include "gradwire/comm/communicator.h"
 #include "shm_segment.h"
+#include "shm_shared_buffers.h"
 #include "shm_sync.h"
 
 namespace gradwire::shm {
@@ -44,6 +49,9 @@ class ShmCollectives {
                  size_t streaming_bytes);
 
   void allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op);
+  // `n` elements from `region`'s offset in every rank's copy; the operation was begun with the
+  // region's argument (so ranks at different places fail, naming each other).
+  void allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n, ReduceOp op);
   void broadcast(void* data, size_t bytes, int root);
   // outs[r] (bytes each) receives rank r's input.
   void allgather(const void* in, size_t bytes, void* const* outs);

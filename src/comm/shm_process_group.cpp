@@ -1,5 +1,6 @@
 #include "shm_process_group.h"
 
+#include <ATen/ATen.h>
 #include <sys/prctl.h>
 
 #include "gradwire/common/error.h"
@@ -90,10 +91,11 @@ ShmProcessGroup::~ShmProcessGroup() {
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::enqueue(std::string what, uint64_t signature,
-                                                        std::function<void()> run) {
-  return queue_.enqueue(what, [this, what, signature, run = std::move(run)] {
+                                                        std::function<void()> run,
+                                                        uint64_t argument) {
+  return queue_.enqueue(what, [this, what, signature, argument, run = std::move(run)] {
     const auto start = std::chrono::steady_clock::now();
-    core_->sync.begin(what, signature, start + options_.timeout, options_.timeout);
+    core_->sync.begin(what, signature, start + options_.timeout, options_.timeout, argument);
     run();
   });
 }
@@ -116,11 +118,39 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce(std::vector<at::Tensor
   check_tensor("allreduce", tensor);
   const ReduceOp op = from_c10d(options.reduceOp);
   check_reducible("allreduce", tensor, op);
+  const std::string what = std::string("allreduce(") + to_string(op) + ")";
+  if (auto region = core_->shared_buffers.find(tensor.data_ptr(), byte_size(tensor))) {
+    const auto signature = op_signature(ShmOpKind::kSharedAllreduce, int(op),
+                                        int(tensor.scalar_type()), 0, byte_size(tensor));
+    const uint64_t argument = region->argument();
+    return enqueue(
+        what, signature,
+        [this, tensor, op, region = std::move(*region)] {
+          core_->collectives.allreduce_shared(region, tensor.scalar_type(), tensor.numel(), op);
+        },
+        argument);
+  }
   const auto signature =
       op_signature(ShmOpKind::kAllreduce, int(op), int(tensor.scalar_type()), 0, byte_size(tensor));
-  return enqueue(std::string("allreduce(") + to_string(op) + ")", signature, [this, tensor, op] {
+  return enqueue(what, signature, [this, tensor, op] {
     core_->collectives.allreduce(tensor.data_ptr(), tensor.scalar_type(), tensor.numel(), op);
   });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allocate_shared(int64_t numel, at::ScalarType dtype,
+                                                                std::shared_ptr<at::Tensor> out) {
+  if (numel < 0) throw InvalidArgument("gradwire shm: a shared buffer cannot have a negative size");
+  const size_t bytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
+  return enqueue("shared buffer allocation", op_signature(ShmOpKind::kSharedAlloc, 0, 0, 0, bytes),
+                 [this, numel, dtype, bytes, out] {
+                   std::shared_ptr<const SharedMapping> mapping = allocate_shared_buffer(
+                       core_->segment, core_->sync, getRank(), ++core_->shared_buffer_count, bytes);
+                   core_->shared_buffers.add(mapping);
+                   // The tensor owns the mapping: the storage's deleter holds it.
+                   *out = at::from_blob(
+                       mapping->own(), {numel}, [mapping](void*) {},
+                       at::TensorOptions().dtype(dtype));
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allgather(

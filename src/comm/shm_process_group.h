@@ -17,6 +17,7 @@
 
 #include "c10d_adapter.h"
 #include "serial_work_queue.h"
+#include "shared_buffer_source.h"
 #include "shm_collectives.h"
 #include "shm_segment.h"
 #include "shm_sync.h"
@@ -39,7 +40,7 @@ struct ShmOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
-class ShmProcessGroup : public c10d_adapter::BackendBase {
+class ShmProcessGroup : public c10d_adapter::BackendBase, public SharedBufferSource {
  public:
   // Collective over the `size` ranks using `store` (prefixed for this group): joins the segment
   // (shm_attach.h). `point_to_point` serves send/recv; it may be null (send/recv then fail).
@@ -52,6 +53,8 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
   // Inputs: exactly one contiguous CPU tensor per call (as C10dCommunicator passes them).
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& options) override;
+  // A tensor lying in one of this group's shared buffers (allocate_shared) is reduced in place
+  // there; every rank must then pass the same place of its copy (else "collectives differ").
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& options) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -64,6 +67,10 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
                                       int tag) override;
+  // A buffer every rank of the group maps (shm_shared_buffers.h); the tensor keeps the mappings
+  // alive, also after the group is gone.
+  c10::intrusive_ptr<c10d::Work> allocate_shared(int64_t numel, at::ScalarType dtype,
+                                                 std::shared_ptr<at::Tensor> out) override;
 
  private:
   // The segment and what runs on it; shared with work handles so that a timed-out wait can say
@@ -73,11 +80,13 @@ class ShmProcessGroup : public c10d_adapter::BackendBase {
     ShmSegment segment;
     ShmStepSync sync;
     ShmCollectives collectives;
+    SharedBufferTable shared_buffers;
+    uint64_t shared_buffer_count = 0;  // progress thread only
   };
   // Queues `run`; on the progress thread, the step sync begins the operation (its signature,
-  // deadline) before `run`.
+  // argument, deadline) before `run`.
   c10::intrusive_ptr<c10d::Work> enqueue(std::string what, uint64_t signature,
-                                         std::function<void()> run);
+                                         std::function<void()> run, uint64_t argument = 0);
 
   ShmOptions options_;
   std::shared_ptr<Core> core_;

@@ -23,7 +23,7 @@ namespace gradwire::shm {
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 constexpr uint64_t kSegmentMagic = 0x6772647773686d31ULL;  // "grdwshm1"
-constexpr uint32_t kSegmentVersion = 2;
+constexpr uint32_t kSegmentVersion = 3;
 
 struct ShmHeader {
   uint64_t magic;
@@ -43,6 +43,9 @@ struct alignas(kCacheLine) ShmRankControl {
   // What this rank's collective of the step with that parity is (shm_sync.h, op signatures),
   // written before `posted`, so ranks calling different collectives are told so.
   alignas(kCacheLine) std::atomic<uint64_t> signature[2];
+  // The signature's argument, compared like it: for an allreduce of a shared buffer, which
+  // buffer and where in it (shm_shared_buffers.h); 0 otherwise.
+  std::atomic<uint64_t> argument[2];
   // Bumped after every post (posted or reduced) so that waiters can sleep on it with FUTEX_WAIT
   // (shm_sync.cpp); `sleepers` counts the threads of any rank sleeping on it, so a post makes the
   // FUTEX_WAKE system call only when someone sleeps. Written by every rank (atomic RMW).

@@ -73,7 +73,23 @@ std::string describe_signature(uint64_t signature) {
   }
   if (code == static_cast<int>(ShmOpKind::kAllgather)) return "allgather" + size;
   if (code == static_cast<int>(ShmOpKind::kBarrier)) return "barrier";
+  if (code >= 12 && code <= 15) {
+    return std::string("allreduce(") + kOps[code - 12] + ") in place on a shared buffer" + size;
+  }
+  if (code == static_cast<int>(ShmOpKind::kSharedAlloc)) return "a shared buffer allocation" + size;
+  if (code == static_cast<int>(ShmOpKind::kSharedAllocFailed)) {
+    return "a shared buffer allocation that failed there" + size;
+  }
   return "an unknown collective (code " + std::to_string(code) + ")";
+}
+
+uint64_t shared_argument(uint64_t buffer_id, uint64_t byte_offset) {
+  return (buffer_id << 40) | (byte_offset & ((uint64_t{1} << 40) - 1));
+}
+
+std::string describe_shared_argument(uint64_t argument) {
+  return "shared buffer " + std::to_string(argument >> 40) + " from byte " +
+         std::to_string(argument & ((uint64_t{1} << 40) - 1));
 }
 
 ShmStepSync::ShmStepSync(const ShmSegment& segment, int rank)
@@ -86,9 +102,10 @@ ShmStepSync::ShmStepSync(const ShmSegment& segment, int rank)
 
 void ShmStepSync::begin(std::string what, uint64_t signature,
                         std::chrono::steady_clock::time_point deadline,
-                        std::chrono::milliseconds limit) {
+                        std::chrono::milliseconds limit, uint64_t argument) {
   what_ = std::move(what);
   signature_ = signature;
+  argument_ = argument;
   deadline_ = deadline;
   limit_ = limit;
 }
@@ -96,6 +113,7 @@ void ShmStepSync::begin(std::string what, uint64_t signature,
 void ShmStepSync::post(uint64_t step) {
   auto& mine = segment_.control(rank_);
   mine.signature[parity(step)].store(signature_, std::memory_order_relaxed);
+  mine.argument[parity(step)].store(argument_, std::memory_order_relaxed);
   mine.posted.store(step, std::memory_order_release);
   wake_sleepers(mine);
 }
@@ -120,14 +138,19 @@ void ShmStepSync::abort() {
 void ShmStepSync::wait_posted(uint64_t step) {
   wait_all(&ShmRankControl::posted, step, "post");
   // A rank is at most one step ahead, using the other parity: this step's signatures are stable.
+  auto describe = [](uint64_t signature, uint64_t argument) {
+    return describe_signature(signature) +
+           (argument == 0 ? "" : " (" + describe_shared_argument(argument) + ")");
+  };
   for (int r = 0; r < size_; ++r) {
-    const uint64_t theirs =
-        segment_.control(r).signature[parity(step)].load(std::memory_order_relaxed);
-    if (theirs != signature_) {
+    const auto& theirs = segment_.control(r);
+    const uint64_t signature = theirs.signature[parity(step)].load(std::memory_order_relaxed);
+    const uint64_t argument = theirs.argument[parity(step)].load(std::memory_order_relaxed);
+    if (signature != signature_ || argument != argument_) {
       throw std::runtime_error(
           "shm: collectives differ: rank " + std::to_string(rank_) +
-          " of the communicator called " + describe_signature(signature_) + " while rank " +
-          std::to_string(r) + " called " + describe_signature(theirs) +
+          " of the communicator called " + describe(signature_, argument_) + " while rank " +
+          std::to_string(r) + " called " + describe(signature, argument) +
           ". Every rank must issue the same collectives in the same order with the same sizes");
     }
   }

@@ -42,20 +42,29 @@ enum class ShmOpKind : uint8_t {
   kBroadcast = 9,
   kAllgather = 10,
   kBarrier = 11,
+  kSharedAllreduce = 12,    // + ReduceOp: in place on a shared buffer (argument: which, where)
+  kSharedAlloc = 16,        // allocating a shared buffer (bytes)
+  kSharedAllocFailed = 17,  // posted instead by a rank whose part of the allocation failed
 };
 uint64_t op_signature(ShmOpKind kind, int reduce_op, int dtype, int root, uint64_t bytes);
 // "allreduce(avg) of 4096 bytes of dtype 6", "broadcast from rank 1 of 64 bytes ...".
 std::string describe_signature(uint64_t signature);
+// The argument of an allreduce in place on a shared buffer: the buffer's number (from 1, below
+// 2^24) and the tensor's byte offset in it (below 2^40); "shared buffer 2 from byte 4096".
+uint64_t shared_argument(uint64_t buffer_id, uint64_t byte_offset);
+std::string describe_shared_argument(uint64_t argument);
 
 class ShmStepSync {
  public:
   // Every rank's pid must be in the segment already (join_segment() returned).
   ShmStepSync(const ShmSegment& segment, int rank);
 
-  // Starts an operation named `what` (for messages) with `signature` (op_signature()) that must
-  // finish by `deadline`.
+  // Starts an operation named `what` (for messages) with `signature` (op_signature()) and
+  // `argument` (ShmRankControl::argument) that must finish by `deadline`.
   void begin(std::string what, uint64_t signature, std::chrono::steady_clock::time_point deadline,
-             std::chrono::milliseconds limit);
+             std::chrono::milliseconds limit, uint64_t argument = 0);
+  // Replaces the signature posted from now on (a rank whose part failed says so to the others).
+  void set_signature(uint64_t signature) { signature_ = signature; }
   // The next step number (starts at 1) and the slot parity it uses.
   uint64_t next_step() { return ++step_; }
   static int parity(uint64_t step) { return static_cast<int>(step & 1); }
@@ -65,7 +74,8 @@ class ShmStepSync {
   // Block until every rank posted (reduced) `step`. Throws ShmPeerGone when a waited-for rank's
   // process is gone, std::runtime_error "... timed out ..." naming the missing ranks after the
   // deadline, and std::runtime_error when abort() was called. wait_posted also throws
-  // std::runtime_error naming the first rank whose collective differs from this one.
+  // std::runtime_error naming the first rank whose collective (signature or argument) differs
+  // from this one.
   void wait_posted(uint64_t step);
   void wait_reduced(uint64_t step);
 
@@ -88,6 +98,7 @@ class ShmStepSync {
   uint64_t step_ = 0;
   std::string what_;
   uint64_t signature_ = 0;
+  uint64_t argument_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds limit_{0};
   std::atomic<bool> aborted_{false};

@@ -76,6 +76,16 @@ class Communicator {
   virtual WorkHandle send(const at::Tensor& tensor, int dst_rank, int tag = 0) = 0;
   virtual WorkHandle recv(at::Tensor& tensor, int src_rank, int tag = 0) = 0;
 
+  // A zero-filled contiguous CPU tensor of `numel` elements of `dtype` in memory that this
+  // communicator's allreduce reduces in place, without staging copies: on the shm backend every
+  // rank maps every rank's buffer (docs/communicator.md, "Shared buffers"); other backends, and
+  // the default, return ordinary memory (at::zeros). Collective: every rank calls it with the
+  // same arguments, in order with the collectives; blocks until done (at most timeout()).
+  // An allreduce of a tensor lying in such a buffer must be matched on every rank by an allreduce
+  // of the same place (same buffer, same offset) of that rank's buffer; anything else fails like
+  // mismatched collectives. The tensor may outlive the communicator.
+  virtual at::Tensor shared_buffer(int64_t numel, at::ScalarType dtype);
+
   // A communicator over the given ranks of this one (sorted, distinct, containing rank()); its
   // rank() is this process's index in `ranks`. Called by the members only, in the same order on
   // each; blocks until all members joined or the timeout passed (TimeoutError naming the absent).
