@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
+#include "gradwire/common/launcher_env.h"
 #include "harness/report.h"
 
 namespace CLI {

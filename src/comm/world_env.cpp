@@ -1,41 +1,16 @@
-// Pure resolution of WorldInfo from options and an environment snapshot (see world.h), and the
-// one launcher detector (env_detect.h).
+// Pure resolution of WorldInfo from options and an environment snapshot (see world.h). Which
+// launcher, and the rank and world size it states, come from the one detector in common
+// (gradwire/common/launcher_env.h); this file adds local ranks, the master address and port.
 #include <algorithm>
 #include <sstream>
 #include <vector>
 
-#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/launcher_env.h"
 #include "slurm_env.h"
 
 namespace gradwire {
-
-const char* to_string(EnvFlavour flavour) {
-  switch (flavour) {
-    case EnvFlavour::kNone:
-      return "no launcher";
-    case EnvFlavour::kExplicit:
-      return "explicit options";
-    case EnvFlavour::kTorchrun:
-      return "torchrun/gradwire-run";
-    case EnvFlavour::kOpenMpi:
-      return "Open MPI";
-    case EnvFlavour::kSlurm:
-      return "Slurm";
-  }
-  return "unknown";
-}
-
-EnvFlavour detect_env_flavour(const EnvMap& env) {
-  if (env.has("RANK") || env.has("WORLD_SIZE")) return EnvFlavour::kTorchrun;
-  if (env.has("OMPI_COMM_WORLD_RANK") || env.has("OMPI_COMM_WORLD_SIZE")) {
-    return EnvFlavour::kOpenMpi;
-  }
-  // SLURM_STEP_ID marks a task of an srun step; an salloc/sbatch shell has only the allocation.
-  if (env.has("SLURM_PROCID") && env.has("SLURM_STEP_ID")) return EnvFlavour::kSlurm;
-  return EnvFlavour::kNone;
-}
 
 namespace {
 
@@ -45,7 +20,10 @@ class Reader {
   explicit Reader(const EnvMap& env) : env_(env) {}
 
   std::optional<long> number(const std::string& name, bool required = true) {
-    auto value = env_.get_int(name);
+    return expect(env_.get_int(name), name, required);
+  }
+  // A value read elsewhere (the launcher's rank and world size): recorded as missing the same way.
+  std::optional<long> expect(std::optional<long> value, const std::string& name, bool required) {
     if (!value && required) missing_.push_back(name);
     return value;
   }
@@ -78,18 +56,16 @@ void take(std::optional<T> explicit_value, std::optional<long> env_value, T& out
     out = static_cast<T>(*env_value);
 }
 
-// The variable names of the flavours that differ only in names.
-struct FlavourNames {
-  const char* rank;
-  const char* size;
+// The local variable names of the flavours that differ only in names (rank and world size come
+// from read_launcher_rank_variables).
+struct LocalNames {
   const char* local_rank;
   const char* local_size;
   const char* hint;
 };
-constexpr FlavourNames kTorchrunNames{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", ""};
-constexpr FlavourNames kOpenMpiNames{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                     " (pass with mpirun -x)"};
+constexpr LocalNames kTorchrunNames{"LOCAL_RANK", "LOCAL_WORLD_SIZE", ""};
+constexpr LocalNames kOpenMpiNames{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                   " (pass with mpirun -x)"};
 
 // No launcher and no identity options: rank 0 of 1, alone on its host.
 WorldInfo world_of_one(const InitOptions& options) {
@@ -129,7 +105,8 @@ void check_consistent(const WorldInfo& w, const std::string& source) {
 }  // namespace
 
 WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
-  const EnvFlavour detected = detect_env_flavour(env);
+  const LauncherRankVariables stated = read_launcher_rank_variables(env);
+  const EnvFlavour detected = stated.flavour;
   const bool identity_given =
       options.rank || options.world_size || options.local_rank || options.local_world_size;
   if (detected == EnvFlavour::kNone && !identity_given) return world_of_one(options);
@@ -143,6 +120,9 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   // Variables are only required when no explicit option supplies the value.
   const bool need_rank = !options.rank, need_size = !options.world_size;
   const bool need_addr = !options.master_addr, need_port = !options.master_port;
+  // The launcher's rank and world size (kExplicit: the torchrun names, unset then).
+  rank = read.expect(stated.rank, stated.rank_name, need_rank);
+  size = read.expect(stated.world_size, stated.world_size_name, need_size);
   std::string names;
   switch (w.flavour) {
     case EnvFlavour::kNone:  // not reached: replaced by kExplicit above
@@ -150,10 +130,8 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
     case EnvFlavour::kExplicit:
     case EnvFlavour::kOpenMpi: {
       const auto& n = w.flavour == EnvFlavour::kOpenMpi ? kOpenMpiNames : kTorchrunNames;
-      names = std::string(n.rank) + ", " + n.size + ", " + n.local_rank + ", " + n.local_size +
-              ", MASTER_ADDR, MASTER_PORT" + n.hint;
-      rank = read.number(n.rank, need_rank);
-      size = read.number(n.size, need_size);
+      names = stated.rank_name + ", " + stated.world_size_name + ", " + n.local_rank + ", " +
+              n.local_size + ", MASTER_ADDR, MASTER_PORT" + n.hint;
       local_rank = read.number(n.local_rank, false);
       local_size = read.number(n.local_size, false);
       addr = read.text("MASTER_ADDR", need_addr);
@@ -164,11 +142,6 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
       names =
           "SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID, "
           "SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID";
-      rank = read.number("SLURM_PROCID", need_rank);
-      // The step's task count: an interactive step inside an allocation has 1 task while
-      // SLURM_NTASKS still counts the allocation's.
-      size = env.has("SLURM_STEP_NUM_TASKS") ? read.number("SLURM_STEP_NUM_TASKS", need_size)
-                                             : read.number("SLURM_NTASKS", need_size);
       local_rank = read.number("SLURM_LOCALID", false);
       local_size = slurm::local_world_size(env);
       addr = env.get("MASTER_ADDR");

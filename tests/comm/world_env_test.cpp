@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "gradwire/comm/env_detect.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/launcher_env.h"
 
 namespace gradwire {
 namespace {
@@ -14,61 +14,6 @@ std::string config_error(const InitOptions& options, const EnvMap& env) {
     return e.what();
   }
   return "";
-}
-
-TEST(DetectEnvFlavour, Torchrun) {
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"RANK", "1"}, {"WORLD_SIZE", "2"}})),
-            EnvFlavour::kTorchrun);
-  // Partial: still torchrun's, so resolve_world names what is missing.
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"RANK", "0"}})), EnvFlavour::kTorchrun);
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"WORLD_SIZE", "2"}})), EnvFlavour::kTorchrun);
-  // gradwire-run or torchrun inside an srun step: its own variables win.
-  EXPECT_EQ(
-      detect_env_flavour(EnvMap(
-          {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}})),
-      EnvFlavour::kTorchrun);
-}
-
-TEST(DetectEnvFlavour, OpenMpi) {
-  EXPECT_EQ(
-      detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}})),
-      EnvFlavour::kOpenMpi);
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_SIZE", "4"}})), EnvFlavour::kOpenMpi);
-  // mpirun inside an allocation (or an srun step) inherits SLURM_*: Open MPI wins.
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"OMPI_COMM_WORLD_RANK", "3"},
-                                       {"OMPI_COMM_WORLD_SIZE", "4"},
-                                       {"SLURM_PROCID", "0"},
-                                       {"SLURM_STEP_ID", "0"},
-                                       {"SLURM_NTASKS", "1"}})),
-            EnvFlavour::kOpenMpi);
-}
-
-TEST(DetectEnvFlavour, SrunStepButNotSallocOrSbatch) {
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"SLURM_PROCID", "1"},
-                                       {"SLURM_STEP_ID", "0"},
-                                       {"SLURM_NTASKS", "2"},
-                                       {"SLURM_JOB_ID", "9"}})),
-            EnvFlavour::kSlurm);
-  // salloc shell: the allocation, no task.
-  EXPECT_EQ(detect_env_flavour(EnvMap(
-                {{"SLURM_JOB_ID", "9"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "node[1-2]"}})),
-            EnvFlavour::kNone);
-  // sbatch script: SLURM_PROCID=0 of the batch step, but no srun step.
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"SLURM_JOB_ID", "9"},
-                                       {"SLURM_NTASKS", "2"},
-                                       {"SLURM_PROCID", "0"},
-                                       {"SLURM_NODELIST", "node[1-2]"}})),
-            EnvFlavour::kNone);
-  EXPECT_FALSE(in_launcher_environment(EnvMap({{"SLURM_JOB_ID", "9"}, {"SLURM_NTASKS", "2"}})));
-  EXPECT_TRUE(in_launcher_environment(EnvMap({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}})));
-}
-
-TEST(DetectEnvFlavour, NothingIsNone) {
-  EXPECT_EQ(detect_env_flavour(EnvMap()), EnvFlavour::kNone);
-  EXPECT_EQ(detect_env_flavour(EnvMap({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}})),
-            EnvFlavour::kNone);
-  EXPECT_FALSE(in_launcher_environment(EnvMap()));
-  EXPECT_STREQ(to_string(EnvFlavour::kNone), "no launcher");
 }
 
 TEST(ResolveWorld, Torchrun) {

@@ -2,8 +2,9 @@
 // from the launcher's environment, rendezvous through a c10d TCPStore, and creating the world
 // Communicator.
 //
-// Which launcher's variables are read is decided by detect_env_flavour (env_detect.h); explicit
-// InitOptions fields override any of them:
+// Which launcher's variables are read is decided by detect_env_flavour, and the rank and world
+// size are read by read_launcher_rank_variables (gradwire/common/launcher_env.h, the detector the
+// parameter-server client uses too); explicit InitOptions fields override any of them:
 //   torchrun / gradwire-run  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 //                            MASTER_PORT
 //   Open MPI (mpirun)        OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE + MASTER_ADDR,
@@ -25,8 +26,8 @@
 #include <string>
 
 #include "gradwire/comm/communicator.h"
-#include "gradwire/comm/env_detect.h"
 #include "gradwire/common/env.h"
+#include "gradwire/common/launcher_env.h"
 
 namespace gradwire {
 
