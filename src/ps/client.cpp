@@ -13,6 +13,7 @@
 
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/launcher_env.h"
 #include "ps/client_queue.h"
 #include "ps/coalesce.h"
 #include "ps/id_routing.h"
@@ -82,11 +83,6 @@ std::vector<std::string> split_addresses(const std::string& text) {
   return out;
 }
 
-int env_int_or(const EnvMap& env, const char* name, int fallback) {
-  const std::optional<long> value = env.get_int(name);
-  return value ? static_cast<int>(*value) : fallback;
-}
-
 std::string table_op(const char* verb, const std::string& table) {
   return std::string(verb) + " of table '" + table + "'";
 }
@@ -148,8 +144,7 @@ at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& posit
 
 class ClientImpl final : public Client {
  public:
-  explicit ClientImpl(const ClientOptions& options) : options_(options) {
-    const EnvMap env = EnvMap::from_process();
+  ClientImpl(const ClientOptions& options, const EnvMap& env) : options_(options) {
     addresses_ = options.servers;
     if (addresses_.empty()) {
       addresses_ = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
@@ -161,9 +156,14 @@ class ClientImpl final : public Client {
           "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
     }
     token_ = rpc::load_token(options.token, options.token_file, env);
-    trainer_rank_ = options.trainer_rank >= 0 ? options.trainer_rank : env_int_or(env, "RANK", 0);
-    num_trainers_ =
-        options.num_trainers >= 0 ? options.num_trainers : env_int_or(env, "WORLD_SIZE", 1);
+    trainer_rank_ = options.trainer_rank;
+    num_trainers_ = options.num_trainers;
+    if (trainer_rank_ < 0 || num_trainers_ < 0) {
+      // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
+      const LauncherRank launcher = launcher_rank(env);
+      if (trainer_rank_ < 0) trainer_rank_ = launcher.rank;
+      if (num_trainers_ < 0) num_trainers_ = launcher.world_size;
+    }
     step_timeout_ = options.step_timeout;
     if (step_timeout_.count() <= 0) {
       const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
@@ -468,7 +468,11 @@ class ClientImpl final : public Client {
 }  // namespace
 
 std::shared_ptr<Client> connect(const ClientOptions& options) {
-  return std::make_shared<ClientImpl>(options);
+  return connect(options, EnvMap::from_process());
+}
+
+std::shared_ptr<Client> connect(const ClientOptions& options, const EnvMap& env) {
+  return std::make_shared<ClientImpl>(options, env);
 }
 
 }  // namespace gradwire::ps

@@ -10,3 +10,8 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
   LIBS gradwire_ps gradwire_ps_server gradwire_ddp gradwire_launch gradwire_test_support
   LABELS ps)
+
+# The client's defaults from an injected environment (trainer rank and count from the launcher
+# detector); no server runs.
+gradwire_add_test(ps_client_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_env_test.cpp
+  LIBS gradwire_ps LABELS ps)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/env.h"
 #include "gradwire/ps/table.h"
 
 namespace gradwire::ps {
@@ -24,7 +25,11 @@ struct ClientOptions {
   // token_file. None of them: ConfigError.
   std::string token;
   std::string token_file;
-  // This trainer's rank among the trainers and their number. -1: RANK / WORLD_SIZE, else 0 / 1.
+  // This trainer's rank among the trainers and their number. -1: the rank and world size the
+  // launcher states (gradwire::launcher_rank: RANK / WORLD_SIZE under torchrun or gradwire-run,
+  // OMPI_COMM_WORLD_RANK / _SIZE under mpirun, SLURM_PROCID / SLURM_STEP_NUM_TASKS in an srun
+  // step), else 0 / 1 when no launcher started the process. A partial or malformed set of the
+  // launcher's variables is a ConfigError naming them.
   int trainer_rank = -1;
   int num_trainers = -1;
   // Deadline of each call (lookups, pushes, table creation).
@@ -81,7 +86,11 @@ class Client {
 };
 
 // Connects lazily: no call is made until the first request. Throws ConfigError when no server or
-// no token can be found.
+// no token can be found, or the launcher's rank variables are partial or malformed. Reads the
+// defaults from the process environment (a snapshot taken now).
 std::shared_ptr<Client> connect(const ClientOptions& options = {});
+// The same with the defaults read from `env` instead of the process environment (GRADWIRE_PS_ADDRS,
+// the token variables, the launcher's rank variables, GRADWIRE_TIMEOUT); `env` is not kept.
+std::shared_ptr<Client> connect(const ClientOptions& options, const EnvMap& env);
 
 }  // namespace gradwire::ps

@@ -1,0 +1,96 @@
+// The client's defaults from an injected environment: the trainer's rank and count come from the
+// one launcher detector (gradwire/common/launcher_env.h), so mpirun and srun trainers are not all
+// rank 0 of 1. Connecting is lazy, so no server needs to run.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "gradwire/ps/client.h"
+
+namespace gradwire::ps {
+namespace {
+
+// Options naming a server and a token, so only the trainer identity comes from the environment.
+ClientOptions server_and_token() {
+  ClientOptions options;
+  options.servers = {"127.0.0.1:1"};
+  options.token = "client-env-test-token";
+  return options;
+}
+
+TEST(PsClientEnv, OpenMpiTrainersTakeTheirRankAndCountFromOmpiCommWorld) {
+  const EnvMap mpirun({{"OMPI_COMM_WORLD_RANK", "2"},
+                       {"OMPI_COMM_WORLD_SIZE", "3"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                       // mpirun inside an allocation inherits these; Open MPI's variables win.
+                       {"SLURM_PROCID", "0"},
+                       {"SLURM_STEP_ID", "0"},
+                       {"SLURM_NTASKS", "1"}});
+  const auto client = connect(server_and_token(), mpirun);
+  EXPECT_EQ(client->trainer_rank(), 2);
+  EXPECT_EQ(client->num_trainers(), 3);
+}
+
+TEST(PsClientEnv, TorchrunSrunAndNoLauncher) {
+  const auto torchrun = connect(server_and_token(), EnvMap({{"RANK", "1"}, {"WORLD_SIZE", "4"}}));
+  EXPECT_EQ(torchrun->trainer_rank(), 1);
+  EXPECT_EQ(torchrun->num_trainers(), 4);
+  const auto srun = connect(server_and_token(), EnvMap({{"SLURM_PROCID", "3"},
+                                                        {"SLURM_STEP_ID", "0"},
+                                                        {"SLURM_NTASKS", "8"},
+                                                        {"SLURM_STEP_NUM_TASKS", "5"}}));
+  EXPECT_EQ(srun->trainer_rank(), 3);
+  EXPECT_EQ(srun->num_trainers(), 5);
+  // An salloc shell is no step: the trainer is alone.
+  const auto salloc =
+      connect(server_and_token(), EnvMap({{"SLURM_JOB_ID", "9"}, {"SLURM_NTASKS", "4"}}));
+  EXPECT_EQ(salloc->trainer_rank(), 0);
+  EXPECT_EQ(salloc->num_trainers(), 1);
+}
+
+TEST(PsClientEnv, ServersAndTokenAlsoComeFromTheGivenEnvironment) {
+  const auto client = connect({}, EnvMap({{"GRADWIRE_PS_ADDRS", "127.0.0.1:1,127.0.0.1:2"},
+                                          {"GRADWIRE_TOKEN", "t"},
+                                          {"OMPI_COMM_WORLD_RANK", "1"},
+                                          {"OMPI_COMM_WORLD_SIZE", "2"}}));
+  EXPECT_EQ(client->num_servers(), 2);
+  EXPECT_EQ(client->trainer_rank(), 1);
+  EXPECT_EQ(client->num_trainers(), 2);
+}
+
+TEST(PsClientEnv, ExplicitOptionsWinOverTheLauncher) {
+  ClientOptions options = server_and_token();
+  options.trainer_rank = 1;
+  options.num_trainers = 2;
+  // Both given: the launcher's variables are not read, malformed or not.
+  const auto client = connect(options, EnvMap({{"RANK", "x"}, {"WORLD_SIZE", "9"}}));
+  EXPECT_EQ(client->trainer_rank(), 1);
+  EXPECT_EQ(client->num_trainers(), 2);
+  // One given: the other from the launcher.
+  ClientOptions rank_only = server_and_token();
+  rank_only.trainer_rank = 0;
+  const auto mixed =
+      connect(rank_only, EnvMap({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  EXPECT_EQ(mixed->trainer_rank(), 0);
+  EXPECT_EQ(mixed->num_trainers(), 4);
+}
+
+TEST(PsClientEnv, PartialOrMalformedLauncherVariablesAreConfigErrorsNamingThem) {
+  try {
+    connect(server_and_token(), EnvMap({{"OMPI_COMM_WORLD_RANK", "1"}}));
+    FAIL() << "a rank without a world size must not make a trainer 1 of 1";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("OMPI_COMM_WORLD_SIZE"), std::string::npos) << e.what();
+  }
+  try {
+    connect(server_and_token(), EnvMap({{"RANK", "one"}, {"WORLD_SIZE", "2"}}));
+    FAIL() << "a malformed RANK must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='one'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradwire::ps
