@@ -32,7 +32,7 @@ std::vector<size_t> reverse_order(size_t count) {
 }
 
 BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vector<size_t>& order,
-                         const std::vector<size_t>& caps) {
+                         const std::vector<size_t>& caps, const BufferFactory& make_buffer) {
   std::vector<ParamShape> shapes;
   shapes.reserve(params.size());
   for (const auto& p : params) {
@@ -51,7 +51,7 @@ BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vecto
     const at::Tensor& first = params[bucket.members.front()];
     bucket.grads.index = b;
     bucket.grads.is_last = b + 1 == assignment.size();
-    bucket.grads.buffer = at::zeros({total}, first.options().requires_grad(false));
+    bucket.grads.buffer = make_buffer(total, first);
     int64_t offset = 0;
     for (size_t k = 0; k < bucket.members.size(); ++k) {
       const at::Tensor& p = params[bucket.members[k]];

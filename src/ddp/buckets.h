@@ -3,6 +3,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,9 +14,9 @@
 namespace gradwire::ddp {
 
 struct Bucket {
-  GradBucket grads;         // buffer, parameters, views (handed to the comm hook)
-  std::vector<size_t> members;  // parameter indices, in buffer order
-  size_t pending = 0;       // members not yet ready this iteration
+  GradBucket grads;                      // buffer, parameters, views (handed to the comm hook)
+  std::vector<size_t> members;           // parameter indices, in buffer order
+  size_t pending = 0;                    // members not yet ready this iteration
   std::shared_ptr<BucketFuture> future;  // set once launched
 };
 
@@ -30,10 +31,13 @@ struct BucketLayout {
   std::vector<Slot> slots;  // indexed by parameter
 };
 
+// Makes a bucket's zero-filled flat buffer of `numel` elements of `like`'s dtype and device.
+using BufferFactory = std::function<at::Tensor(int64_t numel, const at::Tensor& like)>;
+
 // Builds buckets for `params` from `order` (parameter indices, expected ready order) and byte
-// caps (see assign_buckets). Buffers are zeroed.
+// caps (see assign_buckets), with buffers from `make_buffer`, in bucket order.
 BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vector<size_t>& order,
-                         const std::vector<size_t>& caps);
+                         const std::vector<size_t>& caps, const BufferFactory& make_buffer);
 
 // Reverse registration order: the initial guess of the gradient-ready order.
 std::vector<size_t> reverse_order(size_t count);

@@ -49,6 +49,7 @@ class DdpCore::Impl {
                                   mib_to_bytes(options_.bucket_cap_mb, "bucket_cap_mb")};
     reducer_options.find_unused_parameters = options_.find_unused_parameters;
     reducer_options.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+    reducer_options.shared_buckets = options_.shared_buckets;
     reducer_options.static_graph = options_.static_graph;
     reducer_options.comm_hook = options_.comm_hook ? options_.comm_hook : allreduce_hook();
     reducer_options.record_events = options_.record_events;

@@ -70,7 +70,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "nothing to synchronise");
   }
   if (options_.comm_hook->divides_on_fill()) fill_scale_ = 1.0 / comm_->size();
-  layout_ = make_layout(params_, reverse_order(params_.size()), options_.caps_bytes);
+  layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
   used_.assign(params_.size(), 0);
@@ -84,6 +84,16 @@ void Reducer::transition(State from, State to) {
                         state_name(static_cast<int>(state_)));
   }
   state_ = to;
+}
+
+BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
+  return make_layout(params_, order, options_.caps_bytes,
+                     [this](int64_t numel, const at::Tensor& like) {
+                       if (options_.shared_buckets && like.device().is_cpu()) {
+                         return comm_->shared_buffer(numel, like.scalar_type());
+                       }
+                       return at::zeros({numel}, like.options().requires_grad(false));
+                     });
 }
 
 bool Reducer::tracks_unused() const {
@@ -117,7 +127,7 @@ void Reducer::rebuild_buckets_if_due() {
   std::vector<size_t> chosen(params_.size());
   const int64_t* data = order.data_ptr<int64_t>();
   for (size_t k = 0; k < chosen.size(); ++k) chosen[k] = static_cast<size_t>(data[k]);
-  layout_ = make_layout(params_, chosen, options_.caps_bytes);
+  layout_ = layout_for(chosen);
   bind_grads_to_views();
   rebuilt_ = true;
 }

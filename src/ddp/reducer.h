@@ -29,6 +29,7 @@ struct ReducerOptions {
   std::vector<size_t> caps_bytes;  // first bucket's cap, then the others'
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
+  bool shared_buckets = true;  // CPU buckets from comm->shared_buffer (collective)
   bool static_graph = false;
   std::shared_ptr<CommHook> comm_hook;  // never null
   bool record_events = false;
@@ -76,6 +77,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void bind_grads_to_views();
   void record(DdpEventKind kind, size_t index);
   bool tracks_unused() const;
+  BucketLayout layout_for(const std::vector<size_t>& order);
 
   const std::vector<at::Tensor> params_;
   const std::vector<std::string> names_;

@@ -47,6 +47,27 @@ TEST_P(MlpEquivalence, MatchesSingleProcessOnConcatenatedBatch) {
 INSTANTIATE_TEST_SUITE_P(Worlds, MlpEquivalence, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
+// On shm, buckets lie in shared buffers and are reduced in place (DdpOptions::shared_buckets):
+// many small buckets at different offsets, before and after the rebuild, with gradients copied
+// in and out or living in the buckets, and in ordinary memory for comparison.
+TEST(DdpEquivalence, SharedBucketsOnShmMatchSingleProcess) {
+  torch::set_num_threads(1);
+  const int world = 3;
+  auto batches = make_batches(kSteps, kRowsPerRank * world, {16}, 4, 5);
+  auto replicas = make_replicas(world + 1, deep_mlp);
+  auto reference = train_reference(replicas.back(), batches);
+  for (bool view : {false, true}) {
+    for (bool shared : {true, false}) {
+      DdpOptions options = tiny_buckets();
+      options.gradient_as_bucket_view = view;
+      options.shared_buckets = shared;
+      auto run = train_ddp(make_replicas(world, deep_mlp), batches, options, "shm");
+      expect_all_ranks_close(run, reference, kFloatTolerance);
+      EXPECT_TRUE(run.stats[0].buckets_rebuilt);
+    }
+  }
+}
+
 TEST(DdpEquivalence, UnusedBranchWithFindUnusedParameters) {
   torch::set_num_threads(1);
   const int world = 2;

@@ -136,7 +136,7 @@ struct DdpRun {
 // backward, step. replicas.size() is the world size.
 template <typename Holder>
 DdpRun train_ddp(std::vector<Holder> replicas, const std::vector<Batch>& batches,
-                 const DdpOptions& options) {
+                 const DdpOptions& options, const std::string& backend = "gloo") {
   const int world = static_cast<int>(replicas.size());
   DdpRun run;
   run.parameters.resize(world);
@@ -163,7 +163,7 @@ DdpRun train_ddp(std::vector<Holder> replicas, const std::vector<Batch>& batches
           if (item.value().grad().defined()) run.defined_grads[rank].insert(item.key());
         }
       },
-      std::chrono::seconds(20));
+      std::chrono::seconds(20), {}, backend);
   return run;
 }
 

@@ -44,14 +44,17 @@ void run_threads(int count, const std::function<void(int)>& fn) {
 }
 
 void run_ranks(int world_size, const std::function<void(int, World&)>& fn,
-               std::chrono::milliseconds timeout, std::vector<int> present) {
+               std::chrono::milliseconds timeout, std::vector<int> present,
+               const std::string& backend) {
   if (present.empty()) {
     for (int r = 0; r < world_size; ++r) present.push_back(r);
   }
   const int port = free_port();
   run_threads(static_cast<int>(present.size()), [&](int index) {
     const int rank = present[index];
-    auto world = init(loopback_options(rank, world_size, port, timeout));
+    InitOptions options = loopback_options(rank, world_size, port, timeout);
+    options.backend = backend;
+    auto world = init(options);
     fn(rank, *world);
   });
 }

@@ -22,9 +22,10 @@ InitOptions loopback_options(int rank, int world_size, int port, std::chrono::mi
 void run_threads(int count, const std::function<void(int index)>& fn);
 
 // Runs fn(rank, world) on `world_size` threads (ranks `present` only, when given: the others
-// never join). Exceptions from a rank are rethrown on the caller's thread after all joined.
+// never join) over `backend` (InitOptions::backend). Exceptions from a rank are rethrown on the
+// caller's thread after all joined.
 void run_ranks(int world_size, const std::function<void(int rank, World& world)>& fn,
                std::chrono::milliseconds timeout = std::chrono::seconds(30),
-               std::vector<int> present = {});
+               std::vector<int> present = {}, const std::string& backend = "gloo");
 
 }  // namespace gradwire::testing

@@ -68,6 +68,10 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   // .grad of each parameter is a view into its bucket (saves one copy and the memory of .grad).
   bool gradient_as_bucket_view = false;
+  // CPU buckets live in Communicator::shared_buffer memory, which the shm backend reduces in
+  // place (every rank of the host maps every rank's buckets) instead of copying them through its
+  // segment; other backends give ordinary memory. false: ordinary memory everywhere.
+  bool shared_buckets = true;
   // The graph is the same every iteration: unused parameters are found once, in the first
   // iteration, and buckets are rebuilt even with unused parameters.
   bool static_graph = false;
