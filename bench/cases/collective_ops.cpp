@@ -128,13 +128,13 @@ float rank_value(int rank, std::int64_t index) {
 
 const std::vector<CollectiveOp>& collective_ops() {
   static const std::vector<CollectiveOp> kOps = {
-      {"allreduce", "sum", Collective::kAllReduce, whole_buffer_count, whole_buffer_bytes,
+      {"allreduce", "sum", Collective::kAllReduce, true, whole_buffer_count, whole_buffer_bytes,
        allocate_in_place, allreduce_fill, allreduce_issue, allreduce_wrong},
-      {"broadcast", "root 0", Collective::kBroadcast, whole_buffer_count, whole_buffer_bytes,
+      {"broadcast", "root 0", Collective::kBroadcast, true, whole_buffer_count, whole_buffer_bytes,
        allocate_in_place, broadcast_fill, broadcast_issue, broadcast_wrong},
-      {"allgather", "", Collective::kAllGather, allgather_count, allgather_bytes,
+      {"allgather", "", Collective::kAllGather, false, allgather_count, allgather_bytes,
        allgather_allocate, allgather_fill, allgather_issue, allgather_wrong},
-      {"reduce_scatter", "sum", Collective::kReduceScatter, reduce_scatter_count,
+      {"reduce_scatter", "sum", Collective::kReduceScatter, false, reduce_scatter_count,
        whole_buffer_bytes, reduce_scatter_allocate, reduce_scatter_fill, reduce_scatter_issue,
        reduce_scatter_wrong},
   };

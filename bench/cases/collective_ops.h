@@ -24,6 +24,7 @@ struct CollectiveOp {
   std::string name;    // "allreduce"
   std::string detail;  // "sum", "root 0", "" (printed next to the name)
   Collective kind;     // for bus_bandwidth_factor
+  bool in_place;       // works on `input` alone (allreduce, broadcast): may take a shared buffer
   // Elements in each rank's input for a requested size in bytes (nccl-tests' sizes: the buffer
   // for allreduce/broadcast, the whole gathered output for allgather, the whole input for
   // reduce_scatter); at least 1.

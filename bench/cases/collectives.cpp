@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -51,31 +53,81 @@ std::int64_t sum_over_ranks(Communicator& communicator, std::int64_t value) {
   return total.item<std::int64_t>();
 }
 
+// Runs `counts.warmup` untimed iterations, then more in doubling batches until the slowest rank
+// has spent `policy.min_warmup_seconds` warming up (at most 100000 iterations); every rank runs the
+// same number, agreed by a max-allreduce of each batch's time. Returns how many ran.
+int warm_up(Communicator& communicator, const IterationPolicy& policy,
+            const IterationCounts& counts, const std::function<void()>& body) {
+  constexpr int kMostIterations = 100000;
+  int done = 0;
+  double spent = 0.0;
+  for (int batch = counts.warmup; batch > 0;) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < batch; ++i) body();
+    at::Tensor elapsed = at::full(
+        {1}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        at::kDouble);
+    communicator.allreduce(elapsed, ReduceOp::kMax)->wait();
+    spent += elapsed.item<double>();
+    done += batch;
+    if (spent >= policy.min_warmup_seconds) break;
+    batch = std::min(done, kMostIterations - done);
+  }
+  return done;
+}
+
 // Checks one execution against the expected values, then times warm-up + timed iterations.
 std::optional<CollectiveRow> measure_size(RankContext& context, Communicator& communicator,
                                           const CollectiveOp& op, double bus_factor,
                                           std::uint64_t requested_bytes,
                                           std::uint64_t previous_bytes,
-                                          const IterationPolicy& policy) {
+                                          const IterationPolicy& policy, bool shared_buffers) {
   const int ranks = communicator.size();
   const std::int64_t count = op.input_count(requested_bytes, ranks);
   const std::uint64_t bytes = op.reported_bytes(count, ranks);
   if (bytes == previous_bytes) return std::nullopt;  // rounding gave the same size again
-  const IterationCounts iterations = iterations_for_size(policy, bytes);
+  IterationCounts iterations = iterations_for_size(policy, bytes);
   if (context.reports() && bytes >= kProgressBytes) {
     std::cerr << "gradwire-bench: " << communicator.backend() << " " << op.name << " "
               << format_bytes(bytes) << ": " << iterations.warmup << " warm-up + "
               << iterations.timed << " timed iterations" << std::endl;
   }
   CollectiveBuffers buffers = op.allocate(count, ranks);
+  if (shared_buffers) {
+    buffers.input = communicator.shared_buffer(count, buffers.input.scalar_type());
+  }
   op.fill(buffers, communicator.rank());
   op.issue(communicator, buffers)->wait();
   const std::int64_t wrong =
       sum_over_ranks(communicator, op.count_wrong(buffers, communicator.rank(), ranks));
-  const std::vector<double> seconds =
-      time_iterations(iterations, [&] { op.issue(communicator, buffers)->wait(); });
+  auto once = [&] { op.issue(communicator, buffers)->wait(); };
+  iterations.warmup = warm_up(communicator, policy, iterations, once);
+  const std::vector<double> seconds = time_iterations({0, iterations.timed}, once);
   return make_collective_row(bytes, count, iterations, slowest_rank_seconds(communicator, seconds),
                              bus_factor, wrong);
+}
+
+// Every size of `op` on `measured`, printed as it goes on rank 0.
+CollectiveResult measure_op(RankContext& context, Communicator& measured, const CollectiveOp& op,
+                            const CollectivesSettings& settings, bool shared_buffers,
+                            double memcpy_gbps, std::int64_t& total_wrong) {
+  const bool reports = context.reports();
+  CollectiveResult result{
+      op.name, op.detail,          bus_bandwidth_factor(op.kind, measured.size()),
+      {},      measured.backend(), shared_buffers};
+  if (reports) print_collective_title(std::cout, result, measured.size());
+  std::uint64_t previous_bytes = 0;
+  for (const std::uint64_t size : settings.sizes) {
+    auto row = measure_size(context, measured, op, result.bus_factor, size, previous_bytes,
+                            settings.policy, shared_buffers);
+    if (!row) continue;
+    previous_bytes = row->bytes;
+    total_wrong += row->wrong;
+    if (reports) print_collective_row(std::cout, *row, memcpy_gbps);
+    result.rows.push_back(*row);
+  }
+  if (reports) print_collective_footer(std::cout, result, memcpy_gbps);
+  return result;
 }
 
 int run_collectives(RankContext& context, const CollectivesSettings& settings,
@@ -100,25 +152,12 @@ int run_collectives(RankContext& context, const CollectivesSettings& settings,
       continue;
     }
     for (const auto& world : worlds) {
-      Communicator& measured = *world.communicator;
-      CollectiveResult result{op.name,
-                              op.detail,
-                              bus_bandwidth_factor(op.kind, measured.size()),
-                              {},
-                              measured.backend()};
-      if (reports) print_collective_title(std::cout, result, measured.size());
-      std::uint64_t previous_bytes = 0;
-      for (const std::uint64_t size : settings.sizes) {
-        auto row = measure_size(context, measured, op, result.bus_factor, size, previous_bytes,
-                                settings.policy);
-        if (!row) continue;
-        previous_bytes = row->bytes;
-        total_wrong += row->wrong;
-        if (reports) print_collective_row(std::cout, *row, metadata.memcpy_gbps);
-        result.rows.push_back(*row);
+      for (const auto& kind : settings.buffers) {
+        // Shared buffers matter only where the operation works in place on one tensor.
+        if (kind == "shared" && !op.in_place) continue;
+        results.push_back(measure_op(context, *world.communicator, op, settings, kind == "shared",
+                                     metadata.memcpy_gbps, total_wrong));
       }
-      if (reports) print_collective_footer(std::cout, result, metadata.memcpy_gbps);
-      results.push_back(std::move(result));
     }
   }
   if (!reports) return 0;  // rank 0 reports failures; others exiting non-zero would stop it
@@ -177,6 +216,13 @@ Subcommand collectives_subcommand() {
                     "gloo,shm [gloo]")
         ->delimiter(',')
         ->check(CLI::IsMember(benchmark_backends()));
+    command
+        .add_option("--buffers", state->flags.buffers,
+                    "where allreduce/broadcast tensors live, each measured in turn: ordinary, "
+                    "shared (Communicator::shared_buffer; the shm backend reduces them in place) "
+                    "[ordinary]")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"ordinary", "shared"}));
     command.add_option("--json", state->flags.json_path, "write the results to this JSON file");
     add_rank_options(command, state->ranks);
     return [state](const std::vector<std::string>& argv) {

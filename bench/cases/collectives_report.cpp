@@ -66,7 +66,8 @@ void print_collectives_header(std::ostream& out, const RunMetadata& metadata) {
 void print_collective_title(std::ostream& out, const CollectiveResult& result, int ranks) {
   out << "#\n# " << result.op << (result.detail.empty() ? "" : " (" + result.detail + ")")
       << ", float32, " << ranks << " ranks"
-      << (result.backend.empty() ? "" : ", backend " + result.backend) << ", bus factor "
+      << (result.backend.empty() ? "" : ", backend " + result.backend)
+      << (result.shared_buffers ? ", shared buffers" : "") << ", bus factor "
       << format_fixed(result.bus_factor, 3) << "\n"
       << row_table().header() << "\n";
 }
@@ -103,10 +104,12 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
   nlohmann::json document = make_document("collectives", metadata);
   document["settings"] = {{"preset", settings.preset},
                           {"backends", settings.backends},
+                          {"buffers", settings.buffers},
                           {"min_bytes", settings.sizes.front()},
                           {"max_bytes", settings.sizes.back()},
                           {"iters", settings.policy.iters},
                           {"warmup", settings.policy.warmup},
+                          {"min_warmup_seconds", settings.policy.min_warmup_seconds},
                           {"min_iters", settings.policy.min_iters},
                           {"bytes_per_size", settings.policy.bytes_per_size}};
   std::int64_t total_wrong = 0;
@@ -128,6 +131,7 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
     }
     ops.push_back({{"op", result.op},
                    {"backend", result.backend},
+                   {"buffers", result.shared_buffers ? "shared" : "ordinary"},
                    {"detail", result.detail},
                    {"dtype", "float32"},
                    {"bus_factor", result.bus_factor},

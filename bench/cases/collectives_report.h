@@ -32,7 +32,8 @@ struct CollectiveResult {
   std::string detail;
   double bus_factor = 1;
   std::vector<CollectiveRow> rows;
-  std::string backend;  // the communicator's backend(); empty: not said (title omits it)
+  std::string backend;          // the communicator's backend(); empty: not said (title omits it)
+  bool shared_buffers = false;  // tensors from Communicator::shared_buffer
 };
 
 // Pure: a row from the slowest-rank seconds per iteration.

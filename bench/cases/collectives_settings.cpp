@@ -19,8 +19,8 @@ struct Preset {
 
 Preset preset_named(const std::string& name) {
   constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-  if (name == "default") return {8, 256 * kMiB, IterationPolicy{50, 5, 3, 1024 * kMiB}};
-  if (name == "quick") return {8, 16 * kMiB, IterationPolicy{20, 2, 3, 64 * kMiB}};
+  if (name == "default") return {8, 256 * kMiB, IterationPolicy{50, 5, 3, 1024 * kMiB, 0.02}};
+  if (name == "quick") return {8, 16 * kMiB, IterationPolicy{20, 2, 3, 64 * kMiB, 0.005}};
   throw InvalidArgument("unknown preset '" + name + "': use default or quick");
 }
 
@@ -91,6 +91,12 @@ CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags) 
     }
   }
   settings.backends = resolve_backends(flags.backends);
+  if (!flags.buffers.empty()) settings.buffers = flags.buffers;
+  for (const auto& kind : settings.buffers) {
+    if (kind != "ordinary" && kind != "shared") {
+      throw InvalidArgument("unknown buffers '" + kind + "': use ordinary or shared");
+    }
+  }
   return settings;
 }
 

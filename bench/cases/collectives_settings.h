@@ -21,12 +21,15 @@ struct CollectivesFlags {
   std::optional<int> min_iters;          // timed iterations for the largest messages
   std::vector<std::string> ops;          // subset of collective_ops() names; empty: all
   std::vector<std::string> backends;     // --backend gloo,shm; empty: gloo
+  std::vector<std::string> buffers;      // --buffers ordinary,shared; empty: ordinary
   std::string json_path;                 // empty: no JSON
 };
 
 // Presets:
-//   default: 8 B .. 256 MiB, 50 iterations (5 warm-up), at least 3, 1 GiB moved per size
-//   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up), at least 3, 64 MiB moved per size
+//   default: 8 B .. 256 MiB, 50 iterations (5 warm-up, and at least 20 ms), at least 3, 1 GiB
+//            moved per size
+//   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up, and at least 5 ms), at least 3, 64 MiB
+//            moved per size
 const std::vector<std::string>& collectives_presets();
 
 struct CollectivesSettings {
@@ -36,6 +39,10 @@ struct CollectivesSettings {
   std::vector<std::string> ops;  // names, in collective_ops() order
   // Communicator backends, measured one after the other in the same run, in the order given.
   std::vector<std::string> backends;
+  // Where in-place operations' tensors live, each measured in turn per backend: "ordinary"
+  // (at::zeros) or "shared" (Communicator::shared_buffer, which the shm backend allreduces in
+  // place without copies; like nccl-tests' registered buffers).
+  std::vector<std::string> buffers = {"ordinary"};
 };
 
 // The backends a benchmark accepts in --backend (InitOptions::backend names).

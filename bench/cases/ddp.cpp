@@ -168,6 +168,7 @@ class DdpSweep {
     setup.iterations = settings_.iterations;
     setup.bucket_cap_mb = settings_.bucket_cap_mb;
     setup.gradient_as_bucket_view = settings_.gradient_as_bucket_view;
+    setup.shared_buckets = settings_.shared_buckets;
     setup.comm_hook = settings_.comm_hooks.front();
     return setup;
   }
@@ -367,6 +368,7 @@ class DdpSweep {
     document["repeat"] = settings_.repeat;
     document["interleave"] = settings_.interleave;
     document["gradient_as_bucket_view"] = settings_.gradient_as_bucket_view;
+    document["shared_buckets"] = settings_.shared_buckets;
     document["backends"] = settings_.backends;
     document["comm_hooks"] = settings_.comm_hooks;
     document["hardware"] = to_json(hardware_);
@@ -452,6 +454,9 @@ Subcommand ddp_subcommand() {
         ->check(CLI::IsMember({"pytorch"}));
     command.add_flag("--gradient-as-bucket-view", flags.gradient_as_bucket_view,
                      "DdpOptions::gradient_as_bucket_view (and PyTorch's, for the reference)");
+    command.add_flag("--no-shared-buckets", flags.no_shared_buckets,
+                     "DdpOptions::shared_buckets = false: buckets in ordinary memory, which the "
+                     "shm backend copies through its segment");
     command.add_flag("--interleave", flags.interleave,
                      "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
                      "iteration by iteration (robust DDP overhead on a noisy machine)");

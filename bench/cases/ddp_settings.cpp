@@ -110,6 +110,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   settings.html_path = flags.html_path;
   settings.interleave = flags.interleave;
   settings.gradient_as_bucket_view = flags.gradient_as_bucket_view;
+  settings.shared_buckets = !flags.no_shared_buckets;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
     throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
   }
@@ -148,6 +149,7 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
   if (settings.gradient_as_bucket_view) text << ", gradient_as_bucket_view";
+  if (!settings.shared_buckets) text << ", ordinary (not shared) buckets";
   text << ", backend " << join(settings.backends, ",");
   if (settings.comm_hooks != std::vector<std::string>{"allreduce"}) {
     text << ", comm hook " << join(settings.comm_hooks, ",");

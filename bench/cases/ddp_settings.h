@@ -28,6 +28,7 @@ struct DdpFlags {
   std::optional<int> repeat;               // sweeps (each with its reference run), alternating
   bool interleave = false;                 // baseline and DDP on 1 rank, step by step
   bool gradient_as_bucket_view = false;    // DdpOptions::gradient_as_bucket_view
+  bool no_shared_buckets = false;          // DdpOptions::shared_buckets = false
   std::vector<std::string> backends;       // --backend gloo,shm; empty: gloo
   std::vector<std::string> comm_hooks;     // --comm-hook allreduce,bf16; empty: allreduce
 };
@@ -62,6 +63,8 @@ struct DdpSettings {
   bool interleave = false;
   // DdpOptions::gradient_as_bucket_view (PyTorch's option of the same name for the reference).
   bool gradient_as_bucket_view = false;
+  // DdpOptions::shared_buckets (no effect on the reference).
+  bool shared_buckets = true;
   // Communicator backends and DDP comm hooks (ddp::make_comm_hook names): every DDP world size is
   // measured for each backend and hook, in that order, in the same run; the reference uses
   // PyTorch's Gloo and no hook.

@@ -36,6 +36,7 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   options.broadcast_buffers = false;
   options.schedule = setup.schedule;
   options.gradient_as_bucket_view = setup.gradient_as_bucket_view;
+  options.shared_buckets = setup.shared_buckets;
   if (setup.comm_hook != "allreduce") options.comm_hook = ddp::make_comm_hook(setup.comm_hook);
   return options;
 }

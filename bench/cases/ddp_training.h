@@ -27,6 +27,7 @@ struct TrainingSetup {
   // DdpOptions::schedule (gradwire-bench reducers compares them).
   ddp::ReductionSchedule schedule = ddp::ReductionSchedule::kOverlapped;
   bool gradient_as_bucket_view = false;  // DdpOptions::gradient_as_bucket_view
+  bool shared_buckets = true;            // DdpOptions::shared_buckets
   std::string comm_hook = "allreduce";   // DdpOptions::comm_hook, by ddp::make_comm_hook name
 };
 

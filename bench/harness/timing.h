@@ -16,6 +16,11 @@ struct IterationPolicy {
   int warmup = 5;                                         // untimed iterations before them
   int min_iters = 3;                                      // floor for the largest messages
   std::uint64_t bytes_per_size = std::uint64_t{1} << 30;  // 1 GiB of payload per size
+  // Warm-up goes on, in doubling batches, until it has taken this long on the slowest rank (when
+  // warmup > 0; gradwire-bench collectives), so that small messages are timed in the steady state
+  // (threads polling, caches and branch predictors warm), as OSU's benchmarks do with hundreds of
+  // warm-up iterations. 0: the counted warm-up only.
+  double min_warmup_seconds = 0.0;
 };
 
 struct IterationCounts {

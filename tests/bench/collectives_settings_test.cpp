@@ -100,5 +100,21 @@ TEST(CollectivesSettingsTest, UnknownOrRepeatedBackendIsRefused) {
   EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
 }
 
+TEST(CollectivesSettingsTest, BufferKindsDefaultToOrdinaryAndUnknownOnesAreRefused) {
+  EXPECT_EQ(resolve_collectives_settings({}).buffers, std::vector<std::string>{"ordinary"});
+  CollectivesFlags flags;
+  flags.buffers = {"shared", "ordinary"};
+  EXPECT_EQ(resolve_collectives_settings(flags).buffers,
+            (std::vector<std::string>{"shared", "ordinary"}));
+  flags.buffers = {"registered"};
+  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+}
+
+TEST(CollectivesSettingsTest, OnlyInPlaceOpsTakeSharedBuffers) {
+  for (const auto& op : collective_ops()) {
+    EXPECT_EQ(op.in_place, op.name == "allreduce" || op.name == "broadcast") << op.name;
+  }
+}
+
 }  // namespace
 }  // namespace gradwire::bench
