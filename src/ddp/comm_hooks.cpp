@@ -61,6 +61,26 @@ class CompressHook : public CommHook {
   at::ScalarType wire_type_;
 };
 
+// Communicates nothing: each rank keeps its own gradients, scaled as for an average. Measures what
+// DDP costs without the reduction (PyTorch's debugging noop_hook); not for training.
+class NoopHook : public CommHook {
+  class Ready : public BucketFuture {
+   public:
+    explicit Ready(at::Tensor buffer) : buffer_(std::move(buffer)) {}
+    at::Tensor wait() override { return buffer_; }
+
+   private:
+    at::Tensor buffer_;
+  };
+
+ public:
+  std::string name() const override { return "noop"; }
+  bool divides_on_fill() const override { return true; }  // the same copies as "allreduce"
+  std::shared_ptr<BucketFuture> run(Communicator&, GradBucket& bucket) override {
+    return std::make_shared<Ready>(bucket.buffer);
+  }
+};
+
 struct HookEntry {
   const char* name;
   std::function<std::shared_ptr<CommHook>()> make;
@@ -71,6 +91,7 @@ const std::vector<HookEntry>& hook_table() {
       {"allreduce", allreduce_hook},
       {"fp16", fp16_compress_hook},
       {"bf16", bf16_compress_hook},
+      {"noop", noop_hook},
   };
   return table;
 }
@@ -90,6 +111,8 @@ std::shared_ptr<CommHook> fp16_compress_hook() {
 std::shared_ptr<CommHook> bf16_compress_hook() {
   return std::make_shared<CompressHook>("bf16", at::kBFloat16);
 }
+
+std::shared_ptr<CommHook> noop_hook() { return std::make_shared<NoopHook>(); }
 
 std::vector<std::string> comm_hook_names() {
   std::vector<std::string> names;

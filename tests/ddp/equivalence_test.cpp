@@ -179,10 +179,23 @@ TEST_P(HookEquivalence, CompressedHookMatchesWithinRounding) {
 INSTANTIATE_TEST_SUITE_P(Hooks, HookEquivalence, ::testing::Values("fp16", "bf16"),
                          [](const auto& info) { return info.param; });
 
+// The noop hook exchanges nothing: ranks trained on different chunks end apart (with the
+// allreduce hook they end equal, MlpEquivalence).
+TEST(CommHooks, NoopHookLeavesEachRankWithItsOwnGradients) {
+  torch::set_num_threads(1);
+  auto batches = make_batches(1, kRowsPerRank * 2, {5}, 3, 9);
+  DdpOptions options;
+  options.comm_hook = make_comm_hook("noop");
+  auto run = train_ddp(make_replicas(2, small_mlp), batches, options);
+  EXPECT_FALSE(
+      torch::allclose(run.parameters[0].at("fc0.weight"), run.parameters[1].at("fc0.weight")));
+}
+
 TEST(CommHooks, MakeCommHookByName) {
   EXPECT_EQ(make_comm_hook("allreduce")->name(), "allreduce");
   EXPECT_EQ(make_comm_hook("fp16")->name(), "fp16");
   EXPECT_EQ(make_comm_hook("bf16")->name(), "bf16");
+  EXPECT_EQ(make_comm_hook("noop")->name(), "noop");
   EXPECT_THROW(make_comm_hook("int8"), InvalidArgument);
   try {
     make_comm_hook("int8");

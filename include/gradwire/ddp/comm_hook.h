@@ -11,6 +11,7 @@
 //   "allreduce"  allreduce-sum in place (the default).
 //   "fp16"       cast to float16, allreduce, cast back (half the bytes on the wire).
 //   "bf16"       the same with bfloat16 (wider range than fp16, fewer mantissa bits).
+//   "noop"       nothing: measures DDP's cost without the reduction (not for training).
 //
 // Thread safety: run() is called from the autograd thread that made the bucket ready; a hook
 // object belongs to one DistributedDataParallel instance and needs no locking of its own.
@@ -30,9 +31,9 @@ namespace gradwire::ddp {
 
 // One bucket of gradients, ready to reduce.
 struct GradBucket {
-  size_t index = 0;       // position in the reduction order, 0 first
-  bool is_last = false;   // the last bucket of this iteration
-  at::Tensor buffer;      // flat, contiguous: every gradient of the bucket back to back
+  size_t index = 0;      // position in the reduction order, 0 first
+  bool is_last = false;  // the last bucket of this iteration
+  at::Tensor buffer;     // flat, contiguous: every gradient of the bucket back to back
   std::vector<at::Tensor> parameters;  // the bucket's parameters, in buffer order
   std::vector<at::Tensor> gradients;   // views of `buffer`, one per parameter, shaped like it
 };
@@ -65,7 +66,10 @@ class CommHook {
 std::shared_ptr<CommHook> allreduce_hook();
 std::shared_ptr<CommHook> fp16_compress_hook();
 std::shared_ptr<CommHook> bf16_compress_hook();
-// "allreduce", "fp16" or "bf16"; InvalidArgument naming the known hooks otherwise.
+// Communicates nothing (each rank keeps its own gradients, divided by the world size): measures
+// DDP without its reduction, as PyTorch's debugging noop_hook. Not for training.
+std::shared_ptr<CommHook> noop_hook();
+// "allreduce", "fp16", "bf16" or "noop"; InvalidArgument naming the known hooks otherwise.
 std::shared_ptr<CommHook> make_comm_hook(const std::string& name);
 std::vector<std::string> comm_hook_names();
 
