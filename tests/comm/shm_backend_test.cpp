@@ -18,18 +18,13 @@
 #include "shm_process_group.h"
 #include "shm_reduce.h"
 #include "shm_segment.h"
-#include "support/rank_threads.h"
+#include "shm_test_support.h"
 
 namespace gradwire::shm {
 namespace {
 
-int job_segments(int port) {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    if (entry.path().filename().string().rfind(segment_prefix(port), 0) == 0) ++count;
-  }
-  return count;
-}
+using testing::job_files;
+using testing::with_groups;
 
 TEST(ShmLayout, ControlsAndSlotsAreAlignedAndDisjoint) {
   for (int ranks : {1, 2, 3, 8}) {
@@ -103,18 +98,6 @@ TEST(ShmReduce, HalfPrecisionAccumulatesInFloat32AndRoundsOnce) {
   // In place: the output may be an input.
   reduce(at::kBFloat16, ReduceOp::kMax, a.data(), inputs, 3, 1);
   EXPECT_EQ(static_cast<float>(a[0]), 256.0f);
-}
-
-// Runs fn(rank, group) for `ranks` threads sharing one in-memory store.
-void with_groups(int ranks, int port, ShmOptions options,
-                 const std::function<void(int, ShmProcessGroup&)>& fn) {
-  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
-  options.port = port;
-  testing::run_threads(ranks, [&](int r) {
-    auto group =
-        c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options, c10d_adapter::BackendPtr());
-    fn(r, *group);
-  });
 }
 
 at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {
@@ -203,10 +186,10 @@ TEST(ShmProcessGroup, SegmentIsUnlinkedOnceEveryRankAttached) {
   const int port = 60000 + getpid() % 5000;
   ShmOptions options;
   with_groups(2, port, options, [&](int, ShmProcessGroup& group) {
-    EXPECT_EQ(job_segments(port), 0);
+    EXPECT_EQ(job_files(port), 0);
     group.barrier(c10d::BarrierOptions())->wait();
   });
-  EXPECT_EQ(job_segments(port), 0);
+  EXPECT_EQ(job_files(port), 0);
 }
 
 TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {

@@ -6,36 +6,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-
-#include "shm_process_group.h"
-#include "shm_segment.h"
-#include "support/rank_threads.h"
+#include "shm_test_support.h"
 
 namespace gradwire::shm {
 namespace {
 
-int job_files(int port) {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    if (entry.path().filename().string().rfind(segment_prefix(port), 0) == 0) ++count;
-  }
-  return count;
-}
+using testing::job_files;
 
+// Small slots, so that ordinary allreduces of the same sizes are chunked.
 void with_groups(int ranks, int port, const std::function<void(int, ShmProcessGroup&)>& fn) {
-  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
   ShmOptions options;
-  options.port = port;
   options.slot_bytes = 4096;
   options.small_bytes = 512;
   options.timeout = std::chrono::seconds(20);
-  testing::run_threads(ranks, [&](int r) {
-    auto group =
-        c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options, c10d_adapter::BackendPtr());
-    fn(r, *group);
-  });
+  testing::with_groups(ranks, port, options, fn);
 }
 
 at::Tensor shared(ShmProcessGroup& group, int64_t numel, at::ScalarType dtype) {
