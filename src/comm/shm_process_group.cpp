@@ -84,7 +84,10 @@ ShmProcessGroup::ShmProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, i
           [core = std::weak_ptr<Core>(core_)] {
             auto alive = core.lock();
             return alive ? alive->sync.describe_wait() : std::string();
-          }}) {}
+          },
+          // A caller waiting for an operation that has not started runs it itself (Note [caller
+          // runs] in serial_work_queue.h): a small allreduce then needs no thread hand-off.
+          options.timeout}) {}
 
 ShmProcessGroup::~ShmProcessGroup() {
   queue_.shutdown([this] { core_->sync.abort(); });

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,59 @@ TEST(SerialWorkQueue, RunsJobsInIssueOrderOnOneThread) {
     EXPECT_EQ(threads[i], started_on);
   }
   EXPECT_NE(started_on, std::this_thread::get_id());
+}
+
+// Note [caller runs]: waiting callers may run jobs themselves, but jobs still run one at a time
+// and in issue order, whoever runs them; waits with a short limit never run them.
+TEST(SerialWorkQueue, CallersThatRunJobsKeepTheOrderAndOneAtATime) {
+  SerialWorkQueueOptions options{"test", {}, {}};
+  options.caller_runs_within = std::chrono::seconds(30);
+  SerialWorkQueue queue(options);
+  std::mutex mutex;
+  std::vector<int> order;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  const int jobs = 3000;
+  for (int i = 0; i < jobs; ++i) {
+    works.push_back(queue.enqueue("job " + std::to_string(i), [&, i] {
+      if (inside.fetch_add(1) != 0) overlapped = true;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        order.push_back(i);
+      }
+      inside.fetch_sub(1);
+    }));
+  }
+  // Three threads wait on the works in different orders, so that callers race each other and
+  // the progress thread for the head of the queue.
+  std::vector<std::thread> waiters;
+  for (int t = 0; t < 3; ++t) {
+    waiters.emplace_back([&, t] {
+      for (int k = 0; k < jobs; ++k) {
+        const int i = t == 0 ? k : t == 1 ? jobs - 1 - k : (k * 7) % jobs;
+        works[i]->wait(std::chrono::seconds(30));
+      }
+    });
+  }
+  for (auto& waiter : waiters) waiter.join();
+  EXPECT_FALSE(overlapped);
+  ASSERT_EQ(order.size(), static_cast<size_t>(jobs));
+  for (int i = 0; i < jobs; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST(SerialWorkQueue, WaitsWithAShortLimitNeverRunJobs) {
+  SerialWorkQueueOptions options{"test", {}, {}};
+  options.caller_runs_within = std::chrono::seconds(30);
+  SerialWorkQueue queue(options);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> on_caller{false};
+  for (int i = 0; i < 500; ++i) {
+    auto work = queue.enqueue(
+        "job", [&] { on_caller = on_caller || std::this_thread::get_id() == caller; });
+    work->wait(std::chrono::seconds(29));
+  }
+  EXPECT_FALSE(on_caller);
 }
 
 TEST(SerialWorkQueue, AFailureFailsEveryLaterJobWithoutRunningIt) {
