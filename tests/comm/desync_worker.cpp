@@ -10,7 +10,8 @@
 //   desync_worker broadcast   : rank 0 calls allreduce(sum) of 1024 floats as #3, the others
 //   desync_worker allgather     broadcast(root 0) / allgather of 1024 floats.
 // A rank that gets a gradwire error prints "CAUGHT <ErrorType> after <ms> ms: <message>" and
-// exits 0; no error exits 1.
+// exits 0 three seconds later (so that a peer still in its own timeout path does not see it
+// leave); no error exits 1.
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
                         std::chrono::steady_clock::now() - start)
                         .count();
     std::cout << "CAUGHT " << type_of(e) << " after " << ms << " ms: " << e.what() << std::endl;
+    // Stay a while: exiting at once would close this rank's connections while a peer may still
+    // be in its own timeout path, and turn the peer's desync report into "peer lost".
+    std::this_thread::sleep_for(std::chrono::seconds(3));
     return 0;
   }
   return 1;
