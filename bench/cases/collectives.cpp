@@ -89,7 +89,7 @@ std::optional<CollectiveRow> measure_size(RankContext& context, Communicator& co
   IterationCounts iterations = iterations_for_size(policy, bytes);
   if (context.reports() && bytes >= kProgressBytes) {
     std::cerr << "gradwire-bench: " << communicator.backend() << " " << op.name << " "
-              << format_bytes(bytes) << ": " << iterations.warmup << " warm-up + "
+              << format_bytes(bytes) << ": at least " << iterations.warmup << " warm-up + "
               << iterations.timed << " timed iterations" << std::endl;
   }
   CollectiveBuffers buffers = op.allocate(count, ranks);

@@ -124,7 +124,7 @@ std::shared_ptr<SharedMapping> allocate_shared_buffer(const ShmSegment& segment,
   post_and_wait(sync, bytes, error);  // every rank mapped every file
   shm_unlink(own_name.c_str());
   unlink.created = false;
-  post_and_wait(sync, bytes, error);  // every name is gone when any rank returns
+  post_and_wait(sync, bytes, std::string());  // every name is gone when any rank returns
   return mapping;
 }
 
