@@ -120,12 +120,16 @@ void SerialWorkQueue::State::run_up_to(const QueuedWork* work) {
     }
     const bool mine = next.work.get() == work;
     run(next);
+    bool wanted = false;  // the progress thread has something to do: a job, or to stop
     {
       std::lock_guard<std::mutex> lock(mutex);
       running = false;
       caller_running = false;
+      wanted = !queue.empty() || stopping;
     }
-    wake.notify_one();  // the progress thread may take the next job
+    // Wakes the progress thread only when there is a job for it: a wake-up that finds nothing
+    // costs a futex call here and a scheduler pass there, on a core the ranks need.
+    if (wanted) wake.notify_one();
     idle.notify_all();
     if (mine) return;
   }
