@@ -1,6 +1,7 @@
 // run_workers: validates the options, prepares environments and log files, starts the servers
 // (server_group) and then the workers under the Supervisor. The pieces live in worker_env (pure),
-// process (fork/exec), output_pump, signal_forwarding, server_group and supervisor.
+// core_binding (which CPUs each worker gets), process (fork/exec), output_pump,
+// signal_forwarding, server_group and supervisor.
 #include "gradwire/launch/launcher.h"
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "core_binding.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "output_pump.h"
@@ -126,6 +128,7 @@ void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvCon
       request.argv = options.command;
       request.env = detail::worker_env(options, context, local);
       request.signal_mask = signal_mask;
+      if (!context.bound_cpus.empty()) request.cpus = context.bound_cpus[local];
       supervisor.start(who, request, std::move(logs[local]));
     }
   } catch (const std::exception&) {
@@ -164,6 +167,15 @@ LaunchResult run_workers(const LaunchOptions& options) {
   context.fresh_run_id = random_hex(16);
   context.fresh_job_token = random_hex(32);
   context.hardware_threads = std::thread::hardware_concurrency();
+  if (options.bind_cores) {
+    const std::vector<int> allowed = detail::allowed_cpus_of_this_process();
+    detail::CoreBindingPlan binding = detail::plan_core_binding(allowed, options.nproc_per_node);
+    if (binding.shared) {
+      const std::string notice = detail::shared_cores_notice(allowed, options.nproc_per_node);
+      detail::write_fully(options.stderr_fd, notice.data(), notice.size());
+    }
+    context.bound_cpus = std::move(binding.worker_cpus);
+  }
   const detail::ServerPlan servers = detail::plan_servers(options, context.master_port);
   context.server_addresses = servers.addresses;
 

@@ -1,6 +1,7 @@
 #include "process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core_binding.h"
 #include "gradwire/common/error.h"
 #include "gradwire/launch/launcher.h"
 
@@ -18,7 +20,7 @@ namespace gradwire::launch::detail {
 namespace {
 
 // What the child reports through the exec-error pipe when it cannot reach exec.
-enum class ChildStage : int { kSetup = 1, kExec = 2 };
+enum class ChildStage : int { kSetup = 1, kExec = 2, kBindCpus = 3 };
 struct ChildFailure {
   ChildStage stage;
   int error_number;
@@ -75,6 +77,8 @@ struct ChildPlan {
   pid_t parent_pid;
   int max_fd;  // fallback bound for marking descriptors close-on-exec
   const sigset_t* signal_mask;
+  const cpu_set_t* cpus;  // nullptr: keep the launcher's CPU affinity
+  size_t cpus_bytes;
 };
 
 [[noreturn]] void child_fail(const ChildPlan& plan, ChildStage stage) {
@@ -90,6 +94,9 @@ struct ChildPlan {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(plan, ChildStage::kSetup);
   // The launcher died between fork() and prctl(): nothing would ever kill us.
   if (::getppid() != plan.parent_pid) ::_exit(kExecFailedExit);
+  if (plan.cpus != nullptr && ::sched_setaffinity(0, plan.cpus_bytes, plan.cpus) != 0) {
+    child_fail(plan, ChildStage::kBindCpus);
+  }
 
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 ||
       ::dup2(plan.stderr_fd, 2) < 0) {
@@ -233,13 +240,15 @@ SpawnedWorker spawn_worker(const SpawnRequest& request) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   Pipe failure = make_pipe();
+  const CpuSet cpus(request.cpus);
 
   const long open_max = ::sysconf(_SC_OPEN_MAX);
-  ChildPlan plan{argv.data(),         envp.data(),
-                 dev_null.get(),      out.write.get(),
-                 err.write.get(),     failure.write.get(),
-                 ::getpid(),          static_cast<int>(std::clamp(open_max, 1024L, 65536L)),
-                 &request.signal_mask};
+  ChildPlan plan{argv.data(),          envp.data(),
+                 dev_null.get(),       out.write.get(),
+                 err.write.get(),      failure.write.get(),
+                 ::getpid(),           static_cast<int>(std::clamp(open_max, 1024L, 65536L)),
+                 &request.signal_mask, cpus.data(),
+                 cpus.size_bytes()};
 
   sigset_t all_signals;
   sigset_t saved_mask;
@@ -272,6 +281,12 @@ SpawnedWorker spawn_worker(const SpawnRequest& request) {
       throw ProgramNotExecutable("could not execute " + program + ": " + reason +
                                      " (check the program name, PATH and the file's permissions)",
                                  child_failure.error_number);
+    }
+    if (child_failure.stage == ChildStage::kBindCpus) {
+      throw Error("gradwire-run: could not bind the worker running " + program + " to CPUs " +
+                  cpu_list_text(request.cpus) + " (sched_setaffinity): " + reason +
+                  "; the CPUs may no longer be allowed for this process (a changed cpuset?): "
+                  "start again, or without binding (--bind-cores / LaunchOptions::bind_cores)");
     }
     throw Error("gradwire-run: could not set up the worker process for " + program + ": " + reason);
   }

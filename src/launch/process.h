@@ -35,6 +35,8 @@ struct SpawnRequest {
   std::vector<std::string> argv;           // argv[0] is looked up on PATH (execvp rules)
   std::map<std::string, std::string> env;  // the complete environment
   sigset_t signal_mask;                    // the worker's initial signal mask
+  // The CPUs the worker may run on (sched_setaffinity before exec); empty: the launcher's mask.
+  std::vector<int> cpus;
 };
 
 // A started, not yet reaped, worker. Destruction kills its process group with SIGKILL and reaps
@@ -79,7 +81,8 @@ struct SpawnedWorker {
 };
 
 // Forks and execs `request.argv`. Throws ProgramNotExecutable ("could not execute PROGRAM: ...")
-// when exec fails, gradwire::Error for other failures; nothing is left running in either case.
+// when exec fails, gradwire::Error for other failures (among them a request.cpus the child
+// cannot be bound to, naming the CPUs); nothing is left running in any case.
 SpawnedWorker spawn_worker(const SpawnRequest& request);
 
 }  // namespace gradwire::launch::detail

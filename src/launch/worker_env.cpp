@@ -4,6 +4,7 @@
 #include <climits>
 #include <optional>
 
+#include "core_binding.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::launch::detail {
@@ -102,10 +103,18 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
       inherited(context.parent, "TORCHELASTIC_RUN_ID", context.fresh_run_id);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(context.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
+  env.erase("GRADWIRE_BOUND_CPUS");
+  int default_threads =
+      default_threads_per_worker(context.hardware_threads, options.nproc_per_node);
+  if (!context.bound_cpus.empty()) {
+    GRADWIRE_CHECK_EQ(context.bound_cpus.size(), static_cast<size_t>(options.nproc_per_node));
+    const std::vector<int>& cpus = context.bound_cpus[local_rank];
+    GRADWIRE_CHECK(!cpus.empty());
+    env["GRADWIRE_BOUND_CPUS"] = cpu_list_text(cpus);
+    default_threads = static_cast<int>(cpus.size());
+  }
   if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
-    const int threads = options.threads_per_worker.value_or(
-        default_threads_per_worker(context.hardware_threads, options.nproc_per_node));
-    env["OMP_NUM_THREADS"] = std::to_string(threads);
+    env["OMP_NUM_THREADS"] = std::to_string(options.threads_per_worker.value_or(default_threads));
   }
   env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
   if (!context.server_addresses.empty()) {

@@ -26,10 +26,14 @@ struct WorkerEnvContext {
   unsigned hardware_threads = 1;  // std::thread::hardware_concurrency(); 0 counts as 1
   // The servers' addresses in index order (GRADWIRE_PS_ADDRS); empty without servers.
   std::vector<std::string> server_addresses;
+  // With LaunchOptions::bind_cores, each local worker's CPUs by local rank (plan_core_binding);
+  // empty when the workers are not bound.
+  std::vector<std::vector<int>> bound_cpus;
 };
 
-// OMP_NUM_THREADS used when neither the parent environment nor threads_per_worker sets it:
-// max(1, hardware_threads / nproc_per_node).
+// OMP_NUM_THREADS used when neither the parent environment nor threads_per_worker sets it and
+// the workers are not bound: max(1, hardware_threads / nproc_per_node). (Bound workers: the
+// number of their CPUs.)
 int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node);
 
 // Global rank of a local worker: node_rank * nproc_per_node + local_rank.
@@ -38,8 +42,10 @@ int global_rank(const LaunchOptions& options, int local_rank);
 // The complete environment of local worker `local_rank`: the parent's variables, then the
 // torchrun-compatible ones, then options.extra_env. TORCHELASTIC_RUN_ID, GRADWIRE_JOB_TOKEN and
 // OMP_NUM_THREADS keep the parent's value when it is set and not empty. With servers, also
-// GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (= job_token()). Preconditions: options are valid and
-// 0 <= local_rank < nproc_per_node.
+// GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (= job_token()). With context.bound_cpus,
+// GRADWIRE_BOUND_CPUS lists the worker's CPUs; without, an inherited GRADWIRE_BOUND_CPUS is
+// removed (it would describe another launch). Preconditions: options are valid,
+// 0 <= local_rank < nproc_per_node, and bound_cpus is empty or has nproc_per_node non-empty lists.
 std::map<std::string, std::string> worker_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context, int local_rank);
 

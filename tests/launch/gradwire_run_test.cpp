@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "launch/core_binding.h"
 #include "test_support.h"
 
 namespace gradwire::launch {
@@ -97,6 +99,30 @@ TEST_F(GradwireRunTest, ProgramFlagsArePassedThroughUntouched) {
   std::sort(lines.begin(), lines.end());
   EXPECT_EQ(lines, (std::vector<std::string>{"[rank 0] args:--foo -n 7 --nproc-per-node 3 -- x",
                                              "[rank 1] args:--foo -n 7 --nproc-per-node 3 -- x"}));
+}
+
+TEST_F(GradwireRunTest, BindCoresGivesEachWorkerItsBlock) {
+  const std::vector<int> allowed = detail::allowed_cpus_of_this_process();
+  const detail::CoreBindingPlan plan = detail::plan_core_binding(allowed, 2);
+  ASSERT_EQ(run({"--bind-cores", "-n", "2", "/bin/sh", "-c", testing::kPrintCpusScript}), 0)
+      << err();
+  const std::map<int, testing::WorkerCpus> workers = testing::worker_cpus_by_rank(out());
+  ASSERT_EQ(workers.size(), 2u) << out();
+  for (const auto& [rank, cpus] : workers) {
+    EXPECT_EQ(cpus.allowed, plan.worker_cpus[rank]) << "rank " << rank;
+    EXPECT_EQ(cpus.bound, detail::cpu_list_text(plan.worker_cpus[rank])) << "rank " << rank;
+  }
+}
+
+TEST_F(GradwireRunTest, WithoutBindCoresWorkersKeepTheLaunchersMask) {
+  const std::vector<int> allowed = detail::allowed_cpus_of_this_process();
+  ASSERT_EQ(run({"-n", "2", "/bin/sh", "-c", testing::kPrintCpusScript}), 0) << err();
+  const std::map<int, testing::WorkerCpus> workers = testing::worker_cpus_by_rank(out());
+  ASSERT_EQ(workers.size(), 2u) << out();
+  for (const auto& [rank, cpus] : workers) {
+    EXPECT_EQ(cpus.allowed, allowed) << "rank " << rank;
+    EXPECT_EQ(cpus.bound, "") << "rank " << rank;
+  }
 }
 
 TEST_F(GradwireRunTest, AcceptsTorchrunSpellingsAndDoubleDash) {

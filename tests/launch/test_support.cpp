@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -81,6 +82,33 @@ void kill_leftovers(const std::vector<pid_t>& pids) {
   for (pid_t pid : pids) {
     if (pid > 0 && !process_gone(pid)) ::kill(pid, SIGKILL);
   }
+}
+
+std::vector<int> parse_kernel_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ranges(text);
+  std::string range;
+  while (std::getline(ranges, range, ',')) {
+    std::smatch match;
+    if (!std::regex_match(range, match, std::regex(R"((\d+)(?:-(\d+))?)"))) {
+      throw std::invalid_argument("not a CPU list: '" + text + "'");
+    }
+    const int first = std::stoi(match[1]);
+    const int last = match[2].matched ? std::stoi(match[2]) : first;
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::map<int, WorkerCpus> worker_cpus_by_rank(const std::string& output) {
+  const std::regex line_format(R"(\[rank (\d+)\] cpus=(\S+) bound=(\S*) omp=(\S*))");
+  std::map<int, WorkerCpus> by_rank;
+  for (const std::string& line : split_lines(output)) {
+    std::smatch match;
+    if (!std::regex_match(line, match, line_format)) continue;
+    by_rank[std::stoi(match[1])] = WorkerCpus{parse_kernel_cpu_list(match[2]), match[3], match[4]};
+  }
+  return by_rank;
 }
 
 Child::Child(const std::vector<std::string>& argv, const std::string& stdout_path,

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,26 @@ bool process_gone(pid_t pid);
 
 // Kills (SIGKILL) each pid that still runs: cleanup so a failing test leaves nothing behind.
 void kill_leftovers(const std::vector<pid_t>& pids);
+
+// A worker's shell command printing one line "cpus=ALLOWED bound=B omp=T": its own
+// Cpus_allowed_list from /proc (kernel list format, "0-3,6"), GRADWIRE_BOUND_CPUS and
+// OMP_NUM_THREADS.
+inline constexpr const char* kPrintCpusScript =
+    "echo \"cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status) "
+    "bound=$GRADWIRE_BOUND_CPUS omp=$OMP_NUM_THREADS\"";
+
+// What one worker printed with kPrintCpusScript.
+struct WorkerCpus {
+  std::vector<int> allowed;  // parsed from the kernel list format, ascending
+  std::string bound;         // GRADWIRE_BOUND_CPUS as printed ("" when unset)
+  std::string omp;           // OMP_NUM_THREADS as printed
+};
+
+// The kPrintCpusScript lines of `output`, prefixed "[rank N] ", by rank.
+std::map<int, WorkerCpus> worker_cpus_by_rank(const std::string& output);
+
+// "0-3,6" -> {0, 1, 2, 3, 6}; throws std::invalid_argument for anything else.
+std::vector<int> parse_kernel_cpu_list(const std::string& text);
 
 // A child started with posix_spawn, stdout and stderr redirected to files. Destruction kills it
 // with SIGKILL and reaps it if it is still there.

@@ -81,6 +81,28 @@ TEST(WorkerEnvTest, OmpNumThreadsDividesCoresUnlessSet) {
             "3");
 }
 
+TEST(WorkerEnvTest, BoundWorkersSeeTheirCpusAndDefaultToThatManyThreads) {
+  LaunchOptions options = two_node_options();
+  WorkerEnvContext context = context_with({});
+  context.bound_cpus = {{2, 3, 4}, {5, 6, 7}};
+  const auto env = worker_env(options, context, 1);
+  EXPECT_EQ(env.at("GRADWIRE_BOUND_CPUS"), "5,6,7");
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "3");  // its CPUs, not 8 cores / 2
+
+  options.threads_per_worker = 1;
+  EXPECT_EQ(worker_env(options, context, 0).at("OMP_NUM_THREADS"), "1");
+  WorkerEnvContext with_omp = context_with({{"OMP_NUM_THREADS", "7"}});
+  with_omp.bound_cpus = context.bound_cpus;
+  EXPECT_EQ(worker_env(options, with_omp, 0).at("OMP_NUM_THREADS"), "7");
+}
+
+TEST(WorkerEnvTest, UnboundWorkersDoNotInheritBoundCpus) {
+  // A launcher started by a binding launcher does not pass that launch's variable on.
+  const auto env =
+      worker_env(two_node_options(), context_with({{"GRADWIRE_BOUND_CPUS", "0,1"}}), 0);
+  EXPECT_EQ(env.count("GRADWIRE_BOUND_CPUS"), 0u);
+}
+
 TEST(WorkerEnvTest, DefaultThreadsPerWorkerIsAtLeastOne) {
   EXPECT_EQ(default_threads_per_worker(8, 2), 4);
   EXPECT_EQ(default_threads_per_worker(8, 3), 2);

@@ -3,7 +3,7 @@
 //
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
-//                [--threads-per-worker T] [--max-restarts K]
+//                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
 //                [--servers S [--server-program PATH] [--server-arg ARG]... [--server-host H]
 //                 [--server-ready-timeout TIME]]
 //                PROGRAM [ARGS...]
@@ -65,8 +65,13 @@ void add_options(CLI::App& app, CommandLine& line) {
       ->capture_default_str();
   app.add_option("--threads-per-worker,--threads_per_worker", line.threads_per_worker,
                  "OMP_NUM_THREADS for each worker when the environment does not set it "
-                 "(default: cores / nproc-per-node)")
+                 "(default: cores / nproc-per-node; with --bind-cores the worker's CPU count)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--bind-cores,--bind_cores", options.bind_cores,
+               "Bind each worker to its own block of the CPUs gradwire-run may use (cores / "
+               "nproc-per-node each, in order; as mpirun --bind-to core); OMP_NUM_THREADS "
+               "defaults to the block size, GRADWIRE_BOUND_CPUS lists the worker's CPUs. Default: "
+               "off, workers may run on every CPU (as with torchrun)");
   app.add_option("--max-restarts,--max_restarts", options.max_restarts,
                  "Start the workers again after a worker fails, up to this many times (new "
                  "rendezvous, same job token; never after a signal to gradwire-run)")

@@ -57,8 +57,17 @@ struct LaunchOptions {
   // Extra variables for every worker (override the computed ones).
   std::map<std::string, std::string> extra_env;
   // Threads per worker written to OMP_NUM_THREADS when the caller's environment does not set it;
-  // nullopt: max(1, hardware cores / nproc_per_node).
+  // nullopt: max(1, hardware cores / nproc_per_node), or with bind_cores the worker's CPU count.
   std::optional<int> threads_per_worker;
+  // Bind each local worker to its own CPUs (mpirun's --bind-to core, DeepSpeed's
+  // --bind_cores_to_rank; torchrun does not). The CPUs this process may run on (its own
+  // sched_getaffinity mask, ascending) are cut into nproc_per_node disjoint contiguous blocks of
+  // max(1, cpus / nproc_per_node): local rank i gets block i; the cpus % nproc_per_node CPUs left
+  // after the last block stay unused. With fewer CPUs than workers, local rank i gets the
+  // (i mod cpus)-th CPU and the launcher says once on stderr_fd that workers share cores. The
+  // worker's affinity is set between fork and exec; it gets GRADWIRE_BOUND_CPUS (its CPUs,
+  // comma-separated). Parameter servers are not bound. False: workers keep this process's mask.
+  bool bind_cores = false;
   // File descriptors that receive worker output (tests capture it); default: our stdout/stderr.
   // Each line is written whole.
   int stdout_fd = 1;
