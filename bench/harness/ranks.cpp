@@ -17,6 +17,11 @@ namespace gradwire::bench {
 namespace {
 // This very program, whatever its path or name.
 constexpr const char* kSelfExe = "/proc/self/exe";
+// What the launcher sets in a rank it bound to cores (docs/launcher.md).
+constexpr const char* kBoundCpusVariable = "GRADWIRE_BOUND_CPUS";
+// Set by launch_ranks in every rank: the cores the launching gradwire-bench may run on, for the
+// metadata of ranks that were bound to fewer.
+constexpr const char* kLauncherCoresVariable = "GRADWIRE_BENCH_LAUNCHER_CORES";
 }  // namespace
 
 void add_rank_options(CLI::App& command, RankOptions& options) {
@@ -29,7 +34,15 @@ void add_rank_options(CLI::App& command, RankOptions& options) {
       .add_option("--threads", options.threads_per_rank,
                   "intra-op threads per rank [default: cores / local ranks]")
       ->check(CLI::PositiveNumber);
+  add_bind_cores_flag(command, options);
   add_worker_flag(command, options);
+}
+
+void add_bind_cores_flag(CLI::App& command, RankOptions& options) {
+  command.add_flag(
+      "--no-bind-cores", [&options](int64_t) { options.bind_cores = false; },
+      "let the local ranks this command starts run on every core, instead of binding each to "
+      "its own block of cores / local ranks (ignored when already started as a rank of a job)");
 }
 
 void add_worker_flag(CLI::App& command, RankOptions& options) {
@@ -56,15 +69,19 @@ int run_as_rank(const RankOptions& options, const std::function<int(RankContext&
   InitOptions init_options;
   init_options.backend = options.backend;
   init_options.timeout = options.timeout;
-  const WorldInfo info = resolve_world(init_options, EnvMap::from_process());
+  const EnvMap env = EnvMap::from_process();
+  const WorldInfo info = resolve_world(init_options, env);
   try {
+    // A bound rank's affinity mask is its own share of the cores already.
+    const std::string bound_cpus = env.get(kBoundCpusVariable).value_or("");
     const int threads = options.threads_per_rank.value_or(
-        default_threads_per_rank(available_cores(), info.local_world_size));
+        bound_cpus.empty() ? default_threads_per_rank(available_cores(), info.local_world_size)
+                           : available_cores());
     auto world = init(init_options);
     // After init, which may apply its own default: the benchmark's choice wins.
     at::set_num_threads(threads);
     auto communicator = world->communicator();
-    RankContext context{*world, *communicator, threads};
+    RankContext context{*world, *communicator, threads, bound_cpus};
     return body(context);
   } catch (const std::exception& e) {
     std::cerr << "gradwire-bench: rank " << info.rank << " of " << info.world_size << ": "
@@ -81,8 +98,11 @@ int launch_ranks(const RankOptions& options, const std::vector<std::string>& arg
   launch_options.command.push_back(kWorkerFlag);
   // Only rank 0 prints, and its table should read as if it were this process's own output.
   launch_options.prefix_output = false;
+  const int cores = available_cores();
   launch_options.threads_per_worker =
-      options.threads_per_rank.value_or(default_threads_per_rank(available_cores(), options.ranks));
+      options.threads_per_rank.value_or(default_threads_per_rank(cores, options.ranks));
+  launch_options.bind_cores = options.bind_cores;
+  launch_options.extra_env[kLauncherCoresVariable] = std::to_string(cores);
   const launch::LaunchResult result = launch::run_workers(launch_options);
   if (result.exit_code() != 0) {
     std::string summary = result.summary();
@@ -107,6 +127,18 @@ int run_on_ranks(const RankOptions& options, const std::vector<std::string>& arg
   return launch_ranks(options, argv);
 }
 
+int run_cores() {
+  const EnvMap env = EnvMap::from_process();
+  if (env.get(kBoundCpusVariable).value_or("").empty()) return available_cores();
+  const std::optional<std::string> launcher_cores = env.get(kLauncherCoresVariable);
+  try {
+    const int cores = launcher_cores ? std::stoi(*launcher_cores) : 0;
+    return cores > 0 ? cores : available_cores();
+  } catch (const std::exception&) {  // not a number: not ours
+    return available_cores();
+  }
+}
+
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv) {
   RunMetadata metadata = collect_machine_metadata();
   metadata.gradwire_version = version();
@@ -114,6 +146,7 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
   metadata.backend = context.communicator.backend();
   metadata.ranks = context.communicator.size();
   metadata.threads_per_rank = context.threads_per_rank;
+  metadata.cores = run_cores();
   metadata.command = user_command(argv);
   return metadata;
 }

@@ -27,8 +27,14 @@ inline constexpr const char* kWorkerFlag = "--bench-worker";
 struct RankOptions {
   // Local ranks to start when this process is not already a rank of a job.
   int ranks = 2;
-  // Intra-op threads per rank (at::set_num_threads); nullopt: max(1, cores / local ranks).
+  // Intra-op threads per rank (at::set_num_threads); nullopt: max(1, cores / local ranks), or
+  // in a rank bound to cores (GRADWIRE_BOUND_CPUS set) the number of its CPUs.
   std::optional<int> threads_per_rank;
+  // When this process starts the local ranks itself: bind each to its own block of the CPUs this
+  // process may run on (LaunchOptions::bind_cores; docs/launcher.md). Default on, as mpirun's
+  // --bind-to core: on 2 cores, 2-rank shm latency otherwise depends on where the scheduler puts
+  // the ranks' threads. Ranks of a job started by someone else keep what that launcher gave them.
+  bool bind_cores = true;
   // Communicator backend (InitOptions::backend). The benchmarks so far move CPU tensors, so
   // they use "gloo"; not a command-line option until a benchmark places tensors on a GPU.
   std::string backend = "gloo";
@@ -39,8 +45,11 @@ struct RankOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
-// Adds --ranks, --threads and the hidden kWorkerFlag to `command`, bound to `options`.
+// Adds --ranks, --threads, --no-bind-cores and the hidden kWorkerFlag to `command`, bound to
+// `options`.
 void add_rank_options(CLI::App& command, RankOptions& options);
+// Adds only --no-bind-cores (for benchmarks that add their own --threads).
+void add_bind_cores_flag(CLI::App& command, RankOptions& options);
 // Adds only the hidden kWorkerFlag (for benchmarks that choose the rank count themselves).
 void add_worker_flag(CLI::App& command, RankOptions& options);
 
@@ -56,12 +65,19 @@ struct RankContext {
   World& world;
   Communicator& communicator;
   int threads_per_rank;
+  // The CPUs this rank was bound to (GRADWIRE_BOUND_CPUS, "0,1"); empty when it was not bound.
+  std::string bound_cpus;
   // Rank 0 prints the results and writes the JSON; the others stay quiet.
   bool reports() const { return communicator.rank() == 0; }
 };
 
+// The cores of the machine as this run sees them: in a rank that gradwire-bench started and bound
+// to cores itself, the cores the launching gradwire-bench may run on (all the ranks' blocks);
+// otherwise available_cores(), the cores this process may run on.
+int run_cores();
+
 // Where and how this run happens, for the JSON: the machine, versions, backend, world size,
-// threads per rank and the command line as the user typed it.
+// threads per rank and the command line as the user typed it; `cores` is run_cores().
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv);
 
 // Runs `body` on every rank and returns this process's exit code.
@@ -70,8 +86,9 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
 //    world (blocks until every rank arrived) and returns body's result. An exception from init or
 //    body is printed to stderr with the rank and gives exit code 1.
 //  - Otherwise: starts options.ranks copies of /proc/self/exe with `argv` (argv[0] first) plus
-//    kWorkerFlag appended, waits for them, prints which ranks failed to stderr, and returns 0
-//    when all exited 0, else the launcher's exit code (non-zero).
+//    kWorkerFlag appended, each bound to its own cores when options.bind_cores, waits for them,
+//    prints which ranks failed to stderr, and returns 0 when all exited 0, else the launcher's
+//    exit code (non-zero).
 int run_on_ranks(const RankOptions& options, const std::vector<std::string>& argv,
                  const std::function<int(RankContext&)>& body);
 
