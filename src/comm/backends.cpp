@@ -76,6 +76,7 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
   BackendTraits traits;
   traits.name = "shm";
   traits.native_avg = true;
+  traits.avg_in_pass = true;  // shm_reduce.h: the sum is scaled as it is stored
   traits.native_bfloat16 = true;
   traits.native_reduce_scatter = true;
   traits.device = c10::DeviceType::CPU;
@@ -114,6 +115,7 @@ BackendTraits nccl_traits(std::chrono::milliseconds timeout) {
   BackendTraits traits;
   traits.name = "nccl";
   traits.native_avg = true;
+  traits.avg_in_pass = true;  // ncclAvg
   traits.native_bfloat16 = true;
   traits.device = c10::DeviceType::CUDA;
   traits.make = [timeout](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {

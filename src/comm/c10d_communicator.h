@@ -17,7 +17,8 @@ namespace gradwire {
 
 struct BackendTraits {
   std::string name;
-  bool native_avg = false;       // the backend implements ReduceOp::AVG
+  bool native_avg = false;   // the backend implements ReduceOp::AVG
+  bool avg_in_pass = false;  // ... inside its reduction, at no cost over SUM (implies native_avg)
   bool native_bfloat16 = false;  // the backend reduces bfloat16 itself
   // The backend implements reduce_scatter. Otherwise C10dCommunicator runs a ring over the
   // backend's send/recv (ring_reduce_scatter.h), whose messages use the tags 2^30 .. 2^31-1:
@@ -55,6 +56,7 @@ class C10dCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(world_ranks_.size()); }
   std::string backend() const override { return shared_->traits.name; }
+  bool averages_while_reducing() const override { return shared_->traits.avg_in_pass; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
   std::chrono::milliseconds timeout() const override { return shared_->timeout; }
 

@@ -30,13 +30,20 @@ class ThenFuture : public BucketFuture {
   at::Tensor result_;
 };
 
+// The built-in hooks average in the reduction where that is free, and divide on fill otherwise.
+bool divide_on_fill(const Communicator& comm) { return !comm.averages_while_reducing(); }
+ReduceOp averaging_op(const Communicator& comm) {
+  return comm.averages_while_reducing() ? ReduceOp::kAvg : ReduceOp::kSum;
+}
+
 class AllreduceHook : public CommHook {
  public:
   std::string name() const override { return "allreduce"; }
-  bool divides_on_fill() const override { return true; }
+  bool divides_on_fill(const Communicator& comm) const override { return divide_on_fill(comm); }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
     at::Tensor buffer = bucket.buffer;
-    return make_bucket_future(comm.allreduce(buffer, ReduceOp::kSum), [buffer] { return buffer; });
+    return make_bucket_future(comm.allreduce(buffer, averaging_op(comm)),
+                              [buffer] { return buffer; });
   }
 };
 
@@ -46,11 +53,11 @@ class CompressHook : public CommHook {
   CompressHook(std::string name, at::ScalarType wire_type)
       : name_(std::move(name)), wire_type_(wire_type) {}
   std::string name() const override { return name_; }
-  bool divides_on_fill() const override { return true; }
+  bool divides_on_fill(const Communicator& comm) const override { return divide_on_fill(comm); }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
     at::Tensor compressed = bucket.buffer.to(wire_type_);
     at::Tensor buffer = bucket.buffer;
-    return make_bucket_future(comm.allreduce(compressed, ReduceOp::kSum), [compressed, buffer] {
+    return make_bucket_future(comm.allreduce(compressed, averaging_op(comm)), [compressed, buffer] {
       buffer.copy_(compressed);
       return buffer;
     });
@@ -61,8 +68,9 @@ class CompressHook : public CommHook {
   at::ScalarType wire_type_;
 };
 
-// Communicates nothing: each rank keeps its own gradients, scaled as for an average. Measures what
-// DDP costs without the reduction (PyTorch's debugging noop_hook); not for training.
+// Communicates nothing: each rank keeps its own gradients, copied (and divided on fill) as for
+// "allreduce" over the same communicator. Measures what DDP costs without the reduction
+// (PyTorch's debugging noop_hook); not for training.
 class NoopHook : public CommHook {
   class Ready : public BucketFuture {
    public:
@@ -75,7 +83,7 @@ class NoopHook : public CommHook {
 
  public:
   std::string name() const override { return "noop"; }
-  bool divides_on_fill() const override { return true; }  // the same copies as "allreduce"
+  bool divides_on_fill(const Communicator& comm) const override { return divide_on_fill(comm); }
   std::shared_ptr<BucketFuture> run(Communicator&, GradBucket& bucket) override {
     return std::make_shared<Ready>(bucket.buffer);
   }

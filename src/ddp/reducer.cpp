@@ -69,7 +69,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "DistributedDataParallel: the module has no parameter that requires grad; there is "
         "nothing to synchronise");
   }
-  if (options_.comm_hook->divides_on_fill()) fill_scale_ = 1.0 / comm_->size();
+  if (options_.comm_hook->divides_on_fill(*comm_)) fill_scale_ = 1.0 / comm_->size();
   layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);

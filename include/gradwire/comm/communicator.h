@@ -86,6 +86,13 @@ class Communicator {
   // mismatched collectives. The tensor may outlive the communicator.
   virtual at::Tensor shared_buffer(int64_t numel, at::ScalarType dtype);
 
+  // True when allreduce with ReduceOp::kAvg divides inside the reduction's own pass, so that it
+  // costs no more than kSum (shm, nccl). False when kAvg is a sum followed by a division over the
+  // whole tensor (gloo, hierarchical; the default). DistributedDataParallel's built-in comm hooks
+  // ask it to choose between dividing gradients on their way into a bucket and reducing with
+  // kAvg (ddp/comm_hook.h).
+  virtual bool averages_while_reducing() const { return false; }
+
   // A communicator over the given ranks of this one (sorted, distinct, containing rank()); its
   // rank() is this process's index in `ranks`. Called by the members only, in the same order on
   // each; blocks until all members joined or the timeout passed (TimeoutError naming the absent).

@@ -3,9 +3,11 @@
 // The reducer hands each full bucket to the hook in bucket order (the same order on every rank)
 // and waits on the returned future when backward ends. The future's tensor is the bucket's
 // *averaged* gradient: the reducer writes it to the parameters' .grad unchanged. A hook either
-// divides by comm.size() itself, or declares divides_on_fill(): then the reducer divides each
+// divides by comm.size() itself, or declares divides_on_fill(comm): then the reducer divides each
 // gradient while copying it into the bucket (saving a pass over the buffer) and the hook only
-// sums. The built-in hooks all use divides_on_fill().
+// sums. The built-in hooks reduce with ReduceOp::kAvg where the communicator divides inside its
+// reduction (Communicator::averages_while_reducing: shm, nccl), and divide on fill elsewhere, so
+// the division never costs a pass of its own.
 //
 // Built in (see make_comm_hook):
 //   "allreduce"  allreduce-sum in place (the default).
@@ -55,8 +57,12 @@ class CommHook {
  public:
   virtual ~CommHook() = default;
   virtual std::string name() const = 0;
-  // True: buckets arrive already divided by the world size; run() must only sum them.
-  virtual bool divides_on_fill() const { return false; }
+  // True: buckets reduced over `comm` arrive already divided by comm.size(); run() must only sum
+  // them. Asked once, when the reducer is built.
+  virtual bool divides_on_fill(const Communicator& comm) const {
+    (void)comm;
+    return false;
+  }
   // Starts reducing `bucket` over `comm`; must not block on the network. Every rank calls it
   // for the same bucket in the same order. The bucket (and its buffer) stay alive and untouched
   // until the future has been waited on.
@@ -66,7 +72,7 @@ class CommHook {
 std::shared_ptr<CommHook> allreduce_hook();
 std::shared_ptr<CommHook> fp16_compress_hook();
 std::shared_ptr<CommHook> bf16_compress_hook();
-// Communicates nothing (each rank keeps its own gradients, divided by the world size): measures
+// Communicates nothing (each rank keeps its own gradients, copied as allreduce_hook's): measures
 // DDP without its reduction, as PyTorch's debugging noop_hook. Not for training.
 std::shared_ptr<CommHook> noop_hook();
 // "allreduce", "fp16", "bf16" or "noop"; InvalidArgument naming the known hooks otherwise.
