@@ -54,7 +54,10 @@ void print_collectives_header(std::ostream& out, const RunMetadata& metadata) {
   out << "# gradwire-bench collectives\n"
       << "# gradwire " << metadata.gradwire_version << ", torch " << metadata.torch_version
       << ", backend " << metadata.backend << ", ranks " << metadata.ranks << ", threads per rank "
-      << metadata.threads_per_rank << "\n"
+      << metadata.threads_per_rank
+      << (metadata.bound_cpus.empty() ? std::string()
+                                      : ", rank 0 bound to CPUs " + metadata.bound_cpus)
+      << "\n"
       << "# " << metadata.cpu_model << ", " << metadata.cores << " cores, host "
       << metadata.hostname << ", " << metadata.date << "\n"
       << "# memcpy reference: " << format_fixed(metadata.memcpy_gbps, 2)

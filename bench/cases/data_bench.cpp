@@ -366,6 +366,7 @@ Subcommand data_subcommand() {
       RankOptions ranks = state->ranks;
       ranks.ranks = data_world_size(settings);
       ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
+      ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
       return run_on_ranks(ranks, argv, [&](RankContext& context) {
         return DataSweep(context, settings, argv)
             .run(state->flags.scratch_dir, state->flags.json_path);

@@ -182,6 +182,7 @@ class DdpSweep {
 
   void print_header(const ReferencePlan& reference) {
     hardware_ = describe_hardware();
+    hardware_.cores = run_cores();  // the machine's, not this bound rank's
     DdpHeader header;
     header.gradwire_version = version();
     header.torch_version = torch_version();
@@ -361,6 +362,7 @@ class DdpSweep {
     document["preset"] = settings_.preset;
     document["image_size"] = settings_.image_size;
     document["threads_per_rank"] = context_.threads_per_rank;
+    document["bound_cpus"] = context_.bound_cpus;  // rank 0's; empty: not bound
     document["world_size"] = world_->size();
     document["ranks_per_node"] = ranks_per_node_;
     document["warmup"] = settings_.warmup;
@@ -445,6 +447,7 @@ Subcommand ddp_subcommand() {
         .add_option("--threads", state->ranks.threads_per_rank,
                     "intra-op threads per rank [cores / local ranks]")
         ->check(CLI::PositiveNumber);
+    add_bind_cores_flag(command, state->ranks);
     command.add_option("--json", flags.json_path, "write the results to this JSON file");
     command.add_option("--html", flags.html_path,
                        "draw the results into this HTML page (gradwire-bench report)");

@@ -133,6 +133,7 @@ class Conductor {
     header.backend = settings_.backend;
     header.settings = settings_;
     header.hardware = describe_hardware();
+    header.hardware.cores = run_cores();  // the machine's, not this rank's
     print_hybrid_header(std::cout, header);
 
     std::vector<HybridResult> ours;
@@ -275,10 +276,11 @@ Subcommand hybrid_subcommand() {
     command.add_option("--reference-script", flags.reference_script,
                        "path of hybrid_reference.py [the source tree's, then the installed copy]");
     command
-        .add_option("--backend", flags.backend,
-                    "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
-                    "trainers, all on this host; inside a job the library's choice), gloo, shm or "
-                    "hierarchical")
+        .add_option(
+            "--backend", flags.backend,
+            "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
+            "trainers, all on this host; inside a job the library's choice), gloo, shm or "
+            "hierarchical")
         ->check(CLI::IsMember({"gloo", "shm"}))
         ->capture_default_str();
     add_worker_flag(command, state->ranks);
@@ -310,6 +312,9 @@ Subcommand hybrid_subcommand() {
       ranks.ranks = settings.trainers;
       ranks.backend = settings.backend;
       ranks.threads_per_rank = 1;
+      // Trainers share the cores with the servers (more processes than cores), as in PyTorch's
+      // reference run: none is bound.
+      ranks.bind_cores = false;
       return run_on_ranks(ranks, argv, [&](RankContext& context) {
         return run_trainer(context, settings, *state, argv);
       });

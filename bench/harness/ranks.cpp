@@ -147,6 +147,7 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
   metadata.ranks = context.communicator.size();
   metadata.threads_per_rank = context.threads_per_rank;
   metadata.cores = run_cores();
+  metadata.bound_cpus = context.bound_cpus;
   metadata.command = user_command(argv);
   return metadata;
 }

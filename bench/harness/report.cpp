@@ -71,6 +71,7 @@ nlohmann::json to_json(const RunMetadata& metadata) {
           {"backend", metadata.backend},
           {"ranks", metadata.ranks},
           {"threads_per_rank", metadata.threads_per_rank},
+          {"bound_cpus", metadata.bound_cpus},
           {"cpu_model", metadata.cpu_model},
           {"cores", metadata.cores},
           {"hostname", metadata.hostname},

@@ -28,6 +28,7 @@ struct RunMetadata {
   std::string hostname;
   std::string date;                  // UTC, ISO 8601: "2026-11-22T03:55:40Z"
   double memcpy_gbps = 0;            // single-thread memcpy reference (GB/s), 0 when not measured
+  std::string bound_cpus;            // CPUs rank 0 was bound to ("0"); empty: not bound
   std::vector<std::string> command;  // the command line, program name first
 };
 
