@@ -69,6 +69,8 @@ TEST_P(Collectives, AllreduceSumMinMaxAvg) {
     EXPECT_EQ(comm->backend(), backend());
     EXPECT_EQ(comm->rank(), rank);
     EXPECT_EQ(comm->size(), world);
+    // shm divides as it stores each sum; Gloo sums, then divides in a pass of its own.
+    EXPECT_EQ(comm->averages_while_reducing(), backend() == "shm");
     for (auto dtype : kDtypes) {
       for (auto n : kSizes) {
         std::vector<at::Tensor> inputs;
