@@ -447,6 +447,9 @@ Subcommand ddp_subcommand() {
         .add_option("--threads", state->ranks.threads_per_rank,
                     "intra-op threads per rank [cores / local ranks]")
         ->check(CLI::PositiveNumber);
+    // Unbound by default: DDP's reductions run on a progress thread beside the compute thread,
+    // and a rank bound to one core must time-share it (docs/performance.md).
+    state->ranks.bind_cores = false;
     add_bind_cores_flag(command, state->ranks);
     command.add_option("--json", flags.json_path, "write the results to this JSON file");
     command.add_option("--html", flags.html_path,

@@ -185,6 +185,7 @@ Subcommand reducers_subcommand() {
     command.add_option("--json", flags.json_path, "write the results to this JSON file");
     command.add_option("--html", flags.html_path,
                        "draw the results into this HTML page (gradwire-bench report)");
+    state->ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
     add_rank_options(command, state->ranks);
     return [state](const std::vector<std::string>& argv) {
       const ReducersSettings settings = resolve_reducers_settings(state->flags);

@@ -39,10 +39,11 @@ void add_rank_options(CLI::App& command, RankOptions& options) {
 }
 
 void add_bind_cores_flag(CLI::App& command, RankOptions& options) {
-  command.add_flag(
-      "--no-bind-cores", [&options](int64_t) { options.bind_cores = false; },
-      "let the local ranks this command starts run on every core, instead of binding each to "
-      "its own block of cores / local ranks (ignored when already started as a rank of a job)");
+  command.add_flag("--bind-cores,!--no-bind-cores", options.bind_cores,
+                   std::string("bind each local rank this command starts to its own block of "
+                               "cores / local ranks, or let them run on every core [") +
+                       (options.bind_cores ? "bound" : "not bound") +
+                       "] (ignored when already started as a rank of a job)");
 }
 
 void add_worker_flag(CLI::App& command, RankOptions& options) {

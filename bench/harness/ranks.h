@@ -33,7 +33,9 @@ struct RankOptions {
   // When this process starts the local ranks itself: bind each to its own block of the CPUs this
   // process may run on (LaunchOptions::bind_cores; docs/launcher.md). Default on, as mpirun's
   // --bind-to core: on 2 cores, 2-rank shm latency otherwise depends on where the scheduler puts
-  // the ranks' threads. Ranks of a job started by someone else keep what that launcher gave them.
+  // the ranks' threads. Training benchmarks turn it off (a bound rank's compute and progress
+  // threads then share one core). Ranks of a job started by someone else keep what that launcher
+  // gave them.
   bool bind_cores = true;
   // Communicator backend (InitOptions::backend). The benchmarks so far move CPU tensors, so
   // they use "gloo"; not a command-line option until a benchmark places tensors on a GPU.
@@ -45,10 +47,10 @@ struct RankOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
-// Adds --ranks, --threads, --no-bind-cores and the hidden kWorkerFlag to `command`, bound to
-// `options`.
+// Adds --ranks, --threads, --bind-cores/--no-bind-cores and the hidden kWorkerFlag to `command`,
+// bound to `options` (whose current bind_cores is the default the help shows).
 void add_rank_options(CLI::App& command, RankOptions& options);
-// Adds only --no-bind-cores (for benchmarks that add their own --threads).
+// Adds only --bind-cores/--no-bind-cores (for benchmarks that add their own --threads).
 void add_bind_cores_flag(CLI::App& command, RankOptions& options);
 // Adds only the hidden kWorkerFlag (for benchmarks that choose the rank count themselves).
 void add_worker_flag(CLI::App& command, RankOptions& options);
