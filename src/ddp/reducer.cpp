@@ -283,14 +283,16 @@ void Reducer::finalize_locked() {
   GRADWIRE_CHECK_EQ(next_to_launch_, sync ? 0 : layout_.buckets.size());
 
   if (tracking) globally_used_ = reduce_used_map();
+  // Each bucket's gradients are written as soon as it is reduced, while later buckets may still
+  // be in flight.
   for (auto& bucket : layout_.buckets) {
     if (sync) launch_next_bucket();
     at::Tensor result = bucket.future->wait();
     bucket.future.reset();
     if (!result.is_same(bucket.grads.buffer)) bucket.grads.buffer.copy_(result);
     record(DdpEventKind::kBucketReduced, bucket.grads.index);
+    write_grads(bucket);
   }
-  write_grads();
   timer_.reduced(Clock::now());
   if (synced_iterations_ == 0) rebuild_order_ = ready_order_;
   ++synced_iterations_;
@@ -317,12 +319,12 @@ at::Tensor Reducer::reduce_used_map() {
   return used;
 }
 
-void Reducer::write_grads() {
+void Reducer::write_grads(const Bucket& bucket) {
   const int32_t* used = globally_used_.defined() ? globally_used_.data_ptr<int32_t>() : nullptr;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t position = 0; position < bucket.members.size(); ++position) {
+    const size_t i = bucket.members[position];
     if (used && used[i] == 0) continue;  // unused on every rank: .grad stays as it was
-    const Slot& slot = layout_.slots[i];
-    const at::Tensor& view = layout_.buckets[slot.bucket].grads.gradients[slot.position];
+    const at::Tensor& view = bucket.grads.gradients[position];
     at::Tensor& grad = params_[i].mutable_grad();
     if (options_.gradient_as_bucket_view) {
       if (!grad.defined() || !grad.is_alias_of(view)) grad = view;

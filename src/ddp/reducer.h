@@ -72,7 +72,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void finalize_locked();
   [[noreturn]] void fail_unused(const std::vector<size_t>& missing);
   at::Tensor reduce_used_map();
-  void write_grads();
+  // The reduced gradients of `bucket` into its parameters' .grad (copied, or pointed at the
+  // bucket).
+  void write_grads(const Bucket& bucket);
   void start_iteration(double forward_seconds);
   void bind_grads_to_views();
   void record(DdpEventKind kind, size_t index);
