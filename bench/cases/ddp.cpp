@@ -182,7 +182,7 @@ class DdpSweep {
 
   void print_header(const ReferencePlan& reference) {
     hardware_ = describe_hardware();
-    hardware_.cores = run_cores();  // the machine's, not this bound rank's
+    hardware_.cores = context_.machine_cores;  // the machine's, not this bound rank's
     DdpHeader header;
     header.gradwire_version = version();
     header.torch_version = torch_version();

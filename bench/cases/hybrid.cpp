@@ -133,7 +133,6 @@ class Conductor {
     header.backend = settings_.backend;
     header.settings = settings_;
     header.hardware = describe_hardware();
-    header.hardware.cores = run_cores();  // the machine's, not this rank's
     print_hybrid_header(std::cout, header);
 
     std::vector<HybridResult> ours;

@@ -101,7 +101,7 @@ class ReducersStudy {
 
   void print_header() {
     hardware_ = describe_hardware();
-    hardware_.cores = run_cores();  // the machine's, not this bound rank's
+    hardware_.cores = context_.machine_cores;  // the machine's, not this bound rank's
     const std::string rule = "-----------------------------------------";
     std::cout << rule << "\ngradwire distributed benchmark suite: reducers\n"
               << rule << "\n\n"

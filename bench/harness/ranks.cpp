@@ -66,6 +66,20 @@ std::vector<std::string> user_command(const std::vector<std::string>& argv) {
 
 namespace {
 
+// The machine's cores as this run sees them: in a rank that gradwire-bench bound to cores itself,
+// those the launching gradwire-bench may run on (all the ranks' blocks); otherwise
+// available_cores().
+int machine_cores(const EnvMap& env, bool bound) {
+  if (!bound) return available_cores();
+  const std::optional<std::string> launcher_cores = env.get(kLauncherCoresVariable);
+  try {
+    const int cores = launcher_cores ? std::stoi(*launcher_cores) : 0;
+    return cores > 0 ? cores : available_cores();
+  } catch (const std::exception&) {  // not a number: not ours
+    return available_cores();
+  }
+}
+
 int run_as_rank(const RankOptions& options, const std::function<int(RankContext&)>& body) {
   InitOptions init_options;
   init_options.backend = options.backend;
@@ -82,7 +96,8 @@ int run_as_rank(const RankOptions& options, const std::function<int(RankContext&
     // After init, which may apply its own default: the benchmark's choice wins.
     at::set_num_threads(threads);
     auto communicator = world->communicator();
-    RankContext context{*world, *communicator, threads, bound_cpus};
+    RankContext context{*world, *communicator, threads, bound_cpus,
+                        machine_cores(env, !bound_cpus.empty())};
     return body(context);
   } catch (const std::exception& e) {
     std::cerr << "gradwire-bench: rank " << info.rank << " of " << info.world_size << ": "
@@ -128,18 +143,6 @@ int run_on_ranks(const RankOptions& options, const std::vector<std::string>& arg
   return launch_ranks(options, argv);
 }
 
-int run_cores() {
-  const EnvMap env = EnvMap::from_process();
-  if (env.get(kBoundCpusVariable).value_or("").empty()) return available_cores();
-  const std::optional<std::string> launcher_cores = env.get(kLauncherCoresVariable);
-  try {
-    const int cores = launcher_cores ? std::stoi(*launcher_cores) : 0;
-    return cores > 0 ? cores : available_cores();
-  } catch (const std::exception&) {  // not a number: not ours
-    return available_cores();
-  }
-}
-
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv) {
   RunMetadata metadata = collect_machine_metadata();
   metadata.gradwire_version = version();
@@ -147,7 +150,7 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
   metadata.backend = context.communicator.backend();
   metadata.ranks = context.communicator.size();
   metadata.threads_per_rank = context.threads_per_rank;
-  metadata.cores = run_cores();
+  metadata.cores = context.machine_cores;
   metadata.bound_cpus = context.bound_cpus;
   metadata.command = user_command(argv);
   return metadata;

@@ -69,17 +69,16 @@ struct RankContext {
   int threads_per_rank;
   // The CPUs this rank was bound to (GRADWIRE_BOUND_CPUS, "0,1"); empty when it was not bound.
   std::string bound_cpus;
+  // The machine's cores as this run sees them: in a rank that gradwire-bench started and bound to
+  // cores itself, the cores the launching gradwire-bench may run on (all the ranks' blocks);
+  // otherwise available_cores(), the cores this process may run on.
+  int machine_cores = 1;
   // Rank 0 prints the results and writes the JSON; the others stay quiet.
   bool reports() const { return communicator.rank() == 0; }
 };
 
-// The cores of the machine as this run sees them: in a rank that gradwire-bench started and bound
-// to cores itself, the cores the launching gradwire-bench may run on (all the ranks' blocks);
-// otherwise available_cores(), the cores this process may run on.
-int run_cores();
-
 // Where and how this run happens, for the JSON: the machine, versions, backend, world size,
-// threads per rank and the command line as the user typed it; `cores` is run_cores().
+// threads per rank and the command line as the user typed it; `cores` is context.machine_cores.
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv);
 
 // Runs `body` on every rank and returns this process's exit code.

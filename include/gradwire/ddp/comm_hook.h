@@ -59,10 +59,7 @@ class CommHook {
   virtual std::string name() const = 0;
   // True: buckets reduced over `comm` arrive already divided by comm.size(); run() must only sum
   // them. Asked once, when the reducer is built.
-  virtual bool divides_on_fill(const Communicator& comm) const {
-    (void)comm;
-    return false;
-  }
+  virtual bool divides_on_fill(const Communicator& /*comm*/) const { return false; }
   // Starts reducing `bucket` over `comm`; must not block on the network. Every rank calls it
   // for the same bucket in the same order. The bucket (and its buffer) stay alive and untouched
   // until the future has been waited on.
