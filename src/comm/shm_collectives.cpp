@@ -106,29 +106,56 @@ void ShmCollectives::allreduce_large(char* data, c10::ScalarType dtype, size_t n
   }
 }
 
+uint64_t claim_piece(std::atomic<uint64_t>& word, uint64_t step, uint64_t pieces) {
+  constexpr int kCountBits = 24;
+  constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+  const uint64_t tag = (step & ((uint64_t{1} << (64 - kCountBits)) - 1)) << kCountBits;
+  uint64_t seen = word.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t taken = (seen & ~kCountMask) == tag ? seen & kCountMask : 0;
+    if (taken >= pieces) return pieces;
+    if (word.compare_exchange_weak(seen, tag | (taken + 1), std::memory_order_relaxed)) {
+      return taken;
+    }
+  }
+}
+
+// Note [claimed pieces]: with fixed slices an allreduce in place takes as long as its slowest
+// rank's slice. In DDP the ranks' progress threads share the cores with the ranks' backward
+// passes, and when the scheduler gives one rank's threads less time, that rank also had to reduce
+// half of every bucket; it fell behind by milliseconds per iteration, and the others waited for
+// it at the last bucket. Pieces taken from one counter let whoever has a core free do the work.
+// The counter needs no reset: a word from an earlier step reads as nothing taken, and no rank
+// begins the next collective on this segment before every rank has posted `reduced`, which it
+// does only once it found nothing left to claim. Pieces are whole cache lines (so no two ranks
+// write the same line of a copy) and large enough that claiming costs nothing next to reducing.
 void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
                                       ReduceOp op) {
   const size_t item = c10::elementSize(dtype);
   const uint64_t step = sync_.next_step();
   sync_.post(step);
   sync_.wait_posted(step);  // every rank's input is in its copy
-  // Slices are whole cache lines, so no two ranks write the same line of any copy.
-  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
   std::vector<char*> copies(size_);
   for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
   std::vector<const void*> inputs(size_);
-  // In pieces, so that the result is still in cache when it is copied to the third and later
-  // ranks (two ranks: the reduction writes both copies itself).
-  const size_t piece = std::max<size_t>(1, (size_t{64} << 10) / item);
+  // Pieces of 256 KiB, reduced 64 KiB at a time so that the result is still in cache when it is
+  // copied to the third and later ranks (two ranks: the reduction writes both copies itself).
+  const size_t sub_piece = std::max<size_t>(1, (size_t{64} << 10) / item);
+  const size_t piece = std::max(sub_piece * 4, (n + kMaxClaimPieces - 1) / kMaxClaimPieces);
+  const uint64_t pieces = (n + piece - 1) / piece;
   const int other = rank_ == 0 ? 1 : 0;
-  for (size_t begin = mine.begin; begin < mine.end; begin += piece) {
-    const size_t count = std::min(piece, mine.end - begin);
-    for (int r = 0; r < size_; ++r) inputs[r] = copies[r] + begin * item;
-    char* own = copies[rank_] + begin * item;
-    reduce(dtype, op, own, inputs.data(), size_, count,
-           size_ > 1 ? copies[other] + begin * item : nullptr);
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_ && r != other) std::memcpy(copies[r] + begin * item, own, count * item);
+  for (uint64_t p = claim_piece(segment_.claim_word(), step, pieces); p < pieces;
+       p = claim_piece(segment_.claim_word(), step, pieces)) {
+    const size_t end = std::min(n, (p + 1) * piece);
+    for (size_t begin = p * piece; begin < end; begin += sub_piece) {
+      const size_t count = std::min(sub_piece, end - begin);
+      for (int r = 0; r < size_; ++r) inputs[r] = copies[r] + begin * item;
+      char* own = copies[rank_] + begin * item;
+      reduce(dtype, op, own, inputs.data(), size_, count,
+             size_ > 1 ? copies[other] + begin * item : nullptr);
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_ && r != other) std::memcpy(copies[r] + begin * item, own, count * item);
+      }
     }
   }
   sync_.post_reduced(step);

@@ -12,9 +12,12 @@
 //    the next reduction never waits for anyone's copies out. Tensors of at least
 //    `streaming_bytes` are written with non-temporal stores (shm_reduce.h).
 //  allreduce_shared, a tensor in a shared buffer (shm_shared_buffers.h) at the same place on
-//    every rank: no slots, no copies. One step (everyone's input is ready), then every rank
-//    reduces its own slice of all ranks' copies and writes the result into every copy, then
-//    waits until everyone has (reduced).
+//    every rank: no slots, no copies. One step (everyone's input is ready), then the ranks take
+//    pieces of the tensor from a shared counter (claim_piece) until none is left, reducing each
+//    piece of all ranks' copies into every copy, then wait until everyone has (reduced). Claimed,
+//    not split in fixed slices: a rank whose core is busier (its rank computing, or the core
+//    shared with another rank's threads) reduces less, so the ranks stay in step (Note [claimed
+//    pieces] in shm_collectives.cpp).
 //  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
 //
 // Thread safety: none; one progress thread per communicator calls these in issue order.
@@ -23,7 +26,9 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "gradwire/comm/communicator.h"
 #include "shm_segment.h"
@@ -40,6 +45,14 @@ struct Slice {
   size_t end;
 };
 Slice slice_of(size_t n, int ranks, int rank, size_t align);
+
+// The next unclaimed piece of the collective of `step`, out of `pieces` (below 2^24), or `pieces`
+// when every piece is taken. `word` holds the step's low 40 bits and the count of pieces taken;
+// a word left by an earlier step counts as none taken. Lock-free; every rank of the step calls it
+// on the same word, and no rank may use the word for a later step before every rank has stopped
+// claiming for this one.
+uint64_t claim_piece(std::atomic<uint64_t>& word, uint64_t step, uint64_t pieces);
+constexpr uint64_t kMaxClaimPieces = uint64_t{1} << 24;
 
 class ShmCollectives {
  public:

@@ -106,7 +106,7 @@ ShmSegment ShmSegment::create(const std::string& name, const ShmLayout& layout) 
   for (int r = 0; r < layout.ranks; ++r) {
     new (base + layout.controls_offset + sizeof(ShmRankControl) * r) ShmRankControl{};
   }
-  auto* header = reinterpret_cast<ShmHeader*>(base);
+  auto* header = new (base) ShmHeader{};
   header->version = kSegmentVersion;
   header->ranks = static_cast<uint32_t>(layout.ranks);
   header->slot_bytes = layout.slot_bytes;
@@ -143,6 +143,10 @@ ShmSegment ShmSegment::attach(const std::string& name, const ShmLayout& layout) 
                              "' does not match this communicator (ranks or slot size differ)");
   }
   return segment;
+}
+
+std::atomic<uint64_t>& ShmSegment::claim_word() const {
+  return reinterpret_cast<ShmHeader*>(base_)->claim;
 }
 
 ShmRankControl& ShmSegment::control(int rank) const {

@@ -2,7 +2,8 @@
 // creates, attaches and unlinks it. See docs/communicator.md, "shm backend".
 //
 // Layout (offsets from the start of the mapping, all page aligned):
-//   header      one page: magic, version, rank count, slot size
+//   header      one page: magic, version, rank count, slot size, and the work-claiming word of
+//               allreduce_shared (shm_collectives.h), on its own cache line
 //   controls    one ShmRankControl per rank: pid, step counters, op signatures and the futex
 //               word waiters sleep on, each on its own cache line
 //   data        2 slots of slot_bytes per rank (double buffering by step parity):
@@ -23,7 +24,7 @@ namespace gradwire::shm {
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 constexpr uint64_t kSegmentMagic = 0x6772647773686d31ULL;  // "grdwshm1"
-constexpr uint32_t kSegmentVersion = 3;
+constexpr uint32_t kSegmentVersion = 4;
 
 struct ShmHeader {
   uint64_t magic;
@@ -31,7 +32,11 @@ struct ShmHeader {
   uint32_t ranks;
   uint64_t slot_bytes;
   uint64_t total_bytes;
+  // Which pieces of the current allreduce in place on a shared buffer are taken (claim_piece() in
+  // shm_collectives.h). Written by every rank (atomic RMW).
+  alignas(kCacheLine) std::atomic<uint64_t> claim;
 };
+static_assert(sizeof(ShmHeader) <= kPage, "the header fits its page");
 
 // Written only by its rank, read by all. Each counter on its own cache line.
 struct alignas(kCacheLine) ShmRankControl {
@@ -92,6 +97,7 @@ class ShmSegment {
   const ShmLayout& layout() const { return layout_; }
   const std::string& name() const { return name_; }
   ShmRankControl& control(int rank) const;
+  std::atomic<uint64_t>& claim_word() const;
   // Slot `parity` (0 or 1) of `rank`: slot_bytes bytes, 64-byte aligned.
   char* slot(int rank, int parity) const;
 

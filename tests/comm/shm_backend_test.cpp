@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -62,6 +64,35 @@ TEST(ShmLayout, SlicesCoverEverythingOnce) {
       EXPECT_EQ(next, n);
     }
   }
+}
+
+TEST(ShmLayout, PiecesAreClaimedOnceAndTheWordNeedsNoReset) {
+  std::atomic<uint64_t> word{0};
+  EXPECT_EQ(claim_piece(word, 7, 3), 0u);
+  EXPECT_EQ(claim_piece(word, 7, 3), 1u);
+  EXPECT_EQ(claim_piece(word, 7, 3), 2u);
+  EXPECT_EQ(claim_piece(word, 7, 3), 3u);  // none left
+  EXPECT_EQ(claim_piece(word, 7, 3), 3u);
+  EXPECT_EQ(claim_piece(word, 9, 2), 0u);  // a later step starts from nothing taken
+  EXPECT_EQ(claim_piece(word, 9, 0), 0u);  // no pieces: nothing to claim
+  // Two threads claiming one step's pieces take each exactly once between them.
+  constexpr uint64_t kPieces = 20000;
+  std::vector<int> taken(kPieces, 0);
+  std::vector<uint64_t> mine[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t p = claim_piece(word, 10, kPieces); p < kPieces;
+           p = claim_piece(word, 10, kPieces)) {
+        mine[t].push_back(p);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& list : mine) {
+    for (uint64_t p : list) ++taken[p];
+  }
+  EXPECT_EQ(std::count(taken.begin(), taken.end(), 1), static_cast<long>(kPieces));
 }
 
 TEST(ShmReduce, EveryOpAndDtypeMatchesATen) {

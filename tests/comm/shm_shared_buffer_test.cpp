@@ -52,7 +52,8 @@ TEST(ShmSharedBuffer, AllreduceInPlaceEqualsTheOrdinaryOneForEveryOpAndDtype) {
   const int ranks = 3;
   const int port = 61000 + getpid() % 4000;
   with_groups(ranks, port, [&](int rank, ShmProcessGroup& group) {
-    const int64_t n = 10001;
+    // 300001 elements: several pieces that the ranks claim (claim_piece), the last one partial.
+    const int64_t n = 300001;
     for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kLong}) {
       at::Tensor buffer = shared(group, n + 64, dtype);
       EXPECT_EQ(job_files(port), 0) << "names are unlinked once every rank mapped them";
