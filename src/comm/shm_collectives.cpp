@@ -162,6 +162,43 @@ void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarTyp
   sync_.wait_reduced(step);  // every copy holds the result
 }
 
+void ShmCollectives::allreduce_shared_in_parts(const SharedRegion& region, c10::ScalarType dtype,
+                                               size_t n, ReduceOp op,
+                                               const std::vector<Part>& parts) {
+  const size_t item = c10::elementSize(dtype);
+  const uint64_t step = sync_.next_step();
+  sync_.post(step);
+  sync_.wait_posted(step);  // every rank's input is in its copy, or its parts
+  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
+  std::vector<char*> copies(size_);
+  for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
+  std::vector<const void*> inputs(size_);
+  const size_t sub_piece = std::max<size_t>(1, (size_t{64} << 10) / item);
+  const int other = rank_ == 0 ? 1 : 0;
+  // [begin, end) of this rank's elements, at `own` (its copy or a part).
+  auto reduce_range = [&](size_t begin, size_t end, char* own) {
+    for (size_t at = begin; at < end; at += sub_piece) {
+      const size_t count = std::min(sub_piece, end - at);
+      char* out = own + (at - begin) * item;
+      for (int r = 0; r < size_; ++r) inputs[r] = r == rank_ ? out : copies[r] + at * item;
+      reduce(dtype, op, out, inputs.data(), size_, count,
+             size_ > 1 ? copies[other] + at * item : nullptr);
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_ && r != other) std::memcpy(copies[r] + at * item, out, count * item);
+      }
+    }
+  };
+  size_t at = mine.begin;
+  for (const Part& part : parts) {
+    reduce_range(at, part.offset, copies[rank_] + at * item);  // before the part: in the copy
+    reduce_range(part.offset, part.offset + part.count, part.data);
+    at = part.offset + part.count;
+  }
+  reduce_range(at, mine.end, copies[rank_] + at * item);
+  sync_.post_reduced(step);
+  sync_.wait_reduced(step);  // every copy holds the result
+}
+
 void ShmCollectives::broadcast(void* data, size_t bytes, int root) {
   char* bytes_ptr = static_cast<char*>(data);
   for (size_t offset = 0; offset < bytes; offset += slot_bytes_) {

@@ -40,6 +40,7 @@ class AllreduceHook : public CommHook {
  public:
   std::string name() const override { return "allreduce"; }
   bool divides_on_fill(const Communicator& comm) const override { return divide_on_fill(comm); }
+  bool is_builtin_allreduce() const override { return true; }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
     at::Tensor buffer = bucket.buffer;
     return make_bucket_future(comm.allreduce(buffer, averaging_op(comm)),

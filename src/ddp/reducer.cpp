@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "gradwire/common/error.h"
@@ -41,7 +42,37 @@ void drain(BucketLayout& layout) {
   }
 }
 
+// The element range [begin, end) of `view` (a gradient's view) in its bucket's `buffer`.
+std::pair<int64_t, int64_t> range_in(const at::Tensor& view, const at::Tensor& buffer) {
+  const int64_t begin = view.storage_offset() - buffer.storage_offset();
+  return {begin, begin + view.numel()};
+}
+
+// Copies the elements of `from` (flat) into `to` (flat) that lie outside `share`, where both
+// cover the buffer's elements `range`.
+void copy_outside(const at::Tensor& to, const at::Tensor& from, std::pair<int64_t, int64_t> range,
+                  std::pair<int64_t, int64_t> share) {
+  const auto [begin, end] = range;
+  if (share.first > begin)
+    to.narrow(0, 0, share.first - begin).copy_(from.narrow(0, 0, share.first - begin));
+  if (end > share.second) {
+    to.narrow(0, share.second - begin, end - share.second)
+        .copy_(from.narrow(0, share.second - begin, end - share.second));
+  }
+}
+
 }  // namespace
+
+// Note [gradients in parts]: with the built-in allreduce hook on a backend that averages in the
+// reduction and reduces shared buffers in fixed slices (shm: Communicator::reduced_here), each
+// rank's share of a bucket need not pass through the bucket. A gradient, or the part of it,
+// falling in this rank's slice stays where it is: the reduction reads it there and writes the
+// result back into it (Communicator::allreduce_in_parts). Only the rest of each gradient is
+// copied into the bucket, and only the rest of the result copied out: with 2 ranks, half of both
+// copies that PyTorch's default (gradient_as_bucket_view = false) makes. The gradients stay
+// separate tensors, as in that default; gradient_as_bucket_view needs no copies at all and is
+// left as it is. Gradients that are not contiguous tensors of the bucket's dtype go through the
+// bucket whole.
 
 std::shared_ptr<Reducer> Reducer::create(std::vector<at::Tensor> params,
                                          std::vector<std::string> names,
@@ -87,13 +118,21 @@ void Reducer::transition(State from, State to) {
 }
 
 BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
-  return make_layout(params_, order, options_.caps_bytes,
-                     [this](int64_t numel, const at::Tensor& like) {
-                       if (options_.shared_buckets && like.device().is_cpu()) {
-                         return comm_->shared_buffer(numel, like.scalar_type());
-                       }
-                       return at::zeros({numel}, like.options().requires_grad(false));
-                     });
+  BucketLayout layout = make_layout(
+      params_, order, options_.caps_bytes, [this](int64_t numel, const at::Tensor& like) {
+        if (options_.shared_buckets && like.device().is_cpu()) {
+          return comm_->shared_buffer(numel, like.scalar_type());
+        }
+        return at::zeros({numel}, like.options().requires_grad(false));
+      });
+  const bool in_parts = options_.comm_hook->is_builtin_allreduce() &&
+                        !options_.gradient_as_bucket_view && fill_scale_ == 1.0;
+  for (auto& bucket : layout.buckets) {
+    bucket.reduce_in_parts = in_parts;
+    if (in_parts) bucket.reduced_here = comm_->reduced_here(bucket.grads.buffer);
+    bucket.in_parts.assign(bucket.members.size(), false);
+  }
+  return layout;
 }
 
 bool Reducer::tracks_unused() const {
@@ -140,6 +179,8 @@ void Reducer::start_iteration(double forward_seconds) {
   for (auto& bucket : layout_.buckets) {
     bucket.pending = bucket.members.size();
     bucket.future.reset();
+    bucket.parts.clear();
+    bucket.in_parts.assign(bucket.members.size(), false);
   }
   next_to_launch_ = 0;
   ready_order_.clear();
@@ -224,17 +265,46 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
   }
   if (fill_scale_ != 1.0) {
     at::mul_out(view, grad, fill_scale_);
-  } else {
+  } else if (!copy_outside_share(index, grad)) {
     view.copy_(grad);
   }
   if (options_.gradient_as_bucket_view && used) grad = view;
+}
+
+bool Reducer::copy_outside_share(size_t index, const at::Tensor& grad) {
+  const Slot& slot = layout_.slots[index];
+  Bucket& bucket = layout_.buckets[slot.bucket];
+  const at::Tensor& view = bucket.grads.gradients[slot.position];
+  const auto [begin, end] = range_in(view, bucket.grads.buffer);
+  const int64_t share_begin = std::max(begin, bucket.reduced_here.first);
+  const int64_t share_end = std::min(end, bucket.reduced_here.second);
+  if (share_begin >= share_end || !grad.is_contiguous() ||
+      grad.scalar_type() != view.scalar_type() || grad.sizes() != view.sizes()) {
+    return false;
+  }
+  const at::Tensor flat_grad = grad.view({-1});
+  copy_outside(view.view({-1}), flat_grad, {begin, end}, {share_begin, share_end});
+  bucket.parts.push_back(
+      {share_begin, flat_grad.narrow(0, share_begin - begin, share_end - share_begin)});
+  bucket.in_parts[slot.position] = true;
+  return true;
 }
 
 void Reducer::launch_next_bucket() {
   Bucket& bucket = layout_.buckets[next_to_launch_];
   record(DdpEventKind::kBucketLaunched, next_to_launch_);
   timer_.launched(Clock::now());
-  bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  if (bucket.reduce_in_parts) {
+    // Note [gradients in parts]; every rank takes this path for the bucket, parts or none.
+    std::sort(bucket.parts.begin(), bucket.parts.end(),
+              [](const PrivatePart& a, const PrivatePart& b) { return a.offset < b.offset; });
+    at::Tensor buffer = bucket.grads.buffer;
+    bucket.future =
+        make_bucket_future(comm_->allreduce_in_parts(buffer, bucket.parts, ReduceOp::kAvg),
+                           [buffer] { return buffer; });
+  } else {
+    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  }
   ++next_to_launch_;
 }
 
@@ -328,6 +398,10 @@ void Reducer::write_grads(const Bucket& bucket) {
     at::Tensor& grad = params_[i].mutable_grad();
     if (options_.gradient_as_bucket_view) {
       if (!grad.defined() || !grad.is_alias_of(view)) grad = view;
+    } else if (bucket.in_parts[position]) {
+      // Its share of the result is in the gradient already (Note [gradients in parts]).
+      copy_outside(grad.view({-1}), view.view({-1}), range_in(view, bucket.grads.buffer),
+                   bucket.reduced_here);
     } else if (grad.defined()) {
       grad.copy_(view);
     } else {

@@ -60,6 +60,10 @@ class CommHook {
   // True: buckets reduced over `comm` arrive already divided by comm.size(); run() must only sum
   // them. Asked once, when the reducer is built.
   virtual bool divides_on_fill(const Communicator& /*comm*/) const { return false; }
+  // True only for allreduce_hook(): run() is exactly an allreduce of the bucket with the
+  // built-in averaging, so the reducer may instead reduce the bucket with the gradients that
+  // fall in this rank's share in place (Communicator::allreduce_in_parts; docs/ddp.md).
+  virtual bool is_builtin_allreduce() const { return false; }
   // Starts reducing `bucket` over `comm`; must not block on the network. Every rank calls it
   // for the same bucket in the same order. The bucket (and its buffer) stay alive and untouched
   // until the future has been waited on.
