@@ -63,16 +63,16 @@ void copy_outside(const at::Tensor& to, const at::Tensor& from, std::pair<int64_
 
 }  // namespace
 
-// Note [gradients in parts]: with the built-in allreduce hook on a backend that averages in the
-// reduction and reduces shared buffers in fixed slices (shm: Communicator::reduced_here), each
-// rank's share of a bucket need not pass through the bucket. A gradient, or the part of it,
-// falling in this rank's slice stays where it is: the reduction reads it there and writes the
-// result back into it (Communicator::allreduce_in_parts). Only the rest of each gradient is
-// copied into the bucket, and only the rest of the result copied out: with 2 ranks, half of both
-// copies that PyTorch's default (gradient_as_bucket_view = false) makes. The gradients stay
-// separate tensors, as in that default; gradient_as_bucket_view needs no copies at all and is
-// left as it is. Gradients that are not contiguous tensors of the bucket's dtype go through the
-// bucket whole.
+// Note [gradients in parts]: with a hook that takes parts (the built-in allreduce and noop) on a
+// backend that averages in the reduction and reduces shared buffers in fixed slices (shm:
+// Communicator::reduced_here), each rank's share of a bucket need not pass through the bucket.
+// A gradient, or the part of it, falling in this rank's slice stays where it is: the reduction
+// reads it there and writes the result back into it (CommHook::run_in_parts,
+// Communicator::allreduce_in_parts). Only the rest of each gradient is copied into the bucket,
+// and only the rest of the result copied out: with 2 ranks, half of both copies that PyTorch's
+// default (gradient_as_bucket_view = false) makes. The gradients stay separate tensors, as in
+// that default; gradient_as_bucket_view needs no copies at all and is left as it is. Gradients
+// that are not contiguous tensors of the bucket's dtype go through the bucket whole.
 
 std::shared_ptr<Reducer> Reducer::create(std::vector<at::Tensor> params,
                                          std::vector<std::string> names,
@@ -125,8 +125,8 @@ BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
         }
         return at::zeros({numel}, like.options().requires_grad(false));
       });
-  const bool in_parts = options_.comm_hook->is_builtin_allreduce() &&
-                        !options_.gradient_as_bucket_view && fill_scale_ == 1.0;
+  const bool in_parts =
+      options_.comm_hook->takes_parts() && !options_.gradient_as_bucket_view && fill_scale_ == 1.0;
   for (auto& bucket : layout.buckets) {
     bucket.reduce_in_parts = in_parts;
     if (in_parts) bucket.reduced_here = comm_->reduced_here(bucket.grads.buffer);
@@ -298,10 +298,7 @@ void Reducer::launch_next_bucket() {
     // Note [gradients in parts]; every rank takes this path for the bucket, parts or none.
     std::sort(bucket.parts.begin(), bucket.parts.end(),
               [](const PrivatePart& a, const PrivatePart& b) { return a.offset < b.offset; });
-    at::Tensor buffer = bucket.grads.buffer;
-    bucket.future =
-        make_bucket_future(comm_->allreduce_in_parts(buffer, bucket.parts, ReduceOp::kAvg),
-                           [buffer] { return buffer; });
+    bucket.future = options_.comm_hook->run_in_parts(*comm_, bucket.grads, bucket.parts);
   } else {
     bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
   }

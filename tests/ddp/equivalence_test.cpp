@@ -186,15 +186,30 @@ INSTANTIATE_TEST_SUITE_P(Hooks, HookEquivalence, ::testing::Values("fp16", "bf16
                          [](const auto& info) { return info.param; });
 
 // The noop hook exchanges nothing: ranks trained on different chunks end apart (with the
-// allreduce hook they end equal, MlpEquivalence).
+// allreduce hook they end equal, MlpEquivalence). On shm, where nothing is divided on fill, each
+// rank trains exactly as if alone on its own chunk; there the hook takes parts like allreduce
+// (reducer.cpp, Note [gradients in parts]) and must still hand back each rank's own gradients.
 TEST(CommHooks, NoopHookLeavesEachRankWithItsOwnGradients) {
   torch::set_num_threads(1);
-  auto batches = make_batches(1, kRowsPerRank * 2, {5}, 3, 9);
-  DdpOptions options;
+  const int world = 2;
+  auto batches = make_batches(kSteps, kRowsPerRank * world, {16}, 4, 9);
+  DdpOptions options = tiny_buckets();
   options.comm_hook = make_comm_hook("noop");
-  auto run = train_ddp(make_replicas(2, small_mlp), batches, options);
-  EXPECT_FALSE(
-      torch::allclose(run.parameters[0].at("fc0.weight"), run.parameters[1].at("fc0.weight")));
+  for (const char* backend : {"gloo", "shm"}) {
+    SCOPED_TRACE(backend);
+    auto run = train_ddp(make_replicas(world, deep_mlp), batches, options, backend);
+    EXPECT_FALSE(
+        torch::allclose(run.parameters[0].at("fc0.weight"), run.parameters[1].at("fc0.weight")));
+    if (std::string(backend) != "shm") continue;  // Gloo divides by the world size on fill
+    for (int r = 0; r < world; ++r) {
+      std::vector<Batch> own;
+      for (const auto& batch : batches) {
+        own.push_back({rank_chunk(batch.input, r, world), rank_chunk(batch.target, r, world)});
+      }
+      auto alone = train_reference(make_replicas(1, deep_mlp).back(), own);
+      expect_close(run.parameters[r], alone, kFloatTolerance, "rank " + std::to_string(r));
+    }
+  }
 }
 
 TEST(CommHooks, MakeCommHookByName) {
