@@ -101,11 +101,11 @@ class Communicator {
   // kAvg (ddp/comm_hook.h).
   virtual bool averages_while_reducing() const { return false; }
 
-  // Note [reduced here]: on the shm backend each rank reduces a fixed slice of an allreduce of
-  // a shared buffer, reading every rank's copy and writing the result into every copy. That
-  // rank's own copy of its slice need not be in the buffer at all: allreduce_in_parts reads and
-  // writes it where it lives (DDP: the gradients themselves), so the caller copies only the rest
-  // of its data into the buffer and only the rest of the result out. reduced_here(buffer) is the
+  // Note [reduced here]: on the shm backend, allreduce_in_parts of a shared buffer gives each
+  // rank a fixed slice to reduce, reading every rank's copy and writing the result into every
+  // copy. A rank's own copy of its slice need not be in the buffer at all: allreduce_in_parts
+  // reads and writes it where it lives (DDP: the gradients themselves), so the caller copies
+  // only the rest of its data into the buffer and only the rest of the result out. reduced_here(buffer) is the
   // element range [first, second) of `buffer` (a contiguous tensor in a shared_buffer) that this
   // rank reduces; empty ({0, 0}, the default) where the backend reduces no such slice.
   virtual std::pair<int64_t, int64_t> reduced_here(const at::Tensor& /*buffer*/) const {
