@@ -87,17 +87,29 @@ std::exception_ptr translate_failure(const std::exception& backend_error, const 
   const std::string head = "gradwire: " + op.description + " over ranks " +
                            format_ranks(op.world_ranks) + " failed after " +
                            format_duration(waited);
+  const bool reportable = op.progress && op.sequence > 0 &&
+                          static_cast<int>(op.world_ranks.size()) == op.progress->size();
+  // ". Rank r ... called X as #n instead" when the board shows a rank at a different collective.
+  auto mismatch = [&]() -> std::string {
+    if (!reportable) return "";
+    // Backends notice some mismatches (shm: "collectives differ") within microseconds, before
+    // the peers' records are written: give their publishers time to catch up.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const DesyncInput input = desync_input(op, /*watch=*/false);
+    return find_desync(input).different.empty() ? "" : ". " + desync_report(input);
+  };
   if (!dead.empty() || looks_like_peer_loss(said)) {
     std::string who;
     for (int rank : dead) who += (who.empty() ? "" : ", ") + op.peers->describe(rank);
     std::string text = head + ": peer lost";
     text += dead.empty() ? " (a peer closed its connection; it may have exited or crashed)"
                          : ": " + who + (dead.size() == 1 ? " is" : " are") + " no longer running";
+    // A live peer closes its connections when its own operation failed, e.g. timed out in a
+    // collective this rank never called: name that mismatch when the board shows it.
+    if (dead.empty()) text += mismatch();
     text += ". Backend said: " + said + ". Check the lost rank's output for why it stopped.";
     return std::make_exception_ptr(PeerLostError(text, dead));
   }
-  const bool reportable = op.progress && op.sequence > 0 &&
-                          static_cast<int>(op.world_ranks.size()) == op.progress->size();
   if (looks_like_timeout(said)) {
     const std::string diagnosis = reportable ? desync_report(desync_input(op, /*watch=*/true))
                                              : "A rank may be stuck or calling a different "
@@ -106,15 +118,7 @@ std::exception_ptr translate_failure(const std::exception& backend_error, const 
         head + ": timed out (limit " + format_duration(op.default_timeout) + "). " + diagnosis +
         " Backend said: " + said + ". Raise GRADWIRE_TIMEOUT if the work is legitimately slow."));
   }
-  std::string text = head + ": " + said;
-  if (reportable) {
-    // Backends notice some mismatches (shm: "collectives differ") within microseconds, before
-    // the peers' records are written: give their publishers time to catch up.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const DesyncInput input = desync_input(op, /*watch=*/false);
-    if (!find_desync(input).different.empty()) text += ". " + desync_report(input);
-  }
-  return std::make_exception_ptr(BackendError(text));
+  return std::make_exception_ptr(BackendError(head + ": " + said + mismatch()));
 }
 
 }  // namespace gradwire
