@@ -129,53 +129,25 @@ uint64_t claim_piece(std::atomic<uint64_t>& word, uint64_t step, uint64_t pieces
 // begins the next collective on this segment before every rank has posted `reduced`, which it
 // does only once it found nothing left to claim. Pieces are whole cache lines (so no two ranks
 // write the same line of a copy) and large enough that claiming costs nothing next to reducing.
-void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
-                                      ReduceOp op) {
-  const size_t item = c10::elementSize(dtype);
-  const uint64_t step = sync_.next_step();
-  sync_.post(step);
-  sync_.wait_posted(step);  // every rank's input is in its copy
-  std::vector<char*> copies(size_);
-  for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
-  std::vector<const void*> inputs(size_);
-  // Pieces of 256 KiB, reduced 64 KiB at a time so that the result is still in cache when it is
-  // copied to the third and later ranks (two ranks: the reduction writes both copies itself).
-  const size_t sub_piece = std::max<size_t>(1, (size_t{64} << 10) / item);
-  const size_t piece = std::max(sub_piece * 4, (n + kMaxClaimPieces - 1) / kMaxClaimPieces);
-  const uint64_t pieces = (n + piece - 1) / piece;
-  const int other = rank_ == 0 ? 1 : 0;
-  for (uint64_t p = claim_piece(segment_.claim_word(), step, pieces); p < pieces;
-       p = claim_piece(segment_.claim_word(), step, pieces)) {
-    const size_t end = std::min(n, (p + 1) * piece);
-    for (size_t begin = p * piece; begin < end; begin += sub_piece) {
-      const size_t count = std::min(sub_piece, end - begin);
-      for (int r = 0; r < size_; ++r) inputs[r] = copies[r] + begin * item;
-      char* own = copies[rank_] + begin * item;
-      reduce(dtype, op, own, inputs.data(), size_, count,
-             size_ > 1 ? copies[other] + begin * item : nullptr);
-      for (int r = 0; r < size_; ++r) {
-        if (r != rank_ && r != other) std::memcpy(copies[r] + begin * item, own, count * item);
-      }
-    }
-  }
-  sync_.post_reduced(step);
-  sync_.wait_reduced(step);  // every copy holds the result
-}
+namespace {
+// Elements reduced at a time in place: 64 KiB, so that the result is still in cache when it is
+// copied to the third and later ranks (two ranks: the reduction writes both copies itself).
+size_t sub_piece_of(size_t item) { return std::max<size_t>(1, (size_t{64} << 10) / item); }
+}  // namespace
 
-void ShmCollectives::allreduce_shared_in_parts(const SharedRegion& region, c10::ScalarType dtype,
-                                               size_t n, ReduceOp op,
-                                               const std::vector<Part>& parts) {
+template <typename Share>
+void ShmCollectives::reduce_shared(const SharedRegion& region, c10::ScalarType dtype, ReduceOp op,
+                                   Share&& share) {
   const size_t item = c10::elementSize(dtype);
   const uint64_t step = sync_.next_step();
   sync_.post(step);
-  sync_.wait_posted(step);  // every rank's input is in its copy, or its parts
-  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
+  sync_.wait_posted(step);  // every rank's input is in its copy (or its parts)
   std::vector<char*> copies(size_);
   for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
   std::vector<const void*> inputs(size_);
-  const size_t sub_piece = std::max<size_t>(1, (size_t{64} << 10) / item);
+  const size_t sub_piece = sub_piece_of(item);
   const int other = rank_ == 0 ? 1 : 0;
-  // [begin, end) of this rank's elements, at `own` (its copy or a part).
+  // Elements [begin, end) of every copy, this rank's at `own` (its copy, or a part).
   auto reduce_range = [&](size_t begin, size_t end, char* own) {
     for (size_t at = begin; at < end; at += sub_piece) {
       const size_t count = std::min(sub_piece, end - at);
@@ -188,15 +160,50 @@ void ShmCollectives::allreduce_shared_in_parts(const SharedRegion& region, c10::
       }
     }
   };
-  size_t at = mine.begin;
-  for (const Part& part : parts) {
-    reduce_range(at, part.offset, copies[rank_] + at * item);  // before the part: in the copy
-    reduce_range(part.offset, part.offset + part.count, part.data);
-    at = part.offset + part.count;
-  }
-  reduce_range(at, mine.end, copies[rank_] + at * item);
+  share(step, copies[rank_], reduce_range);
   sync_.post_reduced(step);
   sync_.wait_reduced(step);  // every copy holds the result
+}
+
+// Note [claimed pieces]: with fixed slices an allreduce in place takes as long as its slowest
+// rank's slice. In DDP the ranks' progress threads share the cores with the ranks' backward
+// passes, and when the scheduler gives one rank's threads less time, that rank also had to reduce
+// half of every bucket; it fell behind by milliseconds per iteration, and the others waited for
+// it at the last bucket. Pieces taken from one counter let whoever has a core free do the work.
+// The counter needs no reset: a word from an earlier step reads as nothing taken, and no rank
+// begins the next collective on this segment before every rank has posted `reduced`, which it
+// does only once it found nothing left to claim. Pieces are whole cache lines (so no two ranks
+// write the same line of a copy) and large enough that claiming costs nothing next to reducing.
+void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
+                                      ReduceOp op) {
+  const size_t item = c10::elementSize(dtype);
+  // Pieces of 256 KiB (more when there would be 2^24 of them).
+  const size_t piece =
+      std::max(sub_piece_of(item) * 4, (n + kMaxClaimPieces - 1) / kMaxClaimPieces);
+  const uint64_t pieces = (n + piece - 1) / piece;
+  reduce_shared(region, dtype, op, [&](uint64_t step, char* own, auto& reduce_range) {
+    for (uint64_t p = claim_piece(segment_.claim_word(), step, pieces); p < pieces;
+         p = claim_piece(segment_.claim_word(), step, pieces)) {
+      const size_t begin = p * piece;
+      reduce_range(begin, std::min(n, begin + piece), own + begin * item);
+    }
+  });
+}
+
+void ShmCollectives::allreduce_shared_in_parts(const SharedRegion& region, c10::ScalarType dtype,
+                                               size_t n, ReduceOp op,
+                                               const std::vector<Part>& parts) {
+  const size_t item = c10::elementSize(dtype);
+  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
+  reduce_shared(region, dtype, op, [&](uint64_t, char* own, auto& reduce_range) {
+    size_t at = mine.begin;
+    for (const Part& part : parts) {
+      reduce_range(at, part.offset, own + at * item);  // before the part: in the copy
+      reduce_range(part.offset, part.offset + part.count, part.data);
+      at = part.offset + part.count;
+    }
+    reduce_range(at, mine.end, own + at * item);
+  });
 }
 
 void ShmCollectives::broadcast(void* data, size_t bytes, int root) {

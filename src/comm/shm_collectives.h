@@ -90,6 +90,11 @@ class ShmCollectives {
  private:
   void allreduce_small(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
   void allreduce_large(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
+  // Both shared allreduces: one step, then share(step, own copy, reduce_range) reduces this
+  // rank's share by calling reduce_range(begin, end, own) for each range of it, where `own`
+  // holds this rank's elements [begin, end); then `reduced`, and the wait for everyone's.
+  template <typename Share>
+  void reduce_shared(const SharedRegion& region, c10::ScalarType dtype, ReduceOp op, Share&& share);
 
   const ShmSegment& segment_;
   ShmStepSync& sync_;

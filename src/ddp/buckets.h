@@ -24,7 +24,7 @@ struct Bucket {
   bool reduce_in_parts = false;
   std::pair<int64_t, int64_t> reduced_here{0, 0};
   std::vector<PrivatePart> parts;
-  std::vector<bool> in_parts;  // per member: its gradient holds its share of the result itself
+  std::vector<bool> in_parts;  // per member, reset each iteration: its gradient holds its share
 };
 
 // Where a parameter's gradient lives.

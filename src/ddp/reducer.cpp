@@ -130,7 +130,6 @@ BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
   for (auto& bucket : layout.buckets) {
     bucket.reduce_in_parts = in_parts;
     if (in_parts) bucket.reduced_here = comm_->reduced_here(bucket.grads.buffer);
-    bucket.in_parts.assign(bucket.members.size(), false);
   }
   return layout;
 }
