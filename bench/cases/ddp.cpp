@@ -230,6 +230,7 @@ class DdpSweep {
       finish_round(result, std::move(round), start, "");
     }
     world_->barrier()->wait();
+    if (settings_.side_by_side) measure_side_by_side(result, setup);
     bool first = true;  // the interleaved 1-rank round is the first backend's with the first hook
     for (const auto& world : worlds_) {
       for (const auto& hook : settings_.comm_hooks) {
@@ -238,6 +239,32 @@ class DdpSweep {
       }
     }
     return result;
+  }
+
+  // --side-by-side: every rank of the largest world size trains without DDP at the same time; the
+  // round keeps the slowest rank's measurements.
+  void measure_side_by_side(DdpModelResult& result, const TrainingSetup& setup) {
+    const int size = settings_.world_sizes.back();
+    if (size < 2) return;
+    if (rank_ < size) {
+      const auto start = std::chrono::steady_clock::now();
+      if (reports()) {
+        progress(result.model + ", no ddp on " + std::to_string(size) +
+                 " ranks at once: " + iterations_text());
+      }
+      const std::shared_ptr<Communicator> group = first_ranks(world_, size);
+      group->barrier()->wait();
+      const TrainingMeasurement measurement =
+          train_and_time(setup, nullptr, static_cast<std::uint64_t>(rank_));
+      DdpRound round;
+      round.ddp = false;
+      round.ranks.resize(static_cast<std::size_t>(size));
+      std::iota(round.ranks.begin(), round.ranks.end(), 0);
+      round.measurements =
+          slowest_rank_measurements(gather_samples(*group, measurement.seconds), size);
+      if (reports()) finish_round(result, std::move(round), start, "");
+    }
+    world_->barrier()->wait();
   }
 
   // DDP over each world size on `communicator` (a backend's world) with comm hook `hook`.
@@ -466,6 +493,10 @@ Subcommand ddp_subcommand() {
     command.add_flag("--interleave", flags.interleave,
                      "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
                      "iteration by iteration (robust DDP overhead on a noisy machine)");
+    command.add_flag("--side-by-side", flags.side_by_side,
+                     "after the baseline, train without DDP on every rank of the largest world "
+                     "size at once and report the slowest rank: the pace DDP cannot beat on this "
+                     "machine");
     command
         .add_option("--repeat", flags.repeat,
                     "run the sweep (and the reference after it) this many times, alternating, "

@@ -98,12 +98,32 @@ std::string DdpRound::variant() const {
 }
 
 std::string round_label(const DdpRound& round, int ranks_per_node) {
-  if (!round.ddp) return "no ddp";
+  if (!round.ddp && round.world_size() == 1) return "no ddp";
   const int per_node = std::max(1, std::min(ranks_per_node, round.world_size()));
   const int machines = (round.world_size() + per_node - 1) / per_node;
-  const std::string variant = round.variant();
+  const std::string variant = round.ddp ? round.variant() : "no ddp";
   return std::to_string(machines) + "M/" + std::to_string(per_node) + "R" +
          (variant.empty() ? "" : " " + variant);
+}
+
+std::vector<double> slowest_rank_measurements(const std::vector<double>& samples, int ranks) {
+  if (ranks < 1 || samples.empty() || samples.size() % static_cast<std::size_t>(ranks) != 0) {
+    throw InvalidArgument(std::to_string(samples.size()) + " measurements do not divide among " +
+                          std::to_string(ranks) + " ranks");
+  }
+  const std::size_t each = samples.size() / static_cast<std::size_t>(ranks);
+  std::vector<double> slowest;
+  double slowest_median = 0;
+  for (std::size_t begin = 0; begin < samples.size(); begin += each) {
+    std::vector<double> mine(samples.begin() + static_cast<std::ptrdiff_t>(begin),
+                             samples.begin() + static_cast<std::ptrdiff_t>(begin + each));
+    const double median = percentile(mine, 50);
+    if (slowest.empty() || median > slowest_median) {
+      slowest = std::move(mine);
+      slowest_median = median;
+    }
+  }
+  return slowest;
 }
 
 std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,

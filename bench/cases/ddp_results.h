@@ -12,11 +12,14 @@
 
 namespace gradwire::bench {
 
-// One configuration of one model: the "no ddp" baseline or DDP over `ranks`.
+// One configuration of one model: the "no ddp" baseline, DDP over `ranks`, or (--side-by-side)
+// plain training on every rank of `ranks` at the same time.
 struct DdpRound {
-  bool ddp = true;                   // false: plain training in one process
-  std::vector<int> ranks;            // the ranks that trained: {0}, {0, 1}, ...
-  std::vector<double> measurements;  // seconds per iteration, every rank's (rank 0's first)
+  bool ddp = true;         // false: plain training, in one process or in each of `ranks` at once
+  std::vector<int> ranks;  // the ranks that trained: {0}, {0, 1}, ...
+  // Seconds per iteration: DDP, every rank's (rank 0's first); plain training on several ranks,
+  // the slowest rank's (slowest_rank_measurements).
+  std::vector<double> measurements;
   nlohmann::json ddp_stats;          // rank 0's DdpStats (gradwire only); null when absent
   // Set when a run measured several backends or comm hooks (--backend gloo,shm): the DDP round's
   // communicator backend and comm hook. Empty: the only one of its run (the document's
@@ -45,8 +48,14 @@ struct DdpReport {
 
 // Pure: the row label of a round, as upstream prints it: "no ddp", or "<machines>M/<ranks>R"
 // where ranks_per_node ranks share a machine ("1M/2R", "2M/8R"), followed by the round's
-// variant when set ("1M/2R shm", "1M/2R gloo+bf16").
+// variant when set ("1M/2R shm", "1M/2R gloo+bf16"), or by "no ddp" for plain training on
+// several ranks at once ("1M/2R no ddp").
 std::string round_label(const DdpRound& round, int ranks_per_node);
+
+// Pure: of `samples`, every rank's measurements in turn (equal counts, as gather_samples returns
+// them), those of the rank with the highest median. Throws InvalidArgument when the samples do
+// not divide among `ranks`.
+std::vector<double> slowest_rank_measurements(const std::vector<double>& samples, int ranks);
 
 // Percentiles of a round as its rows print them.
 struct DdpPercentile {

@@ -109,6 +109,7 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   settings.json_path = flags.json_path;
   settings.html_path = flags.html_path;
   settings.interleave = flags.interleave;
+  settings.side_by_side = flags.side_by_side;
   settings.gradient_as_bucket_view = flags.gradient_as_bucket_view;
   settings.shared_buckets = !flags.no_shared_buckets;
   if (!flags.reference.empty() && flags.reference != "pytorch") {
@@ -148,6 +149,7 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
        << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
+  if (settings.side_by_side) text << ", no ddp side by side";
   if (settings.gradient_as_bucket_view) text << ", gradient_as_bucket_view";
   if (!settings.shared_buckets) text << ", ordinary (not shared) buckets";
   text << ", backend " << join(settings.backends, ",");

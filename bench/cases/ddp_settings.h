@@ -27,6 +27,7 @@ struct DdpFlags {
   std::string reference_script;            // ddp_reference.py; empty: automatic
   std::optional<int> repeat;               // sweeps (each with its reference run), alternating
   bool interleave = false;                 // baseline and DDP on 1 rank, step by step
+  bool side_by_side = false;               // every rank trains without DDP at once
   bool gradient_as_bucket_view = false;    // DdpOptions::gradient_as_bucket_view
   bool no_shared_buckets = false;          // DdpOptions::shared_buckets = false
   std::vector<std::string> backends;       // --backend gloo,shm; empty: gloo
@@ -61,6 +62,11 @@ struct DdpSettings {
   // The "no ddp" baseline and DDP on 1 rank run in one process, alternating iteration by
   // iteration, so that DDP's overhead is measured under the same conditions as the baseline.
   bool interleave = false;
+  // After the baseline, every rank of the largest world size trains without DDP at the same time,
+  // as many independent trainings side by side: the pace no DDP over those ranks can beat on this
+  // machine (cores, memory bandwidth and caches shared, uneven virtual CPUs). Ignored when no
+  // world size exceeds 1.
+  bool side_by_side = false;
   // DdpOptions::gradient_as_bucket_view (PyTorch's option of the same name for the reference).
   bool gradient_as_bucket_view = false;
   // DdpOptions::shared_buckets (no effect on the reference).

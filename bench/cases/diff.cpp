@@ -106,8 +106,12 @@ void print_model_header(std::ostream& out) {
 }
 
 std::string row_prefix(const DdpRound& round) {
-  if (!round.ddp) return pad_left("no ddp:", kRowPrefixWidth);
   char buffer[32];
+  if (!round.ddp) {
+    if (round.world_size() == 1) return pad_left("no ddp:", kRowPrefixWidth);
+    std::snprintf(buffer, sizeof buffer, "%dR no ddp:", round.world_size());  // --side-by-side
+    return pad_left(buffer, kRowPrefixWidth);
+  }
   std::snprintf(buffer, sizeof buffer, "%4d ranks:", round.world_size());
   return pad_left(buffer, kRowPrefixWidth);
 }

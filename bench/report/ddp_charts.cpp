@@ -27,8 +27,12 @@ void add_rounds(ChartSpec& chart, const DdpModelResult& result, const std::strin
   for (const auto& round : result.rounds) {
     const double p_main = percentile(round.measurements, kDdpChartMainPercentile);
     if (!round.ddp) {
+      const std::string what =
+          round.world_size() == 1
+              ? " no ddp"
+              : " no ddp, " + std::to_string(round.world_size()) + " ranks at once, slowest";
       chart.baselines.push_back(
-          {group + " no ddp (p" + std::to_string(kDdpChartMainPercentile) + ")", group, p_main});
+          {group + what + " (p" + std::to_string(kDdpChartMainPercentile) + ")", group, p_main});
       continue;
     }
     const double p_tail = percentile(round.measurements, kDdpChartTailPercentile);

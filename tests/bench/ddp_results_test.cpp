@@ -26,6 +26,17 @@ TEST(RoundLabelTest, NamesMachinesAndRanksAsUpstream) {
   EXPECT_EQ(round_label(round_of(true, 2, {1}), 2), "1M/2R");
   EXPECT_EQ(round_label(round_of(true, 16, {1}), 8), "2M/8R");
   EXPECT_EQ(round_label(round_of(true, 4, {1}), 1), "4M/1R");
+  // --side-by-side: plain training on every rank at once.
+  EXPECT_EQ(round_label(round_of(false, 2, {1}), 2), "1M/2R no ddp");
+}
+
+TEST(SlowestRankTest, KeepsTheMeasurementsOfTheRankWithTheHighestMedian) {
+  // Rank 1 has the highest median although rank 0 has the single slowest iteration.
+  EXPECT_EQ(slowest_rank_measurements({0.10, 0.10, 0.90, 0.20, 0.20, 0.20, 0.15, 0.15, 0.15}, 3),
+            (std::vector<double>{0.20, 0.20, 0.20}));
+  EXPECT_EQ(slowest_rank_measurements({0.3, 0.4}, 1), (std::vector<double>{0.3, 0.4}));
+  EXPECT_THROW(slowest_rank_measurements({0.1, 0.2, 0.3}, 2), InvalidArgument);
+  EXPECT_THROW(slowest_rank_measurements({}, 2), InvalidArgument);
 }
 
 TEST(DdpPercentilesTest, InterpolatesAndDividesTheBatchBySeconds) {

@@ -82,16 +82,18 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
 }
 
 // --backend gloo,shm: one baseline, then every world size on each backend, labelled; the JSON
-// says which backend each round used.
+// says which backend each round used. --side-by-side adds plain training on both ranks at once
+// after the baseline, with the slowest rank's measurements.
 TEST(DdpRunTest, TwoBackendsAgainstOneBaseline) {
   const std::string json = temp_path("backends.json");
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 2 "
-      "--backend gloo,shm --json '" +
+      "--backend gloo,shm --side-by-side --json '" +
       json + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("* Distributed backend: gloo,shm"), std::string::npos) << run.output;
   EXPECT_EQ(count(run.output, "   1 ranks --   no ddp:  p50:"), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R no ddp:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R gloo:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "   2 ranks -- 1M/2R shm:  p50:"), 1u) << run.output;
 
@@ -101,12 +103,16 @@ TEST(DdpRunTest, TwoBackendsAgainstOneBaseline) {
   const DdpReport report = parse_ddp_document(document, json);
   ASSERT_EQ(report.results.size(), 1u);
   const auto& rounds = report.results[0].rounds;
-  ASSERT_EQ(rounds.size(), 3u);
+  ASSERT_EQ(rounds.size(), 4u);
   EXPECT_FALSE(rounds[0].ddp);
-  EXPECT_EQ(rounds[1].backend, "gloo");
-  EXPECT_EQ(rounds[2].backend, "shm");
-  EXPECT_EQ(rounds[2].measurements.size(), 6u);
-  EXPECT_EQ(find_matching_round(report.results[0], rounds[2]), &rounds[2]);
+  EXPECT_FALSE(rounds[1].ddp);
+  EXPECT_EQ(rounds[1].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(rounds[1].measurements.size(), 3u);  // the slowest rank's
+  EXPECT_EQ(find_matching_round(report.results[0], rounds[1]), &rounds[1]);
+  EXPECT_EQ(rounds[2].backend, "gloo");
+  EXPECT_EQ(rounds[3].backend, "shm");
+  EXPECT_EQ(rounds[3].measurements.size(), 6u);
+  EXPECT_EQ(find_matching_round(report.results[0], rounds[3]), &rounds[3]);
 }
 
 // --interleave: the baseline and DDP on 1 rank come from one alternating run; the other world

@@ -112,6 +112,9 @@ TEST(DiffTest, ConfigurationsMissingOnOneSideAreNamed) {
   two.ranks = {0, 1};
   two.measurements = {2.0};
   a.rounds = {baseline, two};
+  DdpRound side_by_side = two;  // --side-by-side: plain training on both ranks at once
+  side_by_side.ddp = false;
+  a.rounds.push_back(side_by_side);
   DdpModelResult b{"m", 4, {baseline}};
   DdpReport left;
   left.results = {a};
@@ -120,6 +123,7 @@ TEST(DiffTest, ConfigurationsMissingOnOneSideAreNamed) {
   std::ostringstream out;
   print_ddp_diff(out, left, right);
   EXPECT_TRUE(contains_line(lines_of(out.str()), "   2 ranks:  (only in baseline)")) << out.str();
+  EXPECT_TRUE(contains_line(lines_of(out.str()), " 2R no ddp:  (only in baseline)")) << out.str();
   // Identical data: no change.
   EXPECT_NE(out.str().find("  +0.0%"), std::string::npos) << out.str();
 }
