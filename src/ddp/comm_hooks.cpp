@@ -1,7 +1,9 @@
 // The built-in comm hooks and their registry.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <functional>
+#include <mutex>
 #include <utility>
 
 #include "gradwire/common/error.h"
@@ -55,6 +57,11 @@ class AllreduceHook : public CommHook {
 };
 
 // Reduces a copy of the bucket in a narrower dtype; the result comes back in the bucket's dtype.
+// The copy lives in a buffer of the hook's, one per bucket buffer, kept from iteration to
+// iteration: a Communicator::shared_buffer, so that shm reduces it in place instead of staging it
+// through its segment, and nothing is allocated per iteration. Every rank allocates its buffers
+// for the same buckets in the same order (run's contract), as shared_buffer requires; a rebuilt
+// layout has new bucket buffers, so every rank allocates anew alike.
 class CompressHook : public CommHook {
  public:
   CompressHook(std::string name, at::ScalarType wire_type)
@@ -62,7 +69,8 @@ class CompressHook : public CommHook {
   std::string name() const override { return name_; }
   bool divides_on_fill(const Communicator& comm) const override { return divide_on_fill(comm); }
   std::shared_ptr<BucketFuture> run(Communicator& comm, GradBucket& bucket) override {
-    at::Tensor compressed = bucket.buffer.to(wire_type_);
+    at::Tensor compressed = wire_buffer(comm, bucket.buffer);
+    compressed.copy_(bucket.buffer);
     at::Tensor buffer = bucket.buffer;
     return make_bucket_future(comm.allreduce(compressed, averaging_op(comm)), [compressed, buffer] {
       buffer.copy_(compressed);
@@ -71,8 +79,37 @@ class CompressHook : public CommHook {
   }
 
  private:
+  struct Wire {
+    // The bucket buffer it serves; weak, so a bucket that is gone (a rebuilt layout, a destroyed
+    // DDP) frees its wire buffer at the next lookup, and its address cannot be reused meanwhile.
+    c10::weak_intrusive_ptr<c10::TensorImpl> bucket;
+    at::Tensor buffer;
+  };
+
+  // One hook may serve several reducers at once (ranks in one process, several DDP modules): the
+  // table is guarded, but not the allocation, which waits for the other ranks.
+  at::Tensor wire_buffer(Communicator& comm, const at::Tensor& bucket) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wires_.erase(std::remove_if(wires_.begin(), wires_.end(),
+                                  [](const Wire& wire) { return wire.bucket.expired(); }),
+                   wires_.end());
+      for (const Wire& wire : wires_) {
+        if (wire.bucket._unsafe_get_target() == bucket.unsafeGetTensorImpl()) return wire.buffer;
+      }
+    }
+    // Only this bucket's reducer asks for it, one launch at a time: nobody else inserts it.
+    Wire wire{c10::weak_intrusive_ptr<c10::TensorImpl>(bucket.getIntrusivePtr()),
+              comm.shared_buffer(bucket.numel(), wire_type_)};
+    std::lock_guard<std::mutex> lock(mutex_);
+    wires_.push_back(wire);
+    return wire.buffer;
+  }
+
   std::string name_;
   at::ScalarType wire_type_;
+  std::mutex mutex_;
+  std::vector<Wire> wires_;
 };
 
 // Communicates nothing: each rank keeps its own gradients, copied (and divided on fill) as for
