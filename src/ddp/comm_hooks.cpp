@@ -58,10 +58,10 @@ class AllreduceHook : public CommHook {
 
 // Reduces a copy of the bucket in a narrower dtype; the result comes back in the bucket's dtype.
 // The copy lives in a buffer of the hook's, one per bucket buffer, kept from iteration to
-// iteration: a Communicator::shared_buffer, so that shm reduces it in place instead of staging it
-// through its segment, and nothing is allocated per iteration. Every rank allocates its buffers
-// for the same buckets in the same order (run's contract), as shared_buffer requires; a rebuilt
-// layout has new bucket buffers, so every rank allocates anew alike.
+// iteration: for CPU buckets a Communicator::shared_buffer, so that shm reduces it in place
+// instead of staging it through its segment; nothing is allocated per iteration. Every rank
+// allocates its buffers for the same buckets in the same order (run's contract), as shared_buffer
+// requires; a rebuilt layout has new bucket buffers, so every rank allocates anew alike.
 class CompressHook : public CommHook {
  public:
   CompressHook(std::string name, at::ScalarType wire_type)
@@ -99,8 +99,10 @@ class CompressHook : public CommHook {
       }
     }
     // Only this bucket's reducer asks for it, one launch at a time: nobody else inserts it.
-    Wire wire{c10::weak_intrusive_ptr<c10::TensorImpl>(bucket.getIntrusivePtr()),
-              comm.shared_buffer(bucket.numel(), wire_type_)};
+    at::Tensor buffer = bucket.is_cpu()
+                            ? comm.shared_buffer(bucket.numel(), wire_type_)
+                            : at::empty({bucket.numel()}, bucket.options().dtype(wire_type_));
+    Wire wire{c10::weak_intrusive_ptr<c10::TensorImpl>(bucket.getIntrusivePtr()), buffer};
     std::lock_guard<std::mutex> lock(mutex_);
     wires_.push_back(wire);
     return wire.buffer;
