@@ -165,15 +165,7 @@ void ShmCollectives::reduce_shared(const SharedRegion& region, c10::ScalarType d
   sync_.wait_reduced(step);  // every copy holds the result
 }
 
-// Note [claimed pieces]: with fixed slices an allreduce in place takes as long as its slowest
-// rank's slice. In DDP the ranks' progress threads share the cores with the ranks' backward
-// passes, and when the scheduler gives one rank's threads less time, that rank also had to reduce
-// half of every bucket; it fell behind by milliseconds per iteration, and the others waited for
-// it at the last bucket. Pieces taken from one counter let whoever has a core free do the work.
-// The counter needs no reset: a word from an earlier step reads as nothing taken, and no rank
-// begins the next collective on this segment before every rank has posted `reduced`, which it
-// does only once it found nothing left to claim. Pieces are whole cache lines (so no two ranks
-// write the same line of a copy) and large enough that claiming costs nothing next to reducing.
+// Note [claimed pieces] (above).
 void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
                                       ReduceOp op) {
   const size_t item = c10::elementSize(dtype);
