@@ -61,7 +61,50 @@ void copy_outside(const at::Tensor& to, const at::Tensor& from, std::pair<int64_
   }
 }
 
+// Whether `grad` lies exactly where `view` does: the same memory, shape, strides and dtype.
+bool lies_at(const at::Tensor& grad, const at::Tensor& view) {
+  return grad.defined() && grad.data_ptr() == view.data_ptr() && grad.sizes() == view.sizes() &&
+         grad.strides() == view.strides() && grad.scalar_type() == view.scalar_type();
+}
+
+// Note [homed gradients]: moves `grad`, whose values `view` already holds, into `view`'s memory:
+// the same tensor object gets a storage of its own over that memory, which keeps `buffer` (the
+// bucket) alive. Only a contiguous gradient that is not a view and is the sole owner of its
+// storage is moved, so no other tensor sees its memory change; false otherwise.
+bool move_home(at::Tensor& grad, const at::Tensor& view, const at::Tensor& buffer) {
+  c10::TensorImpl* impl = grad.unsafeGetTensorImpl();
+  if (!grad.defined() || grad.is_view() || !grad.is_contiguous() ||
+      impl->unsafe_storage().use_count() != 1 || grad.scalar_type() != view.scalar_type() ||
+      grad.device() != view.device() || grad.sizes() != view.sizes()) {
+    return false;
+  }
+  const at::Tensor home = at::from_blob(
+      view.data_ptr(), view.sizes(), [keep = buffer.storage()](void*) {}, view.options());
+  // autograd's gradients are detached tensors, which refuse metadata changes to protect the
+  // tensor they were detached from; a sole owner has no such tensor left.
+  impl->set_allow_tensor_metadata_change(true);
+  grad.set_(home.storage(), 0, view.sizes(), view.strides());
+  return true;
+}
+
 }  // namespace
+
+// Note [homed gradients]: in the default mode (gradient_as_bucket_view = false) PyTorch copies
+// every gradient into its bucket and the result back, two copies per iteration, and .grad stays
+// a tensor of its own. gradwire keeps that promise without the copies. A gradient found outside
+// its bucket is copied in as before, but when backward ends the .grad tensor's storage is moved
+// onto its reduced values in the bucket (move_home) instead of copying them out; so are existing
+// gradients at construction and at the rebuild. Later backward passes accumulate straight into
+// the bucket's memory, and the reduction writes the result where .grad reads it. (Not in the
+// gradient hook: autograd's engine still holds the incoming gradient there, which shares the
+// storage of a gradient it has just created.) .grad is the same tensor
+// object throughout, not an autograd view (detach_() and set_to_none work), with a storage of its
+// own that holds just its elements; only its memory is the bucket's. On the shm backend the
+// buckets are shared buffers, so an iteration copies nothing at all and the ranks reduce every
+// copy in place, claiming pieces. A gradient that cannot be moved (it shares its storage, is a
+// view, or has another layout or dtype) takes the copies, as before. Not with
+// find_unused_parameters or static_graph: a parameter unused on every rank must keep its own
+// .grad, which the reduction of a homed gradient would overwrite.
 
 // Note [gradients in parts]: with a hook that takes parts (the built-in allreduce and noop) on a
 // backend that averages in the reduction and reduces shared buffers in fixed slices (shm:
@@ -101,6 +144,8 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "nothing to synchronise");
   }
   if (options_.comm_hook->divides_on_fill(*comm_)) fill_scale_ = 1.0 / comm_->size();
+  homes_grads_ = !options_.gradient_as_bucket_view && !options_.find_unused_parameters &&
+                 !options_.static_graph;
   layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
@@ -125,8 +170,8 @@ BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
         }
         return at::zeros({numel}, like.options().requires_grad(false));
       });
-  const bool in_parts =
-      options_.comm_hook->takes_parts() && !options_.gradient_as_bucket_view && fill_scale_ == 1.0;
+  const bool in_parts = options_.comm_hook->takes_parts() && !options_.gradient_as_bucket_view &&
+                        !homes_grads_ && fill_scale_ == 1.0;
   for (auto& bucket : layout.buckets) {
     bucket.reduce_in_parts = in_parts;
     if (in_parts) bucket.reduced_here = comm_->reduced_here(bucket.grads.buffer);
@@ -140,15 +185,21 @@ bool Reducer::tracks_unused() const {
 }
 
 void Reducer::bind_grads_to_views() {
-  if (!options_.gradient_as_bucket_view) return;
+  if (!options_.gradient_as_bucket_view && !homes_grads_) return;
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor& grad = params_[i].mutable_grad();
     if (!grad.defined()) continue;
     const Slot& slot = layout_.slots[i];
-    at::Tensor& view = layout_.buckets[slot.bucket].grads.gradients[slot.position];
-    view.copy_(grad);
-    grad = view;
+    const Bucket& bucket = layout_.buckets[slot.bucket];
+    const at::Tensor& view = bucket.grads.gradients[slot.position];
+    if (options_.gradient_as_bucket_view) {
+      view.copy_(grad);
+      grad = view;
+    } else if (grad.sizes() == view.sizes()) {  // Note [homed gradients]
+      view.copy_(grad);
+      move_home(grad, view, bucket.grads.buffer);
+    }
   }
 }
 
@@ -258,7 +309,8 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
                           "' has a sparse gradient, which buckets cannot hold; use dense "
                           "gradients, or gradwire's parameter-server embeddings");
   }
-  if (options_.gradient_as_bucket_view && grad.is_alias_of(view)) {
+  if ((options_.gradient_as_bucket_view && grad.is_alias_of(view)) ||
+      (homes_grads_ && lies_at(grad, view))) {
     if (fill_scale_ != 1.0) view.mul_(fill_scale_);  // accumulated in place already
     return;
   }
@@ -394,6 +446,9 @@ void Reducer::write_grads(const Bucket& bucket) {
     at::Tensor& grad = params_[i].mutable_grad();
     if (options_.gradient_as_bucket_view) {
       if (!grad.defined() || !grad.is_alias_of(view)) grad = view;
+    } else if (homes_grads_ &&
+               (lies_at(grad, view) || move_home(grad, view, bucket.grads.buffer))) {
+      continue;  // the reduction wrote it there, or it moved onto it (Note [homed gradients])
     } else if (bucket.in_parts[position]) {
       // Its share of the result is in the gradient already (Note [gradients in parts]).
       copy_outside(grad.view({-1}), view.view({-1}), range_in(view, bucket.grads.buffer),

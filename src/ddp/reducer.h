@@ -80,6 +80,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // bucket).
   void write_grads(const Bucket& bucket);
   void start_iteration(double forward_seconds);
+  // Points .grad at the bucket (gradient_as_bucket_view) or moves it there (Note [homed
+  // gradients]), at construction and at the rebuild.
   void bind_grads_to_views();
   void record(DdpEventKind kind, size_t index);
   bool tracks_unused() const;
@@ -91,6 +93,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const ReducerOptions options_;
   std::unique_ptr<GradReadyHooks> hooks_;
   double fill_scale_ = 1.0;  // gradients are multiplied by it on their way into a bucket
+  bool homes_grads_ = false;  // Note [homed gradients] (reducer.cpp)
 
   mutable std::mutex mutex_;  // guards everything below (hooks may run on autograd threads)
   State state_ = State::kIdle;
