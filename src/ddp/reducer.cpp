@@ -102,9 +102,10 @@ bool move_home(at::Tensor& grad, const at::Tensor& view, const at::Tensor& buffe
 // own that holds just its elements; only its memory is the bucket's. On the shm backend the
 // buckets are shared buffers, so an iteration copies nothing at all and the ranks reduce every
 // copy in place, claiming pieces. A gradient that cannot be moved (it shares its storage, is a
-// view, or has another layout or dtype) takes the copies, as before. Not with
-// find_unused_parameters or static_graph: a parameter unused on every rank must keep its own
-// .grad, which the reduction of a homed gradient would overwrite.
+// view, or has another layout or dtype) takes the copies, as before. A homed gradient whose
+// parameter is unused in this iteration (find_unused_parameters, static_graph) leaves the bucket
+// before the reduction, to a copy of its own: if no rank used it, it keeps its value, as in
+// PyTorch; if another did, it moves back onto the result.
 
 // Note [gradients in parts]: with a hook that takes parts (the built-in allreduce and noop) on a
 // backend that averages in the reduction and reduces shared buffers in fixed slices (shm:
@@ -144,8 +145,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "nothing to synchronise");
   }
   if (options_.comm_hook->divides_on_fill(*comm_)) fill_scale_ = 1.0 / comm_->size();
-  homes_grads_ = !options_.gradient_as_bucket_view && !options_.find_unused_parameters &&
-                 !options_.static_graph;
+  homes_grads_ = !options_.gradient_as_bucket_view;
   layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
@@ -309,8 +309,13 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
                           "' has a sparse gradient, which buckets cannot hold; use dense "
                           "gradients, or gradwire's parameter-server embeddings");
   }
-  if ((options_.gradient_as_bucket_view && grad.is_alias_of(view)) ||
-      (homes_grads_ && lies_at(grad, view))) {
+  const bool homed = homes_grads_ && lies_at(grad, view);
+  if (homed && !used) {
+    // Unused here, perhaps everywhere: then it keeps its own value, which the reduction must not
+    // overwrite. The bucket keeps a copy; write_grads moves it back if others used it.
+    grad.set_(view.clone());
+  }
+  if (homed || (options_.gradient_as_bucket_view && grad.is_alias_of(view))) {
     if (fill_scale_ != 1.0) view.mul_(fill_scale_);  // accumulated in place already
     return;
   }

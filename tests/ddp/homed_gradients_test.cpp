@@ -139,6 +139,51 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
   }
 }
 
+// With find_unused_parameters, a parameter no rank uses keeps each rank's own .grad (PyTorch's
+// behaviour), although its gradient lay in the bucket that was reduced; the used ones train as
+// one process would.
+TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
+  torch::set_num_threads(1);
+  auto batches = make_batches(kSteps, kRowsPerRank * kWorld, {8}, 4, 17);
+  auto replicas = make_replicas(kWorld + 1, [] { return UnusedBranch(); });
+  auto reference = train_reference(replicas.back(), batches);
+  replicas.pop_back();
+  std::vector<Snapshot> parameters(kWorld);
+  std::vector<torch::Tensor> kept(kWorld);
+  gradwire::testing::run_ranks(
+      kWorld,
+      [&](int rank, World& w) {
+        auto& model = replicas[rank];
+        const torch::Tensor own = torch::full({4, 8}, static_cast<float>(rank + 1));
+        model->unused->weight.mutable_grad() = own.clone();
+        DdpOptions options;
+        options.find_unused_parameters = true;
+        DistributedDataParallel<UnusedBranchImpl> ddp(model, w.communicator(), options);
+        auto optimizer = torch::optim::SGD(
+            std::vector<torch::Tensor>{model->fc1->weight, model->fc1->bias, model->fc2->weight,
+                                       model->fc2->bias},
+            torch::optim::SGDOptions(kLearningRate).momentum(kMomentum));
+        for (const auto& batch : batches) {
+          optimizer.zero_grad();
+          auto output = ddp(rank_chunk(batch.input, rank, kWorld));
+          torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
+          optimizer.step();
+        }
+        parameters[rank] = snapshot_parameters(*model);
+        kept[rank] = model->unused->weight.grad().clone();
+      },
+      std::chrono::seconds(20), {}, GetParam());
+
+  for (int r = 0; r < kWorld; ++r) {
+    Snapshot used = parameters[r];
+    for (const char* name : {"unused.weight", "unused.bias"}) used.erase(name);
+    Snapshot want = reference;
+    for (const char* name : {"unused.weight", "unused.bias"}) want.erase(name);
+    expect_close(used, want, kFloatTolerance, "rank " + std::to_string(r));
+    EXPECT_TRUE(kept[r].equal(torch::full({4, 8}, static_cast<float>(r + 1)))) << "rank " << r;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HomedGradients, ::testing::Values("gloo", "shm"),
                          [](const auto& info) { return info.param; });
 
