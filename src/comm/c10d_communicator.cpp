@@ -34,33 +34,6 @@ at::Tensor Communicator::shared_buffer(int64_t numel, at::ScalarType dtype) {
 }
 
 namespace {
-// Throws InvalidArgument unless `parts` are disjoint, sorted, within `range` and like `buffer`.
-void check_parts(const at::Tensor& buffer, const std::vector<PrivatePart>& parts,
-                 std::pair<int64_t, int64_t> range) {
-  int64_t end = range.first;
-  for (const PrivatePart& part : parts) {
-    const at::Tensor& t = part.tensor;
-    const bool alike = t.defined() && t.is_contiguous() &&
-                       t.scalar_type() == buffer.scalar_type() && t.device() == buffer.device();
-    if (!alike || part.offset < end || part.offset + t.numel() > range.second) {
-      throw InvalidArgument(
-          "gradwire allreduce_in_parts: a part at element " + std::to_string(part.offset) +
-          (alike ? " overlaps another or lies outside the elements this rank reduces, [" +
-                       std::to_string(range.first) + ", " + std::to_string(range.second) + ")"
-                 : " is not a contiguous tensor of the buffer's dtype and device"));
-    }
-    end = part.offset + t.numel();
-  }
-}
-}  // namespace
-
-WorkHandle Communicator::allreduce_in_parts(at::Tensor& buffer, std::vector<PrivatePart> parts,
-                                            ReduceOp op) {
-  check_parts(buffer, parts, reduced_here(buffer));
-  return allreduce(buffer, op);
-}
-
-namespace {
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
@@ -340,37 +313,6 @@ at::Tensor C10dCommunicator::shared_buffer(int64_t numel, at::ScalarType dtype) 
                                                        c10::toString(dtype))
       ->wait();
   return *out;
-}
-
-std::optional<std::pair<int64_t, int64_t>> C10dCommunicator::slice_in_parts(
-    const at::Tensor& buffer) const {
-  auto* source = dynamic_cast<SharedBufferSource*>(backend_.get());
-  const auto& traits = shared_->traits;
-  const bool native =
-      traits.native_avg && (buffer.scalar_type() != at::kBFloat16 || traits.native_bfloat16);
-  if (source == nullptr || !native || !buffer.defined() || !buffer.is_contiguous() ||
-      buffer.device().type() != traits.device) {
-    return std::nullopt;
-  }
-  return source->reduced_here(buffer);
-}
-
-std::pair<int64_t, int64_t> C10dCommunicator::reduced_here(const at::Tensor& buffer) const {
-  return slice_in_parts(buffer).value_or(std::make_pair(int64_t{0}, int64_t{0}));
-}
-
-WorkHandle C10dCommunicator::allreduce_in_parts(at::Tensor& buffer, std::vector<PrivatePart> parts,
-                                                ReduceOp op) {
-  const auto slice = slice_in_parts(buffer);
-  check_parts(buffer, parts, slice.value_or(std::make_pair(int64_t{0}, int64_t{0})));
-  // Every rank decides alike (same backend, a buffer in the same shared buffer), also a rank
-  // whose slice is empty or that has no parts: the peers' reductions depend on it.
-  if (!slice) return allreduce(buffer, op);
-  check_tensor("allreduce", buffer);
-  check_reduce_op(buffer, op);
-  auto* source = dynamic_cast<SharedBufferSource*>(backend_.get());
-  return wrap(source->allreduce_in_parts(buffer, std::move(parts), op),
-              describe("allreduce", buffer, std::string("(") + to_string(op) + ") in parts"));
 }
 
 std::shared_ptr<Communicator> C10dCommunicator::split(const std::vector<int>& ranks) {

@@ -70,15 +70,9 @@ class C10dCommunicator : public Communicator {
   std::shared_ptr<Communicator> split(const std::vector<int>& ranks) override;
   // The backend's shared buffer when it is a SharedBufferSource (shm), else ordinary memory.
   at::Tensor shared_buffer(int64_t numel, at::ScalarType dtype) override;
-  // The backend's slice when it is a SharedBufferSource and reduces kAvg and this dtype natively.
-  std::pair<int64_t, int64_t> reduced_here(const at::Tensor& buffer) const override;
-  WorkHandle allreduce_in_parts(at::Tensor& buffer, std::vector<PrivatePart> parts,
-                                ReduceOp op) override;
 
  private:
   void check_tensor(const char* op, const at::Tensor& tensor) const;
-  // This rank's slice when allreduce_in_parts takes the backend's path for `buffer`, else nullopt.
-  std::optional<std::pair<int64_t, int64_t>> slice_in_parts(const at::Tensor& buffer) const;
   void check_rank(const char* op, const char* what, int rank) const;
   // The handle of an issued operation; collectives are numbered on the progress board.
   WorkHandle wrap(c10d_adapter::WorkPtr work, std::string description,

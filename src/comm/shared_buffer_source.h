@@ -22,12 +22,6 @@ class SharedBufferSource {
   // completed, `*out` holds a zero-filled contiguous tensor of `numel` elements of `dtype`.
   virtual c10d_adapter::WorkPtr allocate_shared(int64_t numel, at::ScalarType dtype,
                                                 std::shared_ptr<at::Tensor> out) = 0;
-  // Communicator::reduced_here and allreduce_in_parts (parts already checked against the range);
-  // nullopt when `buffer` does not lie in a shared buffer (then it has no parts).
-  virtual std::optional<std::pair<int64_t, int64_t>> reduced_here(
-      const at::Tensor& buffer) const = 0;
-  virtual c10d_adapter::WorkPtr allreduce_in_parts(const at::Tensor& buffer,
-                                                   std::vector<PrivatePart> parts, ReduceOp op) = 0;
 };
 
 }  // namespace gradwire

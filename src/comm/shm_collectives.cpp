@@ -135,67 +135,38 @@ namespace {
 size_t sub_piece_of(size_t item) { return std::max<size_t>(1, (size_t{64} << 10) / item); }
 }  // namespace
 
-template <typename Share>
-void ShmCollectives::reduce_shared(const SharedRegion& region, c10::ScalarType dtype, ReduceOp op,
-                                   Share&& share) {
+// Note [claimed pieces] (above).
+void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
+                                      ReduceOp op) {
   const size_t item = c10::elementSize(dtype);
   const uint64_t step = sync_.next_step();
   sync_.post(step);
-  sync_.wait_posted(step);  // every rank's input is in its copy (or its parts)
+  sync_.wait_posted(step);  // every rank's input is in its copy
   std::vector<char*> copies(size_);
   for (int r = 0; r < size_; ++r) copies[r] = region.mapping->bases[r] + region.offset;
   std::vector<const void*> inputs(size_);
   const size_t sub_piece = sub_piece_of(item);
   const int other = rank_ == 0 ? 1 : 0;
-  // Elements [begin, end) of every copy, this rank's at `own` (its copy, or a part).
-  auto reduce_range = [&](size_t begin, size_t end, char* own) {
-    for (size_t at = begin; at < end; at += sub_piece) {
+  // Pieces of 256 KiB (more when there would be 2^24 of them), reduced a sub-piece at a time
+  // into this rank's copy and the next rank's, then copied to the others.
+  const size_t piece = std::max(sub_piece * 4, (n + kMaxClaimPieces - 1) / kMaxClaimPieces);
+  const uint64_t pieces = (n + piece - 1) / piece;
+  for (uint64_t p = claim_piece(segment_.claim_word(), step, pieces); p < pieces;
+       p = claim_piece(segment_.claim_word(), step, pieces)) {
+    const size_t end = std::min(n, (p + 1) * piece);
+    for (size_t at = p * piece; at < end; at += sub_piece) {
       const size_t count = std::min(sub_piece, end - at);
-      char* out = own + (at - begin) * item;
-      for (int r = 0; r < size_; ++r) inputs[r] = r == rank_ ? out : copies[r] + at * item;
+      for (int r = 0; r < size_; ++r) inputs[r] = copies[r] + at * item;
+      char* out = copies[rank_] + at * item;
       reduce(dtype, op, out, inputs.data(), size_, count,
              size_ > 1 ? copies[other] + at * item : nullptr);
       for (int r = 0; r < size_; ++r) {
         if (r != rank_ && r != other) std::memcpy(copies[r] + at * item, out, count * item);
       }
     }
-  };
-  share(step, copies[rank_], reduce_range);
+  }
   sync_.post_reduced(step);
   sync_.wait_reduced(step);  // every copy holds the result
-}
-
-// Note [claimed pieces] (above).
-void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
-                                      ReduceOp op) {
-  const size_t item = c10::elementSize(dtype);
-  // Pieces of 256 KiB (more when there would be 2^24 of them).
-  const size_t piece =
-      std::max(sub_piece_of(item) * 4, (n + kMaxClaimPieces - 1) / kMaxClaimPieces);
-  const uint64_t pieces = (n + piece - 1) / piece;
-  reduce_shared(region, dtype, op, [&](uint64_t step, char* own, auto& reduce_range) {
-    for (uint64_t p = claim_piece(segment_.claim_word(), step, pieces); p < pieces;
-         p = claim_piece(segment_.claim_word(), step, pieces)) {
-      const size_t begin = p * piece;
-      reduce_range(begin, std::min(n, begin + piece), own + begin * item);
-    }
-  });
-}
-
-void ShmCollectives::allreduce_shared_in_parts(const SharedRegion& region, c10::ScalarType dtype,
-                                               size_t n, ReduceOp op,
-                                               const std::vector<Part>& parts) {
-  const size_t item = c10::elementSize(dtype);
-  const Slice mine = slice_of(n, size_, rank_, std::max<size_t>(1, kCacheLine / item));
-  reduce_shared(region, dtype, op, [&](uint64_t, char* own, auto& reduce_range) {
-    size_t at = mine.begin;
-    for (const Part& part : parts) {
-      reduce_range(at, part.offset, own + at * item);  // before the part: in the copy
-      reduce_range(part.offset, part.offset + part.count, part.data);
-      at = part.offset + part.count;
-    }
-    reduce_range(at, mine.end, own + at * item);
-  });
 }
 
 void ShmCollectives::broadcast(void* data, size_t bytes, int root) {

@@ -18,10 +18,6 @@
 //    not split in fixed slices: a rank whose core is busier (its rank computing, or the core
 //    shared with another rank's threads) reduces less, so the ranks stay in step (Note [claimed
 //    pieces] in shm_collectives.cpp).
-//  allreduce_shared_in_parts: the same in fixed slices (slice_of), where a rank's own slice may
-//    live outside its copy, in private memory (Communicator::allreduce_in_parts): it reduces
-//    its slice from there and from the other copies, and writes the result there and into the
-//    other copies.
 //  broadcast / allgather / reduce_scatter / barrier: one step per chunk (barrier: one step).
 //
 // Thread safety: none; one progress thread per communicator calls these in issue order.
@@ -70,16 +66,6 @@ class ShmCollectives {
   // `n` elements from `region`'s offset in every rank's copy; the operation was begun with the
   // region's argument (so ranks at different places fail, naming each other).
   void allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n, ReduceOp op);
-  // Elements [offset, offset + count) of this rank's copy live at `data` instead.
-  struct Part {
-    size_t offset;
-    size_t count;
-    char* data;
-  };
-  // allreduce_shared in fixed slices (slice_of), this rank's own slice read from and written to
-  // `parts` (sorted, disjoint, within the slice) where they cover it, and its copy elsewhere.
-  void allreduce_shared_in_parts(const SharedRegion& region, c10::ScalarType dtype, size_t n,
-                                 ReduceOp op, const std::vector<Part>& parts);
   void broadcast(void* data, size_t bytes, int root);
   // outs[r] (bytes each) receives rank r's input.
   void allgather(const void* in, size_t bytes, void* const* outs);
@@ -90,11 +76,6 @@ class ShmCollectives {
  private:
   void allreduce_small(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
   void allreduce_large(char* data, c10::ScalarType dtype, size_t n, ReduceOp op);
-  // Both shared allreduces: one step, then share(step, own copy, reduce_range) reduces this
-  // rank's share by calling reduce_range(begin, end, own) for each range of it, where `own`
-  // holds this rank's elements [begin, end); then `reduced`, and the wait for everyone's.
-  template <typename Share>
-  void reduce_shared(const SharedRegion& region, c10::ScalarType dtype, ReduceOp op, Share&& share);
 
   const ShmSegment& segment_;
   ShmStepSync& sync_;

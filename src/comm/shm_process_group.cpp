@@ -140,41 +140,6 @@ c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce(std::vector<at::Tensor
   });
 }
 
-std::optional<std::pair<int64_t, int64_t>> ShmProcessGroup::reduced_here(
-    const at::Tensor& buffer) const {
-  if (!core_->shared_buffers.find(buffer.data_ptr(), byte_size(buffer))) return std::nullopt;
-  const size_t align = std::max<size_t>(1, kCacheLine / buffer.element_size());
-  const Slice mine = slice_of(buffer.numel(), getSize(), getRank(), align);
-  return std::make_pair(static_cast<int64_t>(mine.begin), static_cast<int64_t>(mine.end));
-}
-
-c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allreduce_in_parts(const at::Tensor& buffer,
-                                                                   std::vector<PrivatePart> parts,
-                                                                   ReduceOp op) {
-  check_tensor("allreduce", buffer);
-  check_reducible("allreduce", buffer, op);
-  auto region = core_->shared_buffers.find(buffer.data_ptr(), byte_size(buffer));
-  if (!region) {
-    throw InvalidArgument("gradwire shm: allreduce_in_parts needs a tensor in a shared buffer");
-  }
-  const auto signature = op_signature(ShmOpKind::kSharedAllreduceInParts, int(op),
-                                      int(buffer.scalar_type()), 0, byte_size(buffer));
-  const uint64_t argument = region->argument();
-  std::vector<ShmCollectives::Part> raw;
-  for (const PrivatePart& part : parts) {
-    raw.push_back({static_cast<size_t>(part.offset), static_cast<size_t>(part.tensor.numel()),
-                   static_cast<char*>(part.tensor.data_ptr())});
-  }
-  return enqueue(
-      std::string("allreduce(") + to_string(op) + ") in parts", signature,
-      [this, buffer, op, region = std::move(*region), parts = std::move(parts),
-       raw = std::move(raw)] {
-        core_->collectives.allreduce_shared_in_parts(region, buffer.scalar_type(), buffer.numel(),
-                                                     op, raw);
-      },
-      argument);
-}
-
 c10::intrusive_ptr<c10d::Work> ShmProcessGroup::allocate_shared(int64_t numel, at::ScalarType dtype,
                                                                 std::shared_ptr<at::Tensor> out) {
   if (numel < 0) throw InvalidArgument("gradwire shm: a shared buffer cannot have a negative size");

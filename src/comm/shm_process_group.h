@@ -71,11 +71,6 @@ class ShmProcessGroup : public c10d_adapter::BackendBase, public SharedBufferSou
   // alive, also after the group is gone.
   c10::intrusive_ptr<c10d::Work> allocate_shared(int64_t numel, at::ScalarType dtype,
                                                  std::shared_ptr<at::Tensor> out) override;
-  // slice_of() of the buffer when it lies in a shared buffer, else empty.
-  std::optional<std::pair<int64_t, int64_t>> reduced_here(const at::Tensor& buffer) const override;
-  c10::intrusive_ptr<c10d::Work> allreduce_in_parts(const at::Tensor& buffer,
-                                                    std::vector<PrivatePart> parts,
-                                                    ReduceOp op) override;
 
  private:
   // The segment and what runs on it; shared with work handles so that a timed-out wait can say

@@ -76,9 +76,6 @@ std::string describe_signature(uint64_t signature) {
   if (code >= 12 && code <= 15) {
     return std::string("allreduce(") + kOps[code - 12] + ") in place on a shared buffer" + size;
   }
-  if (code >= 18 && code <= 21) {
-    return std::string("allreduce(") + kOps[code - 18] + ") in parts of a shared buffer" + size;
-  }
   if (code == static_cast<int>(ShmOpKind::kSharedAlloc)) return "a shared buffer allocation" + size;
   if (code == static_cast<int>(ShmOpKind::kSharedAllocFailed)) {
     return "a shared buffer allocation that failed there" + size;

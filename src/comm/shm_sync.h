@@ -42,10 +42,9 @@ enum class ShmOpKind : uint8_t {
   kBroadcast = 9,
   kAllgather = 10,
   kBarrier = 11,
-  kSharedAllreduce = 12,         // + ReduceOp: in place on a shared buffer (argument: which, where)
-  kSharedAlloc = 16,             // allocating a shared buffer (bytes)
-  kSharedAllocFailed = 17,       // posted instead by a rank whose part of the allocation failed
-  kSharedAllreduceInParts = 18,  // + ReduceOp: as kSharedAllreduce, own slices in private parts
+  kSharedAllreduce = 12,    // + ReduceOp: in place on a shared buffer (argument: which, where)
+  kSharedAlloc = 16,        // allocating a shared buffer (bytes)
+  kSharedAllocFailed = 17,  // posted instead by a rank whose part of the allocation failed
 };
 uint64_t op_signature(ShmOpKind kind, int reduce_op, int dtype, int root, uint64_t bytes);
 // "allreduce(avg) of 4096 bytes of dtype 6", "broadcast from rank 1 of 64 bytes ...".

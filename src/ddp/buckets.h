@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "gradwire/ddp/comm_hook.h"
@@ -19,12 +18,6 @@ struct Bucket {
   std::vector<size_t> members;           // parameter indices, in buffer order
   size_t pending = 0;                    // members not yet ready this iteration
   std::shared_ptr<BucketFuture> future;  // set once launched
-  // Note [gradients in parts] (reducer.cpp): whether the bucket is reduced in parts, the
-  // buffer's elements this rank reduces then, and this iteration's gradients lying there.
-  bool reduce_in_parts = false;
-  std::pair<int64_t, int64_t> reduced_here{0, 0};
-  std::vector<PrivatePart> parts;
-  std::vector<bool> in_parts;  // per member, reset each iteration: its gradient holds its share
 };
 
 // Where a parameter's gradient lives.

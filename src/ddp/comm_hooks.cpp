@@ -47,13 +47,6 @@ class AllreduceHook : public CommHook {
     return make_bucket_future(comm.allreduce(buffer, averaging_op(comm)),
                               [buffer] { return buffer; });
   }
-  bool takes_parts() const override { return true; }
-  std::shared_ptr<BucketFuture> run_in_parts(Communicator& comm, GradBucket& bucket,
-                                             std::vector<PrivatePart> parts) override {
-    at::Tensor buffer = bucket.buffer;
-    return make_bucket_future(comm.allreduce_in_parts(buffer, std::move(parts), averaging_op(comm)),
-                              [buffer] { return buffer; });
-  }
 };
 
 // Reduces a copy of the bucket in a narrower dtype; the result comes back in the bucket's dtype.
@@ -133,12 +126,6 @@ class NoopHook : public CommHook {
   std::shared_ptr<BucketFuture> run(Communicator&, GradBucket& bucket) override {
     return std::make_shared<Ready>(bucket.buffer);
   }
-  // As allreduce's copies: the parts keep this rank's gradients, the buffer the rest of them.
-  bool takes_parts() const override { return true; }
-  std::shared_ptr<BucketFuture> run_in_parts(Communicator& comm, GradBucket& bucket,
-                                             std::vector<PrivatePart>) override {
-    return run(comm, bucket);
-  }
 };
 
 struct HookEntry {
@@ -162,11 +149,6 @@ std::shared_ptr<BucketFuture> make_bucket_future(WorkHandle work,
                                                  std::function<at::Tensor()> finish) {
   GRADWIRE_CHECK(work != nullptr);
   return std::make_shared<ThenFuture>(std::move(work), std::move(finish));
-}
-
-std::shared_ptr<BucketFuture> CommHook::run_in_parts(Communicator&, GradBucket&,
-                                                     std::vector<PrivatePart>) {
-  throw InternalError("comm hook '" + name() + "' was given parts but does not take them");
 }
 
 std::shared_ptr<CommHook> allreduce_hook() { return std::make_shared<AllreduceHook>(); }

@@ -42,25 +42,6 @@ void drain(BucketLayout& layout) {
   }
 }
 
-// The element range [begin, end) of `view` (a gradient's view) in its bucket's `buffer`.
-std::pair<int64_t, int64_t> range_in(const at::Tensor& view, const at::Tensor& buffer) {
-  const int64_t begin = view.storage_offset() - buffer.storage_offset();
-  return {begin, begin + view.numel()};
-}
-
-// Copies the elements of `from` (flat) into `to` (flat) that lie outside `share`, where both
-// cover the buffer's elements `range`.
-void copy_outside(const at::Tensor& to, const at::Tensor& from, std::pair<int64_t, int64_t> range,
-                  std::pair<int64_t, int64_t> share) {
-  const auto [begin, end] = range;
-  if (share.first > begin)
-    to.narrow(0, 0, share.first - begin).copy_(from.narrow(0, 0, share.first - begin));
-  if (end > share.second) {
-    to.narrow(0, share.second - begin, end - share.second)
-        .copy_(from.narrow(0, share.second - begin, end - share.second));
-  }
-}
-
 // Whether `grad` lies exactly where `view` does: the same memory, shape, strides and dtype.
 bool lies_at(const at::Tensor& grad, const at::Tensor& view) {
   return grad.defined() && grad.data_ptr() == view.data_ptr() && grad.sizes() == view.sizes() &&
@@ -91,32 +72,22 @@ bool move_home(at::Tensor& grad, const at::Tensor& view, const at::Tensor& buffe
 
 // Note [homed gradients]: in the default mode (gradient_as_bucket_view = false) PyTorch copies
 // every gradient into its bucket and the result back, two copies per iteration, and .grad stays
-// a tensor of its own. gradwire keeps that promise without the copies. A gradient found outside
-// its bucket is copied in as before, but when backward ends the .grad tensor's storage is moved
-// onto its reduced values in the bucket (move_home) instead of copying them out; so are existing
-// gradients at construction and at the rebuild. Later backward passes accumulate straight into
-// the bucket's memory, and the reduction writes the result where .grad reads it. (Not in the
-// gradient hook: autograd's engine still holds the incoming gradient there, which shares the
-// storage of a gradient it has just created.) .grad is the same tensor
-// object throughout, not an autograd view (detach_() and set_to_none work), with a storage of its
-// own that holds just its elements; only its memory is the bucket's. On the shm backend the
-// buckets are shared buffers, so an iteration copies nothing at all and the ranks reduce every
-// copy in place, claiming pieces. A gradient that cannot be moved (it shares its storage, is a
-// view, or has another layout or dtype) takes the copies, as before. A homed gradient whose
-// parameter is unused in this iteration (find_unused_parameters, static_graph) leaves the bucket
-// before the reduction, to a copy of its own: if no rank used it, it keeps its value, as in
-// PyTorch; if another did, it moves back onto the result.
-
-// Note [gradients in parts]: with a hook that takes parts (the built-in allreduce and noop) on a
-// backend that averages in the reduction and reduces shared buffers in fixed slices (shm:
-// Communicator::reduced_here), each rank's share of a bucket need not pass through the bucket.
-// A gradient, or the part of it, falling in this rank's slice stays where it is: the reduction
-// reads it there and writes the result back into it (CommHook::run_in_parts,
-// Communicator::allreduce_in_parts). Only the rest of each gradient is copied into the bucket,
-// and only the rest of the result copied out: with 2 ranks, half of both copies that PyTorch's
-// default (gradient_as_bucket_view = false) makes. The gradients stay separate tensors, as in
-// that default; gradient_as_bucket_view needs no copies at all and is left as it is. Gradients
-// that are not contiguous tensors of the bucket's dtype go through the bucket whole.
+// a tensor of its own. gradwire keeps that promise without the copies:
+// - A gradient found outside its bucket is copied in, as before. But when backward ends, the
+//   .grad tensor's storage is moved onto its reduced values in the bucket (move_home) instead of
+//   copying them out. Existing gradients move at construction and at the rebuild.
+// - Later backward passes accumulate straight into the bucket's memory, and the reduction writes
+//   the result where .grad reads it. On shm the buckets are shared buffers: an iteration copies
+//   nothing, and the ranks reduce every copy in place, claiming pieces.
+// - .grad stays the same tensor object, not an autograd view (detach_() and set_to_none work),
+//   with a storage of its own that holds just its elements; only its memory is the bucket's.
+// - Not in the gradient hook: autograd's engine still holds the incoming gradient there, which
+//   shares the storage of a gradient autograd has just created.
+// - A gradient that cannot move (it shares its storage, is a view, or has another layout or
+//   dtype) is copied in and out every iteration.
+// - A homed gradient whose parameter is unused in an iteration (find_unused_parameters,
+//   static_graph) leaves the bucket for a copy of its own before the reduction: if no rank used
+//   it, it keeps its value, as in PyTorch; if another rank did, it moves back onto the result.
 
 std::shared_ptr<Reducer> Reducer::create(std::vector<at::Tensor> params,
                                          std::vector<std::string> names,
@@ -170,12 +141,6 @@ BucketLayout Reducer::layout_for(const std::vector<size_t>& order) {
         }
         return at::zeros({numel}, like.options().requires_grad(false));
       });
-  const bool in_parts = options_.comm_hook->takes_parts() && !options_.gradient_as_bucket_view &&
-                        !homes_grads_ && fill_scale_ == 1.0;
-  for (auto& bucket : layout.buckets) {
-    bucket.reduce_in_parts = in_parts;
-    if (in_parts) bucket.reduced_here = comm_->reduced_here(bucket.grads.buffer);
-  }
   return layout;
 }
 
@@ -229,8 +194,6 @@ void Reducer::start_iteration(double forward_seconds) {
   for (auto& bucket : layout_.buckets) {
     bucket.pending = bucket.members.size();
     bucket.future.reset();
-    bucket.parts.clear();
-    bucket.in_parts.assign(bucket.members.size(), false);
   }
   next_to_launch_ = 0;
   ready_order_.clear();
@@ -321,43 +284,17 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
   }
   if (fill_scale_ != 1.0) {
     at::mul_out(view, grad, fill_scale_);
-  } else if (!copy_outside_share(index, grad)) {
+  } else {
     view.copy_(grad);
   }
   if (options_.gradient_as_bucket_view && used) grad = view;
-}
-
-bool Reducer::copy_outside_share(size_t index, const at::Tensor& grad) {
-  const Slot& slot = layout_.slots[index];
-  Bucket& bucket = layout_.buckets[slot.bucket];
-  const at::Tensor& view = bucket.grads.gradients[slot.position];
-  const auto [begin, end] = range_in(view, bucket.grads.buffer);
-  const int64_t share_begin = std::max(begin, bucket.reduced_here.first);
-  const int64_t share_end = std::min(end, bucket.reduced_here.second);
-  if (share_begin >= share_end || !grad.is_contiguous() ||
-      grad.scalar_type() != view.scalar_type() || grad.sizes() != view.sizes()) {
-    return false;
-  }
-  const at::Tensor flat_grad = grad.view({-1});
-  copy_outside(view.view({-1}), flat_grad, {begin, end}, {share_begin, share_end});
-  bucket.parts.push_back(
-      {share_begin, flat_grad.narrow(0, share_begin - begin, share_end - share_begin)});
-  bucket.in_parts[slot.position] = true;
-  return true;
 }
 
 void Reducer::launch_next_bucket() {
   Bucket& bucket = layout_.buckets[next_to_launch_];
   record(DdpEventKind::kBucketLaunched, next_to_launch_);
   timer_.launched(Clock::now());
-  if (bucket.reduce_in_parts) {
-    // Note [gradients in parts]; every rank takes this path for the bucket, parts or none.
-    std::sort(bucket.parts.begin(), bucket.parts.end(),
-              [](const PrivatePart& a, const PrivatePart& b) { return a.offset < b.offset; });
-    bucket.future = options_.comm_hook->run_in_parts(*comm_, bucket.grads, bucket.parts);
-  } else {
-    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
-  }
+  bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
   ++next_to_launch_;
 }
 
@@ -454,10 +391,6 @@ void Reducer::write_grads(const Bucket& bucket) {
     } else if (homes_grads_ &&
                (lies_at(grad, view) || move_home(grad, view, bucket.grads.buffer))) {
       continue;  // the reduction wrote it there, or it moved onto it (Note [homed gradients])
-    } else if (bucket.in_parts[position]) {
-      // Its share of the result is in the gradient already (Note [gradients in parts]).
-      copy_outside(grad.view({-1}), view.view({-1}), range_in(view, bucket.grads.buffer),
-                   bucket.reduced_here);
     } else if (grad.defined()) {
       grad.copy_(view);
     } else {

@@ -66,10 +66,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void on_grad_ready(size_t index);
   void mark_ready(size_t index, bool used);
   void copy_grad_to_bucket(size_t index, bool used);
-  // Note [gradients in parts] (reducer.cpp): copies the part of parameter `index`'s gradient
-  // outside this rank's share of its bucket into the bucket and records the rest as a part;
-  // false (nothing copied) when the bucket is not reduced in parts or the gradient cannot be.
-  bool copy_outside_share(size_t index, const at::Tensor& grad);
   void launch_next_bucket();
   void launch_ready_buckets();
   void finalize();

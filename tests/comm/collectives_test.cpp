@@ -182,56 +182,6 @@ TEST_P(Collectives, SplitIntoSubCommunicators) {
   });
 }
 
-// Communicator::allreduce_in_parts: the elements this rank reduces (reduced_here) may live in
-// private tensors; shm reduces them there, other backends have no slice and take no parts.
-TEST_P(Collectives, AllreduceInPartsReadsAndWritesThePartsInstead) {
-  const int world = ranks();
-  run_ranks(backend(), world, [&](int rank, World& w) {
-    auto comm = w.communicator();
-    const int64_t n = (1 << 18) + 3;
-    at::Tensor buffer = comm->shared_buffer(n + 64, at::kFloat);
-    at::Tensor view = buffer.narrow(0, 64, n);  // as DDP's buckets lie at offsets
-    const auto [begin, end] = comm->reduced_here(view);
-    EXPECT_EQ(begin < end, backend() == "shm") << "slice [" << begin << ", " << end << ")";
-    std::vector<at::Tensor> inputs;
-    for (int r = 0; r < world; ++r) inputs.push_back(input_for(r, n, at::kFloat));
-    const at::Tensor stacked = at::stack(inputs);
-    for (auto op : {ReduceOp::kSum, ReduceOp::kAvg}) {
-      const at::Tensor want = op == ReduceOp::kSum ? stacked.sum(0) : stacked.mean(0);
-      view.copy_(inputs[rank]);
-      // Two parts with a gap between them; the last rank keeps all of its slice in the buffer.
-      std::vector<PrivatePart> parts;
-      const int64_t third = (end - begin) / 3;
-      if (rank != world - 1 && third > 0) {
-        parts.push_back({begin, inputs[rank].narrow(0, begin, third).clone()});
-        parts.push_back({end - third, inputs[rank].narrow(0, end - third, third).clone()});
-      }
-      for (const auto& part : parts) {
-        view.narrow(0, part.offset, part.tensor.numel()).fill_(1e6);  // must not be read
-      }
-      comm->allreduce_in_parts(view, parts, op)->wait();
-      const auto what = std::string("op=") + to_string(op) + " rank " + std::to_string(rank);
-      int64_t at = 0;
-      for (const auto& part : parts) {
-        expect_equal(view.narrow(0, at, part.offset - at), want.narrow(0, at, part.offset - at),
-                     what);
-        ASSERT_TRUE(at::allclose(part.tensor, want.narrow(0, part.offset, part.tensor.numel())))
-            << what;
-        at = part.offset + part.tensor.numel();
-      }
-      ASSERT_TRUE(at::allclose(view.narrow(0, at, n - at), want.narrow(0, at, n - at))) << what;
-    }
-    // A part outside this rank's slice is refused before anything is sent.
-    std::vector<PrivatePart> outside{{end, at::zeros({1}, at::kFloat)}};
-    if (end == n) outside[0].offset = 0;
-    if (begin == 0 && end == n && backend() == "shm") outside.clear();
-    if (!outside.empty()) {
-      EXPECT_THROW(comm->allreduce_in_parts(view, outside, ReduceOp::kSum), InvalidArgument);
-    }
-    comm->barrier()->wait();
-  });
-}
-
 INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
                          ::testing::Combine(::testing::Values(std::string("gloo"),
                                                               std::string("shm")),

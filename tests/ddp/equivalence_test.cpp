@@ -77,8 +77,8 @@ TEST(DdpEquivalence, UnusedBranchWithFindUnusedParameters) {
   replicas.pop_back();
   DdpOptions options;
   options.find_unused_parameters = true;
-  // shm also reduces each rank's share of a bucket in the gradients themselves (reducer.cpp,
-  // Note [gradients in parts]), which must leave the unused ones alone.
+  // The used gradients live in the buckets (reducer.cpp, Note [homed gradients]); the reduction
+  // must leave the unused ones alone.
   for (const char* backend : {"gloo", "shm"}) {
     SCOPED_TRACE(backend);
     auto run =
@@ -194,8 +194,8 @@ INSTANTIATE_TEST_SUITE_P(Hooks, HookEquivalence, ::testing::Values("fp16", "bf16
 
 // The noop hook exchanges nothing: ranks trained on different chunks end apart (with the
 // allreduce hook they end equal, MlpEquivalence). On shm, where nothing is divided on fill, each
-// rank trains exactly as if alone on its own chunk; there the hook takes parts like allreduce
-// (reducer.cpp, Note [gradients in parts]) and must still hand back each rank's own gradients.
+// rank trains exactly as if alone on its own chunk: its gradients, living in the buckets
+// (reducer.cpp, Note [homed gradients]), must come back as they were.
 TEST(CommHooks, NoopHookLeavesEachRankWithItsOwnGradients) {
   torch::set_num_threads(1);
   const int world = 2;

@@ -123,8 +123,7 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
           const auto& batch = batches[s];
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));
           torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
-          if (params[0].grad().data_ptr() == held_data &&
-              held.equal(params[0].grad().view({-1}))) {
+          if (params[0].grad().data_ptr() == held_data && held.equal(params[0].grad().view({-1}))) {
             ++shared_seen[rank];
           }
           optimizer.step();
@@ -159,10 +158,10 @@ TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
         DdpOptions options;
         options.find_unused_parameters = true;
         DistributedDataParallel<UnusedBranchImpl> ddp(model, w.communicator(), options);
-        auto optimizer = torch::optim::SGD(
-            std::vector<torch::Tensor>{model->fc1->weight, model->fc1->bias, model->fc2->weight,
-                                       model->fc2->bias},
-            torch::optim::SGDOptions(kLearningRate).momentum(kMomentum));
+        auto optimizer =
+            torch::optim::SGD(std::vector<torch::Tensor>{model->fc1->weight, model->fc1->bias,
+                                                         model->fc2->weight, model->fc2->bias},
+                              torch::optim::SGDOptions(kLearningRate).momentum(kMomentum));
         for (const auto& batch : batches) {
           optimizer.zero_grad();
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));

@@ -46,13 +46,6 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
-// Elements [offset, offset + tensor.numel()) of a shared buffer's allreduce that live in `tensor`
-// (contiguous, the buffer's dtype and device) instead (Communicator::allreduce_in_parts).
-struct PrivatePart {
-  int64_t offset = 0;
-  at::Tensor tensor;
-};
-
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -100,25 +93,6 @@ class Communicator {
   // ask it to choose between dividing gradients on their way into a bucket and reducing with
   // kAvg (ddp/comm_hook.h).
   virtual bool averages_while_reducing() const { return false; }
-
-  // Note [reduced here]: on the shm backend, allreduce_in_parts of a shared buffer gives each
-  // rank a fixed slice to reduce, reading every rank's copy and writing the result into every
-  // copy. A rank's own copy of its slice need not be in the buffer at all: allreduce_in_parts
-  // reads and writes it where it lives (DDP: the gradients themselves), so the caller copies
-  // only the rest of its data into the buffer and only the rest of the result out. reduced_here(buffer) is the
-  // element range [first, second) of `buffer` (a contiguous tensor in a shared_buffer) that this
-  // rank reduces; empty ({0, 0}, the default) where the backend reduces no such slice.
-  virtual std::pair<int64_t, int64_t> reduced_here(const at::Tensor& /*buffer*/) const {
-    return {0, 0};
-  }
-  // Allreduce of `buffer` in which the elements covered by `parts` (disjoint, sorted by offset,
-  // each within reduced_here(buffer)) are read from and written to the parts instead. After
-  // wait(), the parts and the buffer's other elements hold the result; the buffer's elements
-  // under the parts are undefined. Every rank calls it for the same buffer, each with its own
-  // parts (possibly none). With no parts it is allreduce(buffer, op). InvalidArgument for parts
-  // outside reduced_here, overlapping or of another dtype.
-  virtual WorkHandle allreduce_in_parts(at::Tensor& buffer, std::vector<PrivatePart> parts,
-                                        ReduceOp op);
 
   // A communicator over the given ranks of this one (sorted, distinct, containing rank()); its
   // rank() is this process's index in `ranks`. Called by the members only, in the same order on

@@ -60,15 +60,6 @@ class CommHook {
   // True: buckets reduced over `comm` arrive already divided by comm.size(); run() must only sum
   // them. Asked once, when the reducer is built.
   virtual bool divides_on_fill(const Communicator& /*comm*/) const { return false; }
-  // Reducing in parts (docs/ddp.md): a hook that answers true (the built-in allreduce and noop
-  // hooks) gets, on a communicator with a reduced_here() slice and when the reducer does not
-  // divide on fill, buckets whose elements in that slice may lie partly in the gradients
-  // themselves: run_in_parts() instead of run(), with those parts (Communicator::
-  // allreduce_in_parts). The future's buffer must hold the result outside the parts, and the
-  // parts theirs. Asked once per bucket layout.
-  virtual bool takes_parts() const { return false; }
-  virtual std::shared_ptr<BucketFuture> run_in_parts(Communicator& comm, GradBucket& bucket,
-                                                     std::vector<PrivatePart> parts);
   // Starts reducing `bucket` over `comm`; must not block on the network. Every rank calls it
   // for the same bucket in the same order. The bucket (and its buffer) stay alive and untouched
   // until the future has been waited on.
