@@ -29,12 +29,29 @@ struct GradRecord {
 
 class HomedGradients : public ::testing::TestWithParam<std::string> {};  // backend
 
-TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn) {
+// Batches with `features` inputs, kWorld replicas from `factory`, and what one process reaches
+// on the whole batches from the same start.
+template <typename Holder>
+struct Prepared {
+  std::vector<Batch> batches;
+  std::vector<Holder> replicas;
+  Snapshot reference;
+};
+template <typename Factory>
+auto prepare(Factory factory, int64_t features, uint64_t seed) {
   torch::set_num_threads(1);
-  auto batches = make_batches(kSteps, kRowsPerRank * kWorld, {16}, 4, 11);
-  auto replicas = make_replicas(kWorld + 1, deep_mlp);
+  auto batches = make_batches(kSteps, kRowsPerRank * kWorld, {features}, 4, seed);
+  auto replicas = make_replicas(kWorld + 1, factory);
   auto reference = train_reference(replicas.back(), batches);
   replicas.pop_back();
+  return Prepared<typename decltype(replicas)::value_type>{batches, replicas, reference};
+}
+
+TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn) {
+  auto prepared = prepare(deep_mlp, 16, 11);
+  const auto& batches = prepared.batches;
+  auto& replicas = prepared.replicas;
+  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   // per rank, per step, per parameter
   std::vector<std::vector<std::vector<GradRecord>>> records(kWorld);
@@ -93,11 +110,10 @@ TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn)
 // gradient whose storage the caller shares through a view: that one stays where it is and still
 // receives the average, as PyTorch's default writes it into .grad.
 TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
-  torch::set_num_threads(1);
-  auto batches = make_batches(kSteps, kRowsPerRank * kWorld, {16}, 4, 13);
-  auto replicas = make_replicas(kWorld + 1, deep_mlp);
-  auto reference = train_reference(replicas.back(), batches);
-  replicas.pop_back();
+  auto prepared = prepare(deep_mlp, 16, 13);
+  const auto& batches = prepared.batches;
+  auto& replicas = prepared.replicas;
+  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   std::vector<int> shared_seen(kWorld, 0);
   gradwire::testing::run_ranks(
@@ -142,11 +158,10 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
 // behaviour), although its gradient lay in the bucket that was reduced; the used ones train as
 // one process would.
 TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
-  torch::set_num_threads(1);
-  auto batches = make_batches(kSteps, kRowsPerRank * kWorld, {8}, 4, 17);
-  auto replicas = make_replicas(kWorld + 1, [] { return UnusedBranch(); });
-  auto reference = train_reference(replicas.back(), batches);
-  replicas.pop_back();
+  auto prepared = prepare([] { return UnusedBranch(); }, 8, 17);
+  const auto& batches = prepared.batches;
+  auto& replicas = prepared.replicas;
+  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   std::vector<torch::Tensor> kept(kWorld);
   gradwire::testing::run_ranks(
