@@ -26,7 +26,7 @@ ShmCollectives::ShmCollectives(const ShmSegment& segment, ShmStepSync& sync, int
       streaming_bytes_(streaming_bytes) {}
 
 void ShmCollectives::allreduce(void* data, c10::ScalarType dtype, size_t n, ReduceOp op) {
-  if (n == 0) return;
+  if (n == 0 || size_ == 1) return;  // a world of one: every op leaves the input as it is
   const size_t bytes = n * c10::elementSize(dtype);
   if (bytes <= small_bytes_) {
     allreduce_small(static_cast<char*>(data), dtype, n, op);
@@ -138,6 +138,7 @@ size_t sub_piece_of(size_t item) { return std::max<size_t>(1, (size_t{64} << 10)
 // Note [claimed pieces] (above).
 void ShmCollectives::allreduce_shared(const SharedRegion& region, c10::ScalarType dtype, size_t n,
                                       ReduceOp op) {
+  if (size_ == 1) return;  // as allreduce
   const size_t item = c10::elementSize(dtype);
   const uint64_t step = sync_.next_step();
   sync_.post(step);
