@@ -48,17 +48,22 @@ bool lies_at(const at::Tensor& grad, const at::Tensor& view) {
          grad.strides() == view.strides() && grad.scalar_type() == view.scalar_type();
 }
 
-// Note [homed gradients]: moves `grad`, whose values `view` already holds, into `view`'s memory:
-// the same tensor object gets a storage of its own over that memory, which keeps `buffer` (the
-// bucket) alive. Only a contiguous gradient that is not a view and is the sole owner of its
-// storage is moved, so no other tensor sees its memory change; false otherwise.
+// Note [homed gradients]: whether `grad` may move into `view`'s memory: a contiguous gradient of
+// the view's shape, dtype and device that is not a view and is the sole owner of its storage, so
+// that no other tensor sees its memory change.
+bool movable(const at::Tensor& grad, const at::Tensor& view) {
+  return grad.defined() && !grad.is_view() && grad.is_contiguous() &&
+         grad.unsafeGetTensorImpl()->unsafe_storage().use_count() == 1 &&
+         grad.scalar_type() == view.scalar_type() && grad.device() == view.device() &&
+         grad.sizes() == view.sizes();
+}
+
+// Moves `grad`, whose values `view` already holds, into `view`'s memory if it is movable: the same
+// tensor object gets a storage of its own over that memory, which keeps `buffer` (the bucket)
+// alive. False when it is not movable.
 bool move_home(at::Tensor& grad, const at::Tensor& view, const at::Tensor& buffer) {
+  if (!movable(grad, view)) return false;
   c10::TensorImpl* impl = grad.unsafeGetTensorImpl();
-  if (!grad.defined() || grad.is_view() || !grad.is_contiguous() ||
-      impl->unsafe_storage().use_count() != 1 || grad.scalar_type() != view.scalar_type() ||
-      grad.device() != view.device() || grad.sizes() != view.sizes()) {
-    return false;
-  }
   const at::Tensor home = at::from_blob(
       view.data_ptr(), view.sizes(), [keep = buffer.storage()](void*) {}, view.options());
   // autograd's gradients are detached tensors, which refuse metadata changes to protect the
@@ -116,7 +121,6 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "nothing to synchronise");
   }
   if (options_.comm_hook->divides_on_fill(*comm_)) fill_scale_ = 1.0 / comm_->size();
-  homes_grads_ = !options_.gradient_as_bucket_view;
   layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
@@ -150,7 +154,6 @@ bool Reducer::tracks_unused() const {
 }
 
 void Reducer::bind_grads_to_views() {
-  if (!options_.gradient_as_bucket_view && !homes_grads_) return;
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor& grad = params_[i].mutable_grad();
@@ -161,7 +164,7 @@ void Reducer::bind_grads_to_views() {
     if (options_.gradient_as_bucket_view) {
       view.copy_(grad);
       grad = view;
-    } else if (grad.sizes() == view.sizes()) {  // Note [homed gradients]
+    } else if (movable(grad, view)) {  // Note [homed gradients]
       view.copy_(grad);
       move_home(grad, view, bucket.grads.buffer);
     }
@@ -272,7 +275,7 @@ void Reducer::copy_grad_to_bucket(size_t index, bool used) {
                           "' has a sparse gradient, which buckets cannot hold; use dense "
                           "gradients, or gradwire's parameter-server embeddings");
   }
-  const bool homed = homes_grads_ && lies_at(grad, view);
+  const bool homed = !options_.gradient_as_bucket_view && lies_at(grad, view);
   if (homed && !used) {
     // Unused here, perhaps everywhere: then it keeps its own value, which the reduction must not
     // overwrite. The bucket keeps a copy; write_grads moves it back if others used it.
@@ -388,8 +391,7 @@ void Reducer::write_grads(const Bucket& bucket) {
     at::Tensor& grad = params_[i].mutable_grad();
     if (options_.gradient_as_bucket_view) {
       if (!grad.defined() || !grad.is_alias_of(view)) grad = view;
-    } else if (homes_grads_ &&
-               (lies_at(grad, view) || move_home(grad, view, bucket.grads.buffer))) {
+    } else if (lies_at(grad, view) || move_home(grad, view, bucket.grads.buffer)) {
       continue;  // the reduction wrote it there, or it moved onto it (Note [homed gradients])
     } else if (grad.defined()) {
       grad.copy_(view);

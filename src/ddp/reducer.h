@@ -89,7 +89,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const ReducerOptions options_;
   std::unique_ptr<GradReadyHooks> hooks_;
   double fill_scale_ = 1.0;  // gradients are multiplied by it on their way into a bucket
-  bool homes_grads_ = false;  // Note [homed gradients] (reducer.cpp)
 
   mutable std::mutex mutex_;  // guards everything below (hooks may run on autograd threads)
   State state_ = State::kIdle;
