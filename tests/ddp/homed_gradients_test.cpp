@@ -49,9 +49,6 @@ auto prepare(Factory factory, int64_t features, uint64_t seed) {
 
 TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn) {
   auto prepared = prepare(deep_mlp, 16, 11);
-  const auto& batches = prepared.batches;
-  auto& replicas = prepared.replicas;
-  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   // per rank, per step, per parameter
   std::vector<std::vector<std::vector<GradRecord>>> records(kWorld);
@@ -59,10 +56,10 @@ TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn)
   gradwire::testing::run_ranks(
       kWorld,
       [&](int rank, World& w) {
-        auto& model = replicas[rank];
+        auto& model = prepared.replicas[rank];
         DistributedDataParallel<MlpImpl> ddp(model, w.communicator(), DdpOptions{});
         auto optimizer = make_sgd(*model);
-        for (const auto& batch : batches) {
+        for (const auto& batch : prepared.batches) {
           optimizer.zero_grad();
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));
           torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
@@ -79,7 +76,7 @@ TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn)
       std::chrono::seconds(20), {}, GetParam());
 
   for (int r = 0; r < kWorld; ++r) {
-    expect_close(parameters[r], reference, kFloatTolerance, "rank " + std::to_string(r));
+    expect_close(parameters[r], prepared.reference, kFloatTolerance, "rank " + std::to_string(r));
     const auto& steps = records[r];
     for (size_t i = 0; i < steps[0].size(); ++i) {
       for (int s = 1; s < kSteps; ++s) {
@@ -111,15 +108,12 @@ TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn)
 // receives the average, as PyTorch's default writes it into .grad.
 TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
   auto prepared = prepare(deep_mlp, 16, 13);
-  const auto& batches = prepared.batches;
-  auto& replicas = prepared.replicas;
-  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   std::vector<int> shared_seen(kWorld, 0);
   gradwire::testing::run_ranks(
       kWorld,
       [&](int rank, World& w) {
-        auto& model = replicas[rank];
+        auto& model = prepared.replicas[rank];
         auto params = model->parameters();
         // The caller holds a view of the first parameter's gradient from the start.
         params[0].mutable_grad() = torch::zeros_like(params[0]);
@@ -136,7 +130,7 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
             }
           }
           params[0].mutable_grad().zero_();
-          const auto& batch = batches[s];
+          const auto& batch = prepared.batches[s];
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));
           torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
           if (params[0].grad().data_ptr() == held_data && held.equal(params[0].grad().view({-1}))) {
@@ -149,7 +143,7 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
       std::chrono::seconds(20), {}, GetParam());
 
   for (int r = 0; r < kWorld; ++r) {
-    expect_close(parameters[r], reference, kFloatTolerance, "rank " + std::to_string(r));
+    expect_close(parameters[r], prepared.reference, kFloatTolerance, "rank " + std::to_string(r));
     EXPECT_EQ(shared_seen[r], kSteps) << "rank " << r << ": the shared gradient moved";
   }
 }
@@ -159,15 +153,12 @@ TEST_P(HomedGradients, ResetToNoneAndSharedStorageStillMatchOneProcess) {
 // one process would.
 TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
   auto prepared = prepare([] { return UnusedBranch(); }, 8, 17);
-  const auto& batches = prepared.batches;
-  auto& replicas = prepared.replicas;
-  const auto& reference = prepared.reference;
   std::vector<Snapshot> parameters(kWorld);
   std::vector<torch::Tensor> kept(kWorld);
   gradwire::testing::run_ranks(
       kWorld,
       [&](int rank, World& w) {
-        auto& model = replicas[rank];
+        auto& model = prepared.replicas[rank];
         const torch::Tensor own = torch::full({4, 8}, static_cast<float>(rank + 1));
         model->unused->weight.mutable_grad() = own.clone();
         DdpOptions options;
@@ -177,7 +168,7 @@ TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
             torch::optim::SGD(std::vector<torch::Tensor>{model->fc1->weight, model->fc1->bias,
                                                          model->fc2->weight, model->fc2->bias},
                               torch::optim::SGDOptions(kLearningRate).momentum(kMomentum));
-        for (const auto& batch : batches) {
+        for (const auto& batch : prepared.batches) {
           optimizer.zero_grad();
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));
           torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
@@ -191,7 +182,7 @@ TEST_P(HomedGradients, ParameterUnusedEverywhereKeepsEachRanksOwnGradient) {
   for (int r = 0; r < kWorld; ++r) {
     Snapshot used = parameters[r];
     for (const char* name : {"unused.weight", "unused.bias"}) used.erase(name);
-    Snapshot want = reference;
+    Snapshot want = prepared.reference;
     for (const char* name : {"unused.weight", "unused.bias"}) want.erase(name);
     expect_close(used, want, kFloatTolerance, "rank " + std::to_string(r));
     EXPECT_TRUE(kept[r].equal(torch::full({4, 8}, static_cast<float>(r + 1)))) << "rank " << r;
