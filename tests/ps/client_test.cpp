@@ -68,6 +68,27 @@ TEST(PsClient, AsyncPushIsAppliedAtFlushWithDuplicatesSummed) {
   EXPECT_EQ(client->step_count("emb"), 1);
 }
 
+// Async servers count the pushes they applied, so they differ: here only server 0 owns the
+// pushed ids. A trainer creating the table after another pushed (the race of two trainers
+// starting) must not take that for servers restored from different checkpoints.
+TEST(PsClient, AsyncServersWhoseStepsDifferStillAcceptANewTrainer) {
+  Servers servers(2);
+  const TableConfig config = small_table("emb", 6, 2, UpdateMode::kAsync, 2);
+  auto first = make_client(servers.addresses(), 0, 2);
+  first->create_table(config);
+  for (int i = 0; i < 3; ++i) {
+    first->push("emb", at::tensor({0, 2}, at::kLong), at::ones({2, 2}));  // server 0's ids
+    first->step();
+  }
+  auto second = make_client(servers.addresses(), 1, 2);
+  ASSERT_NO_THROW(second->create_table(config));
+  EXPECT_EQ(second->step_count("emb"), 0);
+  EXPECT_EQ(first->step_count("emb"), 3);
+  second->push("emb", at::tensor({1}, at::kLong), at::ones({1, 2}));
+  EXPECT_NO_THROW(second->step());
+  EXPECT_EQ(second->step_count("emb"), 1);
+}
+
 TEST(PsClient, AnUnreachableServerIsNamedWithinTheDeadline) {
   const std::string address = "127.0.0.1:" + std::to_string(launch::pick_free_port());
   auto client = make_client({address}, 0, 1, 2s, 1s);

@@ -59,7 +59,8 @@ class Client {
 
   // Creates the table on every server, or checks that it exists with an equal config (then keeps
   // its content: a restarted server's restored rows stay). A different config is InvalidArgument.
-  // Sets this client's step counter for the table to the servers' step. Blocks.
+  // Sets this client's step counter for a sync table to the servers' step (they must agree), for
+  // an async one to 0. Blocks.
   virtual void create_table(const TableConfig& config) = 0;
   virtual const TableConfig& table(const std::string& name) const = 0;
 
@@ -78,7 +79,8 @@ class Client {
   // trainer finished the step and the servers applied it (TimeoutError naming the trainers that
   // did not arrive within step_timeout).
   virtual void step() = 0;
-  // Steps this client has completed on `table` (the servers' count at create_table, plus step()).
+  // Steps this client has completed on `table` (sync: the servers' count at create_table, plus
+  // step(); async: the step() calls since create_table).
   virtual int64_t step_count(const std::string& table) const = 0;
 
   // Asks every server to checkpoint its tables now (ServerOptions::checkpoint_dir). Blocks.
