@@ -6,7 +6,8 @@
 //     serve (default): prints "args: ...", "pid=N", "token=... job_token=... ps_addrs=...",
 //       (after MS milliseconds) listens on HOST:PORT, prints "gradwire-ps-server listening on
 //       HOST:PORT", then prints "received: LINE" for the first line of each connection; a line
-//       "die" makes it exit 3, a line "quit" exit 0. Exits 0 on SIGTERM (unless --ignore-term).
+//       "die" makes it exit 3, a line "quit" exit 0. Exits 0 on SIGTERM (unless --ignore-term),
+//       after serving the connections already waiting.
 //       Gives up after 60 s in any case.
 //     exit-at-once: prints a line to stderr and exits 1.
 //     never-listen: prints "pid=N" and waits for SIGTERM (at most 60 s) without listening.
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -105,7 +107,9 @@ std::string read_first_line(int fd) {
   char buffer[256];
   for (;;) {
     pollfd readable{fd, POLLIN, 0};
-    if (::poll(&readable, 1, 2000) != 1) break;
+    const int ready = ::poll(&readable, 1, 2000);
+    if (ready < 0 && errno == EINTR) continue;  // SIGTERM: the line is still to be read
+    if (ready != 1) break;
     const ssize_t got = ::read(fd, buffer, sizeof(buffer));
     if (got <= 0) break;
     text.append(buffer, static_cast<size_t>(got));
@@ -114,23 +118,36 @@ std::string read_first_line(int fd) {
   return text.substr(0, text.find('\n'));
 }
 
-// Waits for SIGTERM (or 60 s); returns true when it came.
+// Accepts one connection if one is waiting within `wait_ms` and prints its first line; exits on
+// "die" or "quit". Returns false when none was waiting.
+bool serve_one(int listen_fd, int wait_ms) {
+  pollfd incoming{listen_fd, POLLIN, 0};
+  if (::poll(&incoming, listen_fd >= 0 ? 1 : 0, wait_ms) != 1) return false;
+  const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (client < 0) return false;
+  const std::string line = read_first_line(client);
+  ::close(client);
+  if (line.empty()) return true;  // the launcher's readiness probe sends nothing
+  say("received: " + line);
+  if (line == "die" || line == "quit") {
+    say("exiting as asked");
+    std::exit(line == "die" ? 3 : 0);
+  }
+  return true;
+}
+
+// Waits for SIGTERM (or 60 s); returns true when it came. Connections already waiting when it
+// comes are served first: a trainer that sent its line and exited may be what made the launcher
+// stop the servers.
 bool wait_for_sigterm(int listen_fd) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < give_up) {
-    if (g_terminate) return true;
-    pollfd incoming{listen_fd, POLLIN, 0};
-    if (::poll(&incoming, listen_fd >= 0 ? 1 : 0, 50) != 1) continue;
-    const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    const std::string line = read_first_line(client);
-    ::close(client);
-    if (line.empty()) continue;  // the launcher's readiness probe sends nothing
-    say("received: " + line);
-    if (line == "die" || line == "quit") {
-      say("exiting as asked");
-      std::exit(line == "die" ? 3 : 0);
+    if (g_terminate) {
+      while (listen_fd >= 0 && serve_one(listen_fd, 0)) {
+      }
+      return true;
     }
+    serve_one(listen_fd, 50);
   }
   return false;
 }
