@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs gradwire from the build tree into a scratch prefix, builds examples/allreduce as an
-# outside project with find_package(gradwire), and runs it as a one-rank job.
+# outside project with find_package(gradwire), runs it as a one-rank job and checks that it links
+# no gRPC; then builds the hybrid example with the ps component.
 set -euo pipefail
 build_dir=$1
 source_dir=$2
@@ -15,8 +16,16 @@ out=$(RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$scratch/buil
 echo "$out"
 grep -q "rank 0 of 1: sum of ranks = 0" <<<"$out"
 
-# The parameter-server libraries and their dependencies (gRPC, protobuf, zlib, zstd) come with
-# the package: the hybrid example builds against the installed tree.
+# A DDP-only program (gradwire::gradwire: comm, ddp, launch, models) links no gRPC library
+# (protobuf it may: libtorch itself needs it).
+if ldd "$scratch/build/example-allreduce" | grep -i grpc; then
+  echo "example-allreduce, a DDP-only program, links the libraries above" >&2
+  exit 1
+fi
+echo "example-allreduce links no gRPC"
+
+# The parameter-server component (find_package(gradwire COMPONENTS ps): gradwire::ps with gRPC,
+# protobuf and zlib) comes with the package: the hybrid example builds against the installed tree.
 cmake -S "$source_dir/examples/hybrid_train" -B "$scratch/hybrid" \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$scratch/hybrid" -j 2 >/dev/null

@@ -1,9 +1,5 @@
 #include "checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +7,7 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 
 namespace fashion_mnist {
 namespace {
@@ -26,44 +23,6 @@ std::string step_dir_name(int64_t global_step) {
 }
 
 std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".pt"; }
-
-[[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw gradwire::Error("checkpoint: cannot " + what + " " + path + ": " + std::strerror(errno) +
-                        " (check free space and permissions of --checkpoint-dir)");
-}
-
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail("open", path);
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  if (synced != 0) fail("fsync", path);
-}
-
-// Writes `bytes` to `path` so that `path` holds either its old content or all of `bytes`: a
-// temporary file in the same directory, fsync, rename, fsync of the directory.
-void write_atomically(const std::string& path, const std::string& bytes) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", temporary);
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t now = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (now < 0 && errno == EINTR) continue;
-    if (now <= 0) {
-      ::close(fd);
-      fail("write", temporary);
-    }
-    written += static_cast<size_t>(now);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync", temporary);
-  }
-  ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) fail("rename into", path);
-  fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
-}
 
 // Step directories in `dir` by step, each with whether it is complete.
 std::vector<std::pair<int64_t, bool>> list_steps(const std::string& dir) {
@@ -132,13 +91,14 @@ void save_rank_checkpoint(const std::string& dir, const CheckpointState& state,
   archive.write("rng", rng_state());
   std::ostringstream bytes;
   archive.save_to(bytes);
-  write_atomically((step_dir / rank_file_name(state.rank)).string(), bytes.str());
+  gradwire::write_file_atomically((step_dir / rank_file_name(state.rank)).string(), bytes.str(),
+                                  "checkpoint");
 }
 
 void mark_checkpoint_complete(const std::string& dir, int64_t global_step, int world_size) {
   const fs::path step_dir = fs::path(dir) / step_dir_name(global_step);
-  write_atomically((step_dir / kCompleteMarker).string(),
-                   "world_size " + std::to_string(world_size) + "\n");
+  gradwire::write_file_atomically((step_dir / kCompleteMarker).string(),
+                                  "world_size " + std::to_string(world_size) + "\n", "checkpoint");
   // Keep this checkpoint and the newest complete one before it; remove the rest.
   bool kept_previous = false;
   const auto steps = list_steps(dir);

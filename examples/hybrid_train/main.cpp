@@ -15,7 +15,7 @@
 
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/gradwire.h"
-#include "gradwire/ps/ps.h"
+#include "gradwire/ps.h"
 
 namespace {
 

@@ -1,13 +1,12 @@
 #include "peer_table.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <sstream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/process.h"
 
 namespace gradwire {
 
@@ -28,19 +27,6 @@ PeerInfo self_peer() {
   gethostname(name, sizeof(name) - 1);
   return PeerInfo{name, static_cast<int>(getpid())};
 }
-
-namespace {
-bool process_gone(int pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  // A zombie still answers kill(); its state letter in /proc/PID/stat is 'Z'.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
-         line[close_paren + 2] == 'Z';
-}
-}  // namespace
 
 std::vector<int> PeerTable::dead_local_ranks(const std::vector<int>& world_ranks) const {
   const std::string my_host = self_peer().host;

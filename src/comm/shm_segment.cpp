@@ -1,7 +1,6 @@
 #include "shm_segment.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +9,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <stdexcept>
 
@@ -160,17 +158,5 @@ char* ShmSegment::slot(int rank, int parity) const {
 }
 
 void unlink_segment(const std::string& name) { shm_unlink(name.c_str()); }
-
-bool process_gone(int64_t pid) {
-  if (pid <= 0) return false;
-  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
-  // A zombie still answers kill(); its state letter in /proc/PID/stat is 'Z'.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
-         line[close_paren + 2] == 'Z';
-}
 
 }  // namespace gradwire::shm

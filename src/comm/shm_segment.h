@@ -111,7 +111,4 @@ class ShmSegment {
 // Removes the name (mappings stay valid). Missing names are not an error.
 void unlink_segment(const std::string& name);
 
-// True when `pid` runs no more on this host (gone, or a zombie waiting to be reaped).
-bool process_gone(int64_t pid);
-
 }  // namespace gradwire::shm

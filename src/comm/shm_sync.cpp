@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/process.h"
 #include "spin_wait.h"
 
 namespace gradwire::shm {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "byte_io.h"
+#include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {
@@ -19,10 +19,10 @@ std::string encode_image_record(uint8_t label, uint16_t rows, uint16_t cols,
   }
   std::string record;
   record.reserve(kImageRecordHeaderSize + pixels.size());
-  detail::put_le<uint8_t>(record, kImageRecordVersion);
-  detail::put_le<uint8_t>(record, label);
-  detail::put_le<uint16_t>(record, rows);
-  detail::put_le<uint16_t>(record, cols);
+  put_le<uint8_t>(record, kImageRecordVersion);
+  put_le<uint8_t>(record, label);
+  put_le<uint16_t>(record, rows);
+  put_le<uint16_t>(record, cols);
   record.append(pixels);
   return record;
 }
@@ -38,8 +38,8 @@ ImageRecord decode_image_record(std::string_view record) {
   }
   ImageRecord image;
   image.label = static_cast<uint8_t>(record[1]);
-  image.rows = detail::get_le<uint16_t>(record, 2);
-  image.cols = detail::get_le<uint16_t>(record, 4);
+  image.rows = get_le<uint16_t>(record, 2);
+  image.cols = get_le<uint16_t>(record, 4);
   image.pixels = record.substr(kImageRecordHeaderSize);
   if (image.pixels.size() != size_t{image.rows} * image.cols) {
     throw InvalidArgument("gradwire: image record says " + std::to_string(image.rows) + "x" +
@@ -70,7 +70,7 @@ IdxArray parse_idx(std::string bytes, const std::string& name) {
   IdxArray array;
   size_t elements = 1;
   for (size_t i = 0; i < rank; ++i) {
-    array.dims.push_back(detail::get_be32(bytes, 4 + 4 * i));
+    array.dims.push_back(get_be32(bytes, 4 + 4 * i));
     elements *= array.dims.back();
   }
   const size_t header = 4 + 4 * rank;

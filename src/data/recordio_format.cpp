@@ -6,14 +6,11 @@
 #include <cstring>
 #include <sstream>
 
-#include "byte_io.h"
 #include "crc32c.h"
+#include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {
-
-using detail::get_le;
-using detail::put_le;
 
 namespace {
 constexpr char kFileMagic[] = "GWRECIO";       // 7 bytes + version byte

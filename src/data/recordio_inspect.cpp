@@ -10,7 +10,7 @@ FileInspection inspect_record_file(const std::string& path, bool verify) {
   std::unique_ptr<RecordFileReader> reader;
   try {
     reader = std::make_unique<RecordFileReader>(path, RecordReaderOptions{/*skip_corrupt=*/true});
-  } catch (const CorruptDataError& e) {
+  } catch (const CorruptRecordsError& e) {
     inspection.damages.push_back(e.damage());  // not even the file header is right
     return inspection;
   }

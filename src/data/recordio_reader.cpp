@@ -25,11 +25,11 @@ std::string ChunkDamage::describe() const {
   return where;
 }
 
-CorruptDataError::CorruptDataError(ChunkDamage damage)
-    : Error("gradwire: damaged RecordIO data: " + damage.describe() +
-            ". Run `gradwire-recordio verify " + damage.file +
-            "` to list every damaged chunk, rewrite the file from its source, or enable "
-            "skip_corrupt (--skip-corrupt) to skip damaged chunks."),
+CorruptRecordsError::CorruptRecordsError(ChunkDamage damage)
+    : CorruptDataError("gradwire: damaged RecordIO data: " + damage.describe() +
+                       ". Run `gradwire-recordio verify " + damage.file +
+                       "` to list every damaged chunk, rewrite the file from its source, or enable "
+                       "skip_corrupt (--skip-corrupt) to skip damaged chunks."),
       damage_(std::move(damage)) {}
 
 void ReadStats::add_skipped(const ChunkDamage& damage) {
@@ -55,7 +55,7 @@ RecordFileReader::RecordFileReader(std::string path, RecordReaderOptions options
   if (options_.map_file) mapping_ = detail::MappedFile::map(fd_, file_size_);
   try {
     std::optional<ChunkDamage> damage = load_index();
-    if (damage && !options_.skip_corrupt) throw CorruptDataError(*damage);
+    if (damage && !options_.skip_corrupt) throw CorruptRecordsError(*damage);
     open_damage_ = std::move(damage);
   } catch (...) {
     ::close(fd_);
@@ -241,7 +241,7 @@ ChunkRead RecordFileReader::try_read_chunk(size_t chunk, ChunkBuffers& buffers) 
 
 DecodedChunk RecordFileReader::read_chunk(size_t chunk) const {
   ChunkRead read = try_read_chunk(chunk);
-  if (read.damage) throw CorruptDataError(*read.damage);
+  if (read.damage) throw CorruptRecordsError(*read.damage);
   return std::move(*read.chunk);
 }
 
@@ -261,7 +261,7 @@ std::optional<std::string_view> RecordFileReader::next_record() {
     if (current_) buffers_.recycled = std::move(*current_);
     ChunkRead read = try_read_chunk(next_chunk_++, buffers_);
     if (read.damage) {
-      if (!options_.skip_corrupt) throw CorruptDataError(*read.damage);
+      if (!options_.skip_corrupt) throw CorruptRecordsError(*read.damage);
       stats_.add_skipped(*read.damage);
       current_.reset();
       continue;

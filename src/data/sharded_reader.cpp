@@ -290,7 +290,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         Epoch::Item item;
         if (got.damage && !options_.skip_corrupt) {
           item.kind = Kind::kError;
-          item.error = std::make_exception_ptr(CorruptDataError(*got.damage));
+          item.error = std::make_exception_ptr(CorruptRecordsError(*got.damage));
         } else if (got.damage) {
           item.kind = Kind::kSkipped;
           item.damage = std::move(*got.damage);

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
-#include "unique_fd.h"
 
 namespace gradwire::launch {
 
@@ -30,7 +30,7 @@ int pick_free_port(const std::string& address) {
 
   std::string last_error = "no usable address";
   for (addrinfo* entry = addresses.get(); entry != nullptr; entry = entry->ai_next) {
-    detail::UniqueFd socket(
+    UniqueFd socket(
         ::socket(entry->ai_family, entry->ai_socktype | SOCK_CLOEXEC, entry->ai_protocol));
     if (!socket.valid() || ::bind(socket.get(), entry->ai_addr, entry->ai_addrlen) != 0) {
       last_error = std::strerror(errno);

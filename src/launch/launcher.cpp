@@ -16,18 +16,16 @@
 #include "core_binding.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "output_pump.h"
 #include "process.h"
 #include "server_group.h"
 #include "signal_forwarding.h"
 #include "supervisor.h"
-#include "unique_fd.h"
 #include "worker_env.h"
 
 namespace gradwire::launch {
 namespace {
-
-using detail::UniqueFd;
 
 // `chars` random hex digits from /dev/urandom.
 std::string random_hex(size_t chars) {
@@ -151,7 +149,7 @@ void announce_restart(const LaunchOptions& options, const RestartedAttempt& atte
   const std::string line = "gradwire-run: " + who + "; restarting the workers (restart " +
                            std::to_string(restart_count) + " of " +
                            std::to_string(options.max_restarts) + ")\n";
-  detail::write_fully(options.stderr_fd, line.data(), line.size());
+  write_fully(options.stderr_fd, line.data(), line.size());
 }
 
 }  // namespace
@@ -172,7 +170,7 @@ LaunchResult run_workers(const LaunchOptions& options) {
     detail::CoreBindingPlan binding = detail::plan_core_binding(allowed, options.nproc_per_node);
     if (binding.shared) {
       const std::string notice = detail::shared_cores_notice(allowed, options.nproc_per_node);
-      detail::write_fully(options.stderr_fd, notice.data(), notice.size());
+      write_fully(options.stderr_fd, notice.data(), notice.size());
     }
     context.bound_cpus = std::move(binding.worker_cpus);
   }

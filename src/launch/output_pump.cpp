@@ -20,25 +20,6 @@ struct OutputPump::Stream {
   std::string partial;  // bytes after the last newline seen
 };
 
-bool write_fully(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t written = ::write(fd, data, size);
-    if (written > 0) {
-      data += written;
-      size -= static_cast<size_t>(written);
-      continue;
-    }
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd writable{fd, POLLOUT, 0};
-      ::poll(&writable, 1, -1);
-      continue;
-    }
-    return false;
-  }
-  return true;
-}
-
 std::vector<UniqueFd> open_log_files(const std::string& log_dir,
                                      const std::vector<std::string>& names) {
   std::vector<UniqueFd> files(names.size());

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "unique_fd.h"
+#include "gradwire/common/files.h"
 
 namespace gradwire::launch::detail {
 
@@ -71,9 +71,5 @@ class OutputPump {
 // when `log_dir` is empty. Throws gradwire::Error naming the directory or file that failed.
 std::vector<UniqueFd> open_log_files(const std::string& log_dir,
                                      const std::vector<std::string>& names);
-
-// Writes all of `data` to `fd`, retrying on EINTR and waiting while a non-blocking fd is full.
-// Returns false when the fd fails (EPIPE, EBADF...).
-bool write_fully(int fd, const char* data, size_t size);
 
 }  // namespace gradwire::launch::detail

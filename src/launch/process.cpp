@@ -31,8 +31,6 @@ constexpr int kExecFailedExit = 127;
 // Reported for a worker reaped by someone else, whose status we cannot know.
 constexpr int kUnknownStatusExit = 255;
 
-std::string errno_text(int error_number) { return std::strerror(error_number); }
-
 // Pipes and /dev/null must not land on fds 0-2 (possible when the launcher runs with a closed
 // stdio): the child dup2()s them onto 0-2 and would clobber one with another.
 UniqueFd above_stdio(UniqueFd fd) {

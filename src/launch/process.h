@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "unique_fd.h"
+#include "gradwire/common/files.h"
 
 namespace gradwire::launch::detail {
 

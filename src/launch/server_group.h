@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
 #include "supervisor.h"
-#include "unique_fd.h"
 
 namespace gradwire::launch::detail {
 

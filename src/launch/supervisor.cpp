@@ -227,14 +227,20 @@ RestartedAttempt Supervisor::finish_attempt() {
   return attempt;
 }
 
-WorkerExit Supervisor::worker_exit(const Supervised& supervised) {
-  WorkerExit exit;
-  exit.rank = supervised.who.rank;
-  exit.local_rank = supervised.who.index;
+template <typename Exit>
+Exit Supervisor::exit_record(const Supervised& supervised) {
+  Exit exit;
   exit.pid = supervised.process.pid();
   exit.exit_code = supervised.exit->exit_code;
   exit.signal = supervised.exit->signal;
   exit.stopped_by_launcher = supervised.stopped_by_launcher;
+  return exit;
+}
+
+WorkerExit Supervisor::worker_exit(const Supervised& supervised) {
+  auto exit = exit_record<WorkerExit>(supervised);
+  exit.rank = supervised.who.rank;
+  exit.local_rank = supervised.who.index;
   return exit;
 }
 
@@ -283,13 +289,9 @@ LaunchResult Supervisor::collect() const {
       if (first_failure) result.first_failed_local_rank = static_cast<int>(result.workers.size());
       result.workers.push_back(exit);
     } else {
-      ServerExit exit;
+      auto exit = exit_record<ServerExit>(supervised);
       exit.index = supervised.who.index;
       exit.address = supervised.who.address;
-      exit.pid = supervised.process.pid();
-      exit.exit_code = supervised.exit->exit_code;
-      exit.signal = supervised.exit->signal;
-      exit.stopped_by_launcher = supervised.stopped_by_launcher;
       if (first_failure) result.first_failed_server = static_cast<int>(result.servers.size());
       result.servers.push_back(exit);
     }

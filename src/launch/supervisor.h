@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
 #include "output_pump.h"
 #include "process.h"
 #include "signal_forwarding.h"
-#include "unique_fd.h"
 
 namespace gradwire::launch::detail {
 
@@ -112,6 +112,9 @@ class Supervisor {
   void signal_workers(int signal);
   bool workers_reaped() const;
   bool stop_sent_to(const Supervised& supervised) const;
+  // The fields every exit record (WorkerExit, ServerExit) shares, filled from `supervised`.
+  template <typename Exit>
+  static Exit exit_record(const Supervised& supervised);
   static WorkerExit worker_exit(const Supervised& supervised);
   void step(Clock::time_point wake_by);
   int poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by) const;

@@ -84,5 +84,18 @@ TEST(RecordIoCli, ConvertsIdxFiles) {
             2);
 }
 
+TEST(RecordIoCli, ConvertCreatesTheDirectoriesOfItsOutputPrefix) {
+  testing::TempDir dir;
+  std::string images = {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2};
+  images.append(4, '\x10');
+  write_bytes(dir.file("images"), images);
+  write_bytes(dir.file("labels"), std::string{0, 0, 8, 1, 0, 0, 0, 1, 7});
+  const std::string prefix = dir.file("data") + "/fashion/test";
+  CliResult convert =
+      run_cli(dir, "convert " + dir.file("images") + " " + dir.file("labels") + " " + prefix);
+  ASSERT_EQ(convert.exit_code, 0) << convert.output;
+  EXPECT_EQ(RecordFileReader(prefix + "-00000-of-00001.gwrio").record_count(), 1u);
+}
+
 }  // namespace
 }  // namespace gradwire::data

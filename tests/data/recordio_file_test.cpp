@@ -27,14 +27,14 @@ std::vector<std::string> read_all(RecordFileReader& reader) {
   return records;
 }
 
-// Expects `fn` to throw CorruptDataError for `path`, chunk `chunk` at byte `offset`, with
+// Expects `fn` to throw CorruptRecordsError for `path`, chunk `chunk` at byte `offset`, with
 // `problem` in the message; returns the damage.
 template <typename Fn>
 ChunkDamage expect_damage(Fn fn, const std::string& path, std::optional<uint64_t> chunk,
                           uint64_t offset, const std::string& problem) {
   try {
     fn();
-  } catch (const CorruptDataError& e) {
+  } catch (const CorruptRecordsError& e) {
     const std::string message = e.what();
     EXPECT_EQ(e.damage().file, path);
     EXPECT_EQ(e.damage().chunk, chunk);
@@ -46,7 +46,7 @@ ChunkDamage expect_damage(Fn fn, const std::string& path, std::optional<uint64_t
     EXPECT_NE(message.find(problem), std::string::npos) << message;
     return e.damage();
   }
-  ADD_FAILURE() << "no CorruptDataError";
+  ADD_FAILURE() << "no CorruptRecordsError";
   return {};
 }
 

@@ -200,12 +200,12 @@ TEST(ShardedReader, DamagedChunkThrowsOnTheConsumerOrIsSkipped) {
   try {
     drain();
     ADD_FAILURE() << "no error";
-  } catch (const CorruptDataError& e) {
+  } catch (const CorruptRecordsError& e) {
     EXPECT_EQ(e.damage().file, files.paths[2]);
     EXPECT_EQ(e.damage().chunk, 4u);
     EXPECT_EQ(e.damage().byte_offset, offset);
   }
-  EXPECT_THROW(drain(), CorruptDataError) << "the same error again";
+  EXPECT_THROW(drain(), CorruptRecordsError) << "the same error again";
 
   auto options = options_for(0, 1, Partition::kStatic);
   options.skip_corrupt = true;

@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
 #include "launch/core_binding.h"
 #include "launch/process.h"
-#include "launch/unique_fd.h"
 #include "test_support.h"
 
 namespace gradwire::launch {
 namespace {
 
 using namespace std::chrono_literals;
-using detail::UniqueFd;
+using gradwire::UniqueFd;
 using testing::read_file;
 using testing::TempDir;
 using testing::WorkerCpus;

@@ -11,15 +11,15 @@
 #include <set>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
-#include "launch/unique_fd.h"
 #include "test_support.h"
 
 namespace gradwire::launch {
 namespace {
 
 using namespace std::chrono_literals;
-using detail::UniqueFd;
+using gradwire::UniqueFd;
 using testing::contains;
 using testing::read_file;
 using testing::split_lines;

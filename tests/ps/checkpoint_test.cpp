@@ -1,6 +1,6 @@
 // Checkpoint files: round trip, every flipped byte caught by the CRC, truncation named, layout
 // problems named with their byte offset, atomic writes, listing.
-#include "ps/checkpoint.h"
+#include "ps/core/checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

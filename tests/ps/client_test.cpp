@@ -7,7 +7,7 @@
 #include "client_test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/launch/launcher.h"
-#include "ps/initializer.h"
+#include "ps/core/initializer.h"
 
 namespace gradwire::ps {
 namespace {

@@ -8,10 +8,10 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/embedding_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/hybrid_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
-  LIBS gradwire_ps gradwire_ps_server gradwire_ddp gradwire_launch gradwire_test_support
+  LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_messages gradwire_rpc gradwire_ddp gradwire_launch gradwire_test_support
   LABELS ps)
 
 # The client's defaults from an injected environment (trainer rank and count from the launcher
 # detector); no server runs.
 gradwire_add_test(ps_client_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_env_test.cpp
-  LIBS gradwire_ps LABELS ps)
+  LIBS gradwire_ps_client LABELS ps)

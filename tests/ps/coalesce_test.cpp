@@ -1,5 +1,5 @@
 // Coalescing sparse rows: duplicates summed, ids unique and ascending.
-#include "ps/coalesce.h"
+#include "ps/core/coalesce.h"
 
 #include <gtest/gtest.h>
 

@@ -8,5 +8,5 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/sparse_optimizer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
-  LIBS gradwire_ps_core ZLIB::ZLIB
+  LIBS gradwire_ps_core_internal ZLIB::ZLIB
   LABELS ps)

@@ -10,7 +10,7 @@
 
 #include "client_test_support.h"
 #include "gradwire/ps/embedding.h"
-#include "ps/initializer.h"
+#include "ps/core/initializer.h"
 
 namespace gradwire::ps {
 namespace {

@@ -7,7 +7,7 @@
 #include "client_test_support.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ps/embedding.h"
-#include "ps/initializer.h"
+#include "ps/core/initializer.h"
 #include "support/rank_threads.h"
 
 namespace gradwire::ps {

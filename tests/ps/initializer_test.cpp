@@ -1,5 +1,5 @@
 // The seeded row initialiser: deterministic, per-row, with the right distributions.
-#include "ps/initializer.h"
+#include "ps/core/initializer.h"
 
 #include <gtest/gtest.h>
 

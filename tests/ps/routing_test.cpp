@@ -2,27 +2,30 @@
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
-#include "ps/id_routing.h"
+#include "ps/core/id_routing.h"
 
 namespace gradwire::ps {
 namespace {
 
 TEST(IdRouting, EveryIdGoesToItsOwnerAndPositionsReassemble) {
   const at::Tensor ids = at::tensor({7, 2, 9, 4, 0, 5}, at::kLong);
-  const std::vector<ServerShare> shares = route_ids(ids, 3);
-  at::Tensor back = at::full({6}, -1, at::kLong);
-  int64_t total = 0;
-  for (const ServerShare& share : shares) {
-    EXPECT_TRUE(share.ids.remainder(3).eq(share.server).all().item<bool>());
-    back.index_copy_(0, share.positions, share.ids);
-    total += share.ids.numel();
+  const std::vector<RoutedIds> shares = route_ids(ids, 3);
+  std::vector<int64_t> back(6, -1);
+  size_t total = 0;
+  for (const RoutedIds& share : shares) {
+    ASSERT_EQ(share.ids.size(), share.positions.size());
+    for (size_t i = 0; i < share.ids.size(); ++i) {
+      EXPECT_EQ(share.ids[i] % 3, share.server);
+      back[static_cast<size_t>(share.positions[i])] = share.ids[i];
+    }
+    total += share.ids.size();
   }
-  EXPECT_EQ(total, 6);
-  EXPECT_TRUE(back.equal(ids));
+  EXPECT_EQ(total, 6u);
+  EXPECT_EQ(back, (std::vector<int64_t>{7, 2, 9, 4, 0, 5}));
 }
 
 TEST(IdRouting, ServersWithoutIdsAreLeftOut) {
-  const std::vector<ServerShare> shares = route_ids(at::tensor({4, 8}, at::kLong), 4);
+  const std::vector<RoutedIds> shares = route_ids(at::tensor({4, 8}, at::kLong), 4);
   ASSERT_EQ(shares.size(), 1u);
   EXPECT_EQ(shares[0].server, 0);
 }

@@ -7,7 +7,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
-#include "ps/checkpoint.h"
+#include "ps/core/checkpoint.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
-#include "ps/server_listen.h"
-#include "ps/service.h"
-#include "ps/service_messages.h"
-#include "ps/table_registry.h"
+#include "ps/messages/service_messages.h"
+#include "ps/server/server_listen.h"
+#include "ps/server/service.h"
+#include "ps/server/table_registry.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {

@@ -1,6 +1,7 @@
 // gradwire-ps-server as a real process: the "listening on" line, calls with the token from a
 // file, SIGKILL and a restart that continues from the checkpoint with identical tables, SIGTERM
-// shutting down with a checkpoint, a missing token; and a TLS server in-process.
+// shutting down with a checkpoint, a missing token; in-process: the token's sources and a TLS
+// server.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,8 +11,9 @@
 
 #include "../launch/test_support.h"
 #include "../rpc/test_certificates.h"
+#include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
-#include "ps/checkpoint.h"
+#include "ps/core/checkpoint.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {
@@ -130,6 +132,30 @@ TEST_F(ServerProcessTest, WrongTokenIsRejectedAndMissingTokenIsAUsageError) {
   EXPECT_NE(read_file(dir_.file("err")).find("GRADWIRE_TOKEN"), std::string::npos)
       << read_file(dir_.file("err"));
   EXPECT_EQ(read_file(dir_.file("out")), "");
+}
+
+// ServerOptions resolves its token as ClientOptions does: the option, its file, the environment.
+TEST(ServerToken, ComesFromTheOptionTheTokenFileOrTheEnvironment) {
+  TempDir dir;
+  std::ofstream(dir.file("token")) << "from-file\n";
+  ServerOptions options = testing::test_server_options();
+  options.token.clear();
+  options.token_file = dir.file("token");
+  const auto from_file = start_server(options, EnvMap{{"GRADWIRE_TOKEN", "from-env"}});
+  EXPECT_TRUE(ServerClient(from_file->address(), "from-file").create(table_config()).ok());
+  EXPECT_EQ(ServerClient(from_file->address(), "from-env").create(table_config()).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  options.token_file.clear();
+  const auto from_env = start_server(options, EnvMap{{"GRADWIRE_JOB_TOKEN", "from-job"}});
+  EXPECT_TRUE(ServerClient(from_env->address(), "from-job").create(table_config()).ok());
+
+  try {
+    start_server(options, EnvMap{});
+    FAIL() << "a server without a token started";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("GRADWIRE_TOKEN"), std::string::npos) << error.what();
+  }
 }
 
 TEST(ServerTls, AClientTrustingTheCertificateTalksToATlsServer) {

@@ -7,8 +7,8 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
-#include "ps/service_messages.h"
-#include "ps/table_shard.h"
+#include "ps/core/table_shard.h"
+#include "ps/messages/service_messages.h"
 #include "rpc/wire.h"
 #include "server_test_support.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ps/service_messages.h"
+#include "ps/messages/service_messages.h"
 #include "rpc/wire.h"
 
 namespace gradwire::ps::testing {

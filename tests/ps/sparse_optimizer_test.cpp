@@ -1,6 +1,6 @@
 // Sparse optimizers: a dense table touched everywhere trains exactly like torch::optim; rows not
 // touched keep their weights and state; state round trips.
-#include "ps/sparse_optimizer.h"
+#include "ps/core/sparse_optimizer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

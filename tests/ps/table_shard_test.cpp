@@ -1,6 +1,6 @@
 // Table shards: content independent of the server count, input validation that leaves the table
 // unchanged, async pushes, the sync-step barrier (from threads too), snapshots.
-#include "ps/table_shard.h"
+#include "ps/core/table_shard.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

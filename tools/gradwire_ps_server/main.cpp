@@ -15,26 +15,18 @@
 #include <iostream>
 #include <string>
 
-#include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
-#include "rpc/auth.h"
 
 namespace {
 
 constexpr int kUsageError = 2;
 
-struct CommandLine {
-  gradwire::ps::ServerOptions options;
-  std::string token_file;
-};
-
-void add_options(CLI::App& app, CommandLine& line) {
-  auto& options = line.options;
+void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
   app.add_option("--listen", options.listen,
                  "HOST:PORT to listen on; port 0 picks a free one (printed when ready)")
       ->capture_default_str();
-  app.add_option("--token-file", line.token_file,
+  app.add_option("--token-file", options.token_file,
                  "File holding the job's token (default: GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN)");
   app.add_option("--checkpoint-dir", options.checkpoint_dir,
                  "Directory of checkpoint files: restored at start, written on request, every "
@@ -69,24 +61,19 @@ sigset_t block_stop_signals() {
 
 int run(int argc, char** argv) {
   CLI::App app{"gradwire-ps-server: a parameter server for gradwire trainers"};
-  CommandLine line;
-  add_options(app, line);
+  gradwire::ps::ServerOptions options;
+  add_options(app, options);
   try {
     app.parse(argc, argv);
-    line.options.token =
-        gradwire::rpc::load_token("", line.token_file, gradwire::EnvMap::from_process());
   } catch (const CLI::ParseError& error) {
     const int code = app.exit(error);
     return code == 0 ? 0 : kUsageError;
-  } catch (const gradwire::Error& error) {
-    std::cerr << "gradwire-ps-server: " << error.what() << "\n";
-    return kUsageError;
   }
 
   const sigset_t stop_signals = block_stop_signals();
   std::unique_ptr<gradwire::ps::Server> server;
   try {
-    server = gradwire::ps::start_server(line.options);
+    server = gradwire::ps::start_server(options);
   } catch (const gradwire::ConfigError& error) {
     std::cerr << "gradwire-ps-server: " << error.what() << "\n";
     return kUsageError;
@@ -99,8 +86,8 @@ int run(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "gradwire-ps-server: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
-            << ", shutting down"
-            << (line.options.checkpoint_dir.empty() ? "" : " after a checkpoint") << std::endl;
+            << ", shutting down" << (options.checkpoint_dir.empty() ? "" : " after a checkpoint")
+            << std::endl;
   server->shutdown();
   return 0;
 }

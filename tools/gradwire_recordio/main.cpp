@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "gradwire/data/idx_convert.h"
 #include "gradwire/data/recordio_inspect.h"
 
@@ -27,6 +28,8 @@ constexpr int kUsageError = 2;
 
 int run_convert(const std::string& images, const std::string& labels, const std::string& prefix,
                 const ConvertOptions& options) {
+  gradwire::prepare_output_file(prefix,
+                                "RecordIO output");  // creates data/fashion/ for data/fashion/test
   const ConvertSummary summary = convert_idx_to_recordio(images, labels, prefix, options);
   for (const RecordFileSummary& file : summary.files) {
     std::printf("wrote %s: %llu records in %llu chunks, %llu bytes\n", file.path.c_str(),

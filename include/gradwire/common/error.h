@@ -54,6 +54,14 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+// Stored data is damaged (a CRC mismatch, a truncated file, a header that contradicts itself):
+// a RecordIO file (data::CorruptRecordsError adds where) or a parameter-server checkpoint. The
+// message names the file and the byte where the damage was found.
+class CorruptDataError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An internal invariant was broken: a gradwire bug. Thrown by GRADWIRE_CHECK*.
 class InternalError : public Error {
  public:

@@ -3,7 +3,7 @@
 //
 // Damage (a bad CRC, a truncated file, an index that disagrees with the chunks) is described by a
 // ChunkDamage naming the file, the chunk and the byte offset. By default it is thrown as a
-// CorruptDataError; with RecordReaderOptions::skip_corrupt the damaged chunk is skipped and
+// CorruptRecordsError; with RecordReaderOptions::skip_corrupt the damaged chunk is skipped and
 // counted in stats(). try_read_chunk() returns damage as a value in either mode.
 //
 // Opening checks the format version (a file of another version is refused with
@@ -51,10 +51,11 @@ struct ChunkDamage {
   std::string describe() const;
 };
 
-// Thrown for damaged input when skipping is off.
-class CorruptDataError : public Error {
+// Thrown for damaged input when skipping is off: a gradwire::CorruptDataError whose damage()
+// names the file, chunk and byte offset.
+class CorruptRecordsError : public CorruptDataError {
  public:
-  explicit CorruptDataError(ChunkDamage damage);
+  explicit CorruptRecordsError(ChunkDamage damage);
   const ChunkDamage& damage() const { return damage_; }
 
  private:
@@ -121,7 +122,7 @@ class RecordFileReader {
   // memory; the call leaves buffers.recycled empty). An uncompressed body is read once into its
   // final place (no copy), or, when mapped(), not copied at all.
   ChunkRead try_read_chunk(size_t chunk, ChunkBuffers& buffers) const;
-  // Throws CorruptDataError on damage (whatever skip_corrupt says).
+  // Throws CorruptRecordsError on damage (whatever skip_corrupt says).
   DecodedChunk read_chunk(size_t chunk) const;
 
   // Sequential reading: the next record goes from chunk `chunk`, record 0.

@@ -88,7 +88,7 @@ struct ReaderPosition {
 class ShardedRecordReader {
  public:
   // Opens every file (reading its index). Throws InvalidArgument for bad options or files that
-  // cannot be opened, CorruptDataError for damaged files unless skip_corrupt.
+  // cannot be opened, CorruptRecordsError for damaged files unless skip_corrupt.
   ShardedRecordReader(std::vector<std::string> files, ShardedReaderOptions options);
   ~ShardedRecordReader();
   ShardedRecordReader(const ShardedRecordReader&) = delete;

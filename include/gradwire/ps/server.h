@@ -12,13 +12,18 @@
 #include <memory>
 #include <string>
 
+#include "gradwire/common/env.h"
+
 namespace gradwire::ps {
 
 struct ServerOptions {
   // HOST:PORT to listen on. Port 0 picks a free port (read it back with Server::address()).
   std::string listen = "127.0.0.1:0";
-  // The job's shared token; every call must carry it. Required: an empty token is a ConfigError.
+  // The job's shared token; every call must carry it. Empty: the content of token_file, else
+  // GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN (the rule the client follows); none of them is a
+  // ConfigError naming all four.
   std::string token;
+  std::string token_file;
   // Where tables are checkpointed and, at start, restored from. Empty: no checkpoints.
   std::string checkpoint_dir;
   // Also checkpoint a table after every this many applied steps (0: only on request).
@@ -48,8 +53,10 @@ class Server {
 };
 
 // Binds, restores tables found in checkpoint_dir, starts serving and returns. Throws ConfigError
-// for bad options (no token, unreadable TLS files, address in use) and Error for a checkpoint that
-// fails its CRC check (naming the file).
+// for bad options (no token, unreadable TLS files, address in use) and CorruptDataError for a
+// checkpoint that fails its checks (naming the file). The token defaults from this process's
+// environment, or from `env` in the second form.
 std::unique_ptr<Server> start_server(const ServerOptions& options);
+std::unique_ptr<Server> start_server(const ServerOptions& options, const EnvMap& env);
 
 }  // namespace gradwire::ps

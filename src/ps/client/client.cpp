@@ -1,0 +1,456 @@
+// The parameter-server client (include/gradwire/ps/client.h): one channel and stub per server,
+// calls to several servers in parallel on a completion queue the waiting thread polls
+// (client_queue.h), pushes kept in flight until flush() or step().
+#include "gradwire/ps/client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/launcher_env.h"
+#include "client_queue.h"
+#include "ps/core/coalesce.h"
+#include "ps/core/id_routing.h"
+#include "ps/messages/service_messages.h"
+#include "rpc/auth.h"
+#include "rpc/channel.h"
+#include "rpc/proto/ps.grpc.pb.h"
+#include "rpc/retry.h"
+#include "rpc/status.h"
+#include "rpc/wire.h"
+
+namespace gradwire::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using Stub = v1::ParameterServer::Stub;
+
+using LookupCall = QueuedCall<v1::LookupRequest, v1::LookupResponse>;
+using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
+using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
+using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
+using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
+
+// The stub's PrepareAsync<Method> for each call type.
+auto prepare_lookup(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::LookupRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncLookup(context, request, queue);
+  };
+}
+auto prepare_push(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::PushRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncPush(context, request, queue);
+  };
+}
+auto prepare_step(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::StepRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncStep(context, request, queue);
+  };
+}
+auto prepare_create(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::CreateTableRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncCreateTable(context, request, queue);
+  };
+}
+auto prepare_checkpoint(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::CheckpointRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncCheckpoint(context, request, queue);
+  };
+}
+
+// gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
+constexpr milliseconds kCompletionMargin{5000};
+
+std::vector<std::string> split_addresses(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string table_op(const char* verb, const std::string& table) {
+  return std::string(verb) + " of table '" + table + "'";
+}
+
+// Note [raw loops] (as in table_shard.cpp): a batch sends each server a few ids, so checking,
+// deduplicating and routing loop over the ids directly instead of running a few dozen small ATen
+// operations per call.
+
+bool strictly_increasing(const at::Tensor& ids) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 1; i < ids.numel(); ++i) {
+    if (data[i] <= data[i - 1]) return false;
+  }
+  return true;
+}
+
+at::Tensor view_of(std::vector<int64_t>& values) {
+  return at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kLong);
+}
+
+// Rows `positions` of the contiguous float matrix `rows` (n x dim), as a new tensor.
+at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions) {
+  const int64_t dim = rows.size(1);
+  at::Tensor out = at::empty({static_cast<int64_t>(positions.size()), dim}, at::kFloat);
+  const float* from = rows.data_ptr<float>();
+  float* to = out.data_ptr<float>();
+  for (size_t i = 0; i < positions.size(); ++i) {
+    std::memcpy(to + static_cast<int64_t>(i) * dim, from + positions[i] * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return out;
+}
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(const ClientOptions& options, const EnvMap& env) : options_(options) {
+    addresses_ = options.servers;
+    if (addresses_.empty()) {
+      addresses_ = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+    }
+    if (addresses_.empty()) {
+      throw ConfigError(
+          "gradwire: no parameter servers: ClientOptions::servers is empty and GRADWIRE_PS_ADDRS "
+          "is unset. Start the job with gradwire-run --servers S, or list the servers' "
+          "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
+    }
+    token_ = rpc::load_token(options.token, options.token_file, env);
+    trainer_rank_ = options.trainer_rank;
+    num_trainers_ = options.num_trainers;
+    if (trainer_rank_ < 0 || num_trainers_ < 0) {
+      // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
+      const LauncherRank launcher = launcher_rank(env);
+      if (trainer_rank_ < 0) trainer_rank_ = launcher.rank;
+      if (num_trainers_ < 0) num_trainers_ = launcher.world_size;
+    }
+    step_timeout_ = options.step_timeout;
+    if (step_timeout_.count() <= 0) {
+      const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
+      step_timeout_ = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
+    }
+    retry_.max_retries = options.max_retries;
+    retry_.initial_backoff = options.retry_backoff;
+    rpc::ChannelOptions channel;
+    channel.tls_root_cert_file = options.tls_root_cert_file;
+    channel.max_message_bytes = options.max_message_bytes;
+    for (const std::string& address : addresses_) {
+      stubs_.push_back(v1::ParameterServer::NewStub(rpc::make_channel(address, channel)));
+    }
+  }
+
+  ~ClientImpl() override {
+    // Pushes still in flight: their queues wait for them, so none outlives the stubs.
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
+    for (auto& queue : pushes) {
+      queue->wait_or_cancel(Clock::now() + options_.call_deadline + kCompletionMargin,
+                            kCompletionMargin);
+    }
+  }
+
+  int num_servers() const override { return static_cast<int>(addresses_.size()); }
+  const std::vector<std::string>& servers() const override { return addresses_; }
+  int trainer_rank() const override { return trainer_rank_; }
+  int num_trainers() const override { return num_trainers_; }
+
+  void create_table(const TableConfig& config) override {
+    validate(config);
+    std::vector<std::unique_ptr<CreateCall>> requests;
+    for (int server = 0; server < num_servers(); ++server) {
+      auto call = std::make_unique<CreateCall>();
+      *call->request.mutable_config() = to_message(config);
+      call->request.set_server_index(server);
+      call->request.set_num_servers(num_servers());
+      requests.push_back(std::move(call));
+    }
+    CallQueue<CreateCall> queue;
+    const std::vector<CreateCall*> calls =
+        run_idempotent(queue, std::move(requests), all_servers(), table_op("creation", config.name),
+                       [](Stub& stub) { return prepare_create(stub); });
+    // A sync table's servers step together, so they must agree. An async table's servers each
+    // count the pushes they applied, which differ by owner and by who pushed first: the client
+    // counts its own steps from 0.
+    const bool sync = config.mode == UpdateMode::kSync;
+    const int64_t step = sync ? calls.front()->response.step() : 0;
+    for (const auto& call : calls) {
+      if (sync && call->response.step() != step) {
+        throw BackendError("gradwire: the servers disagree on the step of table '" + config.name +
+                           "': " + std::to_string(step) + " on " + addresses_.front() + ", " +
+                           std::to_string(call->response.step()) + " on " + call->address +
+                           ". Were they restored from checkpoints of different steps? Restore "
+                           "all servers from the same checkpoint.");
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    tables_[config.name] = TableState{config, step};
+  }
+
+  const TableConfig& table(const std::string& name) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return find_table(name).config;
+  }
+
+  at::Tensor lookup(const std::string& name, const at::Tensor& ids) override {
+    const TableConfig config = table(name);
+    if (ids.dim() != 1) {
+      check_ids(ids, config.num_rows, "lookup of", name);
+      throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
+                            std::to_string(ids.dim()) + " dimensions");
+    }
+    const at::Tensor dense = ids.contiguous();
+    check_ids(dense, config.num_rows, "lookup of", name);
+    // RemoteEmbeddingBag passes unique sorted ids: no deduplication needed then.
+    const bool unique_already = strictly_increasing(dense);
+    const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
+    std::vector<RoutedIds> shares = route_ids(unique.ids.contiguous(), num_servers());
+    std::vector<std::unique_ptr<LookupCall>> requests;
+    std::vector<int> servers;
+    for (RoutedIds& share : shares) {
+      auto call = std::make_unique<LookupCall>();
+      call->request.set_table(name);
+      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
+      requests.push_back(std::move(call));
+      servers.push_back(share.server);
+    }
+    CallQueue<LookupCall> queue;
+    const std::vector<LookupCall*> calls =
+        run_idempotent(queue, std::move(requests), servers, table_op("lookup", name),
+                       [](Stub& stub) { return prepare_lookup(stub); });
+    at::Tensor rows = at::empty({unique.ids.numel(), config.dim}, at::kFloat);
+    float* to = rows.data_ptr<float>();
+    for (size_t i = 0; i < shares.size(); ++i) {
+      rpc::TensorExpectation expect;
+      expect.dtype = at::kFloat;
+      expect.rank = 2;
+      const at::Tensor got =
+          rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
+      const auto count = static_cast<int64_t>(shares[i].ids.size());
+      if (got.size(0) != count || got.size(1) != config.dim) {
+        throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
+                           " answered " + std::to_string(got.size(0)) + " x " +
+                           std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
+                           " ids of dim " + std::to_string(config.dim));
+      }
+      const float* from = got.data_ptr<float>();
+      for (int64_t r = 0; r < count; ++r) {
+        std::memcpy(to + shares[i].positions[static_cast<size_t>(r)] * config.dim,
+                    from + r * config.dim, static_cast<size_t>(config.dim) * sizeof(float));
+      }
+    }
+    return unique_already ? rows : rows.index_select(0, unique.inverse);
+  }
+
+  void push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) override {
+    int64_t step = 0;
+    TableConfig config;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const TableState& state = find_table(name);
+      config = state.config;
+      step = state.step;
+    }
+    if (ids.dim() != 1 || grads.dim() != 2 || grads.size(0) != ids.size(0) ||
+        grads.size(1) != config.dim || grads.scalar_type() != at::kFloat) {
+      check_ids(ids, config.num_rows, "push to", name);
+      throw InvalidArgument("gradwire: push to table '" + name + "': expected ids [n] and float " +
+                            "grads [n, " + std::to_string(config.dim) + "], got ids " +
+                            c10::str(ids.sizes()) + " and " + c10::toString(grads.scalar_type()) +
+                            " grads " + c10::str(grads.sizes()));
+    }
+    const at::Tensor dense_ids = ids.contiguous();
+    check_ids(dense_ids, config.num_rows, "push to", name);
+    // RemoteEmbeddingBag's hook pushes unique sorted ids: nothing to sum then.
+    const SparseRows rows = strictly_increasing(dense_ids)
+                                ? SparseRows{dense_ids, grads.contiguous()}
+                                : coalesce(dense_ids, grads.contiguous());
+    auto queue = std::make_unique<CallQueue<PushCall>>();
+    for (RoutedIds& share : route_ids(rows.ids, num_servers())) {
+      auto call = std::make_unique<PushCall>();
+      call->address = addresses_[share.server];
+      call->request.set_table(name);
+      call->request.set_trainer(trainer_rank_);
+      call->request.set_step(step);
+      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
+      rpc::encode_tensor(gather_rows(rows.values, share.positions), call->request.mutable_grads(),
+                         "push.grads");
+      rpc::prepare_context(call->context, token_,
+                           std::chrono::system_clock::now() + options_.call_deadline);
+      queue->start(std::move(call), prepare_push(*stubs_[share.server]));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    pushes_.push_back(std::move(queue));
+  }
+
+  void flush() override {
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
+    const Clock::time_point limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+    for (auto& queue : pushes) queue->wait_or_cancel(limit, kCompletionMargin);
+    for (auto& queue : pushes) throw_first_failure(*queue, "push");
+  }
+
+  void step() override {
+    flush();
+    std::vector<std::pair<std::string, TableState>> tables;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tables.assign(tables_.begin(), tables_.end());
+    }
+    for (const auto& [name, state] : tables) {
+      if (state.config.mode == UpdateMode::kSync) {
+        CallQueue<StepCall> queue;
+        for (int server = 0; server < num_servers(); ++server) {
+          auto call = std::make_unique<StepCall>();
+          call->address = addresses_[server];
+          call->request.set_table(name);
+          call->request.set_trainer(trainer_rank_);
+          call->request.set_step(state.step);
+          rpc::prepare_context(call->context, token_,
+                               std::chrono::system_clock::now() + step_timeout_);
+          queue.start(std::move(call), prepare_step(*stubs_[server]));
+        }
+        queue.wait_or_cancel(Clock::now() + step_timeout_ + kCompletionMargin, kCompletionMargin);
+        throw_first_failure(queue,
+                            "step " + std::to_string(state.step) + " of table '" + name + "'");
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      tables_[name].step = state.step + 1;
+    }
+  }
+
+  int64_t step_count(const std::string& name) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return find_table(name).step;
+  }
+
+  void checkpoint() override {
+    std::vector<std::unique_ptr<CheckpointCall>> requests;
+    for (int server = 0; server < num_servers(); ++server) {
+      requests.push_back(std::make_unique<CheckpointCall>());
+    }
+    CallQueue<CheckpointCall> queue;
+    run_idempotent(queue, std::move(requests), all_servers(), "checkpoint",
+                   [](Stub& stub) { return prepare_checkpoint(stub); });
+  }
+
+ private:
+  struct TableState {
+    TableConfig config;
+    int64_t step = 0;
+  };
+
+  const TableState& find_table(const std::string& name) const {
+    auto found = tables_.find(name);
+    if (found == tables_.end()) {
+      throw InvalidArgument("gradwire: table '" + name +
+                            "' is unknown to this client; call create_table (or construct the "
+                            "RemoteEmbeddingBag) first");
+    }
+    return found->second;
+  }
+
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> take_pushes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes;
+    pushes.swap(pushes_);
+    return pushes;
+  }
+
+  std::vector<int> all_servers() const {
+    std::vector<int> servers;
+    for (int server = 0; server < num_servers(); ++server) servers.push_back(server);
+    return servers;
+  }
+
+  // Throws the first failed call of a finished queue as a gradwire error naming its server.
+  template <typename Call>
+  static void throw_first_failure(const CallQueue<Call>& queue, const std::string& operation) {
+    for (const auto& call : queue.calls()) {
+      if (!call->status.ok()) {
+        rpc::throw_rpc_error(call->status, operation, call->address, call->waited());
+      }
+    }
+  }
+
+  // One call per entry of `servers` (requests[i] to servers[i]) on `queue`, in parallel; those
+  // that fail with UNAVAILABLE are retried with backoff on the calling thread until the deadline.
+  // Returns the calls that succeeded, in request order (a retry replaces its first try). Throws
+  // the first error. `prepare(stub)` gives the method's PrepareAsync function.
+  template <typename Call, typename Prepare>
+  std::vector<Call*> run_idempotent(CallQueue<Call>& queue,
+                                    std::vector<std::unique_ptr<Call>> requests,
+                                    const std::vector<int>& servers, const std::string& operation,
+                                    Prepare prepare) {
+    const Clock::time_point started = Clock::now();
+    const Clock::time_point deadline = started + options_.call_deadline;
+    const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
+    std::vector<Call*> calls;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i]->address = addresses_[servers[i]];
+      rpc::prepare_context(requests[i]->context, token_, system_deadline);
+      calls.push_back(&queue.start(std::move(requests[i]), prepare(*stubs_[servers[i]])));
+    }
+    queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      int retries = 0;
+      while (!calls[i]->status.ok()) {
+        const Call& failed = *calls[i];
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+        const std::optional<milliseconds> delay =
+            rpc::next_retry_delay(failed.status.error_code(), retries, retry_, left);
+        if (!delay) {
+          rpc::throw_rpc_error(failed.status, operation, failed.address,
+                               std::chrono::duration_cast<milliseconds>(Clock::now() - started));
+        }
+        std::this_thread::sleep_for(*delay);
+        ++retries;
+        // A fresh call with the same request (a context serves one call only).
+        auto again = std::make_unique<Call>();
+        again->request = failed.request;
+        again->address = failed.address;
+        rpc::prepare_context(again->context, token_, system_deadline);
+        calls[i] = &queue.start(std::move(again), prepare(*stubs_[servers[i]]));
+        queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
+      }
+    }
+    return calls;
+  }
+
+  ClientOptions options_;
+  std::vector<std::string> addresses_;
+  std::string token_;
+  int trainer_rank_ = 0;
+  int num_trainers_ = 1;
+  milliseconds step_timeout_{0};
+  rpc::RetryPolicy retry_;
+  std::vector<std::unique_ptr<Stub>> stubs_;
+
+  mutable std::mutex mutex_;  // guards tables_ and pushes_
+  std::map<std::string, TableState> tables_;
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
+};
+
+}  // namespace
+
+std::shared_ptr<Client> connect(const ClientOptions& options) {
+  return connect(options, EnvMap::from_process());
+}
+
+std::shared_ptr<Client> connect(const ClientOptions& options, const EnvMap& env) {
+  return std::make_shared<ClientImpl>(options, env);
+}
+
+}  // namespace gradwire::ps

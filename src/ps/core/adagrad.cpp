@@ -1,0 +1,47 @@
+// Sparse Adagrad (sparse_optimizer.h): PyTorch's Adagrad (lr_decay 0, initial accumulator 0, no
+// weight decay) on the rows touched.
+#include <ATen/ATen.h>
+
+#include "ps/core/sparse_optimizers.h"
+
+namespace gradwire::ps {
+namespace {
+
+class SparseAdagrad : public SparseOptimizer {
+ public:
+  SparseAdagrad(const OptimizerConfig& config, int64_t rows, int64_t dim)
+      : lr_(config.lr), eps_(config.eps), state_(adagrad_state_names(config), rows, dim) {}
+
+  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+             int64_t /*step*/) override {
+    check_apply_arguments(weights, rows, grads);
+    at::NoGradGuard no_grad;
+    at::Tensor& sum = state_.get(0);
+    at::Tensor sum_rows = sum.index_select(0, rows);
+    sum_rows.addcmul_(grads, grads, 1.0);
+    sum.index_copy_(0, rows, sum_rows);
+    const at::Tensor std = sum_rows.sqrt().add_(eps_);
+    at::Tensor weight_rows = weights.index_select(0, rows);
+    weight_rows.addcdiv_(grads, std, -lr_);
+    weights.index_copy_(0, rows, weight_rows);
+  }
+
+  OptimizerState state() const override { return state_.all(); }
+  void load_state(const OptimizerState& state) override { state_.load(state, "adagrad"); }
+
+ private:
+  const double lr_;
+  const double eps_;
+  StateTensors state_;
+};
+
+}  // namespace
+
+std::vector<std::string> adagrad_state_names(const OptimizerConfig& /*config*/) { return {"sum"}; }
+
+std::unique_ptr<SparseOptimizer> make_adagrad(const OptimizerConfig& config, int64_t rows,
+                                              int64_t dim) {
+  return std::make_unique<SparseAdagrad>(config, rows, dim);
+}
+
+}  // namespace gradwire::ps

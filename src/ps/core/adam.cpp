@@ -1,0 +1,66 @@
+// Sparse Adam (sparse_optimizer.h): PyTorch's Adam (no amsgrad, no weight decay) on the rows
+// touched, its bias corrections taken at the table's update count (SparseAdam's semantics).
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "gradwire/common/error.h"
+#include "ps/core/sparse_optimizers.h"
+
+namespace gradwire::ps {
+namespace {
+
+class SparseAdam : public SparseOptimizer {
+ public:
+  SparseAdam(const OptimizerConfig& config, int64_t rows, int64_t dim)
+      : lr_(config.lr),
+        beta1_(config.beta1),
+        beta2_(config.beta2),
+        eps_(config.eps),
+        state_(adam_state_names(config), rows, dim) {}
+
+  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+             int64_t step) override {
+    check_apply_arguments(weights, rows, grads);
+    GRADWIRE_CHECK_GE(step, 1);
+    at::NoGradGuard no_grad;
+    const double bias_correction1 = 1 - std::pow(beta1_, static_cast<double>(step));
+    const double bias_correction2 = 1 - std::pow(beta2_, static_cast<double>(step));
+    at::Tensor& exp_avg = state_.get(0);
+    at::Tensor& exp_avg_sq = state_.get(1);
+    at::Tensor avg_rows = exp_avg.index_select(0, rows);
+    at::Tensor avg_sq_rows = exp_avg_sq.index_select(0, rows);
+    avg_rows.mul_(beta1_).add_(grads, 1 - beta1_);
+    avg_sq_rows.mul_(beta2_).addcmul_(grads, grads, 1 - beta2_);
+    exp_avg.index_copy_(0, rows, avg_rows);
+    exp_avg_sq.index_copy_(0, rows, avg_sq_rows);
+    const at::Tensor denom = (avg_sq_rows.sqrt() / std::sqrt(bias_correction2)).add_(eps_);
+    const double step_size = lr_ / bias_correction1;
+    at::Tensor weight_rows = weights.index_select(0, rows);
+    weight_rows.addcdiv_(avg_rows, denom, -step_size);
+    weights.index_copy_(0, rows, weight_rows);
+  }
+
+  OptimizerState state() const override { return state_.all(); }
+  void load_state(const OptimizerState& state) override { state_.load(state, "adam"); }
+
+ private:
+  const double lr_;
+  const double beta1_;
+  const double beta2_;
+  const double eps_;
+  StateTensors state_;
+};
+
+}  // namespace
+
+std::vector<std::string> adam_state_names(const OptimizerConfig& /*config*/) {
+  return {"exp_avg", "exp_avg_sq"};
+}
+
+std::unique_ptr<SparseOptimizer> make_adam(const OptimizerConfig& config, int64_t rows,
+                                           int64_t dim) {
+  return std::make_unique<SparseAdam>(config, rows, dim);
+}
+
+}  // namespace gradwire::ps

@@ -1,0 +1,293 @@
+// One server's shard of one table (table_shard.h).
+#include "ps/core/table_shard.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "ps/core/initializer.h"
+
+namespace gradwire::ps {
+namespace {
+
+std::string table_prefix(const TableConfig& config) {
+  return "gradwire: table '" + config.name + "'";
+}
+
+void check_position(const TableConfig& config, int server_index, int num_servers) {
+  if (num_servers < 1 || server_index < 0 || server_index >= num_servers) {
+    throw InvalidArgument(table_prefix(config) + ": server_index " + std::to_string(server_index) +
+                          " of num_servers " + std::to_string(num_servers) +
+                          " names no server; need 0 <= server_index < num_servers");
+  }
+}
+
+// Note [raw loops]: requests carry a few ids and rows each (a batch's share of one server), so
+// per-call cost is dominated by fixed overheads; the checks, the row gathers and the coalescing
+// below loop over the data directly instead of dispatching a dozen small ATen operations.
+
+// Position of the first id that is negative, >= num_rows or not owned by `server_index`; -1 if
+// none. `ids` is contiguous int64.
+int64_t first_bad_id(const at::Tensor& ids, int64_t num_rows, int server_index, int num_servers) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  const int64_t count = ids.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = data[i];
+    if (id < 0 || id >= num_rows || id % num_servers != server_index) return i;
+  }
+  return -1;
+}
+
+// True when the ids are strictly increasing (so unique): pushes from the client arrive coalesced
+// and sorted, and need no coalescing here.
+bool strictly_increasing(const at::Tensor& ids) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 1; i < ids.numel(); ++i) {
+    if (data[i] <= data[i - 1]) return false;
+  }
+  return true;
+}
+
+bool all_finite(const at::Tensor& values) {
+  const float* data = values.data_ptr<float>();
+  const int64_t count = values.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TableShard::TableShard(TableConfig config, int server_index, int num_servers, RestoreTag)
+    : config_((validate(config), check_position(config, server_index, num_servers), config)),
+      server_index_(server_index),
+      num_servers_(num_servers),
+      rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),
+      finished_trainers_(config_.num_trainers, false) {}
+
+TableShard::TableShard(TableConfig config, int server_index, int num_servers)
+    : TableShard(std::move(config), server_index, num_servers, RestoreTag{}) {
+  // Global ids of the local rows: server_index, server_index + S, ...
+  const at::Tensor ids =
+      at::arange(0, rows_here_, at::kLong).mul_(num_servers_).add_(server_index_);
+  weights_ = initial_rows(config_.initializer, ids, config_.dim);
+  optimizer_ = make_sparse_optimizer(config_.optimizer, rows_here_, config_.dim);
+}
+
+std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot) {
+  std::unique_ptr<TableShard> shard(
+      new TableShard(snapshot.config, snapshot.server_index, snapshot.num_servers, RestoreTag{}));
+  const at::Tensor& weights = snapshot.weights;
+  if (!weights.defined() || weights.scalar_type() != at::kFloat || weights.dim() != 2 ||
+      weights.size(0) != shard->rows_here_ || weights.size(1) != shard->config_.dim) {
+    throw InvalidArgument(
+        table_prefix(shard->config_) + ": a snapshot of shard " +
+        std::to_string(shard->server_index_) + " of " + std::to_string(shard->num_servers_) +
+        " needs weights of float32 [" + std::to_string(shard->rows_here_) + ", " +
+        std::to_string(shard->config_.dim) + "], got " +
+        (weights.defined() ? std::string(weights.toString()) + " " + c10::str(weights.sizes())
+                           : std::string("none")));
+  }
+  if (snapshot.step < 0) {
+    throw InvalidArgument(table_prefix(shard->config_) + ": a snapshot's step is " +
+                          std::to_string(snapshot.step) + "; need >= 0");
+  }
+  shard->optimizer_ =
+      make_sparse_optimizer(shard->config_.optimizer, shard->rows_here_, shard->config_.dim);
+  shard->optimizer_->load_state(snapshot.optimizer_state);
+  shard->weights_ = weights.contiguous();
+  shard->step_ = snapshot.step;
+  return shard;
+}
+
+int64_t TableShard::step() const {
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  return step_;
+}
+
+void TableShard::check_ids(const at::Tensor& ids, const char* what) const {
+  if (!ids.defined() || ids.scalar_type() != at::kLong || ids.dim() != 1 ||
+      !ids.device().is_cpu()) {
+    throw InvalidArgument(table_prefix(config_) + ": " + what +
+                          " ids must be an int64 1-D CPU tensor, got " +
+                          (ids.defined() ? std::string(ids.toString()) + " " + c10::str(ids.sizes())
+                                         : std::string("none")));
+  }
+  if (ids.numel() == 0) return;
+  const at::Tensor dense = ids.contiguous();
+  const int64_t position = first_bad_id(dense, config_.num_rows, server_index_, num_servers_);
+  if (position < 0) return;
+  const int64_t id = dense.data_ptr<int64_t>()[position];
+  std::string problem;
+  if (id < 0) {
+    problem = "is negative";
+  } else if (id >= config_.num_rows) {
+    problem = "is out of range: the table has " + std::to_string(config_.num_rows) +
+              " rows (ids 0.." + std::to_string(config_.num_rows - 1) + ")";
+  } else {
+    problem = "belongs to server " + std::to_string(owner_of(id, num_servers_)) + " of " +
+              std::to_string(num_servers_) + ", not to this server " +
+              std::to_string(server_index_) + " (rows are sharded by id % num_servers)";
+  }
+  throw InvalidArgument(table_prefix(config_) + ": " + what + " id " + std::to_string(id) + " " +
+                        problem + "; it is at position " + std::to_string(position) +
+                        " of the request, and nothing was changed");
+}
+
+void TableShard::check_trainer(int trainer, const char* operation) const {
+  if (trainer < 0 || trainer >= config_.num_trainers) {
+    throw InvalidArgument(table_prefix(config_) + ": " + operation + " from trainer " +
+                          std::to_string(trainer) + ", but the table has " +
+                          std::to_string(config_.num_trainers) + " trainer(s) (0.." +
+                          std::to_string(config_.num_trainers - 1) + ")");
+  }
+}
+
+at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
+  if (num_servers_ == 1) return ids;
+  const at::Tensor dense = ids.contiguous();
+  at::Tensor rows = at::empty_like(dense);
+  const int64_t* from = dense.data_ptr<int64_t>();
+  int64_t* to = rows.data_ptr<int64_t>();
+  for (int64_t i = 0; i < dense.numel(); ++i) to[i] = from[i] / num_servers_;  // ids are >= 0
+  return rows;
+}
+
+at::Tensor TableShard::lookup(const at::Tensor& ids) const {
+  check_ids(ids, "lookup");
+  const at::Tensor dense = ids.contiguous();
+  const int64_t count = dense.numel();
+  const int64_t dim = config_.dim;
+  at::Tensor out = at::empty({count, dim}, at::kFloat);
+  const int64_t* id = dense.data_ptr<int64_t>();
+  float* to = out.data_ptr<float>();
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  GRADWIRE_CHECK(weights_.is_contiguous());
+  const float* rows = weights_.data_ptr<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + i * dim, rows + (id[i] / num_servers_) * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return out;
+}
+
+void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads) {
+  check_trainer(trainer, "push");
+  check_ids(ids, "push");
+  if (!grads.defined() || grads.scalar_type() != at::kFloat || grads.dim() != 2 ||
+      grads.size(0) != ids.size(0) || grads.size(1) != config_.dim || !grads.device().is_cpu()) {
+    throw InvalidArgument(table_prefix(config_) + ": push grads must be float32 [" +
+                          std::to_string(ids.size(0)) + ", " + std::to_string(config_.dim) +
+                          "] on the CPU for " + std::to_string(ids.size(0)) + " ids, got " +
+                          (grads.defined()
+                               ? std::string(grads.toString()) + " " + c10::str(grads.sizes())
+                               : std::string("none")) +
+                          "; nothing was changed");
+  }
+  const at::Tensor dense_grads = grads.contiguous();
+  if (grads.numel() > 0 && !all_finite(dense_grads)) {
+    throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
+                          " has gradients that are not finite (NaN or infinity); nothing was "
+                          "changed. Check the trainer's loss.");
+  }
+  const at::Tensor dense_ids = ids.contiguous();
+  // Sorted unique ids (what the client sends) need no coalescing. Async applies them at once and
+  // keeps nothing; sync keeps copies.
+  const bool coalesced = strictly_increasing(dense_ids);
+  const bool keep = config_.mode == UpdateMode::kSync;
+  SparseRows rows = !coalesced ? coalesce(dense_ids, dense_grads)
+                    : keep     ? SparseRows{dense_ids.clone(), dense_grads.clone()}
+                               : SparseRows{dense_ids, dense_grads};
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) {
+    apply_locked(std::move(rows));
+    return;
+  }
+  if (step != step_) {
+    throw InvalidArgument(table_prefix(config_) + ": push for step " + std::to_string(step) +
+                          " from trainer " + std::to_string(trainer) +
+                          ", but the table is at step " + std::to_string(step_) +
+                          "; push only for the current step");
+  }
+  if (finished_trainers_[trainer]) {
+    throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                          " pushed for step " + std::to_string(step) +
+                          " after finishing it; push before finish_step");
+  }
+  if (rows.ids.numel() > 0) pending_.push_back(std::move(rows));
+}
+
+void TableShard::apply_locked(SparseRows rows) {
+  if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
+    rows.values = rows.values.div(config_.num_trainers);  // may be the caller's tensor
+  }
+  const int64_t update = step_ + 1;
+  if (rows.ids.numel() > 0) {
+    optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
+  }
+  step_ = update;
+}
+
+void TableShard::reduce_and_apply_locked() {
+  SparseRows reduced{at::empty({0}, at::kLong), at::empty({0, config_.dim}, at::kFloat)};
+  if (pending_.size() == 1) {
+    reduced = std::move(pending_.front());
+  } else if (pending_.size() > 1) {
+    std::vector<at::Tensor> ids;
+    std::vector<at::Tensor> values;
+    for (const SparseRows& rows : pending_) {
+      ids.push_back(rows.ids);
+      values.push_back(rows.values);
+    }
+    reduced = coalesce(at::cat(ids), at::cat(values));
+  }
+  pending_.clear();
+  apply_locked(std::move(reduced));
+  finished_trainers_.assign(finished_trainers_.size(), false);
+}
+
+StepOutcome TableShard::finish_step(int trainer, int64_t step,
+                                    std::chrono::steady_clock::time_point deadline) {
+  check_trainer(trainer, "finish_step");
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync || step < step_) return StepOutcome{true, step_, {}};
+  if (step > step_) {
+    throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                          " finished step " + std::to_string(step) + ", but the table is at step " +
+                          std::to_string(step_) + "; finish the steps in order");
+  }
+  finished_trainers_[trainer] = true;
+  bool all_finished = true;
+  for (bool finished : finished_trainers_) all_finished = all_finished && finished;
+  if (all_finished) {
+    reduce_and_apply_locked();
+    step_applied_.notify_all();
+    return StepOutcome{true, step_, {}};
+  }
+  const bool applied = step_applied_.wait_until(lock, deadline, [&] { return step_ > step; });
+  if (applied) return StepOutcome{true, step_, {}};
+  StepOutcome outcome{false, step_, {}};
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
+  }
+  return outcome;
+}
+
+ShardSnapshot TableShard::snapshot() const {
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  ShardSnapshot snapshot;
+  snapshot.config = config_;
+  snapshot.server_index = server_index_;
+  snapshot.num_servers = num_servers_;
+  snapshot.step = step_;
+  snapshot.weights = weights_.clone();
+  for (const auto& [name, tensor] : optimizer_->state()) {
+    snapshot.optimizer_state.emplace_back(name, tensor.clone());
+  }
+  return snapshot;
+}
+
+}  // namespace gradwire::ps

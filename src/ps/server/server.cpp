@@ -1,0 +1,167 @@
+// start_server and the Server handle: binding, TLS, limits, handler threads, restoring
+// checkpoints at start and writing them at shutdown (docs/ps.md "Server", "Threads and locks").
+#include "gradwire/ps/server.h"
+
+#include <ATen/Parallel.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <condition_variable>
+#include <iostream>
+#include <limits>
+#include <mutex>
+
+#include "gradwire/common/error.h"
+#include "ps/server/server_checkpoints.h"
+#include "ps/server/server_listen.h"
+#include "ps/server/service.h"
+#include "ps/server/table_registry.h"
+#include "rpc/auth.h"
+#include "rpc/channel.h"
+#include "rpc/tls.h"
+
+namespace gradwire::ps {
+namespace {
+
+// HTTP/2 streams (calls) one connection may have open at once.
+constexpr int kMaxStreamsPerConnection = 256;
+
+int clamp_to_int(int64_t value) {
+  return static_cast<int>(std::min<int64_t>(value, std::numeric_limits<int>::max()));
+}
+
+void check_options(const ServerOptions& options) {
+  if (options.token.empty()) {
+    throw ConfigError(
+        "gradwire: the parameter server needs the job's token (ServerOptions::token); pass "
+        "--token-file or set GRADWIRE_TOKEN so that only the job's trainers can call it");
+  }
+  if (options.threads < 1) {
+    throw ConfigError("gradwire: the parameter server needs at least 1 handler thread, got " +
+                      std::to_string(options.threads) + " (--threads)");
+  }
+  if (options.max_message_bytes < 1024) {
+    throw ConfigError("gradwire: max_message_bytes " + std::to_string(options.max_message_bytes) +
+                      " is too small for any call; use at least 1024 (--max-message-bytes)");
+  }
+  if (options.checkpoint_every_steps < 0) {
+    throw ConfigError("gradwire: checkpoint_every_steps must be >= 0, got " +
+                      std::to_string(options.checkpoint_every_steps));
+  }
+}
+
+// Idle handler threads a server keeps (Note [idle pollers]).
+constexpr int kIdlePollers = 16;
+
+class ServerImpl final : public Server {
+ public:
+  explicit ServerImpl(const ServerOptions& options)
+      : options_(options),
+        listen_(parse_listen_address(options.listen)),
+        checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps) {
+    tables_.add_restored(checkpoints_.read_all());
+    at::set_num_threads(options.threads);
+    service_ = std::make_unique<ParameterServerService>(
+        options.token, ServiceLimits{options.max_message_bytes, options.max_table_bytes}, tables_,
+        checkpoints_);
+
+    rpc::disable_abseil_deadlock_detection();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(
+        options.listen, rpc::make_server_credentials(options.tls_cert_file, options.tls_key_file),
+        &port);
+    builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(clamp_to_int(options.max_message_bytes));
+    builder.SetMaxSendMessageSize(clamp_to_int(options.max_message_bytes));
+    // Note [handler threads]: no thread quota. gRPC's sync server refuses a call ("Server
+    // Threadpool Exhausted") rather than queue it when a quota is reached, and sync Step calls
+    // hold their thread until every trainer arrived. Threads follow the calls in flight, which the
+    // clients bound (per trainer and table: one lookup, one step's pushes, one step); streams per
+    // connection are capped so no single peer can open more.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
+    // Without this gRPC sets SO_REUSEPORT, and a second server could bind a port in use.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+    // Note [idle pollers]: a poller that takes a call is replaced at once when fewer than
+    // MIN_POLLERS remain, and a poller above MAX_POLLERS exits when its call ends. With several
+    // trainers calling at once a cap of 2 made the server create and end a thread for most calls;
+    // idle pollers cost nothing but a sleeping thread, so up to kIdlePollers stay.
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kIdlePollers);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port <= 0) {
+      const bool tls = !options.tls_cert_file.empty();
+      throw ConfigError("gradwire: the parameter server cannot listen on " + options.listen +
+                        (tls ? " with TLS (the address is in use or not of this host, or the "
+                               "certificate '" +
+                                   options.tls_cert_file + "' and key '" + options.tls_key_file +
+                                   "' are not a valid PEM pair)"
+                             : " (the address is in use or not of this host)") +
+                        ". Pick another --listen HOST:PORT (port 0 picks a free one)" +
+                        (tls ? " or check the TLS files." : "."));
+    }
+    address_ = listen_.with_port(port);
+  }
+
+  ~ServerImpl() override { shutdown(std::chrono::milliseconds(2000)); }
+
+  std::string address() const override { return address_; }
+
+  void shutdown(std::chrono::milliseconds grace) override {
+    {
+      const std::lock_guard<std::mutex> lock(state_mutex_);
+      if (shutting_down_) return;
+      shutting_down_ = true;
+    }
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    // No call runs any more: the files hold the final state.
+    if (checkpoints_.enabled()) {
+      try {
+        checkpoints_.write_all(tables_.all());
+      } catch (const std::exception& error) {
+        std::cerr << "gradwire-ps-server: checkpoint at shutdown failed: " << error.what()
+                  << std::endl;
+      }
+    }
+    {
+      const std::lock_guard<std::mutex> lock(state_mutex_);
+      stopped_ = true;
+    }
+    stopped_cv_.notify_all();
+  }
+
+  void wait() override {
+    std::unique_lock<std::mutex> lock(state_mutex_);
+    stopped_cv_.wait(lock, [this] { return stopped_; });
+  }
+
+ private:
+  const ServerOptions options_;
+  const ListenAddress listen_;
+  TableRegistry tables_;
+  ServerCheckpoints checkpoints_;
+  std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+
+  std::mutex state_mutex_;
+  std::condition_variable stopped_cv_;
+  bool shutting_down_ = false;  // guarded by state_mutex_
+  bool stopped_ = false;        // guarded by state_mutex_
+};
+
+}  // namespace
+
+std::unique_ptr<Server> start_server(const ServerOptions& options) {
+  return start_server(options, EnvMap::from_process());
+}
+
+std::unique_ptr<Server> start_server(const ServerOptions& options, const EnvMap& env) {
+  ServerOptions resolved = options;
+  resolved.token = rpc::load_token(options.token, options.token_file, env);
+  check_options(resolved);
+  return std::make_unique<ServerImpl>(resolved);
+}
+
+}  // namespace gradwire::ps

@@ -1,0 +1,202 @@
+#include "ps/server/service.h"
+
+#include <algorithm>
+
+#include "gradwire/common/error.h"
+#include "ps/messages/service_messages.h"
+#include "rpc/auth.h"
+#include "rpc/wire.h"
+
+namespace gradwire::ps {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Runs a handler body; exceptions become statuses (none may reach gRPC's threads).
+template <typename Body>
+grpc::Status guarded(const char* method, Body&& body) {
+  try {
+    return body();
+  } catch (const InvalidArgument& error) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, error.what());
+  } catch (const std::exception& error) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        std::string(method) + " failed on the server: " + error.what());
+  }
+}
+
+milliseconds since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+}
+
+}  // namespace
+
+std::chrono::steady_clock::time_point step_wait_deadline(
+    std::chrono::system_clock::time_point call_deadline,
+    std::chrono::system_clock::time_point system_now,
+    std::chrono::steady_clock::time_point steady_now) {
+  // A call without a deadline carries a far-future one; compare before subtracting.
+  milliseconds left = kMaxStepWait;
+  if (call_deadline < system_now + kMaxStepWait) {
+    left = std::max(milliseconds(0),
+                    std::chrono::duration_cast<milliseconds>(call_deadline - system_now));
+  }
+  const milliseconds margin = std::min(left / 10, milliseconds(200));
+  return steady_now + (left - margin);
+}
+
+std::string describe_missing_trainers(const std::string& table, int64_t step,
+                                      const std::vector<int>& missing, int num_trainers,
+                                      milliseconds waited) {
+  std::string trainers;
+  for (const int trainer : missing) {
+    trainers += (trainers.empty() ? "" : ", ") + std::to_string(trainer);
+  }
+  if (trainers.empty()) trainers = "(unknown)";
+  return "step " + std::to_string(step) + " of table '" + table + "': trainer(s) " + trainers +
+         " of " + std::to_string(num_trainers) + " did not finish it within " +
+         format_duration(waited);
+}
+
+ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
+                                               TableRegistry& tables,
+                                               ServerCheckpoints& checkpoints)
+    : token_(std::move(token)), limits_(limits), tables_(tables), checkpoints_(checkpoints) {}
+
+std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string& name,
+                                                               grpc::Status* status) const {
+  std::shared_ptr<TableShard> shard = tables_.find(name);
+  if (!shard) {
+    *status = grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        "table '" + name + "' does not exist on this server; create it first (CreateTable)");
+  }
+  return shard;
+}
+
+grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
+                                                 const v1::CreateTableRequest* request,
+                                                 v1::CreateTableResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("CreateTable", [&] {
+    const TableConfig config = from_message(request->config());
+    validate(config);
+    const int index = request->server_index();
+    const int count = request->num_servers();
+    if (count < 1 || index < 0 || index >= count) {
+      throw InvalidArgument("server_index " + std::to_string(index) + " and num_servers " +
+                            std::to_string(count) +
+                            " do not name a server (need 0 <= " + "server_index < num_servers)");
+    }
+    const int64_t bytes = shard_bytes(config, index, count);
+    if (bytes > limits_.max_table_bytes) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          describe(config) + " needs " + std::to_string(bytes) +
+                              " bytes on server " + std::to_string(index) + " of " +
+                              std::to_string(count) + ", above this server's max_table_bytes " +
+                              std::to_string(limits_.max_table_bytes) +
+                              "; use more servers or raise the limit");
+    }
+    const CreatedTable table = tables_.create(config, index, count);
+    response->set_step(table.shard->step());
+    response->set_created(table.created);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
+                                            const v1::LookupRequest* request,
+                                            v1::LookupResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Lookup", [&] {
+    grpc::Status status;
+    const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
+    if (!shard) return status;
+    const at::Tensor ids = rpc::decode_tensor(request->ids(), "lookup.ids", {at::kLong, 1});
+    const int64_t answer_bytes = ids.numel() * shard->config().dim * 4;
+    if (answer_bytes > limits_.max_message_bytes) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "lookup of " + std::to_string(ids.numel()) + " ids of table '" + request->table() +
+              "' (dim " + std::to_string(shard->config().dim) + ") needs an answer of " +
+              std::to_string(answer_bytes) + " bytes, above max_message_bytes " +
+              std::to_string(limits_.max_message_bytes) + "; look up fewer ids per call");
+    }
+    rpc::encode_tensor(shard->lookup(ids), response->mutable_rows(), "lookup.rows");
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
+                                          const v1::PushRequest* request,
+                                          v1::PushResponse* /*response*/) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Push", [&] {
+    grpc::Status status;
+    const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
+    if (!shard) return status;
+    const at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
+    const at::Tensor grads = rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2});
+    shard->push(request->trainer(), request->step(), ids, grads);
+    if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
+                                          const v1::StepRequest* request,
+                                          v1::StepResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Step", [&] {
+    grpc::Status status;
+    const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
+    if (!shard) return status;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline =
+        step_wait_deadline(context->deadline(), std::chrono::system_clock::now(), start);
+    // Note [step slices]: the wait is cut into slices so that a cancelled call (the caller went
+    // away, or shutdown's grace passed) frees its thread instead of holding shutdown() until the
+    // deadline. finish_step is called again for the same trainer and step after each slice.
+    StepOutcome outcome;
+    for (;;) {
+      const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+      outcome = shard->finish_step(request->trainer(), request->step(), slice_end);
+      if (outcome.applied || std::chrono::steady_clock::now() >= deadline) break;
+      if (context->IsCancelled()) {
+        return grpc::Status(grpc::StatusCode::CANCELLED,
+                            "step " + std::to_string(request->step()) + " of table '" +
+                                request->table() +
+                                "' was cancelled (the caller went away or the server is "
+                                "shutting down)");
+      }
+    }
+    if (!outcome.applied) {
+      return grpc::Status(
+          grpc::StatusCode::DEADLINE_EXCEEDED,
+          describe_missing_trainers(request->table(), request->step(), outcome.missing_trainers,
+                                    shard->config().num_trainers, since(start)));
+    }
+    response->set_step(outcome.step);
+    checkpoints_.after_update(*shard);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
+                                                const v1::CheckpointRequest* /*request*/,
+                                                v1::CheckpointResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Checkpoint", [&] {
+    if (!checkpoints_.enabled()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "this server has no checkpoint directory; start it with "
+                          "--checkpoint-dir (ServerOptions::checkpoint_dir)");
+    }
+    for (const std::string& path : checkpoints_.write_all(tables_.all())) {
+      response->add_files(path);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+}  // namespace gradwire::ps

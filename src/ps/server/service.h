@@ -1,0 +1,77 @@
+// The gRPC handlers of the parameter-server service (server-internal; docs/ps.md "Server").
+//
+// Every method checks the job token first (UNAUTHENTICATED otherwise), decodes its tensors with
+// rpc/wire.h and maps failures to statuses: malformed input, bad ids or shapes -> INVALID_ARGUMENT
+// (the table is unchanged), unknown table -> NOT_FOUND, oversize tables or answers ->
+// RESOURCE_EXHAUSTED, a sync step some trainers did not finish in time -> DEADLINE_EXCEEDED
+// naming them, Checkpoint without a directory -> FAILED_PRECONDITION. No exception leaves a
+// handler.
+//
+// Thread safety: handlers run on gRPC's sync-server threads, any number at once; the service
+// itself holds no mutable state (TableRegistry and ServerCheckpoints lock their own). Blocking:
+// Step blocks its thread until the step is applied or the call's deadline (capped at
+// kMaxStepWait) is near; CreateTable initialises rows; Checkpoint writes files.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "ps/server/server_checkpoints.h"
+#include "ps/server/table_registry.h"
+#include "rpc/proto/ps.grpc.pb.h"
+
+namespace gradwire::ps {
+
+// Longest a Step call waits for the other trainers, whatever its deadline says.
+inline constexpr std::chrono::seconds kMaxStepWait{300};
+
+// A waiting Step call checks this often whether it was cancelled.
+inline constexpr std::chrono::milliseconds kStepWaitSlice{200};
+
+struct ServiceLimits {
+  int64_t max_message_bytes = int64_t{64} << 20;
+  int64_t max_table_bytes = int64_t{8} << 30;
+};
+
+// When a Step call stops waiting: the call's deadline, capped at kMaxStepWait from now, less a
+// margin (a tenth of the time left, at most 200 ms) so that the answer naming the missing
+// trainers reaches the caller before its own deadline fires.
+std::chrono::steady_clock::time_point step_wait_deadline(
+    std::chrono::system_clock::time_point call_deadline,
+    std::chrono::system_clock::time_point system_now,
+    std::chrono::steady_clock::time_point steady_now);
+
+// "step 12 of table 'emb': trainer(s) 1 of 2 did not finish it within 5.00 s".
+std::string describe_missing_trainers(const std::string& table, int64_t step,
+                                      const std::vector<int>& missing, int num_trainers,
+                                      std::chrono::milliseconds waited);
+
+class ParameterServerService final : public v1::ParameterServer::Service {
+ public:
+  // `tables` and `checkpoints` must outlive the service.
+  ParameterServerService(std::string token, ServiceLimits limits, TableRegistry& tables,
+                         ServerCheckpoints& checkpoints);
+
+  grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
+                           v1::CreateTableResponse* response) override;
+  grpc::Status Lookup(grpc::ServerContext* context, const v1::LookupRequest* request,
+                      v1::LookupResponse* response) override;
+  grpc::Status Push(grpc::ServerContext* context, const v1::PushRequest* request,
+                    v1::PushResponse* response) override;
+  grpc::Status Step(grpc::ServerContext* context, const v1::StepRequest* request,
+                    v1::StepResponse* response) override;
+  grpc::Status Checkpoint(grpc::ServerContext* context, const v1::CheckpointRequest* request,
+                          v1::CheckpointResponse* response) override;
+
+ private:
+  // The shard of `name`, or nullptr with *status set to NOT_FOUND.
+  std::shared_ptr<TableShard> find_table(const std::string& name, grpc::Status* status) const;
+
+  const std::string token_;
+  const ServiceLimits limits_;
+  TableRegistry& tables_;
+  ServerCheckpoints& checkpoints_;
+};
+
+}  // namespace gradwire::ps

@@ -1,0 +1,2 @@
+// common is the bottom layer: it cannot see comm.
+#include "gradwire/comm/communicator.h"

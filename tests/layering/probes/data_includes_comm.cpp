@@ -1,0 +1,2 @@
+// The RecordIO layer depends on common only.
+#include "gradwire/comm/world.h"
