@@ -227,6 +227,7 @@ Subcommand collectives_subcommand() {
     add_rank_options(command, state->ranks);
     return [state](const std::vector<std::string>& argv) {
       const CollectivesSettings settings = resolve_collectives_settings(state->flags);
+      if (!state->ranks.worker) prepare_output_files({state->flags.json_path});
       RankOptions ranks = state->ranks;
       ranks.backend = settings.backends.front();
       return run_on_ranks(ranks, argv, [&](RankContext& context) {

@@ -363,6 +363,7 @@ Subcommand data_subcommand() {
       const int max_ranks =
           in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
       const DataSettings settings = resolve_data_settings(state->flags, max_ranks);
+      if (!state->ranks.worker) prepare_output_files({state->flags.json_path});
       RankOptions ranks = state->ranks;
       ranks.ranks = data_world_size(settings);
       ranks.threads_per_rank = 1;  // the loader's own threads are what is measured

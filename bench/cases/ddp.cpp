@@ -39,6 +39,15 @@ namespace gradwire::bench {
 
 namespace {
 
+// The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
+std::string reference_json_path(const std::string& json_path) {
+  const auto dot = json_path.rfind('.');
+  const auto slash = json_path.rfind('/');
+  const bool has_extension =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
+}
+
 // Idle ranks wait in a barrier while others train, which for a large model on a CPU can take
 // many minutes; unless GRADWIRE_TIMEOUT says otherwise, collectives may wait this long.
 constexpr std::chrono::hours kDefaultTimeout{1};
@@ -363,14 +372,6 @@ class DdpSweep {
     return false;
   }
 
-  // The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
-  static std::string reference_json_path(const std::string& json_path) {
-    const auto dot = json_path.rfind('.');
-    const auto slash = json_path.rfind('/');
-    const bool has_extension =
-        dot != std::string::npos && (slash == std::string::npos || dot > slash);
-    return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
-  }
 
   nlohmann::json document(const std::vector<DdpModelResult>& results,
                           const nlohmann::json& reference) const {
@@ -439,6 +440,12 @@ Subcommand ddp_subcommand() {
       std::optional<int> job_world_size;
       if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
       const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
+      if (!state->ranks.worker) {
+        prepare_output_files({settings.json_path, settings.html_path});
+        if (settings.reference_pytorch && !settings.json_path.empty()) {
+          prepare_output_file(reference_json_path(settings.json_path));
+        }
+      }
       RankOptions ranks = state->ranks;
       ranks.ranks = settings.ranks;
       ranks.backend = settings.backends.front();

@@ -126,17 +126,6 @@ std::vector<double> slowest_rank_measurements(const std::vector<double>& samples
   return slowest;
 }
 
-std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
-                                           std::int64_t batch_size,
-                                           const std::vector<int>& percentiles) {
-  std::vector<DdpPercentile> rows;
-  for (const int p : percentiles) {
-    const double seconds = percentile(measurements, p);
-    rows.push_back({p, seconds, seconds > 0 ? static_cast<double>(batch_size) / seconds : 0.0});
-  }
-  return rows;
-}
-
 nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per_node) {
   nlohmann::json models = nlohmann::json::array();
   for (const auto& result : results) {

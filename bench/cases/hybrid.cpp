@@ -223,7 +223,7 @@ class Conductor {
 
   HybridSettings settings_;
   std::vector<std::string> argv_;
-  HybridPython python_;
+  PythonTorch python_;
   std::string script_;
 };
 
@@ -238,54 +238,14 @@ Subcommand hybrid_subcommand() {
   subcommand.attach = [](CLI::App& command) -> SubcommandRun {
     auto state = std::make_shared<State>();
     HybridFlags& flags = state->flags;
-    command.add_option("--preset", flags.preset, "settings preset (quick: 2 trainers, 20 epochs)")
-        ->check(CLI::IsMember(hybrid_presets()))
-        ->capture_default_str();
-    command.add_option("--trainers", flags.trainers, "trainer processes [8; quick 2]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--servers", flags.servers, "parameter servers [8]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--rows", flags.rows, "embedding rows [300]")->check(CLI::PositiveNumber);
-    command.add_option("--dim", flags.dim, "embedding columns per server [64]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--epochs", flags.epochs, "measured epochs [100; quick 20]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--warmup", flags.warmup, "warm-up epochs [5; quick 2]")
-        ->check(CLI::NonNegativeNumber);
-    command.add_option("--batches", flags.batches, "batches per epoch [10]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--seed", flags.seed, "seed of the batches and the initial weights [0]");
-    command.add_option("--mode", flags.mode, "server updates: async (on arrival) or sync")
-        ->check(CLI::IsMember({"async", "sync"}))
-        ->capture_default_str();
-    command.add_option("--server-threads", flags.server_threads, "intra-op threads per server [1]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--json", flags.json_path, "write the results to this JSON file");
-    command.add_option("--html", flags.html_path, "draw the results into this HTML page");
-    command
-        .add_option("--reference", flags.reference,
-                    "also run the algorithm with PyTorch RPC (bench/reference/hybrid_reference.py)")
-        ->check(CLI::IsMember({"pytorch"}));
-    command
-        .add_option("--repeat", flags.repeat,
-                    "run gradwire and the reference alternately this many times and pool [1]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--python", flags.python,
-                       "Python with torch for --reference [python3, then /usr/bin/python3]");
-    command.add_option("--reference-script", flags.reference_script,
-                       "path of hybrid_reference.py [the source tree's, then the installed copy]");
-    command
-        .add_option(
-            "--backend", flags.backend,
-            "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
-            "trainers, all on this host; inside a job the library's choice), gloo, shm or "
-            "hierarchical")
-        ->check(CLI::IsMember({"gloo", "shm"}))
-        ->capture_default_str();
+    hybrid_options().attach(command, flags);
     add_worker_flag(command, state->ranks);
     command.add_option(kResultFileFlag, state->result_file, "")->group("");
     command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
     return [state](const std::vector<std::string>& argv) {
+      if (!state->ranks.worker && state->result_file.empty()) {
+        prepare_output_files({state->flags.json_path, state->flags.html_path});
+      }
       const EnvMap env = EnvMap::from_process();
       if (!in_launcher_environment(env)) {
         if (state->ranks.worker) {

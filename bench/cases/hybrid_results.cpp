@@ -52,16 +52,6 @@ double HybridTrainerResult::mean_examples() const {
   return sum / static_cast<double>(examples_per_epoch.size());
 }
 
-std::vector<HybridPercentile> hybrid_percentiles(const std::vector<double>& seconds,
-                                                 double examples) {
-  std::vector<HybridPercentile> rows;
-  for (const int p : hybrid_row_percentiles()) {
-    const double value = percentile(seconds, p);
-    rows.push_back({p, value, value > 0 ? examples / value : 0.0});
-  }
-  return rows;
-}
-
 std::vector<double> pooled_epoch_seconds(const HybridResult& result) {
   std::vector<double> all;
   for (const auto& trainer : result.trainers) {

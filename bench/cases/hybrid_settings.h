@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.h"
+
 namespace gradwire::bench {
 
 // The flags as given; unset ones come from the preset.
@@ -22,7 +24,7 @@ struct HybridFlags {
   std::optional<int> warmup;         // untimed epochs before them
   std::optional<int> batches;        // batches per epoch
   std::optional<std::uint64_t> seed;
-  std::string mode = "async";         // "async" or "sync": when the servers apply pushed gradients
+  std::string mode = "async";  // "async" or "sync": when the servers apply pushed gradients
   // The trainers' communicator for DDP: "auto", "gloo", "shm" or "hierarchical".
   std::string backend = "auto";
   std::string json_path;              // empty: no JSON
@@ -34,10 +36,12 @@ struct HybridFlags {
   std::optional<int> server_threads;  // intra-op threads per server (gradwire-ps-server --threads)
 };
 
-// Presets (docs/benchmarks.md):
-//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (reference 000)
+struct HybridSettings;
+
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
+//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (PyTorch's DDP + RPC benchmark)
 //   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
-const std::vector<std::string>& hybrid_presets();
+const OptionTable<HybridFlags, HybridSettings>& hybrid_options();
 
 // The model's fixed parts (reference 000's).
 inline constexpr int kHybridClasses = 8;
@@ -49,6 +53,7 @@ inline constexpr double kHybridLearningRate = 0.05;
 enum class HybridMode { kAsync, kSync };
 const char* to_string(HybridMode mode);
 
+// What runs; the defaults are the default preset's (hybrid_options() has the others').
 struct HybridSettings {
   std::string preset = "default";
   int trainers = 8;
@@ -63,7 +68,7 @@ struct HybridSettings {
   // As the library's "auto" chooses: "shm" when the bench starts its own trainers (all on this
   // host); "auto" inside a job (the job's hosts decide); or the backend named by --backend.
   std::string backend = "shm";
-  int server_threads = 1;  // one thread per process, as reference 000
+  int server_threads = 1;  // one thread per process, as PyTorch's benchmark
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;

@@ -32,6 +32,7 @@ Subcommand report_subcommand() {
         ->required();
     command.add_option("--title", options->title, "the page's title")->capture_default_str();
     return [options](const std::vector<std::string>&) {
+      prepare_output_file(options->html);
       std::vector<ReportInput> inputs;
       for (const auto& file : options->files) inputs.push_back(read_report_input(file));
       const ReportPage page = build_report_page(inputs, options->title);
