@@ -17,9 +17,9 @@
 
 #include "cases/backend_worlds.h"
 #include "cases/collectives_settings.h"
+#include "cases/ddp_flags.h"
 #include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
-#include "cases/ddp_flags.h"
 #include "cases/ddp_results.h"
 #include "cases/ddp_settings.h"
 #include "cases/ddp_training.h"
@@ -372,7 +372,6 @@ class DdpSweep {
     return false;
   }
 
-
   nlohmann::json document(const std::vector<DdpModelResult>& results,
                           const nlohmann::json& reference) const {
     nlohmann::json document = make_document("ddp", run_metadata(context_, argv_));
@@ -422,40 +421,33 @@ class DdpSweep {
 }  // namespace
 
 Subcommand ddp_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "ddp";
-  subcommand.description =
-      "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
-      "DDP benchmark)";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct State {
-      DdpFlags flags;
-      RankOptions ranks;
-    };
-    auto state = std::make_shared<State>();
-    add_ddp_flags(command, state->flags, state->ranks);
-    add_worker_flag(command, state->ranks);
-    return [state](const std::vector<std::string>& argv) {
-      const EnvMap env = EnvMap::from_process();
-      std::optional<int> job_world_size;
-      if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
-      const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
-      if (!state->ranks.worker) {
-        prepare_output_files({settings.json_path, settings.html_path});
-        if (settings.reference_pytorch && !settings.json_path.empty()) {
-          prepare_output_file(reference_json_path(settings.json_path));
-        }
-      }
-      RankOptions ranks = state->ranks;
-      ranks.ranks = settings.ranks;
-      ranks.backend = settings.backends.front();
-      if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return DdpSweep(context, settings, argv, ranks.timeout).run();
-      });
-    };
-  };
-  return subcommand;
+  return {"ddp",
+          "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
+          "DDP benchmark)",
+          [](CLI::App& command) -> SubcommandRun {
+            auto state = std::make_shared<CaseFlags<DdpFlags>>();
+            add_ddp_flags(command, state->flags, state->ranks);
+            add_worker_flag(command, state->ranks);
+            return [state](const std::vector<std::string>& argv) {
+              const EnvMap env = EnvMap::from_process();
+              std::optional<int> job_world_size;
+              if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
+              const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
+              if (!state->ranks.worker) {
+                prepare_output_files({settings.json_path, settings.html_path});
+                if (settings.reference_pytorch && !settings.json_path.empty()) {
+                  prepare_output_file(reference_json_path(settings.json_path));
+                }
+              }
+              RankOptions ranks = state->ranks;
+              ranks.ranks = settings.ranks;
+              ranks.backend = settings.backends.front();
+              if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+              return run_on_ranks(ranks, argv, [&](RankContext& context) {
+                return DdpSweep(context, settings, argv, ranks.timeout).run();
+              });
+            };
+          }};
 }
 
 }  // namespace gradwire::bench

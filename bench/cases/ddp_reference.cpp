@@ -10,18 +10,9 @@
 #include "gradwire/launch/launcher.h"
 #include "harness/command.h"
 #include "harness/report.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
-
-namespace {
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
-}  // namespace
 
 std::optional<PythonTorch> find_ddp_python(const std::string& preferred, std::string& why_not) {
   PythonSearch search = find_python_with_torch(preferred);

@@ -15,25 +15,9 @@ constexpr int kPrefixWidth = 23;
 constexpr int kSecondsWidth = 9;
 constexpr int kRateWidth = 9;
 
-std::string pad_left(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
-}
-
-std::string trim_right(std::string text) {
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
 std::string prefix(int world_size, const std::string& label) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%4d ranks -- %8s", world_size, label.c_str());
-  return buffer;
-}
-
-std::string percentile_name(int p) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "  p%02d: ", p);
   return buffer;
 }
 

@@ -186,15 +186,7 @@ DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& 
 }
 
 DdpReport read_ddp_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("could not open benchmark results " + path + ": check the path");
-  nlohmann::json document;
-  try {
-    in >> document;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
-                "): was the run interrupted while writing?");
-  }
+  const nlohmann::json document = read_json_document(path);
   try {
     return parse_ddp_document(document, path);
   } catch (const nlohmann::json::exception& e) {

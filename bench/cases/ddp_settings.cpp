@@ -7,18 +7,9 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/models/zoo.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
-
-namespace {
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
-}  // namespace
 
 void check_model_names(const std::vector<std::string>& names) {
   std::vector<std::string> known;

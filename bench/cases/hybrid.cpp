@@ -1,6 +1,6 @@
-// `gradwire-bench hybrid`: reference 000's DDP + parameter-server training (PyTorch's
-// benchmark_ddp_rpc.py) measured with gradwire, optionally side by side with the same algorithm in
-// PyTorch (hybrid_reference.h).
+// `gradwire-bench hybrid`: PyTorch's DDP + RPC benchmark's DDP + parameter-server training
+// (PyTorch's benchmark_ddp_rpc.py) measured with gradwire, optionally side by side with the same
+// algorithm in PyTorch (hybrid_reference.h).
 //
 // Processes. Run directly, this process is the conductor: per repeat it starts S parameter
 // servers (gradwire-ps-server, found next to this program) and T trainer copies of itself with
@@ -230,56 +230,53 @@ class Conductor {
 }  // namespace
 
 Subcommand hybrid_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "hybrid";
-  subcommand.description =
-      "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
-      "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    auto state = std::make_shared<State>();
-    HybridFlags& flags = state->flags;
-    hybrid_options().attach(command, flags);
-    add_worker_flag(command, state->ranks);
-    command.add_option(kResultFileFlag, state->result_file, "")->group("");
-    command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
-    return [state](const std::vector<std::string>& argv) {
-      if (!state->ranks.worker && state->result_file.empty()) {
-        prepare_output_files({state->flags.json_path, state->flags.html_path});
-      }
-      const EnvMap env = EnvMap::from_process();
-      if (!in_launcher_environment(env)) {
-        if (state->ranks.worker) {
-          throw ConfigError(std::string(kWorkerFlag) +
-                            " is only for the trainers gradwire-bench "
-                            "starts itself; run without it");
-        }
-        return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
-      }
-      std::optional<HybridJob> job;
-      if (!state->ranks.worker) {
-        const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
-        if (servers == 0) {
-          throw ConfigError(
-              "gradwire-bench hybrid runs in a job here (RANK/WORLD_SIZE are set) but "
-              "GRADWIRE_PS_ADDRS is not: start it with gradwire-run --servers S, or run it "
-              "directly and it starts its own servers and trainers");
-        }
-        job = HybridJob{resolve_world({}, env).world_size, servers};
-      }
-      const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
-      RankOptions ranks = state->ranks;
-      ranks.ranks = settings.trainers;
-      ranks.backend = settings.backend;
-      ranks.threads_per_rank = 1;
-      // Trainers share the cores with the servers (more processes than cores), as in PyTorch's
-      // reference run: none is bound.
-      ranks.bind_cores = false;
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return run_trainer(context, settings, *state, argv);
-      });
-    };
-  };
-  return subcommand;
+  return {"hybrid",
+          "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
+          "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC",
+          [](CLI::App& command) -> SubcommandRun {
+            auto state = std::make_shared<State>();
+            HybridFlags& flags = state->flags;
+            hybrid_options().attach(command, flags);
+            add_worker_flag(command, state->ranks);
+            command.add_option(kResultFileFlag, state->result_file, "")->group("");
+            command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
+            return [state](const std::vector<std::string>& argv) {
+              if (!state->ranks.worker && state->result_file.empty()) {
+                prepare_output_files({state->flags.json_path, state->flags.html_path});
+              }
+              const EnvMap env = EnvMap::from_process();
+              if (!in_launcher_environment(env)) {
+                if (state->ranks.worker) {
+                  throw ConfigError(std::string(kWorkerFlag) +
+                                    " is only for the trainers gradwire-bench "
+                                    "starts itself; run without it");
+                }
+                return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
+              }
+              std::optional<HybridJob> job;
+              if (!state->ranks.worker) {
+                const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+                if (servers == 0) {
+                  throw ConfigError(
+                      "gradwire-bench hybrid runs in a job here (RANK/WORLD_SIZE are set) but "
+                      "GRADWIRE_PS_ADDRS is not: start it with gradwire-run --servers S, or run it "
+                      "directly and it starts its own servers and trainers");
+                }
+                job = HybridJob{resolve_world({}, env).world_size, servers};
+              }
+              const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
+              RankOptions ranks = state->ranks;
+              ranks.ranks = settings.trainers;
+              ranks.backend = settings.backend;
+              ranks.threads_per_rank = 1;
+              // Trainers share the cores with the servers (more processes than cores), as in
+              // PyTorch's reference run: none is bound.
+              ranks.bind_cores = false;
+              return run_on_ranks(ranks, argv, [&](RankContext& context) {
+                return run_trainer(context, settings, *state, argv);
+              });
+            };
+          }};
 }
 
 }  // namespace gradwire::bench

@@ -1,5 +1,5 @@
-// `gradwire-bench hybrid --reference pytorch`: reference 000's algorithm written with PyTorch's
-// RPC (TensorPipe), distributed autograd and DistributedOptimizer, in
+// `gradwire-bench hybrid --reference pytorch`: PyTorch's DDP + RPC benchmark's algorithm written
+// with PyTorch's RPC (TensorPipe), distributed autograd and DistributedOptimizer, in
 // bench/reference/hybrid_reference.py. One Python process started by gradwire-bench starts the
 // T trainers, S servers and the master itself on loopback ports free at run time, stops them all
 // when one fails or its --timeout passes, and writes every trainer's measurements as JSON in the

@@ -10,20 +10,9 @@ namespace gradwire::bench {
 
 namespace {
 
-constexpr int kLabelWidth = 8;  // reference 000: "%8s:"
+constexpr int kLabelWidth = 8;  // PyTorch's DDP + RPC benchmark: "%8s:"
 constexpr int kSecondsWidth = 9;
 constexpr int kRateWidth = 8;
-
-std::string pad_left(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
-}
-
-std::string percentile_name(int p) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "  p%02d: ", p);
-  return buffer;
-}
 
 std::string trainer_label(int trainer) { return "Trainer" + std::to_string(trainer); }
 

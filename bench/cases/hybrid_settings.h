@@ -1,7 +1,7 @@
 // What `gradwire-bench hybrid` runs: its flags, the presets, and the settings they resolve to
-// (pure, unit-tested). The defaults are reference 000's (PyTorch's benchmark_ddp_rpc.py): 8
-// trainers, 8 parameter servers, an EmbeddingBag of 300 rows x 64 per server, 5 warm-up + 100
-// measured epochs of 10 batches, SGD lr 0.05.
+// (pure, unit-tested). The defaults are PyTorch's DDP + RPC benchmark's (PyTorch's
+// benchmark_ddp_rpc.py): 8 trainers, 8 parameter servers, an EmbeddingBag of 300 rows x 64 per
+// server, 5 warm-up + 100 measured epochs of 10 batches, SGD lr 0.05.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +19,11 @@ struct HybridFlags {
   std::optional<int> trainers;       // trainer processes (DDP ranks)
   std::optional<int> servers;        // parameter-server processes
   std::optional<std::int64_t> rows;  // embedding rows (ids 0..rows-1)
-  std::optional<std::int64_t> dim;   // columns per server (reference 000: one table each)
-  std::optional<int> epochs;         // measured epochs per trainer
-  std::optional<int> warmup;         // untimed epochs before them
-  std::optional<int> batches;        // batches per epoch
+  std::optional<std::int64_t>
+      dim;                     // columns per server (PyTorch's DDP + RPC benchmark: one table each)
+  std::optional<int> epochs;   // measured epochs per trainer
+  std::optional<int> warmup;   // untimed epochs before them
+  std::optional<int> batches;  // batches per epoch
   std::optional<std::uint64_t> seed;
   std::string mode = "async";  // "async" or "sync": when the servers apply pushed gradients
   // The trainers' communicator for DDP: "auto", "gloo", "shm" or "hierarchical".
@@ -43,7 +44,7 @@ struct HybridSettings;
 //   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
 const OptionTable<HybridFlags, HybridSettings>& hybrid_options();
 
-// The model's fixed parts (reference 000's).
+// The model's fixed parts (PyTorch's DDP + RPC benchmark's).
 inline constexpr int kHybridClasses = 8;
 inline constexpr std::int64_t kHybridMinIds = 20;  // ids per batch: uniform in [20, 50]
 inline constexpr std::int64_t kHybridMaxIds = 50;

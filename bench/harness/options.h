@@ -113,6 +113,16 @@ class OptionTable {
         std::move(configure));
   }
 
+  // A Settings value that depends on the preset but has no flag (e.g. a time budget).
+  template <class T>
+  OptionTable& preset_setting(PresetDefaults<T> defaults,
+                              std::function<void(Settings&, const T&)> apply) {
+    entries_.push_back({nullptr, [defaults, apply](const Flags&, Settings& settings) {
+                          apply(settings, defaults.in(settings.preset));
+                        }});
+    return *this;
+  }
+
   // A flag the case reads from Flags itself (no preset default), declared in table order.
   template <class Given>
   OptionTable& option(const std::string& flag, Given Flags::*given, const std::string& help,
@@ -142,7 +152,9 @@ class OptionTable {
 
   // Declares every entry on `command`, binding it to `flags` (which must outlive the parse).
   void attach(CLI::App& command, Flags& flags) const {
-    for (const auto& entry : entries_) entry.attach(command, flags);
+    for (const auto& entry : entries_) {
+      if (entry.attach) entry.attach(command, flags);
+    }
   }
 
   // Pure: Settings of flags.preset with the given flags applied. Throws InvalidArgument for an
@@ -184,7 +196,7 @@ class OptionTable {
   }
 
   struct Entry {
-    std::function<void(CLI::App&, Flags&)> attach;
+    std::function<void(CLI::App&, Flags&)> attach;         // null: no flag
     std::function<void(const Flags&, Settings&)> resolve;  // null: the case reads the flag
   };
   std::vector<std::string> presets_;

@@ -150,7 +150,7 @@ void write_json_file(const std::string& path, const nlohmann::json& document) {
   write_text_file(path, document.dump(2) + "\n");
 }
 
-nlohmann::json read_json_file(const std::string& path) {
+nlohmann::json read_json_document(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("could not open benchmark results " + path + ": check the path");
   nlohmann::json document;
@@ -160,6 +160,11 @@ nlohmann::json read_json_file(const std::string& path) {
     throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
                 "): was the run interrupted while writing?");
   }
+  return document;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  nlohmann::json document = read_json_document(path);
   const auto version = document.find("schema_version");
   if (version == document.end() || !version->is_number_integer()) {
     throw InvalidArgument(path + " has no schema_version: it is not a gradwire-bench result");

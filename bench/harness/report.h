@@ -67,6 +67,9 @@ void write_text_file(const std::string& path, const std::string& text);
 // write_text_file of `document`, indented.
 void write_json_file(const std::string& path, const nlohmann::json& document);
 
+// Reads a JSON file of any origin (PyTorch's benchmark.py writes no schema_version). Throws
+// gradwire::Error naming the path when it cannot be read or parsed.
+nlohmann::json read_json_document(const std::string& path);
 // Reads a benchmark document. Throws gradwire::Error naming the path when it cannot be read or
 // parsed, and gradwire::InvalidArgument when schema_version is missing or not kSchemaVersion.
 nlohmann::json read_json_file(const std::string& path);

@@ -1,10 +1,12 @@
-// Every subcommand that writes files checks them before it measures: a --json or --html path
-// that cannot be written fails at once, naming the path, and writes nothing else.
+// What every subcommand shares: --help shows the defaults of each preset from the case's option
+// table, and a --json or --html path that cannot be written fails at once, naming the path,
+// before anything is measured.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_process.h"
@@ -22,8 +24,25 @@ struct OutputCase {
   std::string flag;        // --json or --html
 };
 
+TEST(SubcommandsRunTest, HelpShowsEveryPresetsDefault) {
+  const std::string help = run_bench("--help").output;
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"collectives", "largest size, e.g. 4096, 256M [256M; quick 16M]"},
+      {"ddp", "timed iterations [10; quick 40]"},
+      {"reducers", "bucket caps in MiB, e.g. 3..27 or 1,5,25 [3..27; quick 1,5,25]"},
+      {"hybrid", "trainer processes [8; quick 2]"},
+      {"data", "timed epochs per measurement [5; quick 2]"},
+  };
+  for (const auto& [subcommand, line] : expected) {
+    if (help.find(subcommand) == std::string::npos) continue;
+    const BenchRun run = run_bench(subcommand + " --help");
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find(line), std::string::npos) << subcommand << "\n" << run.output;
+  }
+}
+
 // A path below a regular file: no directory can be created there, not even by root.
-TEST(OutputPathsRunTest, AnUnwritablePathFailsBeforeMeasuring) {
+TEST(SubcommandsRunTest, AnUnwritablePathFailsBeforeMeasuring) {
   const std::string file = temp_path("not_a_directory");
   { std::ofstream(file) << "x"; }
   const std::string bad = file + "/results/out";
