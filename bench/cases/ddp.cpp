@@ -30,6 +30,7 @@
 #include "harness/hardware.h"
 #include "harness/memory.h"
 #include "harness/ranks.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/table.h"
 #include "report/html_report.h"
@@ -91,20 +92,25 @@ class DdpSweep {
     if (reports()) print_header(reference);
     DdpRepeats repeats;
     nlohmann::json reference_document;  // the first repeat's, for its fields
-    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
-      if (settings_.repeat > 1 && reports()) {
-        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
-      }
+    AlternatingRuns runs;
+    runs.repeats = settings_.repeat;
+    runs.ours = [&](int) {
       std::vector<DdpModelResult> results;
       for (const auto& model : settings_.models) results.push_back(sweep_model(model));
       repeats.gradwire.push_back(std::move(results));
-      if (!reference.run) continue;
-      nlohmann::json document;
-      if (!run_reference(reference, document)) return reports() ? 1 : 0;
-      if (!reports()) continue;
-      repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
-      if (reference_document.is_null()) reference_document = std::move(document);
+    };
+    if (reference.run) {
+      runs.reference = [&](int) {
+        nlohmann::json document;
+        if (!run_reference(reference, document)) return false;
+        if (!reports()) return true;
+        repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
+        if (reference_document.is_null()) reference_document = std::move(document);
+        return true;
+      };
     }
+    if (reports()) runs.progress = progress;
+    if (!run_alternating(runs)) return reports() ? 1 : 0;
     if (!reports()) return 0;
 
     const std::vector<DdpModelResult> results = pool_repeats(repeats.gradwire);

@@ -30,6 +30,7 @@
 #include "gradwire/launch/launcher.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "subcommand.h"
 
@@ -138,21 +139,25 @@ class Conductor {
     std::vector<HybridResult> ours;
     std::vector<HybridResult> theirs;
     std::optional<nlohmann::json> reference_document;
-    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
-      if (settings_.repeat > 1) {
-        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
-      }
-      ours.push_back(run_gradwire(repeat));
-      if (!settings_.reference_pytorch) continue;
-      progress("running the PyTorch reference: " + python_.python + " " + script_);
-      nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
-      theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
-      std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
-      print_hybrid_table(out, theirs.back(),
-                         "reference: PyTorch " + python_.torch_version + " RPC + DDP");
-      print_hybrid_phases(out, theirs.back(), "reference: where an epoch goes (mean ms per epoch)");
-      if (!reference_document) reference_document = std::move(document);
+    AlternatingRuns runs;
+    runs.repeats = settings_.repeat;
+    runs.ours = [&](int repeat) { ours.push_back(run_gradwire(repeat)); };
+    if (settings_.reference_pytorch) {
+      runs.reference = [&](int) {  // throws when it fails
+        progress("running the PyTorch reference: " + python_.python + " " + script_);
+        nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
+        theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
+        std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
+        print_hybrid_table(out, theirs.back(),
+                           "reference: PyTorch " + python_.torch_version + " RPC + DDP");
+        print_hybrid_phases(out, theirs.back(),
+                            "reference: where an epoch goes (mean ms per epoch)");
+        if (!reference_document) reference_document = std::move(document);
+        return true;
+      };
     }
+    runs.progress = progress;
+    run_alternating(runs);
 
     const HybridResult pooled = pool_hybrid_repeats(ours);
     if (settings_.repeat > 1) {
