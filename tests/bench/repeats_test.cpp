@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/error.h"
+#include "harness/pool.h"
+
 namespace gradwire::bench {
 namespace {
 
@@ -41,6 +44,20 @@ TEST(AlternatingRunsTest, AFailedReferenceStopsAfterItsRepeat) {
   runs.reference = [&](int repeat) { return repeat < 2; };
   EXPECT_FALSE(run_alternating(runs));
   EXPECT_EQ(ours, 2);
+}
+
+TEST(PoolInOrderTest, MergesEveryRepeatIntoTheFirstInOrder) {
+  using Samples = std::vector<double>;
+  std::vector<std::string> wheres;
+  const auto merge = [&](Samples& into, const Samples& next, const std::string& where) {
+    if (next.empty()) throw InvalidArgument(where + " measured nothing");
+    wheres.push_back(where);
+    append(into, next);
+  };
+  EXPECT_EQ(pool_in_order<Samples>({{1, 2}, {3}, {4, 5}}, merge), (Samples{1, 2, 3, 4, 5}));
+  EXPECT_EQ(wheres, (std::vector<std::string>{"repeat 2", "repeat 3"}));
+  EXPECT_EQ(pool_in_order<Samples>({}, merge), Samples{});
+  EXPECT_THROW(pool_in_order<Samples>({{1}, {}}, merge), InvalidArgument);
 }
 
 }  // namespace
