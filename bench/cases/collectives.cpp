@@ -19,6 +19,7 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/version.h"
 #include "harness/bandwidth.h"
+#include "harness/case.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
@@ -170,23 +171,22 @@ int run_collectives(RankContext& context, const CollectivesSettings& settings,
 }  // namespace
 
 Subcommand collectives_subcommand() {
-  return {"collectives",
-          "allreduce, broadcast and allgather bandwidth over message sizes (nccl-tests style)",
-          [](CLI::App& command) -> SubcommandRun {
-            auto state = std::make_shared<CaseFlags<CollectivesFlags>>();
-            collectives_options().attach(command, state->flags);
-            add_rank_options(command, state->ranks);
-            return [state](const std::vector<std::string>& argv) {
-              const CollectivesSettings settings = resolve_collectives_settings(state->flags);
-              if (!state->ranks.worker) prepare_output_files({state->flags.json_path});
-              RankOptions ranks = state->ranks;
-              ranks.backend = settings.backends.front();
-              return run_on_ranks(ranks, argv, [&](RankContext& context) {
-                return run_collectives(context, settings, state->flags.json_path, argv,
-                                       ranks.timeout);
-              });
-            };
-          }};
+  return case_subcommand<CollectivesFlags>(
+      "collectives",
+      "allreduce, broadcast and allgather bandwidth over message sizes (nccl-tests style)",
+      [](CLI::App& command, CaseFlags<CollectivesFlags>& state) {
+        collectives_options().attach(command, state.flags);
+        add_rank_options(command, state.ranks);
+      },
+      [](const CaseFlags<CollectivesFlags>& state, const std::vector<std::string>& argv) {
+        const CollectivesSettings settings = resolve_collectives_settings(state.flags);
+        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
+        RankOptions ranks = state.ranks;
+        ranks.backend = settings.backends.front();
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return run_collectives(context, settings, state.flags.json_path, argv, ranks.timeout);
+        });
+      });
 }
 
 }  // namespace gradwire::bench

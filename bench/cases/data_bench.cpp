@@ -22,6 +22,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/data/sharded_reader.h"
 #include "gradwire/data/store_counter.h"
+#include "harness/case.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 
@@ -310,30 +311,29 @@ class DataSweep {
 }  // namespace
 
 Subcommand data_subcommand() {
-  return {"data",
-          "RecordIO loader records/s and MB/s (1 and 2 ranks, static and dynamic, zstd or not) "
-          "against raw reads of the same files",
-          [](CLI::App& command) -> SubcommandRun {
-            auto state = std::make_shared<CaseFlags<DataFlags>>();
-            DataFlags& flags = state->flags;
-            data_options().attach(command, flags);
-            add_worker_flag(command, state->ranks);
-            return [state](const std::vector<std::string>& argv) {
-              const EnvMap env = EnvMap::from_process();
-              const int max_ranks =
-                  in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
-              const DataSettings settings = resolve_data_settings(state->flags, max_ranks);
-              if (!state->ranks.worker) prepare_output_files({state->flags.json_path});
-              RankOptions ranks = state->ranks;
-              ranks.ranks = data_world_size(settings);
-              ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
-              ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
-              return run_on_ranks(ranks, argv, [&](RankContext& context) {
-                return DataSweep(context, settings, argv)
-                    .run(state->flags.scratch_dir, state->flags.json_path);
-              });
-            };
-          }};
+  return case_subcommand<DataFlags>(
+      "data",
+      "RecordIO loader records/s and MB/s (1 and 2 ranks, static and dynamic, zstd or not) "
+      "against raw reads of the same files",
+      [](CLI::App& command, CaseFlags<DataFlags>& state) {
+        data_options().attach(command, state.flags);
+        add_worker_flag(command, state.ranks);
+      },
+      [](const CaseFlags<DataFlags>& state, const std::vector<std::string>& argv) {
+        const EnvMap env = EnvMap::from_process();
+        const int max_ranks =
+            in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
+        const DataSettings settings = resolve_data_settings(state.flags, max_ranks);
+        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
+        RankOptions ranks = state.ranks;
+        ranks.ranks = data_world_size(settings);
+        ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
+        ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return DataSweep(context, settings, argv)
+              .run(state.flags.scratch_dir, state.flags.json_path);
+        });
+      });
 }
 
 }  // namespace gradwire::bench

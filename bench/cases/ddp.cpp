@@ -27,6 +27,7 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
+#include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/memory.h"
 #include "harness/ranks.h"
@@ -427,33 +428,33 @@ class DdpSweep {
 }  // namespace
 
 Subcommand ddp_subcommand() {
-  return {"ddp",
-          "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
-          "DDP benchmark)",
-          [](CLI::App& command) -> SubcommandRun {
-            auto state = std::make_shared<CaseFlags<DdpFlags>>();
-            add_ddp_flags(command, state->flags, state->ranks);
-            add_worker_flag(command, state->ranks);
-            return [state](const std::vector<std::string>& argv) {
-              const EnvMap env = EnvMap::from_process();
-              std::optional<int> job_world_size;
-              if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
-              const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
-              if (!state->ranks.worker) {
-                prepare_output_files({settings.json_path, settings.html_path});
-                if (settings.reference_pytorch && !settings.json_path.empty()) {
-                  prepare_output_file(reference_json_path(settings.json_path));
-                }
-              }
-              RankOptions ranks = state->ranks;
-              ranks.ranks = settings.ranks;
-              ranks.backend = settings.backends.front();
-              if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
-              return run_on_ranks(ranks, argv, [&](RankContext& context) {
-                return DdpSweep(context, settings, argv, ranks.timeout).run();
-              });
-            };
-          }};
+  return case_subcommand<DdpFlags>(
+      "ddp",
+      "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
+      "DDP benchmark)",
+      [](CLI::App& command, CaseFlags<DdpFlags>& state) {
+        add_ddp_flags(command, state.flags, state.ranks);
+        add_worker_flag(command, state.ranks);
+      },
+      [](const CaseFlags<DdpFlags>& state, const std::vector<std::string>& argv) {
+        const EnvMap env = EnvMap::from_process();
+        std::optional<int> job_world_size;
+        if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
+        const DdpSettings settings = resolve_ddp_settings(state.flags, job_world_size);
+        if (!state.ranks.worker) {
+          prepare_output_files({settings.json_path, settings.html_path});
+          if (settings.reference_pytorch && !settings.json_path.empty()) {
+            prepare_output_file(reference_json_path(settings.json_path));
+          }
+        }
+        RankOptions ranks = state.ranks;
+        ranks.ranks = settings.ranks;
+        ranks.backend = settings.backends.front();
+        if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return DdpSweep(context, settings, argv, ranks.timeout).run();
+        });
+      });
 }
 
 }  // namespace gradwire::bench

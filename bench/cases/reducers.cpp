@@ -12,6 +12,7 @@
 #include "cases/reducers_report.h"
 #include "cases/reducers_settings.h"
 #include "gradwire/common/version.h"
+#include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
@@ -152,27 +153,25 @@ class ReducersStudy {
 }  // namespace
 
 Subcommand reducers_subcommand() {
-  return {"reducers",
-          "DDP forward/backward latency over bucket sizes: overlapped reduction against reducing "
-          "after backward, async and sync (PyTorch's compare_ddp.py)",
-          [](CLI::App& command) -> SubcommandRun {
-            auto state = std::make_shared<CaseFlags<ReducersFlags>>();
-            ReducersFlags& flags = state->flags;
-            reducers_options().attach(command, flags);
-            state->ranks.bind_cores =
-                false;  // as ddp: training, with a progress thread beside compute
-            add_rank_options(command, state->ranks);
-            return [state](const std::vector<std::string>& argv) {
-              const ReducersSettings settings = resolve_reducers_settings(state->flags);
-              if (!state->ranks.worker)
-                prepare_output_files({settings.json_path, settings.html_path});
-              RankOptions ranks = state->ranks;
-              if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
-              return run_on_ranks(ranks, argv, [&](RankContext& context) {
-                return ReducersStudy(context, settings, argv).run();
-              });
-            };
-          }};
+  return case_subcommand<ReducersFlags>(
+      "reducers",
+      "DDP forward/backward latency over bucket sizes: overlapped reduction against reducing "
+      "after backward, async and sync (PyTorch's compare_ddp.py)",
+      [](CLI::App& command, CaseFlags<ReducersFlags>& state) {
+        ReducersFlags& flags = state.flags;
+        reducers_options().attach(command, flags);
+        state.ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
+        add_rank_options(command, state.ranks);
+      },
+      [](const CaseFlags<ReducersFlags>& state, const std::vector<std::string>& argv) {
+        const ReducersSettings settings = resolve_reducers_settings(state.flags);
+        if (!state.ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
+        RankOptions ranks = state.ranks;
+        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return ReducersStudy(context, settings, argv).run();
+        });
+      });
 }
 
 }  // namespace gradwire::bench
