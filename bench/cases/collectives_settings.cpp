@@ -66,18 +66,16 @@ const OptionTable<CollectivesFlags, CollectivesSettings>& collectives_options() 
         .preset_option<int>(
             "-n,--iters", &Flags::iters, {Policy{}.iters, {{"quick", 20}}},
             "timed iterations for small sizes; large sizes get fewer",
-            [](Settings& s, const int& iters) { s.policy.iters = iters; },
-            [](CLI::Option& option) { option.check(CLI::PositiveNumber); })
+            [](Settings& s, const int& iters) { s.policy.iters = iters; }, positive_number)
         .preset_option<int>(
             "-w,--warmup", &Flags::warmup, {Policy{}.warmup, {{"quick", 2}}},
             "warm-up iterations for small sizes",
-            [](Settings& s, const int& warmup) { s.policy.warmup = warmup; },
-            [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); })
+            [](Settings& s, const int& warmup) { s.policy.warmup = warmup; }, non_negative_number)
         .preset_option<int>(
             "--min-iters", &Flags::min_iters, {Policy{}.min_iters},
             "timed iterations at least, even for the largest sizes",
             [](Settings& s, const int& min_iters) { s.policy.min_iters = min_iters; },
-            [](CLI::Option& option) { option.check(CLI::PositiveNumber); })
+            positive_number)
         .preset_setting<std::uint64_t>(
             {Policy{}.bytes_per_size, {{"quick", 64 * kMiB}}},
             [](Settings& s, const std::uint64_t& bytes) { s.policy.bytes_per_size = bytes; })

@@ -44,7 +44,6 @@ int positive(int value, const std::string& what) {
 const OptionTable<DataFlags, DataSettings>& data_options() {
   using Flags = DataFlags;
   using Settings = DataSettings;
-  const auto positive_number = [](CLI::Option& option) { option.check(CLI::PositiveNumber); };
   const auto one_of = [](std::vector<std::string> names) {
     return [names](CLI::Option& option) { option.delimiter(',')->check(CLI::IsMember(names)); };
   };
@@ -82,8 +81,7 @@ const OptionTable<DataFlags, DataSettings>& data_options() {
         .preset_value("--epochs", &Flags::epochs, &Settings::epochs, {{"quick", 2}},
                       "timed epochs per measurement", positive_number)
         .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {},
-                      "untimed epochs before them",
-                      [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); })
+                      "untimed epochs before them", non_negative_number)
         .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {}, "sweeps, pooled",
                       positive_number)
         .preset_value("--prefetch", &Flags::prefetch, &Settings::prefetch, {},

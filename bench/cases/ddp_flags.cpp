@@ -7,12 +7,6 @@
 
 namespace gradwire::bench {
 
-namespace {
-
-void positive(CLI::Option& option) { option.check(CLI::PositiveNumber); }
-
-}  // namespace
-
 const OptionTable<DdpFlags, DdpSettings>& ddp_options() {
   using Flags = DdpFlags;
   using Settings = DdpSettings;
@@ -22,25 +16,24 @@ const OptionTable<DdpFlags, DdpSettings>& ddp_options() {
     options
         .preset_value("--model", &Flags::models, &Settings::models,
                       {{"quick", {"resnet18", "cnn"}}},
-                      "models to run, repeatable or comma-separated",
-                      [](CLI::Option& option) { option.delimiter(','); })
+                      "models to run, repeatable or comma-separated", comma_separated)
         .preset_value("--batch-size", &Flags::batch_size, &Settings::batch_size, {{"quick", 8}},
-                      "examples per rank", positive)
+                      "examples per rank", positive_number)
         .preset_value("--image-size", &Flags::image_size, &Settings::image_size, {{"quick", 64}},
-                      "ResNet input size", positive)
+                      "ResNet input size", positive_number)
         .preset_value("--bucket-cap-mb", &Flags::bucket_cap_mb, &Settings::bucket_cap_mb, {},
-                      "DDP bucket cap in MiB", positive)
+                      "DDP bucket cap in MiB", positive_number)
         .preset_value("--iterations", &Flags::iterations, &Settings::iterations, {{"quick", 40}},
-                      "timed iterations", positive)
+                      "timed iterations", positive_number)
         .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {}, "warm-up iterations",
-                      [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); })
+                      non_negative_number)
         .option("--world-sizes", &Flags::world_sizes,
                 "DDP rank counts, e.g. 1,2,4 [1, 2, 4, ... up to --max-ranks or the job]",
                 [](CLI::Option& option) { option.delimiter(',')->check(CLI::PositiveNumber); })
         .option("--max-ranks", &Flags::max_ranks,
                 "largest default world size when starting local ranks [" +
                     std::to_string(kDefaultMaxRanks) + "]",
-                positive)
+                positive_number)
         .option("--backend", &Flags::backends,
                 "communicator backends, each measured in the same run, e.g. gloo,shm [gloo]",
                 [](CLI::Option& option) {
@@ -48,7 +41,7 @@ const OptionTable<DdpFlags, DdpSettings>& ddp_options() {
                 })
         .option("--comm-hook", &Flags::comm_hooks,
                 "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 [allreduce]",
-                [](CLI::Option& option) { option.delimiter(','); })
+                comma_separated)
         .option("--json", &Flags::json_path, "write the results to this JSON file")
         .option("--html", &Flags::html_path,
                 "draw the results into this HTML page (gradwire-bench report)")
@@ -70,7 +63,7 @@ const OptionTable<DdpFlags, DdpSettings>& ddp_options() {
         .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {},
                       "run the sweep (and the reference after it) this many times, alternating, "
                       "and pool the measurements",
-                      positive)
+                      positive_number)
         .option("--python", &Flags::python,
                 "Python with torch for --reference [python3, then /usr/bin/python3]")
         .option("--reference-script", &Flags::reference_script,

@@ -19,25 +19,24 @@ HybridMode mode_named(const std::string& name) {
 const OptionTable<HybridFlags, HybridSettings>& hybrid_options() {
   using Flags = HybridFlags;
   using Settings = HybridSettings;
-  const auto positive = [](CLI::Option& option) { option.check(CLI::PositiveNumber); };
-  static const auto table = [&] {
+  static const auto table = [] {
     OptionTable<Flags, Settings> options({"default", "quick"},
                                          "settings preset (quick: 2 trainers, 20 epochs)");
     options
         .preset_value("--trainers", &Flags::trainers, &Settings::trainers, {{"quick", 2}},
-                      "trainer processes", positive)
+                      "trainer processes", positive_number)
         .preset_value("--servers", &Flags::servers, &Settings::servers, {}, "parameter servers",
-                      positive)
-        .preset_value("--rows", &Flags::rows, &Settings::rows, {}, "embedding rows", positive)
+                      positive_number)
+        .preset_value("--rows", &Flags::rows, &Settings::rows, {}, "embedding rows",
+                      positive_number)
         .preset_value("--dim", &Flags::dim, &Settings::dim, {}, "embedding columns per server",
-                      positive)
+                      positive_number)
         .preset_value("--epochs", &Flags::epochs, &Settings::epochs, {{"quick", 20}},
-                      "measured epochs", positive)
+                      "measured epochs", positive_number)
         .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {{"quick", 2}},
-                      "warm-up epochs",
-                      [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); })
+                      "warm-up epochs", non_negative_number)
         .preset_value("--batches", &Flags::batches, &Settings::batches, {}, "batches per epoch",
-                      positive)
+                      positive_number)
         .preset_value("--seed", &Flags::seed, &Settings::seed, {},
                       "seed of the batches and the initial weights")
         .option("--mode", &Flags::mode, "server updates: async (on arrival) or sync",
@@ -45,7 +44,7 @@ const OptionTable<HybridFlags, HybridSettings>& hybrid_options() {
                   option.check(CLI::IsMember({"async", "sync"}))->capture_default_str();
                 })
         .preset_value("--server-threads", &Flags::server_threads, &Settings::server_threads, {},
-                      "intra-op threads per server", positive)
+                      "intra-op threads per server", positive_number)
         .option("--json", &Flags::json_path, "write the results to this JSON file")
         .option("--html", &Flags::html_path, "draw the results into this HTML page")
         .option("--reference", &Flags::reference,
@@ -53,7 +52,7 @@ const OptionTable<HybridFlags, HybridSettings>& hybrid_options() {
                 [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
         .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {},
                       "run gradwire and the reference alternately this many times and pool",
-                      positive)
+                      positive_number)
         .option("--python", &Flags::python,
                 "Python with torch for --reference [python3, then /usr/bin/python3]")
         .option("--reference-script", &Flags::reference_script,

@@ -36,17 +36,16 @@ double parse_size(const std::string& item, const std::string& text) {
 const OptionTable<ReducersFlags, ReducersSettings>& reducers_options() {
   using Flags = ReducersFlags;
   using Settings = ReducersSettings;
-  const auto positive = [](CLI::Option& option) { option.check(CLI::PositiveNumber); };
-  static const auto table = [&] {
+  static const auto table = [] {
     OptionTable<Flags, Settings> options({"default", "quick"},
                                          "settings preset (quick: resnet18, small)");
     options
         .preset_value("--model", &Flags::model, &Settings::model, {{"quick", "resnet18"}},
                       "model of the zoo")
         .preset_value("--batch-size", &Flags::batch_size, &Settings::batch_size, {{"quick", 8}},
-                      "examples per rank", positive)
+                      "examples per rank", positive_number)
         .preset_value("--image-size", &Flags::image_size, &Settings::image_size, {{"quick", 64}},
-                      "ResNet input size", positive)
+                      "ResNet input size", positive_number)
         .preset_option<std::string>("--bucket-sizes", &Flags::bucket_sizes,
                                     {"3..27", {{"quick", "1,5,25"}}},
                                     "bucket caps in MiB, e.g. 3..27 or 1,5,25",
@@ -55,12 +54,11 @@ const OptionTable<ReducersFlags, ReducersSettings>& reducers_options() {
                                     })
         .option("--reducers", &Flags::reducers,
                 "overlapped, async, sync; the first is the delta% baseline [all three]",
-                [](CLI::Option& option) { option.delimiter(','); })
+                comma_separated)
         .preset_value("--iterations", &Flags::iterations, &Settings::iterations, {{"quick", 20}},
-                      "timed iterations", positive)
+                      "timed iterations", positive_number)
         .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {{"quick", 3}},
-                      "warm-up iterations",
-                      [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); })
+                      "warm-up iterations", non_negative_number)
         .option("--json", &Flags::json_path, "write the results to this JSON file")
         .option("--html", &Flags::html_path,
                 "draw the results into this HTML page (gradwire-bench report)");

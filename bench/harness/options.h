@@ -62,6 +62,11 @@ std::string help_with_defaults(const std::string& help, const PresetDefaults<T>&
 // Extra CLI11 settings of one option: checks, a delimiter...
 using ConfigureOption = std::function<void(CLI::Option&)>;
 
+// The usual ConfigureOptions.
+inline void positive_number(CLI::Option& option) { option.check(CLI::PositiveNumber); }
+inline void non_negative_number(CLI::Option& option) { option.check(CLI::NonNegativeNumber); }
+inline void comma_separated(CLI::Option& option) { option.delimiter(','); }
+
 template <class Flags, class Settings>
 class OptionTable {
  public:

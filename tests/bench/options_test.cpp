@@ -32,10 +32,9 @@ const OptionTable<ToyFlags, ToySettings>& toy_options() {
     OptionTable<ToyFlags, ToySettings> options({"default", "quick"}, "settings preset");
     options
         .preset_value("--iterations", &ToyFlags::iterations, &ToySettings::iterations,
-                      {{"quick", 2}}, "timed iterations",
-                      [](CLI::Option& option) { option.check(CLI::PositiveNumber); })
+                      {{"quick", 2}}, "timed iterations", positive_number)
         .preset_value("--model", &ToyFlags::models, &ToySettings::models, {}, "models",
-                      [](CLI::Option& option) { option.delimiter(','); })
+                      comma_separated)
         .preset_option<std::string>("--sizes", &ToyFlags::sizes, {"1,2", {{"quick", "3"}}}, "sizes",
                                     [](ToySettings& settings, const std::string& text) {
                                       settings.sizes.clear();
