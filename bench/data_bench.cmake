@@ -11,7 +11,7 @@ if(TARGET gradwire_bench_cases AND TARGET gradwire_data AND TARGET gradwire-benc
   target_compile_definitions(gradwire_bench_data PRIVATE
     GRADWIRE_BENCH_FASHION_MNIST_DIR="/usr/share/datasets/fashion-mnist")
   target_link_libraries(gradwire-bench PRIVATE gradwire_bench_data)
-  target_compile_definitions(gradwire-bench PRIVATE GRADWIRE_BENCH_WITH_DATA=1)
+  list(APPEND GRADWIRE_BENCH_SUBCOMMANDS data)
 else()
   message(STATUS "gradwire-bench: data skipped (needs gradwire_bench_cases and gradwire_data)")
 endif()

@@ -15,23 +15,7 @@ int main(int argc, char** argv) {
   gradwire::bench::apply_memory_policy();  // Note [freed memory] in harness/memory.h
   using gradwire::bench::Subcommand;
   using gradwire::bench::SubcommandRun;
-  // clang-format off
-  const std::vector<Subcommand> subcommands = {
-      gradwire::bench::collectives_subcommand(),
-#ifdef GRADWIRE_BENCH_WITH_DDP
-      gradwire::bench::ddp_subcommand(),
-      gradwire::bench::reducers_subcommand(),
-#endif
-#ifdef GRADWIRE_BENCH_WITH_HYBRID
-      gradwire::bench::hybrid_subcommand(),
-#endif
-#ifdef GRADWIRE_BENCH_WITH_DATA
-      gradwire::bench::data_subcommand(),
-#endif
-      gradwire::bench::diff_subcommand(),
-      gradwire::bench::report_subcommand(),
-  };
-  // clang-format on
+  const std::vector<Subcommand> subcommands = gradwire::bench::registered_subcommands();
 
   CLI::App app{"gradwire-bench: measure gradwire's collectives and training loops"};
   app.require_subcommand(1);

@@ -1,6 +1,6 @@
 // The table of gradwire-bench subcommands. Each benchmark is one entry: a name, a line of help,
 // and `attach`, which declares the subcommand's options on its CLI11 app and returns what to run
-// when it is chosen. main.cpp lists the entries; adding a benchmark adds one line there.
+// when it is chosen. The build registers the entries (registered_subcommands); main.cpp runs them.
 #pragma once
 
 #include <functional>
@@ -25,15 +25,9 @@ struct Subcommand {
   std::function<SubcommandRun(CLI::App& command)> attach;
 };
 
-// The entries, one per benchmark (defined next to each benchmark).
-Subcommand collectives_subcommand();
-Subcommand ddp_subcommand();  // needs gradwire_ddp and gradwire_models (GRADWIRE_BENCH_WITH_DDP)
-Subcommand reducers_subcommand();  // as ddp_subcommand
-// DDP + parameter servers; needs gradwire_ps and gradwire-ps-server (GRADWIRE_BENCH_WITH_HYBRID)
-Subcommand hybrid_subcommand();
-// The RecordIO loader against raw reads; needs gradwire_data (GRADWIRE_BENCH_WITH_DATA)
-Subcommand data_subcommand();
-Subcommand diff_subcommand();
-Subcommand report_subcommand();  // draws result files into an HTML page (bench/report/)
+// Every subcommand of this build, in --help order: the list bench/CMakeLists.txt generates
+// (subcommands.cpp.in) from the cases whose libraries it builds. Each entry is a function
+// `Subcommand <name>_subcommand()` defined next to its case.
+std::vector<Subcommand> registered_subcommands();
 
 }  // namespace gradwire::bench

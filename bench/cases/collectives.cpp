@@ -19,6 +19,7 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/version.h"
 #include "harness/bandwidth.h"
+#include "harness/case.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
@@ -28,13 +29,6 @@
 namespace gradwire::bench {
 
 namespace {
-
-// The names --ops accepts: the op table's, in its order.
-std::vector<std::string> op_names() {
-  std::vector<std::string> names;
-  for (const auto& op : collective_ops()) names.push_back(op.name);
-  return names;
-}
 
 // Sizes at or above this get a progress line on stderr (they take long enough to wonder).
 constexpr std::uint64_t kProgressBytes = std::uint64_t{16} << 20;
@@ -177,64 +171,22 @@ int run_collectives(RankContext& context, const CollectivesSettings& settings,
 }  // namespace
 
 Subcommand collectives_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "collectives";
-  subcommand.description =
-      "allreduce, broadcast and allgather bandwidth over message sizes (nccl-tests style)";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct State {
-      CollectivesFlags flags;
-      RankOptions ranks;
-    };
-    auto state = std::make_shared<State>();
-    command.add_option("--preset", state->flags.preset, "size and iteration preset")
-        ->check(CLI::IsMember(collectives_presets()))
-        ->capture_default_str();
-    command.add_option("-b,--min-bytes", state->flags.min_bytes,
-                       "smallest size, e.g. 8, 64K [preset: 8]");
-    command.add_option("-e,--max-bytes", state->flags.max_bytes,
-                       "largest size, e.g. 4096, 256M [default 256M, quick 16M]");
-    command
-        .add_option("-n,--iters", state->flags.iters,
-                    "timed iterations for small sizes; large sizes get fewer [default 50, "
-                    "quick 20]")
-        ->check(CLI::PositiveNumber);
-    command
-        .add_option("-w,--warmup", state->flags.warmup,
-                    "warm-up iterations for small sizes [default 5, quick 2]")
-        ->check(CLI::NonNegativeNumber);
-    command
-        .add_option("--min-iters", state->flags.min_iters,
-                    "timed iterations at least, even for the largest sizes [3]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--ops", state->flags.ops, "collectives to run [all]")
-        ->delimiter(',')
-        ->check(CLI::IsMember(op_names()));
-    command
-        .add_option("--backend", state->flags.backends,
-                    "communicator backends, measured one after the other in one run, e.g. "
-                    "gloo,shm [gloo]")
-        ->delimiter(',')
-        ->check(CLI::IsMember(benchmark_backends()));
-    command
-        .add_option("--buffers", state->flags.buffers,
-                    "where allreduce/broadcast tensors live, each measured in turn: ordinary, "
-                    "shared (Communicator::shared_buffer; the shm backend reduces them in place) "
-                    "[ordinary]")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"ordinary", "shared"}));
-    command.add_option("--json", state->flags.json_path, "write the results to this JSON file");
-    add_rank_options(command, state->ranks);
-    return [state](const std::vector<std::string>& argv) {
-      const CollectivesSettings settings = resolve_collectives_settings(state->flags);
-      RankOptions ranks = state->ranks;
-      ranks.backend = settings.backends.front();
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return run_collectives(context, settings, state->flags.json_path, argv, ranks.timeout);
+  return case_subcommand<CollectivesFlags>(
+      "collectives",
+      "allreduce, broadcast and allgather bandwidth over message sizes (nccl-tests style)",
+      [](CLI::App& command, CaseFlags<CollectivesFlags>& state) {
+        collectives_options().attach(command, state.flags);
+        add_rank_options(command, state.ranks);
+      },
+      [](const CaseFlags<CollectivesFlags>& state, const std::vector<std::string>& argv) {
+        const CollectivesSettings settings = resolve_collectives_settings(state.flags);
+        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
+        RankOptions ranks = state.ranks;
+        ranks.backend = settings.backends.front();
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return run_collectives(context, settings, state.flags.json_path, argv, ranks.timeout);
+        });
       });
-    };
-  };
-  return subcommand;
 }
 
 }  // namespace gradwire::bench

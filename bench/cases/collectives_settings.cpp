@@ -9,23 +9,6 @@
 
 namespace gradwire::bench {
 
-namespace {
-
-struct Preset {
-  std::uint64_t min_bytes;
-  std::uint64_t max_bytes;
-  IterationPolicy policy;
-};
-
-Preset preset_named(const std::string& name) {
-  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-  if (name == "default") return {8, 256 * kMiB, IterationPolicy{50, 5, 3, 1024 * kMiB, 0.02}};
-  if (name == "quick") return {8, 16 * kMiB, IterationPolicy{20, 2, 3, 64 * kMiB, 0.005}};
-  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
-}
-
-}  // namespace
-
 const std::vector<std::string>& benchmark_backends() {
   static const std::vector<std::string> kBackends = {"gloo", "shm", "hierarchical", "nccl", "auto"};
   return kBackends;
@@ -54,25 +37,76 @@ std::string join_backends(const std::vector<std::string>& backends) {
   return text;
 }
 
-const std::vector<std::string>& collectives_presets() {
-  static const std::vector<std::string> kPresets = {"default", "quick"};
-  return kPresets;
+namespace {
+
+// The names --ops accepts: the op table's, in its order.
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const auto& op : collective_ops()) names.push_back(op.name);
+  return names;
+}
+
+}  // namespace
+
+const OptionTable<CollectivesFlags, CollectivesSettings>& collectives_options() {
+  using Flags = CollectivesFlags;
+  using Settings = CollectivesSettings;
+  using Policy = IterationPolicy;
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  static const auto table = [] {
+    OptionTable<Flags, Settings> options({"default", "quick"}, "size and iteration preset");
+    options
+        .preset_option<std::string>(
+            "-b,--min-bytes", &Flags::min_bytes, {"8"}, "smallest size, e.g. 8, 64K",
+            [](Settings& s, const std::string& text) { s.min_bytes = parse_bytes(text); })
+        .preset_option<std::string>(
+            "-e,--max-bytes", &Flags::max_bytes, {"256M", {{"quick", "16M"}}},
+            "largest size, e.g. 4096, 256M",
+            [](Settings& s, const std::string& text) { s.max_bytes = parse_bytes(text); })
+        .preset_option<int>(
+            "-n,--iters", &Flags::iters, {Policy{}.iters, {{"quick", 20}}},
+            "timed iterations for small sizes; large sizes get fewer",
+            [](Settings& s, const int& iters) { s.policy.iters = iters; }, positive_number)
+        .preset_option<int>(
+            "-w,--warmup", &Flags::warmup, {Policy{}.warmup, {{"quick", 2}}},
+            "warm-up iterations for small sizes",
+            [](Settings& s, const int& warmup) { s.policy.warmup = warmup; }, non_negative_number)
+        .preset_option<int>(
+            "--min-iters", &Flags::min_iters, {Policy{}.min_iters},
+            "timed iterations at least, even for the largest sizes",
+            [](Settings& s, const int& min_iters) { s.policy.min_iters = min_iters; },
+            positive_number)
+        .preset_setting<std::uint64_t>(
+            {Policy{}.bytes_per_size, {{"quick", 64 * kMiB}}},
+            [](Settings& s, const std::uint64_t& bytes) { s.policy.bytes_per_size = bytes; })
+        .preset_setting<double>(
+            {0.02, {{"quick", 0.005}}},
+            [](Settings& s, const double& seconds) { s.policy.min_warmup_seconds = seconds; })
+        .option(
+            "--ops", &Flags::ops, "collectives to run [all]",
+            [](CLI::Option& option) { option.delimiter(',')->check(CLI::IsMember(op_names())); })
+        .option("--backend", &Flags::backends,
+                "communicator backends, measured one after the other in one run, e.g. "
+                "gloo,shm [gloo]",
+                [](CLI::Option& option) {
+                  option.delimiter(',')->check(CLI::IsMember(benchmark_backends()));
+                })
+        .option("--buffers", &Flags::buffers,
+                "where allreduce/broadcast tensors live, each measured in turn: ordinary, "
+                "shared (Communicator::shared_buffer; the shm backend reduces them in place) "
+                "[ordinary]",
+                [](CLI::Option& option) {
+                  option.delimiter(',')->check(CLI::IsMember({"ordinary", "shared"}));
+                })
+        .option("--json", &Flags::json_path, "write the results to this JSON file");
+    return options;
+  }();
+  return table;
 }
 
 CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags) {
-  const Preset preset = preset_named(flags.preset);
-  CollectivesSettings settings;
-  settings.preset = flags.preset;
-  const std::uint64_t min_bytes =
-      flags.min_bytes ? parse_bytes(*flags.min_bytes) : preset.min_bytes;
-  const std::uint64_t max_bytes =
-      flags.max_bytes ? parse_bytes(*flags.max_bytes) : preset.max_bytes;
-  settings.sizes = doubling_sizes(min_bytes, max_bytes);
-
-  settings.policy = preset.policy;
-  if (flags.iters) settings.policy.iters = *flags.iters;
-  if (flags.warmup) settings.policy.warmup = *flags.warmup;
-  if (flags.min_iters) settings.policy.min_iters = *flags.min_iters;
+  CollectivesSettings settings = collectives_options().resolve(flags);
+  settings.sizes = doubling_sizes(settings.min_bytes, settings.max_bytes);
   // An explicit --iters below the preset's floor lowers the floor too.
   settings.policy.min_iters = std::min(settings.policy.min_iters, settings.policy.iters);
   if (settings.policy.iters < 1 || settings.policy.warmup < 0 || settings.policy.min_iters < 1) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.h"
 #include "harness/timing.h"
 
 namespace gradwire::bench {
@@ -25,16 +26,22 @@ struct CollectivesFlags {
   std::string json_path;                 // empty: no JSON
 };
 
-// Presets:
+struct CollectivesSettings;
+
+// The flags, their help and their defaults in each preset:
 //   default: 8 B .. 256 MiB, 50 iterations (5 warm-up, and at least 20 ms), at least 3, 1 GiB
 //            moved per size
 //   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up, and at least 5 ms), at least 3, 64 MiB
 //            moved per size
-const std::vector<std::string>& collectives_presets();
+const OptionTable<CollectivesFlags, CollectivesSettings>& collectives_options();
 
+// What runs; the sizes and the iteration policy come from collectives_options() (the policy's
+// defaults are IterationPolicy's, its warm-up time and bytes per size the preset's).
 struct CollectivesSettings {
-  std::string preset;
-  std::vector<std::uint64_t> sizes;  // requested sizes, doubling
+  std::string preset = "default";
+  std::uint64_t min_bytes = 0;
+  std::uint64_t max_bytes = 0;
+  std::vector<std::uint64_t> sizes;  // requested sizes, doubling from min_bytes to max_bytes
   IterationPolicy policy;
   std::vector<std::string> ops;  // names, in collective_ops() order
   // Communicator backends, measured one after the other in the same run, in the order given.

@@ -22,6 +22,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/data/sharded_reader.h"
 #include "gradwire/data/store_counter.h"
+#include "harness/case.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 
@@ -310,70 +311,29 @@ class DataSweep {
 }  // namespace
 
 Subcommand data_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "data";
-  subcommand.description =
+  return case_subcommand<DataFlags>(
+      "data",
       "RecordIO loader records/s and MB/s (1 and 2 ranks, static and dynamic, zstd or not) "
-      "against raw reads of the same files";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct State {
-      DataFlags flags;
-      RankOptions ranks;
-    };
-    auto state = std::make_shared<State>();
-    DataFlags& flags = state->flags;
-    command.add_option("--preset", flags.preset, "file sizes and epochs preset")
-        ->check(CLI::IsMember(data_presets()))
-        ->capture_default_str();
-    command.add_option("--data", flags.data_dir,
-                       "read this directory's .gwrio files (as they are) instead of converting "
-                       "Fashion-MNIST");
-    command.add_option("--scratch", flags.scratch_dir,
-                       "write the converted and generated files here and keep them [a temporary "
-                       "directory, removed]");
-    command.add_option("--sets", flags.sets, "data sets [fashion-mnist,generated]")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"fashion-mnist", "generated"}));
-    command.add_option("--generated-bytes", flags.generated_bytes,
-                       "record payload of the generated set, e.g. 64M [default 256M, quick 32M]");
-    command.add_option("--generated-files", flags.generated_files,
-                       "files of the generated set [default 8, quick 4]");
-    command.add_option("--record-bytes", flags.record_bytes, "mean generated record size [4K]");
-    command.add_option("--compressions", flags.compressions, "file compressions [none,zstd]")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"none", "zstd"}));
-    command.add_option("--rank-counts", flags.rank_counts, "rank counts [1,2]")
-        ->delimiter(',')
-        ->check(CLI::PositiveNumber);
-    command.add_option("--partitions", flags.partitions, "loader partitions [static,dynamic]")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"static", "dynamic"}));
-    command
-        .add_option("--epochs", flags.epochs, "timed epochs per measurement [default 5, quick 2]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--warmup", flags.warmup, "untimed epochs before them [1]")
-        ->check(CLI::NonNegativeNumber);
-    command.add_option("--repeat", flags.repeat, "sweeps, pooled [1]")->check(CLI::PositiveNumber);
-    command.add_option("--prefetch", flags.prefetch, "loader prefetch_chunks [4]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--json", flags.json_path, "write the results to this JSON file");
-    add_worker_flag(command, state->ranks);
-    return [state](const std::vector<std::string>& argv) {
-      const EnvMap env = EnvMap::from_process();
-      const int max_ranks =
-          in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
-      const DataSettings settings = resolve_data_settings(state->flags, max_ranks);
-      RankOptions ranks = state->ranks;
-      ranks.ranks = data_world_size(settings);
-      ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
-      ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return DataSweep(context, settings, argv)
-            .run(state->flags.scratch_dir, state->flags.json_path);
+      "against raw reads of the same files",
+      [](CLI::App& command, CaseFlags<DataFlags>& state) {
+        data_options().attach(command, state.flags);
+        add_worker_flag(command, state.ranks);
+      },
+      [](const CaseFlags<DataFlags>& state, const std::vector<std::string>& argv) {
+        const EnvMap env = EnvMap::from_process();
+        const int max_ranks =
+            in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
+        const DataSettings settings = resolve_data_settings(state.flags, max_ranks);
+        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
+        RankOptions ranks = state.ranks;
+        ranks.ranks = data_world_size(settings);
+        ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
+        ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return DataSweep(context, settings, argv)
+              .run(state.flags.scratch_dir, state.flags.json_path);
+        });
       });
-    };
-  };
-  return subcommand;
 }
 
 }  // namespace gradwire::bench

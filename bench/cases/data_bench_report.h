@@ -27,7 +27,8 @@
 
 namespace gradwire::bench {
 
-// The target of gradwire issue 10: the uncompressed loader delivers at least half the raw rate.
+// The loader's target (docs/benchmarks.md, "gradwire-bench data"): the uncompressed loader delivers
+// at least half the raw rate.
 inline constexpr double kDataTargetRatio = 0.5;
 
 // One measurement.

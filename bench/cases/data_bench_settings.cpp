@@ -14,18 +14,6 @@ const std::vector<std::string> kSets = {"fashion-mnist", "generated"};
 const std::vector<std::string> kCompressions = {"none", "zstd"};
 const std::vector<std::string> kPartitions = {"static", "dynamic"};
 
-struct Preset {
-  GeneratedSpec generated;
-  int epochs;
-  int warmup;
-};
-
-Preset preset_named(const std::string& name) {
-  if (name == "default") return {{256 * kMiB, 8, 4096, kMiB}, 5, 1};
-  if (name == "quick") return {{32 * kMiB, 4, 4096, kMiB}, 2, 1};
-  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
-}
-
 // `wanted` in the order of `known` (all of `known` when empty); throws naming an unknown one.
 std::vector<std::string> choose(const std::vector<std::string>& wanted,
                                 const std::vector<std::string>& known, const std::string& what) {
@@ -53,15 +41,59 @@ int positive(int value, const std::string& what) {
 
 }  // namespace
 
-const std::vector<std::string>& data_presets() {
-  static const std::vector<std::string> kPresets = {"default", "quick"};
-  return kPresets;
+const OptionTable<DataFlags, DataSettings>& data_options() {
+  using Flags = DataFlags;
+  using Settings = DataSettings;
+  const auto one_of = [](std::vector<std::string> names) {
+    return [names](CLI::Option& option) { option.delimiter(',')->check(CLI::IsMember(names)); };
+  };
+  static const auto table = [&] {
+    OptionTable<Flags, Settings> options({"default", "quick"}, "file sizes and epochs preset");
+    options
+        .option("--data", &Flags::data_dir,
+                "read this directory's .gwrio files (as they are) instead of converting "
+                "Fashion-MNIST")
+        .option("--scratch", &Flags::scratch_dir,
+                "write the converted and generated files here and keep them [a temporary "
+                "directory, removed]")
+        .option("--sets", &Flags::sets, "data sets [fashion-mnist,generated]", one_of(kSets))
+        .preset_option<std::string>(
+            "--generated-bytes", &Flags::generated_bytes, {"256M", {{"quick", "32M"}}},
+            "record payload of the generated set, e.g. 64M",
+            [](Settings& s, const std::string& text) { s.generated.bytes = parse_bytes(text); })
+        .preset_option<int>("--generated-files", &Flags::generated_files, {8, {{"quick", 4}}},
+                            "files of the generated set",
+                            [](Settings& s, const int& files) { s.generated.files = files; })
+        .preset_option<std::string>("--record-bytes", &Flags::record_bytes, {"4K"},
+                                    "mean generated record size",
+                                    [](Settings& s, const std::string& text) {
+                                      s.generated.mean_record_bytes = parse_bytes(text);
+                                    })
+        .preset_setting<std::uint64_t>(
+            {kMiB},
+            [](Settings& s, const std::uint64_t& bytes) { s.generated.chunk_bytes = bytes; })
+        .option("--compressions", &Flags::compressions, "file compressions [none,zstd]",
+                one_of(kCompressions))
+        .option("--rank-counts", &Flags::rank_counts, "rank counts [1,2]",
+                [](CLI::Option& option) { option.delimiter(',')->check(CLI::PositiveNumber); })
+        .option("--partitions", &Flags::partitions, "loader partitions [static,dynamic]",
+                one_of(kPartitions))
+        .preset_value("--epochs", &Flags::epochs, &Settings::epochs, {{"quick", 2}},
+                      "timed epochs per measurement", positive_number)
+        .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {},
+                      "untimed epochs before them", non_negative_number)
+        .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {}, "sweeps, pooled",
+                      positive_number)
+        .preset_value("--prefetch", &Flags::prefetch, &Settings::prefetch, {},
+                      "loader prefetch_chunks", positive_number)
+        .option("--json", &Flags::json_path, "write the results to this JSON file");
+    return options;
+  }();
+  return table;
 }
 
 DataSettings resolve_data_settings(const DataFlags& flags, int max_ranks) {
-  const Preset preset = preset_named(flags.preset);
-  DataSettings settings;
-  settings.preset = flags.preset;
+  DataSettings settings = data_options().resolve(flags);
 
   for (const auto& name : choose(flags.sets, kSets, "data set")) {
     if (name == "fashion-mnist" && flags.data_dir) {
@@ -73,16 +105,9 @@ DataSettings resolve_data_settings(const DataFlags& flags, int max_ranks) {
     }
   }
 
-  settings.generated = preset.generated;
-  if (flags.generated_bytes) settings.generated.bytes = parse_bytes(*flags.generated_bytes);
-  if (flags.generated_files) {
-    settings.generated.files = positive(*flags.generated_files, "--generated-files");
-  }
-  if (flags.record_bytes) {
-    settings.generated.mean_record_bytes = parse_bytes(*flags.record_bytes);
-    if (settings.generated.mean_record_bytes < 2) {
-      throw InvalidArgument("--record-bytes must be at least 2");
-    }
+  positive(settings.generated.files, "--generated-files");
+  if (settings.generated.mean_record_bytes < 2) {
+    throw InvalidArgument("--record-bytes must be at least 2");
   }
   if (settings.generated.bytes <
       settings.generated.mean_record_bytes * static_cast<std::uint64_t>(settings.generated.files)) {
@@ -105,11 +130,10 @@ DataSettings resolve_data_settings(const DataFlags& flags, int max_ranks) {
     }
   }
 
-  settings.epochs = positive(flags.epochs.value_or(preset.epochs), "--epochs");
-  settings.warmup = flags.warmup.value_or(preset.warmup);
+  positive(settings.epochs, "--epochs");
   if (settings.warmup < 0) throw InvalidArgument("--warmup must not be negative");
-  settings.repeat = positive(flags.repeat.value_or(1), "--repeat");
-  settings.prefetch = positive(flags.prefetch.value_or(4), "--prefetch");
+  positive(settings.repeat, "--repeat");
+  positive(settings.prefetch, "--prefetch");
   return settings;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.h"
+
 namespace gradwire::bench {
 
 // The flags as given; unset ones come from the preset.
@@ -28,13 +30,15 @@ struct DataFlags {
   std::string json_path;                       // empty: no JSON
 };
 
-// Presets:
+struct DataSettings;
+
+// The flags, their help and their defaults in each preset:
 //   default: generated set 256 MiB in 8 files of 4 KiB (mean) records; 1 warm-up + 5 timed
 //            epochs per measurement; 1 sweep
 //   quick:   generated set 32 MiB in 4 files; 1 warm-up + 2 timed epochs
 // Both: Fashion-MNIST's 60000 training images (47 MB) converted in 4 files of 1024-image chunks,
 // prefetch 4 chunks, compressions none and zstd, 1 and 2 ranks, static and dynamic partitions.
-const std::vector<std::string>& data_presets();
+const OptionTable<DataFlags, DataSettings>& data_options();
 
 // Where a data set's files come from.
 enum class DataSource {
@@ -56,8 +60,10 @@ struct GeneratedSpec {
   std::uint64_t chunk_bytes = 0;        // RecordWriterOptions::chunk_bytes
 };
 
+// What runs; the defaults are the default preset's (data_options() has the others', and the
+// generated set's).
 struct DataSettings {
-  std::string preset;
+  std::string preset = "default";
   std::vector<DataSetSpec> sets;
   GeneratedSpec generated;
   int fashion_mnist_files = 4;

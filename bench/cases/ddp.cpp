@@ -17,9 +17,9 @@
 
 #include "cases/backend_worlds.h"
 #include "cases/collectives_settings.h"
+#include "cases/ddp_flags.h"
 #include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
-#include "cases/ddp_flags.h"
 #include "cases/ddp_results.h"
 #include "cases/ddp_settings.h"
 #include "cases/ddp_training.h"
@@ -27,9 +27,11 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
+#include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/memory.h"
 #include "harness/ranks.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/table.h"
 #include "report/html_report.h"
@@ -38,6 +40,15 @@
 namespace gradwire::bench {
 
 namespace {
+
+// The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
+std::string reference_json_path(const std::string& json_path) {
+  const auto dot = json_path.rfind('.');
+  const auto slash = json_path.rfind('/');
+  const bool has_extension =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
+}
 
 // Idle ranks wait in a barrier while others train, which for a large model on a CPU can take
 // many minutes; unless GRADWIRE_TIMEOUT says otherwise, collectives may wait this long.
@@ -82,20 +93,25 @@ class DdpSweep {
     if (reports()) print_header(reference);
     DdpRepeats repeats;
     nlohmann::json reference_document;  // the first repeat's, for its fields
-    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
-      if (settings_.repeat > 1 && reports()) {
-        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
-      }
+    AlternatingRuns runs;
+    runs.repeats = settings_.repeat;
+    runs.ours = [&](int) {
       std::vector<DdpModelResult> results;
       for (const auto& model : settings_.models) results.push_back(sweep_model(model));
       repeats.gradwire.push_back(std::move(results));
-      if (!reference.run) continue;
-      nlohmann::json document;
-      if (!run_reference(reference, document)) return reports() ? 1 : 0;
-      if (!reports()) continue;
-      repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
-      if (reference_document.is_null()) reference_document = std::move(document);
+    };
+    if (reference.run) {
+      runs.reference = [&](int) {
+        nlohmann::json document;
+        if (!run_reference(reference, document)) return false;
+        if (!reports()) return true;
+        repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
+        if (reference_document.is_null()) reference_document = std::move(document);
+        return true;
+      };
     }
+    if (reports()) runs.progress = progress;
+    if (!run_alternating(runs)) return reports() ? 1 : 0;
     if (!reports()) return 0;
 
     const std::vector<DdpModelResult> results = pool_repeats(repeats.gradwire);
@@ -363,15 +379,6 @@ class DdpSweep {
     return false;
   }
 
-  // The reference's JSON next to --json: "out.json" -> "out.pytorch.json".
-  static std::string reference_json_path(const std::string& json_path) {
-    const auto dot = json_path.rfind('.');
-    const auto slash = json_path.rfind('/');
-    const bool has_extension =
-        dot != std::string::npos && (slash == std::string::npos || dot > slash);
-    return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
-  }
-
   nlohmann::json document(const std::vector<DdpModelResult>& results,
                           const nlohmann::json& reference) const {
     nlohmann::json document = make_document("ddp", run_metadata(context_, argv_));
@@ -421,34 +428,33 @@ class DdpSweep {
 }  // namespace
 
 Subcommand ddp_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "ddp";
-  subcommand.description =
+  return case_subcommand<DdpFlags>(
+      "ddp",
       "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
-      "DDP benchmark)";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct State {
-      DdpFlags flags;
-      RankOptions ranks;
-    };
-    auto state = std::make_shared<State>();
-    add_ddp_flags(command, state->flags, state->ranks);
-    add_worker_flag(command, state->ranks);
-    return [state](const std::vector<std::string>& argv) {
-      const EnvMap env = EnvMap::from_process();
-      std::optional<int> job_world_size;
-      if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
-      const DdpSettings settings = resolve_ddp_settings(state->flags, job_world_size);
-      RankOptions ranks = state->ranks;
-      ranks.ranks = settings.ranks;
-      ranks.backend = settings.backends.front();
-      if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return DdpSweep(context, settings, argv, ranks.timeout).run();
+      "DDP benchmark)",
+      [](CLI::App& command, CaseFlags<DdpFlags>& state) {
+        add_ddp_flags(command, state.flags, state.ranks);
+        add_worker_flag(command, state.ranks);
+      },
+      [](const CaseFlags<DdpFlags>& state, const std::vector<std::string>& argv) {
+        const EnvMap env = EnvMap::from_process();
+        std::optional<int> job_world_size;
+        if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
+        const DdpSettings settings = resolve_ddp_settings(state.flags, job_world_size);
+        if (!state.ranks.worker) {
+          prepare_output_files({settings.json_path, settings.html_path});
+          if (settings.reference_pytorch && !settings.json_path.empty()) {
+            prepare_output_file(reference_json_path(settings.json_path));
+          }
+        }
+        RankOptions ranks = state.ranks;
+        ranks.ranks = settings.ranks;
+        ranks.backend = settings.backends.front();
+        if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return DdpSweep(context, settings, argv, ranks.timeout).run();
+        });
       });
-    };
-  };
-  return subcommand;
 }
 
 }  // namespace gradwire::bench

@@ -10,52 +10,23 @@
 #include "gradwire/launch/launcher.h"
 #include "harness/command.h"
 #include "harness/report.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
 
-namespace {
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
+std::optional<PythonTorch> find_ddp_python(const std::string& preferred, std::string& why_not) {
+  PythonSearch search = find_python_with_torch(preferred);
+  if (!search.found) {
+    why_not = "no Python interpreter with torch: tried " + search.tried +
+              "; install PyTorch (Debian: apt-get install python3-torch) or pass --python";
+  }
+  return search.found;
 }
 
-}  // namespace
-
-std::vector<std::string> python_candidates(const std::string& preferred) {
-  if (!preferred.empty()) return {preferred};
-  return {"python3", "/usr/bin/python3"};
-}
-
-std::optional<PythonTorch> find_python_with_torch(const std::string& preferred,
-                                                  std::string& why_not) {
-  std::vector<std::string> tried;
-  for (const auto& python : python_candidates(preferred)) {
-    const CommandOutput probe =
-        run_command({python, "-c", "import torch, sys; sys.stdout.write(torch.__version__)"});
-    if (probe.succeeded()) return PythonTorch{python, trim_whitespace(probe.output)};
-    tried.push_back(python + (probe.started ? " (cannot import torch)" : " (not found)"));
-  }
-  why_not = "no Python interpreter with torch: tried " + join(tried, ", ") +
-            "; install PyTorch (Debian: apt-get install python3-torch) or pass --python";
-  return std::nullopt;
-}
-
-std::optional<std::string> find_reference_script(const std::string& preferred,
-                                                 std::string& why_not) {
-  if (!preferred.empty()) {
-    if (is_readable_file(preferred)) return preferred;
-    why_not = "reference script " + preferred + " cannot be read";
-    return std::nullopt;
-  }
-  for (const std::string candidate : {std::string(GRADWIRE_BENCH_SOURCE_REFERENCE),
-                                      std::string(GRADWIRE_BENCH_INSTALLED_REFERENCE)}) {
-    if (is_readable_file(candidate)) return candidate;
-  }
-  why_not = "ddp_reference.py is neither at " + std::string(GRADWIRE_BENCH_SOURCE_REFERENCE) +
-            " nor at " + GRADWIRE_BENCH_INSTALLED_REFERENCE + ": pass --reference-script";
-  return std::nullopt;
+std::optional<std::string> find_ddp_reference_script(const std::string& preferred,
+                                                     std::string& why_not) {
+  return find_reference_script(
+      {preferred, GRADWIRE_BENCH_SOURCE_REFERENCE, GRADWIRE_BENCH_INSTALLED_REFERENCE}, why_not);
 }
 
 std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,
@@ -103,9 +74,9 @@ int run_reference_rank(const std::vector<std::string>& command, const ReferenceR
 
 ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings) {
   ReferencePlan plan;
-  std::optional<PythonTorch> python = find_python_with_torch(settings.python, plan.why_not);
+  std::optional<PythonTorch> python = find_ddp_python(settings.python, plan.why_not);
   std::optional<std::string> script;
-  if (python) script = find_reference_script(settings.reference_script, plan.why_not);
+  if (python) script = find_ddp_reference_script(settings.reference_script, plan.why_not);
   at::Tensor ready = at::full({1}, python && script ? 1 : 0, at::kLong);
   world.allreduce(ready, ReduceOp::kMin)->wait();
   plan.run = ready.item<std::int64_t>() == 1;

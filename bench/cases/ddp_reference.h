@@ -12,27 +12,18 @@
 
 #include "cases/ddp_settings.h"
 #include "gradwire/comm/communicator.h"
+#include "harness/python.h"
 
 namespace gradwire::bench {
 
-struct PythonTorch {
-  std::string python;         // the interpreter, e.g. "/usr/bin/python3"
-  std::string torch_version;  // torch.__version__ as it reports it
-};
+// find_python_with_torch (harness/python.h); nullopt, with the reason in `why_not`, when no
+// candidate imports torch.
+std::optional<PythonTorch> find_ddp_python(const std::string& preferred, std::string& why_not);
 
-// The interpreters tried, in order: `preferred` alone when given; else python3 on PATH, then
-// /usr/bin/python3 (where Debian's python3-torch lives when PATH has another python3 first).
-std::vector<std::string> python_candidates(const std::string& preferred);
-
-// The first candidate that imports torch (runs each for a second or two). nullopt, with the
-// reason in `why_not`, when none does.
-std::optional<PythonTorch> find_python_with_torch(const std::string& preferred,
-                                                  std::string& why_not);
-
-// ddp_reference.py: `preferred` when given, else the source tree's, else the installed copy.
-// nullopt, with the reason in `why_not`, when the file is not there.
-std::optional<std::string> find_reference_script(const std::string& preferred,
-                                                 std::string& why_not);
+// ddp_reference.py (harness/python.h's find_reference_script): `preferred` when given, else the
+// source tree's, else the installed copy.
+std::optional<std::string> find_ddp_reference_script(const std::string& preferred,
+                                                     std::string& why_not);
 
 // Pure: the script's command line for these settings (the interpreter first).
 std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,

@@ -15,31 +15,16 @@ constexpr int kPrefixWidth = 23;
 constexpr int kSecondsWidth = 9;
 constexpr int kRateWidth = 9;
 
-std::string pad_left(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
-}
-
-std::string trim_right(std::string text) {
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
 std::string prefix(int world_size, const std::string& label) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%4d ranks -- %8s", world_size, label.c_str());
   return buffer;
 }
 
-std::string percentile_name(int p) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "  p%02d: ", p);
-  return buffer;
-}
-
 std::string percentile_cells(const std::vector<double>& measurements, std::int64_t batch_size) {
   std::string cells;
-  for (const auto& row : ddp_percentiles(measurements, batch_size, ddp_row_percentiles())) {
+  for (const auto& row :
+       rate_percentiles(measurements, static_cast<double>(batch_size), ddp_row_percentiles())) {
     cells += percentile_name(row.percentile) +
              pad_left(format_seconds(row.seconds) + "s", kSecondsWidth) + " " +
              pad_left(format_fixed(row.examples_per_second, 1) + "/s", kRateWidth);
@@ -121,8 +106,10 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
                                              std::int64_t batch_size) {
   const std::string blank(static_cast<std::size_t>(kPrefixWidth - 1), ' ');
   std::string ratios;
-  const auto ours = ddp_percentiles(gradwire_seconds, batch_size, ddp_row_percentiles());
-  const auto theirs = ddp_percentiles(reference_seconds, batch_size, ddp_row_percentiles());
+  const auto ours =
+      rate_percentiles(gradwire_seconds, static_cast<double>(batch_size), ddp_row_percentiles());
+  const auto theirs =
+      rate_percentiles(reference_seconds, static_cast<double>(batch_size), ddp_row_percentiles());
   for (std::size_t i = 0; i < ours.size(); ++i) {
     const double ratio = theirs[i].seconds > 0 ? ours[i].seconds / theirs[i].seconds : 0.0;
     ratios += percentile_name(ours[i].percentile) +

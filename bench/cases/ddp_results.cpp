@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "gradwire/common/error.h"
+#include "harness/pool.h"
 #include "harness/report.h"
 #include "harness/stats.h"
 
@@ -62,11 +63,9 @@ void pool_stats(nlohmann::json& into, const nlohmann::json& next) {
 }  // namespace
 
 std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelResult>>& repeats) {
-  if (repeats.empty()) return {};
-  std::vector<DdpModelResult> pooled = repeats.front();
-  for (std::size_t r = 1; r < repeats.size(); ++r) {
-    const auto& repeat = repeats[r];
-    const std::string where = "repeat " + std::to_string(r + 1);
+  using Models = std::vector<DdpModelResult>;
+  return pool_in_order<Models>(repeats, [](Models& pooled, const Models& repeat,
+                                           const std::string& where) {
     if (repeat.size() != pooled.size()) {
       throw InvalidArgument(where + " measured " + std::to_string(repeat.size()) +
                             " models, the first " + std::to_string(pooled.size()));
@@ -84,12 +83,11 @@ std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelR
         if (a.ddp != b.ddp || a.ranks != b.ranks || a.variant() != b.variant()) {
           throw InvalidArgument(where + " measured other configurations of " + next.model);
         }
-        a.measurements.insert(a.measurements.end(), b.measurements.begin(), b.measurements.end());
+        append(a.measurements, b.measurements);
         pool_stats(a.ddp_stats, b.ddp_stats);
       }
     }
-  }
-  return pooled;
+  });
 }
 
 std::string DdpRound::variant() const {
@@ -124,17 +122,6 @@ std::vector<double> slowest_rank_measurements(const std::vector<double>& samples
     }
   }
   return slowest;
-}
-
-std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
-                                           std::int64_t batch_size,
-                                           const std::vector<int>& percentiles) {
-  std::vector<DdpPercentile> rows;
-  for (const int p : percentiles) {
-    const double seconds = percentile(measurements, p);
-    rows.push_back({p, seconds, seconds > 0 ? static_cast<double>(batch_size) / seconds : 0.0});
-  }
-  return rows;
 }
 
 nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per_node) {
@@ -197,15 +184,7 @@ DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& 
 }
 
 DdpReport read_ddp_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("could not open benchmark results " + path + ": check the path");
-  nlohmann::json document;
-  try {
-    in >> document;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
-                "): was the run interrupted while writing?");
-  }
+  const nlohmann::json document = read_json_document(path);
   try {
     return parse_ddp_document(document, path);
   } catch (const nlohmann::json::exception& e) {

@@ -57,17 +57,6 @@ std::string round_label(const DdpRound& round, int ranks_per_node);
 // not divide among `ranks`.
 std::vector<double> slowest_rank_measurements(const std::vector<double>& samples, int ranks);
 
-// Percentiles of a round as its rows print them.
-struct DdpPercentile {
-  int percentile = 50;
-  double seconds = 0;              // sec/iter, linear interpolation (numpy's default)
-  double examples_per_second = 0;  // batch_size / seconds: per rank, as upstream defines ex/sec
-};
-// Pure: one entry per requested percentile. Throws InvalidArgument when measurements is empty.
-std::vector<DdpPercentile> ddp_percentiles(const std::vector<double>& measurements,
-                                           std::int64_t batch_size,
-                                           const std::vector<int>& percentiles);
-
 // Pure: the results of several repeats of the same sweep as one: every configuration's
 // measurements concatenated in repeat order. ddp_stats: the *_s averages weighted by iterations,
 // "iterations" summed, other fields from the last repeat. Throws InvalidArgument when the repeats

@@ -7,36 +7,9 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/models/zoo.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
-
-namespace {
-
-DdpSettings preset_named(const std::string& name) {
-  DdpSettings settings;
-  settings.preset = name;
-  if (name == "default") {
-    settings.models = {"resnet50", "resnet101", "resnext50_32x4d", "resnext101_32x8d"};
-    return settings;  // batch 32, 224x224, 25 MiB buckets, 5 + 10 iterations
-  }
-  if (name == "quick") {
-    settings.models = {"resnet18", "cnn"};
-    settings.batch_size = 8;
-    settings.image_size = 64;
-    settings.warmup = 5;
-    settings.iterations = 40;
-    return settings;
-  }
-  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
-}
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
-}  // namespace
 
 void check_model_names(const std::vector<std::string>& names) {
   std::vector<std::string> known;
@@ -48,11 +21,6 @@ void check_model_names(const std::vector<std::string>& names) {
   }
 }
 
-const std::vector<std::string>& ddp_presets() {
-  static const std::vector<std::string> kPresets = {"default", "quick"};
-  return kPresets;
-}
-
 std::vector<int> default_world_sizes(int max_ranks) {
   if (max_ranks < 1) throw InvalidArgument("the largest world size must be at least 1");
   std::vector<int> sizes;
@@ -62,8 +30,7 @@ std::vector<int> default_world_sizes(int max_ranks) {
 }
 
 DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size) {
-  DdpSettings settings = preset_named(flags.preset);
-  if (!flags.models.empty()) settings.models = flags.models;
+  DdpSettings settings = ddp_options().resolve(flags);
   // De-duplicate while keeping the order given.
   std::vector<std::string> unique_models;
   for (const auto& name : settings.models) {
@@ -73,12 +40,6 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   }
   settings.models = unique_models;
   check_model_names(settings.models);
-  if (flags.batch_size) settings.batch_size = *flags.batch_size;
-  if (flags.image_size) settings.image_size = *flags.image_size;
-  if (flags.bucket_cap_mb) settings.bucket_cap_mb = *flags.bucket_cap_mb;
-  if (flags.iterations) settings.iterations = *flags.iterations;
-  if (flags.warmup) settings.warmup = *flags.warmup;
-  if (flags.repeat) settings.repeat = *flags.repeat;
   if (settings.batch_size < 1 || settings.image_size < 1 || !(settings.bucket_cap_mb > 0) ||
       settings.iterations < 1 || settings.warmup < 0 || settings.repeat < 1) {
     throw InvalidArgument(

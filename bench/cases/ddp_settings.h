@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.h"
+
 namespace gradwire::bench {
 
 // The flags as given; unset ones come from the preset.
@@ -34,18 +36,22 @@ struct DdpFlags {
   std::vector<std::string> comm_hooks;     // --comm-hook allreduce,bf16; empty: allreduce
 };
 
-// Presets (docs/benchmarks.md):
+struct DdpSettings;
+
+// The flags, their help and their defaults in each preset (ddp_flags.cpp; docs/benchmarks.md):
 //   default: resnet50, resnet101, resnext50_32x4d, resnext101_32x8d; batch 32, 224x224,
 //            5 warm-up + 10 timed iterations (PyTorch's benchmarks/distributed/ddp/benchmark.py)
 //   quick:   resnet18 and cnn; batch 8, 64x64, 5 warm-up + 40 timed iterations
-const std::vector<std::string>& ddp_presets();
+const OptionTable<DdpFlags, DdpSettings>& ddp_options();
 
 // Ranks started locally when neither --world-sizes nor --max-ranks says otherwise.
 inline constexpr int kDefaultMaxRanks = 2;
 
+// What runs; the defaults are the default preset's (ddp_options() has the others').
 struct DdpSettings {
-  std::string preset;
-  std::vector<std::string> models;
+  std::string preset = "default";
+  std::vector<std::string> models = {"resnet50", "resnet101", "resnext50_32x4d",
+                                     "resnext101_32x8d"};
   std::int64_t batch_size = 32;
   std::int64_t image_size = 224;
   double bucket_cap_mb = 25;

@@ -24,21 +24,6 @@ constexpr int kSecondsWidth = 9;
 constexpr int kRateWidth = 9;
 constexpr int kDeltaWidth = 8;
 
-std::string pad_left(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
-}
-
-std::string trim_right(std::string text) {
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
-std::string pad_right(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : text + std::string(size - text.size(), ' ');
-}
-
 // The settings of a file, flattened: top-level fields and one level of nested objects
 // ("hardware.cpu_model"). Results, the embedded reference and the harness metadata (which repeats
 // the top-level fields) are left out.
@@ -194,30 +179,27 @@ void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpRepor
 }
 
 Subcommand diff_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "diff";
-  subcommand.description =
-      "compare two ddp results (gradwire-bench ddp --json, or PyTorch's benchmark.py --json)";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct Paths {
-      std::string baseline;
-      std::string test;
-    };
-    auto paths = std::make_shared<Paths>();
-    command.add_option("baseline", paths->baseline, "the baseline result (JSON)")
-        ->required()
-        ->check(CLI::ExistingFile);
-    command.add_option("test", paths->test, "the result compared with it (JSON)")
-        ->required()
-        ->check(CLI::ExistingFile);
-    return [paths](const std::vector<std::string>&) {
-      const DdpReport baseline = read_ddp_file(paths->baseline);
-      const DdpReport test = read_ddp_file(paths->test);
-      print_ddp_diff(std::cout, baseline, test);
-      return 0;
-    };
-  };
-  return subcommand;
+  return {"diff",
+          "compare two ddp results (gradwire-bench ddp --json, or PyTorch's benchmark.py --json)",
+          [](CLI::App& command) -> SubcommandRun {
+            struct Paths {
+              std::string baseline;
+              std::string test;
+            };
+            auto paths = std::make_shared<Paths>();
+            command.add_option("baseline", paths->baseline, "the baseline result (JSON)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            command.add_option("test", paths->test, "the result compared with it (JSON)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            return [paths](const std::vector<std::string>&) {
+              const DdpReport baseline = read_ddp_file(paths->baseline);
+              const DdpReport test = read_ddp_file(paths->test);
+              print_ddp_diff(std::cout, baseline, test);
+              return 0;
+            };
+          }};
 }
 
 }  // namespace gradwire::bench

@@ -1,6 +1,6 @@
-// `gradwire-bench hybrid`: reference 000's DDP + parameter-server training (PyTorch's
-// benchmark_ddp_rpc.py) measured with gradwire, optionally side by side with the same algorithm in
-// PyTorch (hybrid_reference.h).
+// `gradwire-bench hybrid`: PyTorch's DDP + RPC benchmark's DDP + parameter-server training
+// (PyTorch's benchmark_ddp_rpc.py) measured with gradwire, optionally side by side with the same
+// algorithm in PyTorch (hybrid_reference.h).
 //
 // Processes. Run directly, this process is the conductor: per repeat it starts S parameter
 // servers (gradwire-ps-server, found next to this program) and T trainer copies of itself with
@@ -30,6 +30,7 @@
 #include "gradwire/launch/launcher.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "subcommand.h"
 
@@ -138,21 +139,25 @@ class Conductor {
     std::vector<HybridResult> ours;
     std::vector<HybridResult> theirs;
     std::optional<nlohmann::json> reference_document;
-    for (int repeat = 1; repeat <= settings_.repeat; ++repeat) {
-      if (settings_.repeat > 1) {
-        progress("repeat " + std::to_string(repeat) + " of " + std::to_string(settings_.repeat));
-      }
-      ours.push_back(run_gradwire(repeat));
-      if (!settings_.reference_pytorch) continue;
-      progress("running the PyTorch reference: " + python_.python + " " + script_);
-      nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
-      theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
-      std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
-      print_hybrid_table(out, theirs.back(),
-                         "reference: PyTorch " + python_.torch_version + " RPC + DDP");
-      print_hybrid_phases(out, theirs.back(), "reference: where an epoch goes (mean ms per epoch)");
-      if (!reference_document) reference_document = std::move(document);
+    AlternatingRuns runs;
+    runs.repeats = settings_.repeat;
+    runs.ours = [&](int repeat) { ours.push_back(run_gradwire(repeat)); };
+    if (settings_.reference_pytorch) {
+      runs.reference = [&](int) {  // throws when it fails
+        progress("running the PyTorch reference: " + python_.python + " " + script_);
+        nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
+        theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
+        std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
+        print_hybrid_table(out, theirs.back(),
+                           "reference: PyTorch " + python_.torch_version + " RPC + DDP");
+        print_hybrid_phases(out, theirs.back(),
+                            "reference: where an epoch goes (mean ms per epoch)");
+        if (!reference_document) reference_document = std::move(document);
+        return true;
+      };
     }
+    runs.progress = progress;
+    run_alternating(runs);
 
     const HybridResult pooled = pool_hybrid_repeats(ours);
     if (settings_.repeat > 1) {
@@ -223,103 +228,60 @@ class Conductor {
 
   HybridSettings settings_;
   std::vector<std::string> argv_;
-  HybridPython python_;
+  PythonTorch python_;
   std::string script_;
 };
 
 }  // namespace
 
 Subcommand hybrid_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "hybrid";
-  subcommand.description =
-      "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
-      "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    auto state = std::make_shared<State>();
-    HybridFlags& flags = state->flags;
-    command.add_option("--preset", flags.preset, "settings preset (quick: 2 trainers, 20 epochs)")
-        ->check(CLI::IsMember(hybrid_presets()))
-        ->capture_default_str();
-    command.add_option("--trainers", flags.trainers, "trainer processes [8; quick 2]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--servers", flags.servers, "parameter servers [8]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--rows", flags.rows, "embedding rows [300]")->check(CLI::PositiveNumber);
-    command.add_option("--dim", flags.dim, "embedding columns per server [64]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--epochs", flags.epochs, "measured epochs [100; quick 20]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--warmup", flags.warmup, "warm-up epochs [5; quick 2]")
-        ->check(CLI::NonNegativeNumber);
-    command.add_option("--batches", flags.batches, "batches per epoch [10]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--seed", flags.seed, "seed of the batches and the initial weights [0]");
-    command.add_option("--mode", flags.mode, "server updates: async (on arrival) or sync")
-        ->check(CLI::IsMember({"async", "sync"}))
-        ->capture_default_str();
-    command.add_option("--server-threads", flags.server_threads, "intra-op threads per server [1]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--json", flags.json_path, "write the results to this JSON file");
-    command.add_option("--html", flags.html_path, "draw the results into this HTML page");
-    command
-        .add_option("--reference", flags.reference,
-                    "also run the algorithm with PyTorch RPC (bench/reference/hybrid_reference.py)")
-        ->check(CLI::IsMember({"pytorch"}));
-    command
-        .add_option("--repeat", flags.repeat,
-                    "run gradwire and the reference alternately this many times and pool [1]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--python", flags.python,
-                       "Python with torch for --reference [python3, then /usr/bin/python3]");
-    command.add_option("--reference-script", flags.reference_script,
-                       "path of hybrid_reference.py [the source tree's, then the installed copy]");
-    command
-        .add_option(
-            "--backend", flags.backend,
-            "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
-            "trainers, all on this host; inside a job the library's choice), gloo, shm or "
-            "hierarchical")
-        ->check(CLI::IsMember({"gloo", "shm"}))
-        ->capture_default_str();
-    add_worker_flag(command, state->ranks);
-    command.add_option(kResultFileFlag, state->result_file, "")->group("");
-    command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
-    return [state](const std::vector<std::string>& argv) {
-      const EnvMap env = EnvMap::from_process();
-      if (!in_launcher_environment(env)) {
-        if (state->ranks.worker) {
-          throw ConfigError(std::string(kWorkerFlag) +
-                            " is only for the trainers gradwire-bench "
-                            "starts itself; run without it");
-        }
-        return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
-      }
-      std::optional<HybridJob> job;
-      if (!state->ranks.worker) {
-        const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
-        if (servers == 0) {
-          throw ConfigError(
-              "gradwire-bench hybrid runs in a job here (RANK/WORLD_SIZE are set) but "
-              "GRADWIRE_PS_ADDRS is not: start it with gradwire-run --servers S, or run it "
-              "directly and it starts its own servers and trainers");
-        }
-        job = HybridJob{resolve_world({}, env).world_size, servers};
-      }
-      const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
-      RankOptions ranks = state->ranks;
-      ranks.ranks = settings.trainers;
-      ranks.backend = settings.backend;
-      ranks.threads_per_rank = 1;
-      // Trainers share the cores with the servers (more processes than cores), as in PyTorch's
-      // reference run: none is bound.
-      ranks.bind_cores = false;
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return run_trainer(context, settings, *state, argv);
-      });
-    };
-  };
-  return subcommand;
+  return {"hybrid",
+          "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
+          "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC",
+          [](CLI::App& command) -> SubcommandRun {
+            auto state = std::make_shared<State>();
+            HybridFlags& flags = state->flags;
+            hybrid_options().attach(command, flags);
+            add_worker_flag(command, state->ranks);
+            command.add_option(kResultFileFlag, state->result_file, "")->group("");
+            command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
+            return [state](const std::vector<std::string>& argv) {
+              if (!state->ranks.worker && state->result_file.empty()) {
+                prepare_output_files({state->flags.json_path, state->flags.html_path});
+              }
+              const EnvMap env = EnvMap::from_process();
+              if (!in_launcher_environment(env)) {
+                if (state->ranks.worker) {
+                  throw ConfigError(std::string(kWorkerFlag) +
+                                    " is only for the trainers gradwire-bench "
+                                    "starts itself; run without it");
+                }
+                return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
+              }
+              std::optional<HybridJob> job;
+              if (!state->ranks.worker) {
+                const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+                if (servers == 0) {
+                  throw ConfigError(
+                      "gradwire-bench hybrid runs in a job here (RANK/WORLD_SIZE are set) but "
+                      "GRADWIRE_PS_ADDRS is not: start it with gradwire-run --servers S, or run it "
+                      "directly and it starts its own servers and trainers");
+                }
+                job = HybridJob{resolve_world({}, env).world_size, servers};
+              }
+              const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
+              RankOptions ranks = state->ranks;
+              ranks.ranks = settings.trainers;
+              ranks.backend = settings.backend;
+              ranks.threads_per_rank = 1;
+              // Trainers share the cores with the servers (more processes than cores), as in
+              // PyTorch's reference run: none is bound.
+              ranks.bind_cores = false;
+              return run_on_ranks(ranks, argv, [&](RankContext& context) {
+                return run_trainer(context, settings, *state, argv);
+              });
+            };
+          }};
 }
 
 }  // namespace gradwire::bench

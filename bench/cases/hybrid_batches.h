@@ -1,7 +1,7 @@
-// The batches of `gradwire-bench hybrid`, as reference 000 draws them: per batch a number of ids
-// uniform in [20, 50], each id uniform in [0, rows); bag offsets from 0 advancing by a step
-// uniform in [1, 10] while below the number of ids (the batch size is the number of offsets);
-// targets uniform in [0, 8). Pure and deterministic.
+// The batches of `gradwire-bench hybrid`, as PyTorch's DDP + RPC benchmark draws them: per batch a
+// number of ids uniform in [20, 50], each id uniform in [0, rows); bag offsets from 0 advancing by
+// a step uniform in [1, 10] while below the number of ids (the batch size is the number of
+// offsets); targets uniform in [0, 8). Pure and deterministic.
 //
 // The numbers come from SplitMix64 seeded with seed * 1000003 + trainer (mod 2^64); uniform(lo,
 // hi) = lo + next() % (hi - lo + 1); per batch they are drawn in this order: the id count, the

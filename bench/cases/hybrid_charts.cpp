@@ -2,6 +2,7 @@
 
 #include "cases/hybrid_results.h"
 #include "harness/report.h"
+#include "harness/stats.h"
 #include "harness/table.h"
 #include "report/html_page.h"
 #include "report/html_report.h"
@@ -9,6 +10,13 @@
 namespace gradwire::bench {
 
 namespace {
+
+// finish_chart with a linear x axis: percentiles, epochs and trainers are not doublings.
+ChartSpec linear(ChartSpec chart) {
+  finish_chart(chart);
+  chart.x_scale = AxisScale::kLinear;
+  return chart;
+}
 
 struct Side {
   HybridResult result;
@@ -25,36 +33,26 @@ std::vector<Side> sides_of(const nlohmann::json& document, const std::string& so
 }
 
 ChartSpec rates_chart(const std::vector<Side>& sides, const std::string& source) {
-  ChartSpec chart;
-  chart.title = "ex/sec of all trainers";
-  chart.subtitle = source + ": hybrid";
-  chart.x_label = "percentile of sec/epoch";
-  chart.y_label = "examples per second (all trainers)";
-  chart.x_unit = "th percentile";
-  chart.y_unit = "ex/s";
+  ChartSpec chart{"ex/sec of all trainers",  source + ": hybrid",
+                  "percentile of sec/epoch", "examples per second (all trainers)",
+                  "th percentile",           "ex/s"};
   for (const auto& side : sides) {
     const std::vector<double> seconds = pooled_epoch_seconds(side.result);
     if (seconds.empty()) continue;
     ChartSeries series{side.result.implementation, side.result.implementation, side.dashed, {}};
-    for (const auto& p : hybrid_percentiles(seconds, total_examples_per_epoch(side.result))) {
+    for (const auto& p : rate_percentiles(seconds, total_examples_per_epoch(side.result),
+                                          hybrid_row_percentiles())) {
       series.points.push_back({static_cast<double>(p.percentile), p.examples_per_second,
                                format_fixed(p.seconds, 4) + " s/epoch"});
     }
     chart.series.push_back(std::move(series));
   }
-  finish_chart(chart);
-  chart.x_scale = AxisScale::kLinear;
-  return chart;
+  return linear(std::move(chart));
 }
 
 ChartSpec epochs_chart(const std::vector<Side>& sides, const std::string& source) {
-  ChartSpec chart;
-  chart.title = "sec/epoch by epoch";
-  chart.subtitle = source + ": hybrid";
-  chart.x_label = "measured epoch";
-  chart.y_label = "seconds per epoch";
-  chart.x_unit = "";
-  chart.y_unit = "s";
+  ChartSpec chart{
+      "sec/epoch by epoch", source + ": hybrid", "measured epoch", "seconds per epoch", "", "s"};
   for (const auto& side : sides) {
     for (const auto& trainer : side.result.trainers) {
       ChartSeries series{side.result.implementation + " trainer " + std::to_string(trainer.trainer),
@@ -67,19 +65,16 @@ ChartSpec epochs_chart(const std::vector<Side>& sides, const std::string& source
       chart.series.push_back(std::move(series));
     }
   }
-  finish_chart(chart);
-  chart.x_scale = AxisScale::kLinear;
-  return chart;
+  return linear(std::move(chart));
 }
 
 ChartSpec phases_chart(const std::vector<Side>& sides, const std::string& source) {
-  ChartSpec chart;
-  chart.title = "phases by trainer (mean per epoch)";
-  chart.subtitle = source + ": hybrid";
-  chart.x_label = "trainer";
-  chart.y_label = "ms per epoch";
-  chart.x_unit = "";
-  chart.y_unit = "ms";
+  ChartSpec chart{"phases by trainer (mean per epoch)",
+                  source + ": hybrid",
+                  "trainer",
+                  "ms per epoch",
+                  "",
+                  "ms"};
   for (const auto& side : sides) {
     for (const auto& phase : hybrid_phases()) {
       ChartSeries series{side.result.implementation + " " + phase, phase, side.dashed, {}};
@@ -94,9 +89,7 @@ ChartSpec phases_chart(const std::vector<Side>& sides, const std::string& source
       if (!series.points.empty()) chart.series.push_back(std::move(series));
     }
   }
-  finish_chart(chart);
-  chart.x_scale = AxisScale::kLinear;
-  return chart;
+  return linear(std::move(chart));
 }
 
 }  // namespace

@@ -12,36 +12,20 @@
 
 namespace gradwire::bench {
 
-HybridPython find_hybrid_python(const std::string& preferred) {
-  const std::vector<std::string> candidates =
-      preferred.empty() ? std::vector<std::string>{"python3", "/usr/bin/python3"}
-                        : std::vector<std::string>{preferred};
-  std::string tried;
-  for (const auto& python : candidates) {
-    const CommandOutput probe = run_command(
-        {python, "-c",
-         "import sys, torch, torch.distributed.rpc; sys.stdout.write(torch.__version__)"});
-    if (probe.succeeded()) return HybridPython{python, trim_whitespace(probe.output)};
-    tried += (tried.empty() ? "" : ", ") + python +
-             (probe.started ? " (cannot import torch.distributed.rpc)" : " (not found)");
-  }
-  throw ConfigError("--reference pytorch needs Python with torch.distributed.rpc: tried " + tried +
-                    "; install python3-torch (scripts/bench does) or pass --python");
+PythonTorch find_hybrid_python(const std::string& preferred) {
+  PythonSearch search = find_python_with_torch(preferred, "torch.distributed.rpc");
+  if (search.found) return *search.found;
+  throw ConfigError("--reference pytorch needs Python with torch.distributed.rpc: tried " +
+                    search.tried + "; install python3-torch (scripts/bench does) or pass --python");
 }
 
 std::string find_hybrid_reference_script(const std::string& preferred) {
-  if (!preferred.empty()) {
-    if (is_readable_file(preferred)) return preferred;
-    throw ConfigError("reference script " + preferred +
-                      " cannot be read: check --reference-script");
-  }
-  for (const std::string candidate : {std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE),
-                                      std::string(GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE)}) {
-    if (is_readable_file(candidate)) return candidate;
-  }
-  throw ConfigError("hybrid_reference.py is neither at " +
-                    std::string(GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE) + " nor at " +
-                    GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE + ": pass --reference-script");
+  std::string why_not;
+  const std::optional<std::string> script = find_reference_script(
+      {preferred, GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE, GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE},
+      why_not);
+  if (script) return *script;
+  throw ConfigError(why_not + (preferred.empty() ? "" : ": check --reference-script"));
 }
 
 int hybrid_reference_timeout_s(const HybridSettings& s) {
@@ -49,7 +33,7 @@ int hybrid_reference_timeout_s(const HybridSettings& s) {
   return 600 + static_cast<int>(batches * (s.trainers + s.servers) * 0.05);
 }
 
-std::vector<std::string> hybrid_reference_command(const HybridPython& python,
+std::vector<std::string> hybrid_reference_command(const PythonTorch& python,
                                                   const std::string& script,
                                                   const HybridSettings& s,
                                                   const std::string& json_path) {
@@ -66,7 +50,7 @@ std::vector<std::string> hybrid_reference_command(const HybridPython& python,
           "--json",      json_path};
 }
 
-nlohmann::json run_hybrid_reference(const HybridPython& python, const std::string& script,
+nlohmann::json run_hybrid_reference(const PythonTorch& python, const std::string& script,
                                     const HybridSettings& settings) {
   const std::string json_path =
       "/tmp/gradwire-bench-hybrid-reference-" + std::to_string(getpid()) + ".json";

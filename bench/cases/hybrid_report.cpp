@@ -10,20 +10,9 @@ namespace gradwire::bench {
 
 namespace {
 
-constexpr int kLabelWidth = 8;  // reference 000: "%8s:"
+constexpr int kLabelWidth = 8;  // PyTorch's DDP + RPC benchmark: "%8s:"
 constexpr int kSecondsWidth = 9;
 constexpr int kRateWidth = 8;
-
-std::string pad_left(const std::string& text, int width) {
-  const auto size = static_cast<std::size_t>(width);
-  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
-}
-
-std::string percentile_name(int p) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "  p%02d: ", p);
-  return buffer;
-}
 
 std::string trainer_label(int trainer) { return "Trainer" + std::to_string(trainer); }
 
@@ -82,7 +71,8 @@ nlohmann::json all_summary(const HybridResult& result) {
   const std::vector<double> seconds = pooled_epoch_seconds(result);
   if (seconds.empty()) return summary;
   summary["examples_per_epoch"] = total_examples_per_epoch(result);
-  for (const auto& row : hybrid_percentiles(seconds, total_examples_per_epoch(result))) {
+  for (const auto& row :
+       rate_percentiles(seconds, total_examples_per_epoch(result), hybrid_row_percentiles())) {
     const std::string p = "p" + std::to_string(row.percentile);
     summary[p + "_sec_per_epoch"] = row.seconds;
     summary[p + "_ex_per_sec"] = row.examples_per_second;
@@ -136,7 +126,7 @@ std::string hybrid_table_header() {
 std::string hybrid_row(const std::string& label, const std::vector<double>& seconds,
                        double examples) {
   std::string row = pad_left(label, kLabelWidth) + ":";
-  for (const auto& cell : hybrid_percentiles(seconds, examples)) {
+  for (const auto& cell : rate_percentiles(seconds, examples, hybrid_row_percentiles())) {
     row += percentile_name(cell.percentile) +
            pad_left(format_fixed(cell.seconds, 4) + "s", kSecondsWidth) + " " +
            pad_left(format_fixed(cell.examples_per_second, 0) + "/s", kRateWidth);
@@ -215,8 +205,8 @@ std::vector<std::string> hybrid_comparison_rows(const HybridResult& gradwire,
                                    "gradwire " + hybrid_row("All", ours, our_examples),
                                    "pytorch  " + hybrid_row("All", theirs, their_examples)};
   std::string ratios = "gradwire/pytorch ex/s: ";
-  const auto a = hybrid_percentiles(ours, our_examples);
-  const auto b = hybrid_percentiles(theirs, their_examples);
+  const auto a = rate_percentiles(ours, our_examples, hybrid_row_percentiles());
+  const auto b = rate_percentiles(theirs, their_examples, hybrid_row_percentiles());
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double ratio =
         b[i].examples_per_second > 0 ? a[i].examples_per_second / b[i].examples_per_second : 0.0;

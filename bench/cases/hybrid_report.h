@@ -1,7 +1,7 @@
 // How `gradwire-bench hybrid` prints and stores its results: the header block; per trainer a row
-// of p50/p75/p90/p95 sec/epoch and ex/s plus the "All" row, laid out as reference 000 (PyTorch's
-// benchmark_ddp_rpc.py) prints them; the per-phase split; the comparison with the PyTorch
-// reference; and the JSON document. Pure formatting.
+// of p50/p75/p90/p95 sec/epoch and ex/s plus the "All" row, laid out as PyTorch's DDP + RPC
+// benchmark (PyTorch's benchmark_ddp_rpc.py) prints them; the per-phase split; the comparison with
+// the PyTorch reference; and the JSON document. Pure formatting.
 #pragma once
 
 #include <nlohmann/json.hpp>

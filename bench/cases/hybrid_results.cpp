@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gradwire/common/error.h"
+#include "harness/pool.h"
 #include "harness/stats.h"
 
 namespace gradwire::bench {
@@ -52,16 +53,6 @@ double HybridTrainerResult::mean_examples() const {
   return sum / static_cast<double>(examples_per_epoch.size());
 }
 
-std::vector<HybridPercentile> hybrid_percentiles(const std::vector<double>& seconds,
-                                                 double examples) {
-  std::vector<HybridPercentile> rows;
-  for (const int p : hybrid_row_percentiles()) {
-    const double value = percentile(seconds, p);
-    rows.push_back({p, value, value > 0 ? examples / value : 0.0});
-  }
-  return rows;
-}
-
 std::vector<double> pooled_epoch_seconds(const HybridResult& result) {
   std::vector<double> all;
   for (const auto& trainer : result.trainers) {
@@ -84,28 +75,21 @@ double all_p50_examples_per_second(const HybridResult& result) {
 }
 
 HybridResult pool_hybrid_repeats(const std::vector<HybridResult>& repeats) {
-  if (repeats.empty()) return {};
-  HybridResult pooled = repeats.front();
-  for (std::size_t r = 1; r < repeats.size(); ++r) {
-    if (repeats[r].trainers.size() != pooled.trainers.size()) {
-      throw InvalidArgument("repeat " + std::to_string(r + 1) + " measured " +
-                            std::to_string(repeats[r].trainers.size()) + " trainers, repeat 1 " +
-                            std::to_string(pooled.trainers.size()));
-    }
-    for (std::size_t t = 0; t < pooled.trainers.size(); ++t) {
-      HybridTrainerResult& into = pooled.trainers[t];
-      const HybridTrainerResult& from = repeats[r].trainers[t];
-      into.epoch_seconds.insert(into.epoch_seconds.end(), from.epoch_seconds.begin(),
-                                from.epoch_seconds.end());
-      into.examples_per_epoch.insert(into.examples_per_epoch.end(), from.examples_per_epoch.begin(),
-                                     from.examples_per_epoch.end());
-      for (const auto& [phase, seconds] : from.phase_seconds) {
-        auto& list = into.phase_seconds[phase];
-        list.insert(list.end(), seconds.begin(), seconds.end());
-      }
-    }
-  }
-  return pooled;
+  return pool_in_order<HybridResult>(
+      repeats, [](HybridResult& pooled, const HybridResult& next, const std::string& where) {
+        if (next.trainers.size() != pooled.trainers.size()) {
+          throw InvalidArgument(where + " measured " + std::to_string(next.trainers.size()) +
+                                " trainers, repeat 1 " + std::to_string(pooled.trainers.size()));
+        }
+        for (std::size_t t = 0; t < pooled.trainers.size(); ++t) {
+          HybridTrainerResult& into = pooled.trainers[t];
+          const HybridTrainerResult& from = next.trainers[t];
+          append(into.epoch_seconds, from.epoch_seconds);
+          append(into.examples_per_epoch, from.examples_per_epoch);
+          for (const auto& [phase, seconds] : from.phase_seconds)
+            append(into.phase_seconds[phase], seconds);
+        }
+      });
 }
 
 nlohmann::json to_json(const HybridTrainerResult& trainer) {

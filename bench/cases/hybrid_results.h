@@ -1,6 +1,6 @@
 // The measurements of `gradwire-bench hybrid` (gradwire's and the PyTorch reference's, in one
-// shape), their JSON form, percentiles in reference 000's terms, and the pooling of repeats.
-// Pure.
+// shape), their JSON form, percentiles in PyTorch's DDP + RPC benchmark's terms, and the pooling of
+// repeats. Pure.
 //
 // JSON of one side (docs/benchmarks.md): {"implementation": "gradwire", "trainers": [{"trainer": 0,
 //   "epoch_seconds": [...], "examples_per_epoch": [...], "phase_seconds": {"lookup": [...],
@@ -47,20 +47,8 @@ struct HybridResult {
   std::vector<HybridTrainerResult> trainers;  // ordered by trainer
 };
 
-// One percentile of a row: sec/epoch and the examples per second it implies.
-struct HybridPercentile {
-  int percentile = 50;
-  double seconds = 0;
-  double examples_per_second = 0;
-};
-
-// The percentiles the rows show (reference 000's).
+// The percentiles the rows show (PyTorch's DDP + RPC benchmark's).
 const std::vector<int>& hybrid_row_percentiles();
-
-// Pure: sec/epoch percentiles of `seconds`, ex/s = examples / seconds. Throws InvalidArgument
-// when `seconds` is empty.
-std::vector<HybridPercentile> hybrid_percentiles(const std::vector<double>& seconds,
-                                                 double examples);
 
 // The "All" row's inputs: every trainer's epochs pooled, and the trainers' mean examples summed
 // (the job's examples per epoch).

@@ -8,19 +8,6 @@ namespace gradwire::bench {
 
 namespace {
 
-HybridSettings preset_named(const std::string& name) {
-  HybridSettings settings;
-  settings.preset = name;
-  if (name == "default") return settings;
-  if (name == "quick") {
-    settings.trainers = 2;
-    settings.epochs = 20;
-    settings.warmup = 2;
-    return settings;
-  }
-  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
-}
-
 HybridMode mode_named(const std::string& name) {
   if (name == "async") return HybridMode::kAsync;
   if (name == "sync") return HybridMode::kSync;
@@ -29,25 +16,63 @@ HybridMode mode_named(const std::string& name) {
 
 }  // namespace
 
-const std::vector<std::string>& hybrid_presets() {
-  static const std::vector<std::string> kPresets = {"default", "quick"};
-  return kPresets;
+const OptionTable<HybridFlags, HybridSettings>& hybrid_options() {
+  using Flags = HybridFlags;
+  using Settings = HybridSettings;
+  static const auto table = [] {
+    OptionTable<Flags, Settings> options({"default", "quick"},
+                                         "settings preset (quick: 2 trainers, 20 epochs)");
+    options
+        .preset_value("--trainers", &Flags::trainers, &Settings::trainers, {{"quick", 2}},
+                      "trainer processes", positive_number)
+        .preset_value("--servers", &Flags::servers, &Settings::servers, {}, "parameter servers",
+                      positive_number)
+        .preset_value("--rows", &Flags::rows, &Settings::rows, {}, "embedding rows",
+                      positive_number)
+        .preset_value("--dim", &Flags::dim, &Settings::dim, {}, "embedding columns per server",
+                      positive_number)
+        .preset_value("--epochs", &Flags::epochs, &Settings::epochs, {{"quick", 20}},
+                      "measured epochs", positive_number)
+        .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {{"quick", 2}},
+                      "warm-up epochs", non_negative_number)
+        .preset_value("--batches", &Flags::batches, &Settings::batches, {}, "batches per epoch",
+                      positive_number)
+        .preset_value("--seed", &Flags::seed, &Settings::seed, {},
+                      "seed of the batches and the initial weights")
+        .option("--mode", &Flags::mode, "server updates: async (on arrival) or sync",
+                [](CLI::Option& option) {
+                  option.check(CLI::IsMember({"async", "sync"}))->capture_default_str();
+                })
+        .preset_value("--server-threads", &Flags::server_threads, &Settings::server_threads, {},
+                      "intra-op threads per server", positive_number)
+        .option("--json", &Flags::json_path, "write the results to this JSON file")
+        .option("--html", &Flags::html_path, "draw the results into this HTML page")
+        .option("--reference", &Flags::reference,
+                "also run the algorithm with PyTorch RPC (bench/reference/hybrid_reference.py)",
+                [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
+        .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {},
+                      "run gradwire and the reference alternately this many times and pool",
+                      positive_number)
+        .option("--python", &Flags::python,
+                "Python with torch for --reference [python3, then /usr/bin/python3]")
+        .option("--reference-script", &Flags::reference_script,
+                "path of hybrid_reference.py [the source tree's, then the installed copy]")
+        .option("--backend", &Flags::backend,
+                "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
+                "trainers, all on this host; inside a job the library's choice), gloo, shm or "
+                "hierarchical",
+                [](CLI::Option& option) {
+                  option.check(CLI::IsMember({"gloo", "shm"}))->capture_default_str();
+                });
+    return options;
+  }();
+  return table;
 }
 
 const char* to_string(HybridMode mode) { return mode == HybridMode::kSync ? "sync" : "async"; }
 
 HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<HybridJob> job) {
-  HybridSettings settings = preset_named(flags.preset);
-  if (flags.trainers) settings.trainers = *flags.trainers;
-  if (flags.servers) settings.servers = *flags.servers;
-  if (flags.rows) settings.rows = *flags.rows;
-  if (flags.dim) settings.dim = *flags.dim;
-  if (flags.epochs) settings.epochs = *flags.epochs;
-  if (flags.warmup) settings.warmup = *flags.warmup;
-  if (flags.batches) settings.batches = *flags.batches;
-  if (flags.seed) settings.seed = *flags.seed;
-  if (flags.repeat) settings.repeat = *flags.repeat;
-  if (flags.server_threads) settings.server_threads = *flags.server_threads;
+  HybridSettings settings = hybrid_options().resolve(flags);
   settings.mode = mode_named(flags.mode);
   if (flags.backend != "auto" && flags.backend != "gloo" && flags.backend != "shm" &&
       flags.backend != "hierarchical") {

@@ -1,13 +1,15 @@
 // What `gradwire-bench hybrid` runs: its flags, the presets, and the settings they resolve to
-// (pure, unit-tested). The defaults are reference 000's (PyTorch's benchmark_ddp_rpc.py): 8
-// trainers, 8 parameter servers, an EmbeddingBag of 300 rows x 64 per server, 5 warm-up + 100
-// measured epochs of 10 batches, SGD lr 0.05.
+// (pure, unit-tested). The defaults are PyTorch's DDP + RPC benchmark's (PyTorch's
+// benchmark_ddp_rpc.py): 8 trainers, 8 parameter servers, an EmbeddingBag of 300 rows x 64 per
+// server, 5 warm-up + 100 measured epochs of 10 batches, SGD lr 0.05.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "harness/options.h"
 
 namespace gradwire::bench {
 
@@ -17,12 +19,13 @@ struct HybridFlags {
   std::optional<int> trainers;       // trainer processes (DDP ranks)
   std::optional<int> servers;        // parameter-server processes
   std::optional<std::int64_t> rows;  // embedding rows (ids 0..rows-1)
-  std::optional<std::int64_t> dim;   // columns per server (reference 000: one table each)
-  std::optional<int> epochs;         // measured epochs per trainer
-  std::optional<int> warmup;         // untimed epochs before them
-  std::optional<int> batches;        // batches per epoch
+  std::optional<std::int64_t>
+      dim;                     // columns per server (PyTorch's DDP + RPC benchmark: one table each)
+  std::optional<int> epochs;   // measured epochs per trainer
+  std::optional<int> warmup;   // untimed epochs before them
+  std::optional<int> batches;  // batches per epoch
   std::optional<std::uint64_t> seed;
-  std::string mode = "async";         // "async" or "sync": when the servers apply pushed gradients
+  std::string mode = "async";  // "async" or "sync": when the servers apply pushed gradients
   // The trainers' communicator for DDP: "auto", "gloo", "shm" or "hierarchical".
   std::string backend = "auto";
   std::string json_path;              // empty: no JSON
@@ -34,12 +37,14 @@ struct HybridFlags {
   std::optional<int> server_threads;  // intra-op threads per server (gradwire-ps-server --threads)
 };
 
-// Presets (docs/benchmarks.md):
-//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (reference 000)
-//   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
-const std::vector<std::string>& hybrid_presets();
+struct HybridSettings;
 
-// The model's fixed parts (reference 000's).
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
+//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (PyTorch's DDP + RPC benchmark)
+//   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
+const OptionTable<HybridFlags, HybridSettings>& hybrid_options();
+
+// The model's fixed parts (PyTorch's DDP + RPC benchmark's).
 inline constexpr int kHybridClasses = 8;
 inline constexpr std::int64_t kHybridMinIds = 20;  // ids per batch: uniform in [20, 50]
 inline constexpr std::int64_t kHybridMaxIds = 50;
@@ -49,6 +54,7 @@ inline constexpr double kHybridLearningRate = 0.05;
 enum class HybridMode { kAsync, kSync };
 const char* to_string(HybridMode mode);
 
+// What runs; the defaults are the default preset's (hybrid_options() has the others').
 struct HybridSettings {
   std::string preset = "default";
   int trainers = 8;
@@ -63,7 +69,7 @@ struct HybridSettings {
   // As the library's "auto" chooses: "shm" when the bench starts its own trainers (all on this
   // host); "auto" inside a job (the job's hosts decide); or the backend named by --backend.
   std::string backend = "shm";
-  int server_threads = 1;  // one thread per process, as reference 000
+  int server_threads = 1;  // one thread per process, as PyTorch's benchmark
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;

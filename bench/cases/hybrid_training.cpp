@@ -44,7 +44,7 @@ std::vector<BatchTensors> epoch_tensors(HybridBatchGenerator& generator, int bat
   return tensors;
 }
 
-// Reference 000's dense part, with an input as wide as the embedding.
+// PyTorch's DDP + RPC benchmark's dense part, with an input as wide as the embedding.
 torch::nn::Sequential dense_model(std::int64_t width) {
   using torch::nn::Linear;
   return torch::nn::Sequential(Linear(width, 256), Linear(256, 128), torch::nn::ReLU(),

@@ -1,9 +1,10 @@
-// The trainer side of `gradwire-bench hybrid`: reference 000's hybrid model trained with
-// gradwire. The embedding is ONE parameter-server table of rows x (servers * dim) columns, sharded
-// by id over the servers (mathematically the concatenation of reference 000's per-server tables),
-// read through a RemoteEmbeddingBag (mode sum); the dense part is reference 000's Sequential in
-// gradwire::ddp::DistributedDataParallel, trained with torch::optim::SGD (lr 0.05); the client's
-// step() ends every batch. Runs in a trainer process of a job with GRADWIRE_PS_ADDRS and a token.
+// The trainer side of `gradwire-bench hybrid`: PyTorch's DDP + RPC benchmark's hybrid model trained
+// with gradwire. The embedding is ONE parameter-server table of rows x (servers * dim) columns,
+// sharded by id over the servers (mathematically the concatenation of PyTorch's DDP + RPC
+// benchmark's per-server tables), read through a RemoteEmbeddingBag (mode sum); the dense part is
+// PyTorch's DDP + RPC benchmark's Sequential in gradwire::ddp::DistributedDataParallel, trained
+// with torch::optim::SGD (lr 0.05); the client's step() ends every batch. Runs in a trainer process
+// of a job with GRADWIRE_PS_ADDRS and a token.
 #pragma once
 
 #include <memory>

@@ -12,6 +12,7 @@
 #include "cases/reducers_report.h"
 #include "cases/reducers_settings.h"
 #include "gradwire/common/version.h"
+#include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
@@ -152,51 +153,25 @@ class ReducersStudy {
 }  // namespace
 
 Subcommand reducers_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "reducers";
-  subcommand.description =
+  return case_subcommand<ReducersFlags>(
+      "reducers",
       "DDP forward/backward latency over bucket sizes: overlapped reduction against reducing "
-      "after backward, async and sync (PyTorch's compare_ddp.py)";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct State {
-      ReducersFlags flags;
-      RankOptions ranks;
-    };
-    auto state = std::make_shared<State>();
-    ReducersFlags& flags = state->flags;
-    command.add_option("--preset", flags.preset, "settings preset (quick: resnet18, small)")
-        ->check(CLI::IsMember(reducers_presets()))
-        ->capture_default_str();
-    command.add_option("--model", flags.model, "model of the zoo [resnet50; quick resnet18]");
-    command.add_option("--batch-size", flags.batch_size, "examples per rank [32; quick 8]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--image-size", flags.image_size, "ResNet input size [224; quick 64]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--bucket-sizes", flags.bucket_sizes,
-                       "bucket caps in MiB, e.g. 3..27 or 1,5,25 [3..27; quick 1,5,25]");
-    command
-        .add_option("--reducers", flags.reducers,
-                    "overlapped, async, sync; the first is the delta% baseline [all three]")
-        ->delimiter(',');
-    command.add_option("--iterations", flags.iterations, "timed iterations [100; quick 20]")
-        ->check(CLI::PositiveNumber);
-    command.add_option("--warmup", flags.warmup, "warm-up iterations [20; quick 3]")
-        ->check(CLI::NonNegativeNumber);
-    command.add_option("--json", flags.json_path, "write the results to this JSON file");
-    command.add_option("--html", flags.html_path,
-                       "draw the results into this HTML page (gradwire-bench report)");
-    state->ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
-    add_rank_options(command, state->ranks);
-    return [state](const std::vector<std::string>& argv) {
-      const ReducersSettings settings = resolve_reducers_settings(state->flags);
-      RankOptions ranks = state->ranks;
-      if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
-      return run_on_ranks(ranks, argv, [&](RankContext& context) {
-        return ReducersStudy(context, settings, argv).run();
+      "after backward, async and sync (PyTorch's compare_ddp.py)",
+      [](CLI::App& command, CaseFlags<ReducersFlags>& state) {
+        ReducersFlags& flags = state.flags;
+        reducers_options().attach(command, flags);
+        state.ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
+        add_rank_options(command, state.ranks);
+      },
+      [](const CaseFlags<ReducersFlags>& state, const std::vector<std::string>& argv) {
+        const ReducersSettings settings = resolve_reducers_settings(state.flags);
+        if (!state.ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
+        RankOptions ranks = state.ranks;
+        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        return run_on_ranks(ranks, argv, [&](RankContext& context) {
+          return ReducersStudy(context, settings, argv).run();
+        });
       });
-    };
-  };
-  return subcommand;
 }
 
 }  // namespace gradwire::bench

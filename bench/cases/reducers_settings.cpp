@@ -16,27 +16,6 @@ constexpr ddp::ReductionSchedule kAllReducers[] = {ddp::ReductionSchedule::kOver
                                                    ddp::ReductionSchedule::kAfterBackward,
                                                    ddp::ReductionSchedule::kAfterBackwardSync};
 
-ReducersSettings preset_named(const std::string& name) {
-  ReducersSettings settings;
-  settings.preset = name;
-  settings.reducers.assign(std::begin(kAllReducers), std::end(kAllReducers));
-  if (name == "default") {
-    settings.model = "resnet50";
-    settings.bucket_sizes_mb = parse_bucket_sizes("3..27");
-    return settings;  // batch 32, 224x224, 20 + 100 iterations
-  }
-  if (name == "quick") {
-    settings.model = "resnet18";
-    settings.batch_size = 8;
-    settings.image_size = 64;
-    settings.bucket_sizes_mb = {1, 5, 25};
-    settings.warmup = 3;
-    settings.iterations = 20;
-    return settings;
-  }
-  throw InvalidArgument("unknown preset '" + name + "': use default or quick");
-}
-
 double parse_size(const std::string& item, const std::string& text) {
   std::size_t used = 0;
   double value = 0;
@@ -54,9 +33,38 @@ double parse_size(const std::string& item, const std::string& text) {
 
 }  // namespace
 
-const std::vector<std::string>& reducers_presets() {
-  static const std::vector<std::string> kPresets = {"default", "quick"};
-  return kPresets;
+const OptionTable<ReducersFlags, ReducersSettings>& reducers_options() {
+  using Flags = ReducersFlags;
+  using Settings = ReducersSettings;
+  static const auto table = [] {
+    OptionTable<Flags, Settings> options({"default", "quick"},
+                                         "settings preset (quick: resnet18, small)");
+    options
+        .preset_value("--model", &Flags::model, &Settings::model, {{"quick", "resnet18"}},
+                      "model of the zoo")
+        .preset_value("--batch-size", &Flags::batch_size, &Settings::batch_size, {{"quick", 8}},
+                      "examples per rank", positive_number)
+        .preset_value("--image-size", &Flags::image_size, &Settings::image_size, {{"quick", 64}},
+                      "ResNet input size", positive_number)
+        .preset_option<std::string>("--bucket-sizes", &Flags::bucket_sizes,
+                                    {"3..27", {{"quick", "1,5,25"}}},
+                                    "bucket caps in MiB, e.g. 3..27 or 1,5,25",
+                                    [](Settings& settings, const std::string& text) {
+                                      settings.bucket_sizes_mb = parse_bucket_sizes(text);
+                                    })
+        .option("--reducers", &Flags::reducers,
+                "overlapped, async, sync; the first is the delta% baseline [all three]",
+                comma_separated)
+        .preset_value("--iterations", &Flags::iterations, &Settings::iterations, {{"quick", 20}},
+                      "timed iterations", positive_number)
+        .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {{"quick", 3}},
+                      "warm-up iterations", non_negative_number)
+        .option("--json", &Flags::json_path, "write the results to this JSON file")
+        .option("--html", &Flags::html_path,
+                "draw the results into this HTML page (gradwire-bench report)");
+    return options;
+  }();
+  return table;
 }
 
 std::vector<double> parse_bucket_sizes(const std::string& text) {
@@ -97,13 +105,9 @@ ddp::ReductionSchedule parse_reducer(const std::string& name) {
 }
 
 ReducersSettings resolve_reducers_settings(const ReducersFlags& flags) {
-  ReducersSettings settings = preset_named(flags.preset);
-  if (!flags.model.empty()) settings.model = flags.model;
+  ReducersSettings settings = reducers_options().resolve(flags);
   check_model_names({settings.model});
-  if (flags.batch_size) settings.batch_size = *flags.batch_size;
-  if (flags.image_size) settings.image_size = *flags.image_size;
-  if (!flags.bucket_sizes.empty())
-    settings.bucket_sizes_mb = parse_bucket_sizes(flags.bucket_sizes);
+  settings.reducers.assign(std::begin(kAllReducers), std::end(kAllReducers));
   if (!flags.reducers.empty()) {
     settings.reducers.clear();
     for (const auto& name : flags.reducers) {
@@ -115,8 +119,6 @@ ReducersSettings resolve_reducers_settings(const ReducersFlags& flags) {
       settings.reducers.push_back(schedule);
     }
   }
-  if (flags.iterations) settings.iterations = *flags.iterations;
-  if (flags.warmup) settings.warmup = *flags.warmup;
   if (settings.batch_size < 1 || settings.image_size < 1 || settings.iterations < 1 ||
       settings.warmup < 0) {
     throw InvalidArgument(

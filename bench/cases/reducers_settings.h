@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gradwire/ddp/ddp.h"
+#include "harness/options.h"
 
 namespace gradwire::bench {
 
@@ -25,15 +26,19 @@ struct ReducersFlags {
   std::string html_path;                   // empty: no page
 };
 
-// Presets (docs/benchmarks.md):
+struct ReducersSettings;
+
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
 //   default: compare_ddp.py's: resnet50, batch 32, 224x224, buckets 3..27 MiB,
 //            20 warm-up + 100 timed iterations
 //   quick:   resnet18, batch 8, 64x64, buckets 1, 5, 25 MiB, 3 warm-up + 20 timed iterations
-const std::vector<std::string>& reducers_presets();
+const OptionTable<ReducersFlags, ReducersSettings>& reducers_options();
 
+// What runs; the defaults are the default preset's (reducers_options() has the others', and
+// the bucket sizes').
 struct ReducersSettings {
-  std::string preset;
-  std::string model;
+  std::string preset = "default";
+  std::string model = "resnet50";
   std::int64_t batch_size = 32;
   std::int64_t image_size = 224;
   std::vector<double> bucket_sizes_mb;  // in the order given, distinct, each > 0

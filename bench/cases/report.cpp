@@ -14,38 +14,37 @@
 namespace gradwire::bench {
 
 Subcommand report_subcommand() {
-  Subcommand subcommand;
-  subcommand.name = "report";
-  subcommand.description =
-      "draw benchmark results (ddp, reducers --json files) as charts in one offline HTML page";
-  subcommand.attach = [](CLI::App& command) -> SubcommandRun {
-    struct Options {
-      std::vector<std::string> files;
-      std::string html;
-      std::string title = kDefaultReportTitle;
-    };
-    auto options = std::make_shared<Options>();
-    command.add_option("files", options->files, "result files (JSON) to draw, in page order")
-        ->required()
-        ->check(CLI::ExistingFile);
-    command.add_option("--html", options->html, "the page to write (replaced when it exists)")
-        ->required();
-    command.add_option("--title", options->title, "the page's title")->capture_default_str();
-    return [options](const std::vector<std::string>&) {
-      std::vector<ReportInput> inputs;
-      for (const auto& file : options->files) inputs.push_back(read_report_input(file));
-      const ReportPage page = build_report_page(inputs, options->title);
-      write_text_file(options->html, render_html_page(page));
-      std::cout << "wrote " << page.charts.size()
-                << (page.charts.size() == 1 ? " chart" : " charts") << " from " << inputs.size()
-                << (inputs.size() == 1 ? " file" : " files") << " to " << options->html
-                << "\nopen file://"
-                << std::filesystem::absolute(options->html).lexically_normal().string()
-                << " in a browser (it works offline)" << std::endl;
-      return 0;
-    };
-  };
-  return subcommand;
+  return {
+      "report",
+      "draw benchmark results (ddp, reducers --json files) as charts in one offline HTML page",
+      [](CLI::App& command) -> SubcommandRun {
+        struct Options {
+          std::vector<std::string> files;
+          std::string html;
+          std::string title = kDefaultReportTitle;
+        };
+        auto options = std::make_shared<Options>();
+        command.add_option("files", options->files, "result files (JSON) to draw, in page order")
+            ->required()
+            ->check(CLI::ExistingFile);
+        command.add_option("--html", options->html, "the page to write (replaced when it exists)")
+            ->required();
+        command.add_option("--title", options->title, "the page's title")->capture_default_str();
+        return [options](const std::vector<std::string>&) {
+          prepare_output_file(options->html);
+          std::vector<ReportInput> inputs;
+          for (const auto& file : options->files) inputs.push_back(read_report_input(file));
+          const ReportPage page = build_report_page(inputs, options->title);
+          write_text_file(options->html, render_html_page(page));
+          std::cout << "wrote " << page.charts.size()
+                    << (page.charts.size() == 1 ? " chart" : " charts") << " from " << inputs.size()
+                    << (inputs.size() == 1 ? " file" : " files") << " to " << options->html
+                    << "\nopen file://"
+                    << std::filesystem::absolute(options->html).lexically_normal().string()
+                    << " in a browser (it works offline)" << std::endl;
+          return 0;
+        };
+      }};
 }
 
 }  // namespace gradwire::bench

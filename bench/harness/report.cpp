@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -21,6 +22,18 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Creates the directories above `path`; throws ConfigError naming it when they cannot be made.
+void create_parent_directories(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error) {
+    throw ConfigError("cannot write " + path + ": cannot create the directory " + parent.string() +
+                      " (" + error.message() + "); choose another path");
+  }
 }
 
 }  // namespace
@@ -93,7 +106,28 @@ nlohmann::json make_document(const std::string& benchmark, const RunMetadata& me
           {"metadata", to_json(metadata)}};
 }
 
+void prepare_output_file(const std::string& path) {
+  create_parent_directories(path);
+  if (std::filesystem::is_directory(path)) {
+    throw ConfigError("cannot write " + path + ": it is a directory; name a file");
+  }
+  const std::string temporary = path + ".tmp";
+  const bool writable = static_cast<bool>(std::ofstream(temporary, std::ios::trunc));
+  std::remove(temporary.c_str());
+  if (!writable) {
+    throw ConfigError("cannot write " + path + ": " + temporary +
+                      " cannot be created; check that the directory is writable");
+  }
+}
+
+void prepare_output_files(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    if (!path.empty()) prepare_output_file(path);
+  }
+}
+
 void write_text_file(const std::string& path, const std::string& text) {
+  create_parent_directories(path);
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc | std::ios::binary);
@@ -116,7 +150,7 @@ void write_json_file(const std::string& path, const nlohmann::json& document) {
   write_text_file(path, document.dump(2) + "\n");
 }
 
-nlohmann::json read_json_file(const std::string& path) {
+nlohmann::json read_json_document(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("could not open benchmark results " + path + ": check the path");
   nlohmann::json document;
@@ -126,6 +160,11 @@ nlohmann::json read_json_file(const std::string& path) {
     throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
                 "): was the run interrupted while writing?");
   }
+  return document;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  nlohmann::json document = read_json_document(path);
   const auto version = document.find("schema_version");
   if (version == document.end() || !version->is_number_integer()) {
     throw InvalidArgument(path + " has no schema_version: it is not a gradwire-bench result");

@@ -48,4 +48,14 @@ Summary summarize(const std::vector<double>& samples) {
   return summary;
 }
 
+std::vector<RatePercentile> rate_percentiles(const std::vector<double>& seconds, double examples,
+                                             const std::vector<int>& percentiles) {
+  std::vector<RatePercentile> rows;
+  for (const int p : percentiles) {
+    const double value = percentile(seconds, p);
+    rows.push_back({p, value, value > 0 ? examples / value : 0.0});
+  }
+  return rows;
+}
+
 }  // namespace gradwire::bench

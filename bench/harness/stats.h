@@ -31,4 +31,17 @@ struct Summary {
 // Summary of `samples`; throws gradwire::InvalidArgument when empty.
 Summary summarize(const std::vector<double>& samples);
 
+// One percentile of a row of seconds per unit of work (an iteration, an epoch) and the rate it
+// implies: examples_per_second = examples / seconds (0 when seconds is 0).
+struct RatePercentile {
+  int percentile = 50;
+  double seconds = 0;
+  double examples_per_second = 0;
+};
+
+// Pure: one entry per requested percentile of `seconds`, each doing `examples` examples. Throws
+// InvalidArgument when seconds is empty.
+std::vector<RatePercentile> rate_percentiles(const std::vector<double>& seconds, double examples,
+                                             const std::vector<int>& percentiles);
+
 }  // namespace gradwire::bench

@@ -90,4 +90,31 @@ std::uint64_t parse_bytes(const std::string& text) {
   return value;
 }
 
+std::string pad_left(const std::string& text, int width) {
+  const auto size = static_cast<std::size_t>(width);
+  return text.size() >= size ? text : std::string(size - text.size(), ' ') + text;
+}
+
+std::string pad_right(const std::string& text, int width) {
+  const auto size = static_cast<std::size_t>(width);
+  return text.size() >= size ? text : text + std::string(size - text.size(), ' ');
+}
+
+std::string trim_right(std::string text) {
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string percentile_name(int percentile) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "  p%02d: ", percentile);
+  return buffer;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
 }  // namespace gradwire::bench

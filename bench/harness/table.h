@@ -31,6 +31,15 @@ class Table {
   std::vector<Column> columns_;
 };
 
+// Pure text helpers of the table printers: `text` padded with spaces to `width` (longer text is
+// kept whole), trailing spaces removed, and `items` joined with `separator` ("a,b").
+std::string pad_left(const std::string& text, int width);
+std::string pad_right(const std::string& text, int width);
+std::string trim_right(std::string text);
+std::string join(const std::vector<std::string>& items, const std::string& separator);
+// The label of a percentile cell in the training tables: "  p50: ".
+std::string percentile_name(int percentile);
+
 // `value` with `precision` digits after the point ("12.35").
 std::string format_fixed(double value, int precision);
 // A byte count in binary units: "8 B", "4 KiB", "1.5 MiB", "256 MiB", "2 GiB".

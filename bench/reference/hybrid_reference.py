@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch side of `gradwire-bench hybrid --reference pytorch`.
 
-Reference 000's algorithm (PyTorch's benchmarks/distributed/ddp/benchmark_ddp_rpc.py) on CPU:
+The algorithm of PyTorch's DDP + RPC benchmark
+(benchmarks/distributed/ddp/benchmark_ddp_rpc.py) on CPU:
 S parameter servers each hold an EmbeddingBag(rows, dim, mode="sum"), created by a master over
 RPC; T trainers look their batch up on every server (rpc_sync, one server after the other),
 concatenate the S results and run the dense part, wrapped in DistributedDataParallel (gloo);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -46,8 +47,10 @@ void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
   }
 }
 
+// --json in a directory that does not exist yet: the benchmark creates it.
 TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
-  const std::string json = temp_path("two_ranks.json");
+  const std::string directory = temp_path("two_ranks");
+  const std::string json = directory + "/results/two_ranks.json";
   const BenchRun run = run_bench(
       "collectives --ranks 2 --max-bytes 4096 --iters 3 --warmup 1 "
       "--json '" +
@@ -57,7 +60,7 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   EXPECT_NE(run.output.find("memcpy reference"), std::string::npos) << run.output;
 
   const nlohmann::json document = read_json_file(json);
-  std::remove(json.c_str());
+  std::filesystem::remove_all(directory);
   EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("benchmark"), "collectives");
   EXPECT_EQ(document.at("metadata").at("ranks"), 2);

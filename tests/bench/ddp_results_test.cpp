@@ -39,19 +39,6 @@ TEST(SlowestRankTest, KeepsTheMeasurementsOfTheRankWithTheHighestMedian) {
   EXPECT_THROW(slowest_rank_measurements({}, 2), InvalidArgument);
 }
 
-TEST(DdpPercentilesTest, InterpolatesAndDividesTheBatchBySeconds) {
-  // Sorted 0.11 .. 0.15: p50 at position 2, p75 at 3, p90 at 3.6, p95 at 3.8.
-  const auto rows = ddp_percentiles({0.15, 0.11, 0.14, 0.12, 0.13}, 32, {50, 75, 90, 95});
-  ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].percentile, 50);
-  EXPECT_NEAR(rows[0].seconds, 0.13, 1e-12);
-  EXPECT_NEAR(rows[1].seconds, 0.14, 1e-12);
-  EXPECT_NEAR(rows[2].seconds, 0.146, 1e-12);
-  EXPECT_NEAR(rows[3].seconds, 0.148, 1e-12);
-  EXPECT_NEAR(rows[1].examples_per_second, 32 / 0.14, 1e-9);
-  EXPECT_THROW(ddp_percentiles({}, 32, {50}), InvalidArgument);
-}
-
 TEST(PoolRepeatsTest, ConcatenatesMeasurementsAndAveragesStats) {
   DdpModelResult first;
   first.model = "resnet18";

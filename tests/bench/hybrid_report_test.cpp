@@ -1,7 +1,7 @@
-// gradwire-bench hybrid: results <-> JSON, percentiles, the tables in reference 000's layout, the
-// phase split, the comparison and the JSON document, against the fixtures (hybrid_result.json,
-// whose numbers make every cell computable by hand; hybrid_table.txt and hybrid_document.json
-// hold what the code must print and write for it).
+// gradwire-bench hybrid: results <-> JSON, percentiles, the tables in PyTorch's DDP + RPC
+// benchmark's layout, the phase split, the comparison and the JSON document, against the fixtures
+// (hybrid_result.json, whose numbers make every cell computable by hand; hybrid_table.txt and
+// hybrid_document.json hold what the code must print and write for it).
 #include "cases/hybrid_report.h"
 
 #include <gtest/gtest.h>
@@ -81,7 +81,7 @@ TEST(HybridResults, PoolsRepeatsPerTrainer) {
             (std::vector<double>{10.0, 10.0}));
 }
 
-TEST(HybridReport, RowsInReference000Layout) {
+TEST(HybridReport, RowsInPyTorchDdpRpcBenchmarkLayout) {
   // Trainer 0: .01 .02 .03 .04 s, 60 examples: p50 .025 s = 2400/s, p75 .0325 s = 1846/s,
   // p90 .037 s = 1622/s, p95 .0385 s = 1558/s.
   EXPECT_EQ(hybrid_rows(gradwire_fixture()).front(),

@@ -1,5 +1,5 @@
-// gradwire-bench hybrid: flags -> settings (defaults of reference 000, the quick preset, jobs)
-// and the batches (ranges, determinism, the stream shared with hybrid_reference.py).
+// gradwire-bench hybrid: flags -> settings (defaults of PyTorch's DDP + RPC benchmark, the quick
+// preset, jobs) and the batches (ranges, determinism, the stream shared with hybrid_reference.py).
 #include "cases/hybrid_settings.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 namespace gradwire::bench {
 namespace {
 
-TEST(HybridSettings, DefaultsAreReference000s) {
+TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
   const HybridSettings s = resolve_hybrid_settings({}, std::nullopt);
   EXPECT_EQ(s.trainers, 8);
   EXPECT_EQ(s.servers, 8);
@@ -25,8 +25,8 @@ TEST(HybridSettings, DefaultsAreReference000s) {
   EXPECT_EQ(s.mode, HybridMode::kAsync);
   EXPECT_FALSE(s.reference_pytorch);
   EXPECT_EQ(s.repeat, 1);
-  EXPECT_EQ(s.backend, "shm");  // "auto" with trainers started here, all on one host
-  EXPECT_EQ(s.server_threads, 1);  // one thread per process, as reference 000
+  EXPECT_EQ(s.backend, "shm");     // "auto" with trainers started here, all on one host
+  EXPECT_EQ(s.server_threads, 1);  // one thread per process, as PyTorch's DDP + RPC benchmark
 }
 
 TEST(HybridSettings, QuickPresetAndFlagsOverride) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "gradwire/common/error.h"
@@ -78,8 +79,43 @@ TEST(JsonReportTest, RejectsOtherSchemaVersionsAndBrokenFiles) {
   EXPECT_THROW(read_json_file(path), Error);
 }
 
-TEST(JsonReportTest, WriteToMissingDirectoryThrows) {
-  EXPECT_THROW(write_json_file("/nonexistent-dir/x.json", nlohmann::json::object()), Error);
+TEST(JsonReportTest, WriteCreatesMissingDirectories) {
+  const std::string directory = temp_path("report_dirs");
+  const std::string path = directory + "/results/x.json";
+  write_json_file(path, make_document("collectives", RunMetadata{}));
+  EXPECT_EQ(read_json_file(path).at("benchmark"), "collectives");
+  std::filesystem::remove_all(directory);
+}
+
+TEST(JsonReportTest, WriteWhereNoDirectoryCanBeThrows) {
+  const std::string file = temp_path("report_file");  // a file where a directory would go
+  { std::ofstream(file) << "x"; }
+  EXPECT_THROW(write_json_file(file + "/x.json", nlohmann::json::object()), Error);
+  std::remove(file.c_str());
+}
+
+TEST(OutputFileTest, PrepareCreatesTheDirectoriesAndLeavesNoFile) {
+  const std::string directory = temp_path("output_dirs");
+  const std::string path = directory + "/a/b/x.json";
+  prepare_output_files({"", path});
+  EXPECT_TRUE(std::filesystem::is_directory(directory + "/a/b"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(directory);
+}
+
+TEST(OutputFileTest, PrepareNamesAPathThatCannotBeWritten) {
+  const std::string file = temp_path("output_file");
+  { std::ofstream(file) << "x"; }
+  for (const std::string& path : {file + "/x.json", file + "/sub/x.json", ::testing::TempDir()}) {
+    try {
+      prepare_output_file(path);
+      ADD_FAILURE() << path << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write " + path), std::string::npos) << e.what();
+    }
+  }
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#include "harness/python.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace gradwire::bench {
+namespace {
+
+TEST(PythonTest, CandidatesArePreferredAloneOrPython3ThenDebians) {
+  EXPECT_EQ(python_candidates(""), (std::vector<std::string>{"python3", "/usr/bin/python3"}));
+  EXPECT_EQ(python_candidates("/opt/py"), (std::vector<std::string>{"/opt/py"}));
+}
+
+TEST(PythonTest, AMissingInterpreterIsAValueNamingWhatWasTried) {
+  const PythonSearch torch = find_python_with_torch("/nonexistent/python");
+  EXPECT_FALSE(torch.found);
+  EXPECT_EQ(torch.tried, "/nonexistent/python (not found)");
+  // A program that runs but is no Python cannot import the module.
+  const PythonSearch rpc = find_python_with_torch("false", "torch.distributed.rpc");
+  EXPECT_FALSE(rpc.found);
+  EXPECT_EQ(rpc.tried, "false (cannot import torch.distributed.rpc)");
+}
+
+TEST(PythonTest, ReferenceScriptIsThePreferredThenTheSourceThenTheInstalledCopy) {
+  const std::string present =
+      ::testing::TempDir() + "python_test_" + std::to_string(getpid()) + ".py";
+  { std::ofstream(present) << "pass\n"; }
+  std::string why_not;
+  EXPECT_EQ(find_reference_script({present, "/none/a.py", "/none/b.py"}, why_not), present);
+  EXPECT_EQ(find_reference_script({"", "/none/a.py", present}, why_not), present);
+  EXPECT_FALSE(find_reference_script({"/none/x.py", present, present}, why_not));
+  EXPECT_EQ(why_not, "reference script /none/x.py cannot be read");
+  EXPECT_FALSE(find_reference_script({"", "/none/s/ref.py", "/none/i/ref.py"}, why_not));
+  EXPECT_EQ(why_not,
+            "ref.py is neither at /none/s/ref.py nor at /none/i/ref.py: pass --reference-script");
+  std::remove(present.c_str());
+}
+
+}  // namespace
+}  // namespace gradwire::bench
