@@ -12,7 +12,8 @@ function(gradwire_install_export set)
   install(EXPORT ${set} NAMESPACE gradwire:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gradwire)
 endfunction()
 
-gradwire_install_export(gradwireTargets gradwire gradwire_common gradwire_comm gradwire_ddp
+gradwire_install_export(gradwireTargets gradwire gradwire_common gradwire_comm gradwire_comm_core
+  gradwire_comm_diagnostics gradwire_comm_shm gradwire_comm_hierarchical gradwire_ddp
   gradwire_models gradwire_torch)
 set(GRADWIRE_INSTALLED_COMPONENTS "")
 if(GRADWIRE_PS)

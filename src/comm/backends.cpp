@@ -1,4 +1,4 @@
-#include "backends.h"
+#include "comm/backends.h"
 
 #include <torch/cuda.h>
 
@@ -6,9 +6,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "gradwire/common/error.h"
-#include "hierarchical_process_group.h"
-#include "host_identity.h"
-#include "shm_process_group.h"
+#include "comm/hierarchical/process_group.h"
+#include "comm/hierarchical/host_identity.h"
+#include "comm/shm/process_group.h"
 
 namespace gradwire {
 
@@ -45,9 +45,9 @@ BackendTraits gloo_traits(const WorldInfo& world, const InitOptions& options, co
   return traits;
 }
 
-shm::ShmOptions shm_options(const WorldInfo& world, const EnvMap& env,
+shm::Options shm_options(const WorldInfo& world, const EnvMap& env,
                             std::chrono::milliseconds timeout) {
-  shm::ShmOptions options;
+  shm::Options options;
   options.port = world.master_port;
   options.timeout = timeout;
   if (auto slot = env.get_int("GRADWIRE_SHM_SLOT_BYTES")) {
@@ -76,7 +76,7 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
   BackendTraits traits;
   traits.name = "shm";
   traits.native_avg = true;
-  traits.avg_in_pass = true;  // shm_reduce.h: the sum is scaled as it is stored
+  traits.avg_in_pass = true;  // core/reduce_kernels.h: the sum is scaled as it is stored
   traits.native_bfloat16 = true;
   traits.native_reduce_scatter = true;
   traits.device = c10::DeviceType::CPU;
@@ -84,13 +84,13 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
                             int size) -> c10d_adapter::BackendPtr {
     auto point_to_point = c10d_adapter::make_gloo(
         c10::make_intrusive<c10d::PrefixStore>("p2p", store), rank, size, gloo);
-    return c10::make_intrusive<shm::ShmProcessGroup>(store, rank, size, shm,
+    return c10::make_intrusive<shm::ProcessGroup>(store, rank, size, shm,
                                                      std::move(point_to_point));
   };
   return traits;
 }
 
-// shm within each host, Gloo among hosts (hierarchical_process_group.h).
+// shm within each host, Gloo among hosts (hierarchical/process_group.h).
 BackendTraits hierarchical_traits(const WorldInfo& world, const InitOptions& options,
                                   const EnvMap& env, std::chrono::milliseconds timeout) {
   HierarchicalOptions hierarchical;

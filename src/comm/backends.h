@@ -6,7 +6,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
-#include "c10d_communicator.h"
+#include "comm/core/c10d_communicator.h"
 #include "gradwire/comm/world.h"
 
 namespace gradwire {
@@ -17,7 +17,7 @@ std::vector<std::string> available_backends();
 
 // Resolves a backend name and returns the traits of the chosen backend. "auto" means
 // GRADWIRE_BACKEND when set, else nccl when compiled in and CUDA is available, else by where the
-// ranks run (host_identity.h): "shm" when they all share one host, "gloo" when no two share one,
+// ranks run (hierarchical/host_identity.h): "shm" when they all share one host, "gloo" when no two share one,
 // "hierarchical" otherwise. The hosts are learnt by exchanging host identities through `store`
 // (keys gradwire/hosts/<rank>): every rank must call this with the same name, and it blocks
 // until all ranks published theirs (TimeoutError naming the absent ones). "shm" is a ConfigError

@@ -8,11 +8,11 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include "backends.h"
-#include "c10d_adapter.h"
-#include "connect_world.h"
+#include "comm/backends.h"
+#include "comm/core/c10d_adapter.h"
+#include "comm/connect_world.h"
 #include "gradwire/common/error.h"
-#include "rendezvous.h"
+#include "comm/core/rendezvous.h"
 
 namespace gradwire {
 

@@ -1,6 +1,6 @@
 // The desync report's pure parts: progress records as text and what a set of records says about
 // a failed collective (who is behind, who called something else).
-#include "desync_report.h"
+#include "comm/diagnostics/desync_report.h"
 
 #include <gtest/gtest.h>
 

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   const int stopped = mode == "stop-host" ? 0 : comm->size() - 1;
   if (stop_mode && comm->rank() == stopped) {
     // "Compute" before the next collective, during which the test stops us: the record of #2
-    // reaches the store within milliseconds (progress_board.h), even on a loaded machine.
+    // reaches the store within milliseconds (diagnostics/progress_board.h), even on a loaded machine.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::cout << "READY" << std::endl;
     std::this_thread::sleep_for(std::chrono::minutes(2));  // the test stops, then kills us

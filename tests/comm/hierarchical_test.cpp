@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "connect_world.h"
+#include "comm/connect_world.h"
 #include "gradwire/common/error.h"
 #include "hierarchical_world.h"
-#include "host_identity.h"
+#include "comm/hierarchical/host_identity.h"
 #include "support/rank_threads.h"
 
 namespace gradwire {

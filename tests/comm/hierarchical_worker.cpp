@@ -9,7 +9,7 @@
 
 #include <iostream>
 
-#include "connect_world.h"
+#include "comm/connect_world.h"
 #include "gradwire/comm/world.h"
 
 namespace {

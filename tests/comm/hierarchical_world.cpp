@@ -1,6 +1,6 @@
 #include "hierarchical_world.h"
 
-#include "connect_world.h"
+#include "comm/connect_world.h"
 #include "support/rank_threads.h"
 
 namespace gradwire::testing {

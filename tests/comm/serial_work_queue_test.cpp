@@ -1,6 +1,6 @@
 // SerialWorkQueue: jobs run in issue order on one thread, a failure fails every later job, a
 // shutdown fails what has not started, and a timed-out wait says what the thread is doing.
-#include "serial_work_queue.h"
+#include "comm/core/serial_work_queue.h"
 
 #include <gtest/gtest.h>
 

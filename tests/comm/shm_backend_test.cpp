@@ -1,4 +1,4 @@
-// The shm backend's parts: layout and names (pure), reduction kernels, and ShmProcessGroup driven
+// The shm backend's parts: layout and names (pure), reduction kernels, and shm::ProcessGroup driven
 // directly by threads of this process over an in-memory store (small slots, so the chunked and
 // double-buffered paths run many times), the segment's lifetime, and a stalled peer's timeout.
 #include <ATen/ATen.h>
@@ -14,12 +14,12 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
-#include "backends.h"
+#include "comm/backends.h"
 #include "gradwire/common/error.h"
-#include "shm_collectives.h"
-#include "shm_process_group.h"
-#include "shm_reduce.h"
-#include "shm_segment.h"
+#include "comm/shm/collectives.h"
+#include "comm/shm/process_group.h"
+#include "comm/core/reduce_kernels.h"
+#include "comm/shm/segment.h"
 #include "shm_test_support.h"
 
 namespace gradwire::shm {
@@ -35,11 +35,11 @@ TEST(ShmLayout, ControlsAndSlotsAreAlignedAndDisjoint) {
     EXPECT_GE(layout.slot_bytes, 1000u);
     EXPECT_EQ(layout.controls_offset % kPage, 0u);
     EXPECT_EQ(layout.data_offset % kPage, 0u);
-    EXPECT_GE(layout.data_offset, layout.controls_offset + sizeof(ShmRankControl) * ranks);
+    EXPECT_GE(layout.data_offset, layout.controls_offset + sizeof(shm::RankControl) * ranks);
     EXPECT_GE(layout.total_bytes, layout.data_offset + 2 * ranks * layout.slot_bytes);
   }
   // pid, posted, reduced, signatures, futex word and its sleeper count: a line each
-  EXPECT_EQ(sizeof(ShmRankControl), 5 * kCacheLine);
+  EXPECT_EQ(sizeof(shm::RankControl), 5 * kCacheLine);
 }
 
 TEST(ShmLayout, NamesCarryThePortAndDiffer) {
@@ -138,13 +138,13 @@ at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {
 // Every collective over many chunks; `streaming_bytes` 0 writes every large allreduce's tensor
 // with non-temporal stores (off by default).
 void check_chunked_collectives(size_t streaming_bytes) {
-  ShmOptions options;
+  shm::Options options;
   options.slot_bytes = 4096;  // 1024 floats: a 10000-element allreduce is 10 chunks
   options.small_bytes = 512;
   options.streaming_bytes = streaming_bytes;
   options.timeout = std::chrono::seconds(30);
   const int ranks = 3;
-  with_groups(ranks, 1, options, [&](int rank, ShmProcessGroup& group) {
+  with_groups(ranks, 1, options, [&](int rank, shm::ProcessGroup& group) {
     for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kLong}) {
       for (int64_t n : {1, 100, 1000, 10001}) {
         at::Tensor sum = at::zeros({n}, at::kDouble);
@@ -173,7 +173,7 @@ void check_chunked_collectives(size_t streaming_bytes) {
 }
 
 TEST(ShmProcessGroup, ChunkedCollectivesWithSmallSlots) {
-  check_chunked_collectives(ShmOptions().streaming_bytes);
+  check_chunked_collectives(shm::Options().streaming_bytes);
 }
 
 TEST(ShmProcessGroup, ChunkedCollectivesWithStreamingStores) { check_chunked_collectives(0); }
@@ -181,12 +181,12 @@ TEST(ShmProcessGroup, ChunkedCollectivesWithStreamingStores) { check_chunked_col
 TEST(ShmProcessGroup, ManyMixedOperationsInFlight) {
   // Small and chunked allreduces, broadcasts and barriers issued back to back without waiting,
   // so fast ranks run ahead and both slot parities are in use; all results checked at the end.
-  ShmOptions options;
+  shm::Options options;
   options.slot_bytes = 4096;
   options.small_bytes = 512;
   options.timeout = std::chrono::seconds(30);
   const int ranks = 3;
-  with_groups(ranks, 4, options, [&](int rank, ShmProcessGroup& group) {
+  with_groups(ranks, 4, options, [&](int rank, shm::ProcessGroup& group) {
     std::mt19937 same_on_every_rank(7);
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     std::vector<std::pair<at::Tensor, at::Tensor>> checks;  // (result, expected)
@@ -215,8 +215,8 @@ TEST(ShmProcessGroup, ManyMixedOperationsInFlight) {
 
 TEST(ShmProcessGroup, SegmentIsUnlinkedOnceEveryRankAttached) {
   const int port = 60000 + getpid() % 5000;
-  ShmOptions options;
-  with_groups(2, port, options, [&](int, ShmProcessGroup& group) {
+  shm::Options options;
+  with_groups(2, port, options, [&](int, shm::ProcessGroup& group) {
     EXPECT_EQ(job_files(port), 0);
     group.barrier(c10d::BarrierOptions())->wait();
   });
@@ -224,9 +224,9 @@ TEST(ShmProcessGroup, SegmentIsUnlinkedOnceEveryRankAttached) {
 }
 
 TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
-  ShmOptions options;
+  shm::Options options;
   options.timeout = std::chrono::seconds(2);
-  with_groups(2, 2, options, [&](int rank, ShmProcessGroup& group) {
+  with_groups(2, 2, options, [&](int rank, shm::ProcessGroup& group) {
     at::Tensor t = at::ones({16});
     std::vector<at::Tensor> tensors{t};
     group.allreduce(tensors, c10d::AllreduceOptions())->wait();
@@ -263,9 +263,9 @@ TEST(ShmProcessGroup, StalledPeerTimesOutNamingIt) {
 }
 
 TEST(ShmProcessGroup, DifferentCollectivesOnTwoRanksAreNamed) {
-  ShmOptions options;
+  shm::Options options;
   options.timeout = std::chrono::seconds(10);
-  with_groups(2, 3, options, [&](int rank, ShmProcessGroup& group) {
+  with_groups(2, 3, options, [&](int rank, shm::ProcessGroup& group) {
     std::vector<at::Tensor> tensors{at::ones({1024})};
     auto work = rank == 0 ? group.allreduce(tensors, c10d::AllreduceOptions())
                           : group.broadcast(tensors, c10d::BroadcastOptions());
@@ -283,15 +283,15 @@ TEST(ShmProcessGroup, DifferentCollectivesOnTwoRanksAreNamed) {
 
 TEST(ShmProcessGroup, DestroyingAGroupEndsItsWaitInProgress) {
   c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
-  ShmOptions options;
+  shm::Options options;
   options.timeout = std::chrono::minutes(5);  // far longer than the test may take
-  c10::intrusive_ptr<ShmProcessGroup> groups[2];
+  c10::intrusive_ptr<shm::ProcessGroup> groups[2];
   std::thread peer([&] {
     groups[1] =
-        c10::make_intrusive<ShmProcessGroup>(store, 1, 2, options, c10d_adapter::BackendPtr());
+        c10::make_intrusive<shm::ProcessGroup>(store, 1, 2, options, c10d_adapter::BackendPtr());
   });
   groups[0] =
-      c10::make_intrusive<ShmProcessGroup>(store, 0, 2, options, c10d_adapter::BackendPtr());
+      c10::make_intrusive<shm::ProcessGroup>(store, 0, 2, options, c10d_adapter::BackendPtr());
   peer.join();
   std::vector<at::Tensor> tensors{at::ones({8})};
   auto work = groups[0]->allreduce(tensors, c10d::AllreduceOptions());  // rank 1 never joins in
@@ -306,13 +306,13 @@ TEST(ShmProcessGroup, DestroyingAGroupEndsItsWaitInProgress) {
 }
 
 TEST(ShmLayout, SignaturesDescribeTheCollective) {
-  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kAllreduce, 1, 6, 0, 4096)),
+  EXPECT_EQ(describe_signature(op_signature(shm::OpKind::kAllreduce, 1, 6, 0, 4096)),
             "allreduce(avg) of 4096 bytes (dtype code 6)");
-  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kReduceScatter, 3, 6, 0, 8)),
+  EXPECT_EQ(describe_signature(op_signature(shm::OpKind::kReduceScatter, 3, 6, 0, 8)),
             "reduce_scatter(max) of 8 bytes (dtype code 6)");
-  EXPECT_EQ(describe_signature(op_signature(ShmOpKind::kBarrier, 0, 0, 0, 0)), "barrier");
-  EXPECT_NE(op_signature(ShmOpKind::kBroadcast, 0, 6, 0, 64),
-            op_signature(ShmOpKind::kBroadcast, 0, 6, 1, 64));
+  EXPECT_EQ(describe_signature(op_signature(shm::OpKind::kBarrier, 0, 0, 0, 0)), "barrier");
+  EXPECT_NE(op_signature(shm::OpKind::kBroadcast, 0, 6, 0, 64),
+            op_signature(shm::OpKind::kBroadcast, 0, 6, 1, 64));
 }
 
 TEST(ShmSelection, ForcedByNameOrEnvironmentOnOneHostOnly) {

@@ -1,4 +1,4 @@
-// Shared buffers of the shm backend (shm_shared_buffers.h): allocation leaves nothing in /dev/shm,
+// Shared buffers of the shm backend (shm/shared_buffers.h): allocation leaves nothing in /dev/shm,
 // an allreduce of a tensor in a shared buffer is reduced in place and equals the ordinary one for
 // every op and dtype, ranks that disagree about the place fail naming each other, and a buffer
 // outlives its group. Ranks are threads of this process over an in-memory store.
@@ -14,15 +14,15 @@ namespace {
 using testing::job_files;
 
 // Small slots, so that ordinary allreduces of the same sizes are chunked.
-void with_groups(int ranks, int port, const std::function<void(int, ShmProcessGroup&)>& fn) {
-  ShmOptions options;
+void with_groups(int ranks, int port, const std::function<void(int, shm::ProcessGroup&)>& fn) {
+  shm::Options options;
   options.slot_bytes = 4096;
   options.small_bytes = 512;
   options.timeout = std::chrono::seconds(20);
   testing::with_groups(ranks, port, options, fn);
 }
 
-at::Tensor shared(ShmProcessGroup& group, int64_t numel, at::ScalarType dtype) {
+at::Tensor shared(shm::ProcessGroup& group, int64_t numel, at::ScalarType dtype) {
   auto out = std::make_shared<at::Tensor>();
   group.allocate_shared(numel, dtype, out)->wait();
   return *out;
@@ -32,7 +32,7 @@ at::Tensor input_for(int rank, int64_t n, at::ScalarType dtype) {
   return at::arange(n, at::kDouble).remainder(13).mul(rank + 1).sub(rank).to(dtype);
 }
 
-void allreduce(ShmProcessGroup& group, at::Tensor tensor, c10d::ReduceOp op) {
+void allreduce(shm::ProcessGroup& group, at::Tensor tensor, c10d::ReduceOp op) {
   std::vector<at::Tensor> tensors{std::move(tensor)};
   c10d::AllreduceOptions options;
   options.reduceOp = op;
@@ -51,7 +51,7 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(ShmSharedBuffer, AllreduceInPlaceEqualsTheOrdinaryOneForEveryOpAndDtype) {
   const int ranks = 3;
   const int port = 61000 + getpid() % 4000;
-  with_groups(ranks, port, [&](int rank, ShmProcessGroup& group) {
+  with_groups(ranks, port, [&](int rank, shm::ProcessGroup& group) {
     // 300001 elements: several pieces that the ranks claim (claim_piece), the last one partial.
     const int64_t n = 300001;
     for (auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kLong}) {
@@ -78,7 +78,7 @@ TEST(ShmSharedBuffer, AllreduceInPlaceEqualsTheOrdinaryOneForEveryOpAndDtype) {
 }
 
 TEST(ShmSharedBuffer, RanksAtDifferentPlacesFailNamingEachOther) {
-  with_groups(2, 5, [&](int rank, ShmProcessGroup& group) {
+  with_groups(2, 5, [&](int rank, shm::ProcessGroup& group) {
     at::Tensor buffer = shared(group, 4096, at::kFloat);
     const std::string what =
         error_of([&] { allreduce(group, buffer.narrow(0, rank * 16, 1024), c10d::ReduceOp::SUM); });
@@ -89,7 +89,7 @@ TEST(ShmSharedBuffer, RanksAtDifferentPlacesFailNamingEachOther) {
 }
 
 TEST(ShmSharedBuffer, SharedOnOneRankOnlyFailsNamingBoth) {
-  with_groups(2, 6, [&](int rank, ShmProcessGroup& group) {
+  with_groups(2, 6, [&](int rank, shm::ProcessGroup& group) {
     at::Tensor buffer = shared(group, 1024, at::kFloat);
     at::Tensor tensor = rank == 0 ? buffer : at::zeros({1024});
     const std::string what = error_of([&] { allreduce(group, tensor, c10d::ReduceOp::SUM); });
@@ -101,7 +101,7 @@ TEST(ShmSharedBuffer, SharedOnOneRankOnlyFailsNamingBoth) {
 
 TEST(ShmSharedBuffer, OutlivesItsGroupAndAFreedOneIsForgotten) {
   std::vector<at::Tensor> kept(2);
-  with_groups(2, 7, [&](int rank, ShmProcessGroup& group) {
+  with_groups(2, 7, [&](int rank, shm::ProcessGroup& group) {
     { at::Tensor freed = shared(group, 256, at::kFloat); }
     kept[rank] = shared(group, 256, at::kFloat);
     kept[rank].fill_(rank + 1);

@@ -6,8 +6,8 @@
 #include <functional>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include "shm_process_group.h"
-#include "shm_segment.h"
+#include "comm/shm/process_group.h"
+#include "comm/shm/segment.h"
 #include "support/rank_threads.h"
 
 namespace gradwire::shm::testing {
@@ -22,13 +22,13 @@ inline int job_files(int port) {
 }
 
 // Runs fn(rank, group) for `ranks` threads sharing one in-memory store.
-inline void with_groups(int ranks, int port, ShmOptions options,
-                        const std::function<void(int, ShmProcessGroup&)>& fn) {
+inline void with_groups(int ranks, int port, shm::Options options,
+                        const std::function<void(int, shm::ProcessGroup&)>& fn) {
   c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
   options.port = port;
   gradwire::testing::run_threads(ranks, [&](int r) {
     auto group =
-        c10::make_intrusive<ShmProcessGroup>(store, r, ranks, options, c10d_adapter::BackendPtr());
+        c10::make_intrusive<shm::ProcessGroup>(store, r, ranks, options, c10d_adapter::BackendPtr());
     fn(r, *group);
   });
 }

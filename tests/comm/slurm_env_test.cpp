@@ -1,4 +1,4 @@
-#include "slurm_env.h"
+#include "comm/core/slurm_env.h"
 
 #include <gtest/gtest.h>
 

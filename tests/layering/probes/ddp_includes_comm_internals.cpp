@@ -1,2 +1,2 @@
 // ddp sees the Communicator interface, never comm's internals (src/comm).
-#include "c10d_communicator.h"
+#include "comm/core/c10d_communicator.h"
