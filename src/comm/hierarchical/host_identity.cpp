@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 
-#include "gradwire/common/error.h"
 #include "comm/core/op_context.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 

@@ -3,9 +3,9 @@
 #include <ATen/ATen.h>
 #include <sys/prctl.h>
 
-#include "gradwire/common/error.h"
-#include "comm/shm/attach.h"
 #include "comm/core/reduce_kernels.h"
+#include "comm/shm/attach.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire::shm {
 
@@ -59,13 +59,13 @@ size_t byte_size(const at::Tensor& tensor) { return tensor.numel() * tensor.elem
 
 }  // namespace
 
-ProcessGroup::Core::Core(Segment segment_in, int rank, const Options& options)
+ProcessGroup::Core::Core(Segment segment_in, int rank, const shm::Options& options)
     : segment(std::move(segment_in)),
       sync(segment, rank),
       collectives(segment, sync, rank, options.small_bytes, options.streaming_bytes) {}
 
 ProcessGroup::ProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                 Options options, c10d_adapter::BackendPtr point_to_point)
+                           shm::Options options, c10d_adapter::BackendPtr point_to_point)
     : c10d_adapter::BackendBase(rank, size),
       options_(options),
       core_(std::make_shared<Core>(
@@ -94,8 +94,7 @@ ProcessGroup::~ProcessGroup() {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::enqueue(std::string what, uint64_t signature,
-                                                        std::function<void()> run,
-                                                        uint64_t argument) {
+                                                     std::function<void()> run, uint64_t argument) {
   return queue_.enqueue(what, [this, what, signature, argument, run = std::move(run)] {
     const auto start = std::chrono::steady_clock::now();
     core_->sync.begin(what, signature, start + options_.timeout, options_.timeout, argument);
@@ -104,7 +103,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::enqueue(std::string what, uint64_t 
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
-                                                          const c10d::BroadcastOptions& options) {
+                                                       const c10d::BroadcastOptions& options) {
   at::Tensor tensor = only_tensor("broadcast", tensors);
   check_tensor("broadcast", tensor);
   const int root = static_cast<int>(options.rootRank);
@@ -116,7 +115,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& 
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
-                                                          const c10d::AllreduceOptions& options) {
+                                                       const c10d::AllreduceOptions& options) {
   at::Tensor tensor = only_tensor("allreduce", tensors);
   check_tensor("allreduce", tensor);
   const ReduceOp op = from_c10d(options.reduceOp);
@@ -141,7 +140,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& 
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allocate_shared(int64_t numel, at::ScalarType dtype,
-                                                                std::shared_ptr<at::Tensor> out) {
+                                                             std::shared_ptr<at::Tensor> out) {
   if (numel < 0) throw InvalidArgument("gradwire shm: a shared buffer cannot have a negative size");
   const size_t bytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
   return enqueue("shared buffer allocation", op_signature(OpKind::kSharedAlloc, 0, 0, 0, bytes),
@@ -191,8 +190,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::_reduce_scatter_base(
         "gradwire shm reduce_scatter: input must hold size() * output.numel() elements of the "
         "output's dtype");
   }
-  const auto signature = op_signature(OpKind::kReduceScatter, int(op), int(input.scalar_type()),
-                                      0, byte_size(input));
+  const auto signature =
+      op_signature(OpKind::kReduceScatter, int(op), int(input.scalar_type()), 0, byte_size(input));
   return enqueue(std::string("reduce_scatter(") + to_string(op) + ")", signature,
                  [this, input, output, op] {
                    core_->collectives.reduce_scatter(input.data_ptr(), output.data_ptr(),
@@ -206,13 +205,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions&
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor>& tensors, int dst_rank,
-                                                     int tag) {
+                                                  int tag) {
   if (!point_to_point_) throw InvalidArgument("gradwire shm: this group has no send/recv");
   return point_to_point_->send(tensors, dst_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor>& tensors, int src_rank,
-                                                     int tag) {
+                                                  int tag) {
   if (!point_to_point_) throw InvalidArgument("gradwire shm: this group has no send/recv");
   return point_to_point_->recv(tensors, src_rank, tag);
 }

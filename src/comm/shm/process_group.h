@@ -32,9 +32,10 @@ struct Options {
   // Allreduces up to this size take the one-step algorithm. Default 64 KiB.
   size_t small_bytes = size_t{64} << 10;
   // Large allreduces of tensors from this size write them with non-temporal stores, which skip
-  // reading each destination line first but leave the tensor out of the cache (core/reduce_kernels.h).
-  // Default: never. On the development machine they made 4-256 MiB allreduces 1.3-1.9x slower,
-  // since a gradient bucket is read again soon after (docs/performance.md).
+  // reading each destination line first but leave the tensor out of the cache
+  // (core/reduce_kernels.h). Default: never. On the development machine they made 4-256 MiB
+  // allreduces 1.3-1.9x slower, since a gradient bucket is read again soon after
+  // (docs/performance.md).
   size_t streaming_bytes = std::numeric_limits<size_t>::max();
   // Limit for joining the segment and for each operation, from when it starts running.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -45,7 +46,7 @@ class ProcessGroup : public c10d_adapter::BackendBase, public SharedBufferSource
   // Collective over the `size` ranks using `store` (prefixed for this group): joins the segment
   // (shm/attach.h). `point_to_point` serves send/recv; it may be null (send/recv then fail).
   ProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                  Options options, c10d_adapter::BackendPtr point_to_point);
+               shm::Options options, c10d_adapter::BackendPtr point_to_point);
   // Fails pending operations and stops the progress thread.
   ~ProcessGroup() override;
 
@@ -76,7 +77,7 @@ class ProcessGroup : public c10d_adapter::BackendBase, public SharedBufferSource
   // The segment and what runs on it; shared with work handles so that a timed-out wait can say
   // which ranks the progress thread was waiting for.
   struct Core {
-    Core(Segment segment, int rank, const Options& options);
+    Core(Segment segment, int rank, const shm::Options& options);
     Segment segment;
     StepSync sync;
     Collectives collectives;
@@ -88,7 +89,7 @@ class ProcessGroup : public c10d_adapter::BackendBase, public SharedBufferSource
   c10::intrusive_ptr<c10d::Work> enqueue(std::string what, uint64_t signature,
                                          std::function<void()> run, uint64_t argument = 0);
 
-  Options options_;
+  shm::Options options_;
   std::shared_ptr<Core> core_;
   c10d_adapter::BackendPtr point_to_point_;
   SerialWorkQueue queue_;  // last: its thread runs jobs that use everything above
