@@ -85,6 +85,7 @@ void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int t
         << hardware.cpu_model << ", " << hardware.cores << " cores, " << threads_per_rank
         << (threads_per_rank == 1 ? " thread" : " threads") << " per rank\n";
   }
+  out << "BLAS: " << hardware.blas << "\n";
   out << "--------------------------\n" << std::flush;
 }
 

@@ -111,6 +111,7 @@ void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
     out << "--- CPU ---\n\n"
         << header.hardware.cpu_model << ", " << header.hardware.cores << " cores\n";
   }
+  out << "BLAS: " << header.hardware.blas << "\n";
   out << "--------------------------\n" << std::flush;
 }
 

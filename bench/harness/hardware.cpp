@@ -17,12 +17,41 @@ HardwareInfo describe_hardware() {
   text << cpuinfo.rdbuf();
   hardware.cpu_model = cpu_model_from_cpuinfo(text.str());
   hardware.cores = available_cores();
+  std::ifstream maps("/proc/self/maps");
+  std::ostringstream maps_text;
+  maps_text << maps.rdbuf();
+  hardware.blas = blas_from_maps(maps_text.str());
   return hardware;
+}
+
+std::string blas_from_maps(const std::string& maps_text) {
+  std::istringstream lines(maps_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string file = path.substr(path.rfind('/') + 1);
+    if (file.rfind("libblas.so", 0) != 0 && file.rfind("libopenblas", 0) != 0) continue;
+    std::string name = file;
+    if (path.find("openblas-openmp") != std::string::npos) {
+      name = "OpenBLAS (OpenMP)";
+    } else if (path.find("openblas-pthread") != std::string::npos) {
+      name = "OpenBLAS (pthreads)";
+    } else if (path.find("openblas") != std::string::npos) {
+      name = "OpenBLAS";
+    } else if (path.find("/blas/") != std::string::npos) {
+      name = "reference BLAS (netlib)";
+    }
+    return name + " (" + path + ")";
+  }
+  return "none loaded";
 }
 
 nlohmann::json to_json(const HardwareInfo& hardware) {
   return {{"cpu_model", hardware.cpu_model},
           {"cores", hardware.cores},
+          {"blas", hardware.blas},
           {"gpu_topology", hardware.gpu_topology.empty() ? nlohmann::json(nullptr)
                                                          : nlohmann::json(hardware.gpu_topology)}};
 }

@@ -12,13 +12,20 @@ struct HardwareInfo {
   std::string gpu_topology;  // `nvidia-smi topo -m` output; empty when unavailable
   std::string cpu_model;     // "model name" from /proc/cpuinfo, "unknown" when absent
   int cores = 1;             // cores this process may run on
+  // The BLAS library libtorch resolved (libblas.so.3 through update-alternatives on Debian), as
+  // blas_from_maps names it; "none loaded" when no BLAS is mapped.
+  std::string blas = "none loaded";
 };
+
+// Pure: the BLAS library among the mappings of /proc/self/maps, "NAME (PATH)": "OpenBLAS
+// (OpenMP)", "OpenBLAS (pthreads)", "reference BLAS (netlib)", or the file's own name.
+std::string blas_from_maps(const std::string& maps_text);
 
 // Runs `nvidia-smi topo -m` (when present) and reads /proc/cpuinfo. Blocks for as long as
 // nvidia-smi takes (well under a second). Never throws.
 HardwareInfo describe_hardware();
 
-// {"cpu_model": ..., "cores": ..., "gpu_topology": text or null}.
+// {"cpu_model": ..., "cores": ..., "blas": ..., "gpu_topology": text or null}.
 nlohmann::json to_json(const HardwareInfo& hardware);
 
 }  // namespace gradwire::bench

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 #include "harness/command.h"
 
 namespace gradwire::bench {
@@ -22,18 +23,6 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// Creates the directories above `path`; throws ConfigError naming it when they cannot be made.
-void create_parent_directories(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty()) return;
-  std::error_code error;
-  std::filesystem::create_directories(parent, error);
-  if (error) {
-    throw ConfigError("cannot write " + path + ": cannot create the directory " + parent.string() +
-                      " (" + error.message() + "); choose another path");
-  }
 }
 
 }  // namespace
@@ -107,16 +96,13 @@ nlohmann::json make_document(const std::string& benchmark, const RunMetadata& me
 }
 
 void prepare_output_file(const std::string& path) {
-  create_parent_directories(path);
   if (std::filesystem::is_directory(path)) {
     throw ConfigError("cannot write " + path + ": it is a directory; name a file");
   }
-  const std::string temporary = path + ".tmp";
-  const bool writable = static_cast<bool>(std::ofstream(temporary, std::ios::trunc));
-  std::remove(temporary.c_str());
-  if (!writable) {
-    throw ConfigError("cannot write " + path + ": " + temporary +
-                      " cannot be created; check that the directory is writable");
+  try {
+    gradwire::prepare_output_file(path, "results");
+  } catch (const Error& error) {
+    throw ConfigError("cannot write " + path + ": " + error.what() + "; choose another path");
   }
 }
 
@@ -127,23 +113,8 @@ void prepare_output_files(const std::vector<std::string>& paths) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  create_parent_directories(path);
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc | std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error("could not write " + temporary +
-                  ": check that the directory exists and is writable");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error("could not move " + temporary + " into " + path +
-                ": check that the directory exists and is writable");
-  }
+  prepare_output_file(path);  // creates the directories; a no-op when they exist
+  write_file_atomically(path, text, "results");
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& document) {

@@ -52,17 +52,16 @@ nlohmann::json to_json(const Summary& summary, double scale = 1.0);
 // their results next to these.
 nlohmann::json make_document(const std::string& benchmark, const RunMetadata& metadata);
 
-// Creates the missing directories of `path` and checks that a file can be written there, by
-// creating and removing the temporary file write_text_file uses (path + ".tmp"). Benchmarks call
+// Creates the missing directories of `path` and checks that a file can be written there
+// (gradwire::prepare_output_file, gradwire/common/files.h). Benchmarks call
 // it for every file they are asked to write before they measure, so a bad --json or --html fails
 // at once instead of after the run. Throws ConfigError naming the path and the reason.
 void prepare_output_file(const std::string& path);
 // prepare_output_file of each non-empty path.
 void prepare_output_files(const std::vector<std::string>& paths);
 
-// Writes `text` to `path` through a temporary file (path + ".tmp") renamed into place, so a
-// reader never sees half a file; creates the missing directories first. Throws gradwire::Error
-// naming the path on failure.
+// Writes `text` to `path` atomically (gradwire::write_file_atomically: a reader never sees half
+// a file); creates the missing directories first. Throws gradwire::Error naming the path.
 void write_text_file(const std::string& path, const std::string& text);
 // write_text_file of `document`, indented.
 void write_json_file(const std::string& path, const nlohmann::json& document);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "gradwire/common/error.h"
+#include "harness/hardware.h"
 
 namespace gradwire::bench {
 namespace {
@@ -21,6 +22,22 @@ TEST(CpuModelTest, ReadsTheFirstModelName) {
                                    "model name\t: other\n"),
             "Intel(R) Xeon(R)");
   EXPECT_EQ(cpu_model_from_cpuinfo("processor : 0\nBogoMIPS : 50\n"), "unknown");
+}
+
+TEST(Hardware, NamesTheBlasLibtorchResolved) {
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/";
+  const auto maps = [](const std::string& path) {
+    return "7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+           "7f20-7f30 r-xp 00000000 08:01 43 " +
+           path + "\n";
+  };
+  EXPECT_EQ(blas_from_maps(maps(lib + "openblas-openmp/libblas.so.3")),
+            "OpenBLAS (OpenMP) (" + lib + "openblas-openmp/libblas.so.3)");
+  EXPECT_EQ(blas_from_maps(maps(lib + "openblas-pthread/libblas.so.3")),
+            "OpenBLAS (pthreads) (" + lib + "openblas-pthread/libblas.so.3)");
+  EXPECT_EQ(blas_from_maps(maps(lib + "blas/libblas.so.3.11.0")),
+            "reference BLAS (netlib) (" + lib + "blas/libblas.so.3.11.0)");
+  EXPECT_EQ(blas_from_maps("7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/libc.so.6\n"), "none loaded");
 }
 
 TEST(UtcTimestampTest, IsIso8601) {
