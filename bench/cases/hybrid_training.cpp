@@ -77,8 +77,8 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat) {
   const int trainer = communicator->rank();
   ps::ClientOptions client_options;
-  client_options.trainer_rank = trainer;
-  client_options.num_trainers = communicator->size();
+  client_options.rank = trainer;
+  client_options.world_size = communicator->size();
   const std::shared_ptr<ps::Client> client = ps::connect(client_options);
   ps::RemoteEmbeddingBagOptions embedding_options;
   embedding_options.table = table_config(settings, repeat, communicator->size());

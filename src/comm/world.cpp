@@ -9,10 +9,10 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "comm/backends.h"
-#include "comm/core/c10d_adapter.h"
 #include "comm/connect_world.h"
-#include "gradwire/common/error.h"
+#include "comm/core/c10d_adapter.h"
 #include "comm/core/rendezvous.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 
@@ -83,8 +83,8 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
   resolve_timeout(options, env);  // a bad timeout is reported before a bad thread count
-  at::set_num_threads(resolve_intra_op_threads(
-      options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
+  at::set_num_threads(
+      resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   return connect_world(options, env);
 }
 

@@ -212,12 +212,12 @@ TEST(ResolveWorld, ExplicitOptionsOverrideEnvironment) {
 TEST(ResolveIntraOpThreads, OptionThenOmpThenCoresPerLocalRank) {
   WorldInfo world;
   world.local_world_size = 4;
-  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap(), world, 16), 4);
-  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap(), world, 2), 1);
-  EXPECT_EQ(resolve_intra_op_threads({}, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 3);
+  EXPECT_EQ(resolve_threads({}, EnvMap(), world, 16), 4);
+  EXPECT_EQ(resolve_threads({}, EnvMap(), world, 2), 1);
+  EXPECT_EQ(resolve_threads({}, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 3);
   InitOptions options;
-  options.intra_op_threads = 5;
-  EXPECT_EQ(resolve_intra_op_threads(options, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 5);
+  options.threads = 5;
+  EXPECT_EQ(resolve_threads(options, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 5);
 }
 
 TEST(ResolveTimeout, OptionThenEnvironmentThenDefault) {

@@ -25,8 +25,8 @@ std::shared_ptr<Client> make_client(const std::vector<std::string>& addresses, i
   ClientOptions options;
   options.servers = addresses;
   options.token = kClientToken;
-  options.trainer_rank = rank;
-  options.num_trainers = trainers;
+  options.rank = rank;
+  options.world_size = trainers;
   options.step_timeout = step_timeout;
   options.call_deadline = call_deadline;
   return connect(options);

@@ -65,7 +65,7 @@ struct InitOptions {
   int gloo_threads = 2;
   // Intra-op threads for this rank (at::set_num_threads). nullopt: OMP_NUM_THREADS when set,
   // else max(1, hardware cores / local world size), so the ranks of a node share the cores.
-  std::optional<int> intra_op_threads;
+  std::optional<int> threads;
 };
 
 // Pure: combines options and environment into a WorldInfo. Without any launcher environment and
@@ -73,9 +73,9 @@ struct InitOptions {
 // options give them). Otherwise throws ConfigError naming every missing or inconsistent variable
 // and the flavour it was reading.
 WorldInfo resolve_world(const InitOptions& options, const EnvMap& env);
-// Pure: the intra-op thread count init() applies (see InitOptions::intra_op_threads).
-int resolve_intra_op_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
-                             int hardware_cores);
+// Pure: the intra-op thread count init() applies (see InitOptions::threads).
+int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
+                    int hardware_cores);
 // Pure: the effective default timeout (options, then GRADWIRE_TIMEOUT, then 300 s).
 std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env);
 

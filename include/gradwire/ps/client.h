@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,22 +22,22 @@ namespace gradwire::ps {
 struct ClientOptions {
   // Server addresses HOST:PORT in sharding order. Empty: GRADWIRE_PS_ADDRS (comma-separated).
   std::vector<std::string> servers;
-  // The job's token. Empty: GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN, else the file named by
-  // token_file. None of them: ConfigError.
+  // The job's token. Empty: the content of token_file, else GRADWIRE_TOKEN, else
+  // GRADWIRE_JOB_TOKEN. None of them: ConfigError.
   std::string token;
   std::string token_file;
-  // This trainer's rank among the trainers and their number. -1: the rank and world size the
+  // This trainer's rank among the trainers and their number. Unset: the rank and world size the
   // launcher states (gradwire::launcher_rank: RANK / WORLD_SIZE under torchrun or gradwire-run,
   // OMPI_COMM_WORLD_RANK / _SIZE under mpirun, SLURM_PROCID / SLURM_STEP_NUM_TASKS in an srun
   // step), else 0 / 1 when no launcher started the process. A partial or malformed set of the
   // launcher's variables is a ConfigError naming them.
-  int trainer_rank = -1;
-  int num_trainers = -1;
+  std::optional<int> rank;
+  std::optional<int> world_size;
   // Deadline of each call (lookups, pushes, table creation).
   std::chrono::milliseconds call_deadline{30000};
-  // How long step() waits for the other trainers in sync mode. nullopt-like 0: GRADWIRE_TIMEOUT,
-  // else 300 s.
-  std::chrono::milliseconds step_timeout{0};
+  // How long step() waits for the other trainers in sync mode. Unset: GRADWIRE_TIMEOUT, else
+  // 300 s.
+  std::optional<std::chrono::milliseconds> step_timeout;
   // Idempotent calls (lookups, table creation) are retried this many times on UNAVAILABLE, with
   // exponential backoff from retry_backoff (doubling, at most 2 s), as long as the deadline
   // allows: the default rides out about 7 s of a server that is starting or a loaded machine.
@@ -48,14 +49,20 @@ struct ClientOptions {
   int64_t max_message_bytes = 64 << 20;
 };
 
+// Pure: `options` with every field that defaults from the environment filled from `env`
+// (servers, token, rank, world_size, step_timeout), as connect() uses them. Throws ConfigError
+// naming what is missing or malformed.
+ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
+
 class Client {
  public:
   virtual ~Client() = default;
 
   virtual int num_servers() const = 0;
   virtual const std::vector<std::string>& servers() const = 0;
-  virtual int trainer_rank() const = 0;
-  virtual int num_trainers() const = 0;
+  // This trainer's rank among the trainers, and their number (ClientOptions::rank, world_size).
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
 
   // Creates the table on every server, or checks that it exists with an equal config (then keeps
   // its content: a restarted server's restored rows stay). A different config is InvalidArgument.

@@ -5,10 +5,10 @@
 #include <sstream>
 #include <vector>
 
+#include "comm/core/slurm_env.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/launcher_env.h"
-#include "comm/core/slurm_env.h"
 
 namespace gradwire {
 
@@ -187,9 +187,9 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   return w;
 }
 
-int resolve_intra_op_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
-                             int hardware_cores) {
-  if (options.intra_op_threads) return std::max(1, *options.intra_op_threads);
+int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
+                    int hardware_cores) {
+  if (options.threads) return std::max(1, *options.threads);
   if (auto omp = env.get_int("OMP_NUM_THREADS")) return std::max(1L, *omp);
   return std::max(1, hardware_cores / std::max(1, world.local_world_size));
 }

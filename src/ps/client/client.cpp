@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
+#include "client_queue.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/launcher_env.h"
-#include "client_queue.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/id_routing.h"
 #include "ps/messages/service_messages.h"
@@ -118,31 +118,12 @@ at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& posit
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const ClientOptions& options, const EnvMap& env) : options_(options) {
+  explicit ClientImpl(const ClientOptions& options) : options_(options) {
     addresses_ = options.servers;
-    if (addresses_.empty()) {
-      addresses_ = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
-    }
-    if (addresses_.empty()) {
-      throw ConfigError(
-          "gradwire: no parameter servers: ClientOptions::servers is empty and GRADWIRE_PS_ADDRS "
-          "is unset. Start the job with gradwire-run --servers S, or list the servers' "
-          "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
-    }
-    token_ = rpc::load_token(options.token, options.token_file, env);
-    trainer_rank_ = options.trainer_rank;
-    num_trainers_ = options.num_trainers;
-    if (trainer_rank_ < 0 || num_trainers_ < 0) {
-      // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
-      const LauncherRank launcher = launcher_rank(env);
-      if (trainer_rank_ < 0) trainer_rank_ = launcher.rank;
-      if (num_trainers_ < 0) num_trainers_ = launcher.world_size;
-    }
-    step_timeout_ = options.step_timeout;
-    if (step_timeout_.count() <= 0) {
-      const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
-      step_timeout_ = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
-    }
+    token_ = options.token;
+    trainer_rank_ = *options.rank;
+    num_trainers_ = *options.world_size;
+    step_timeout_ = *options.step_timeout;
     retry_.max_retries = options.max_retries;
     retry_.initial_backoff = options.retry_backoff;
     rpc::ChannelOptions channel;
@@ -164,8 +145,8 @@ class ClientImpl final : public Client {
 
   int num_servers() const override { return static_cast<int>(addresses_.size()); }
   const std::vector<std::string>& servers() const override { return addresses_; }
-  int trainer_rank() const override { return trainer_rank_; }
-  int num_trainers() const override { return num_trainers_; }
+  int rank() const override { return trainer_rank_; }
+  int world_size() const override { return num_trainers_; }
 
   void create_table(const TableConfig& config) override {
     validate(config);
@@ -449,8 +430,33 @@ std::shared_ptr<Client> connect(const ClientOptions& options) {
   return connect(options, EnvMap::from_process());
 }
 
+ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
+  ClientOptions resolved = options;
+  if (resolved.servers.empty()) {
+    resolved.servers = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+  }
+  if (resolved.servers.empty()) {
+    throw ConfigError(
+        "gradwire: no parameter servers: ClientOptions::servers is empty and GRADWIRE_PS_ADDRS "
+        "is unset. Start the job with gradwire-run --servers S, or list the servers' "
+        "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
+  }
+  resolved.token = rpc::load_token(options.token, options.token_file, env);
+  if (!resolved.rank || !resolved.world_size) {
+    // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
+    const LauncherRank launcher = launcher_rank(env);
+    if (!resolved.rank) resolved.rank = launcher.rank;
+    if (!resolved.world_size) resolved.world_size = launcher.world_size;
+  }
+  if (!resolved.step_timeout) {
+    const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
+    resolved.step_timeout = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
+  }
+  return resolved;
+}
+
 std::shared_ptr<Client> connect(const ClientOptions& options, const EnvMap& env) {
-  return std::make_shared<ClientImpl>(options, env);
+  return std::make_shared<ClientImpl>(resolve(options, env));
 }
 
 }  // namespace gradwire::ps
