@@ -4,25 +4,20 @@
 #include <limits>
 #include <vector>
 
+#include "gradwire/common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire {
 
-const char* to_string(EnvFlavour flavour) {
-  switch (flavour) {
-    case EnvFlavour::kNone:
-      return "no launcher";
-    case EnvFlavour::kExplicit:
-      return "explicit options";
-    case EnvFlavour::kTorchrun:
-      return "torchrun/gradwire-run";
-    case EnvFlavour::kOpenMpi:
-      return "Open MPI";
-    case EnvFlavour::kSlurm:
-      return "Slurm";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<EnvFlavour, 5> kFlavourNames{{{{EnvFlavour::kNone, "no launcher"},
+                                                   {EnvFlavour::kExplicit, "explicit options"},
+                                                   {EnvFlavour::kTorchrun, "torchrun/gradwire-run"},
+                                                   {EnvFlavour::kOpenMpi, "Open MPI"},
+                                                   {EnvFlavour::kSlurm, "Slurm"}}}};
+}  // namespace
+
+const char* to_string(EnvFlavour flavour) { return kFlavourNames.name(flavour); }
 
 EnvFlavour detect_env_flavour(const EnvMap& env) {
   if (env.has("RANK") || env.has("WORLD_SIZE")) return EnvFlavour::kTorchrun;

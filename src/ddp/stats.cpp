@@ -1,35 +1,26 @@
 #include <iomanip>
 #include <sstream>
 
+#include "gradwire/common/enum_names.h"
 #include "gradwire/ddp/ddp.h"
 
 namespace gradwire::ddp {
 
-const char* to_string(DdpEventKind kind) {
-  switch (kind) {
-    case DdpEventKind::kGradReady:
-      return "grad_ready";
-    case DdpEventKind::kBucketLaunched:
-      return "bucket_launched";
-    case DdpEventKind::kBucketReduced:
-      return "bucket_reduced";
-    case DdpEventKind::kBackwardEnd:
-      return "backward_end";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<DdpEventKind, 4> kEventNames{
+    {{{DdpEventKind::kGradReady, "grad_ready"},
+      {DdpEventKind::kBucketLaunched, "bucket_launched"},
+      {DdpEventKind::kBucketReduced, "bucket_reduced"},
+      {DdpEventKind::kBackwardEnd, "backward_end"}}}};
+constexpr EnumNames<ReductionSchedule, 3> kScheduleNames{
+    {{{ReductionSchedule::kOverlapped, "overlapped"},
+      {ReductionSchedule::kAfterBackward, "async"},
+      {ReductionSchedule::kAfterBackwardSync, "sync"}}}};
+}  // namespace
 
-const char* to_string(ReductionSchedule schedule) {
-  switch (schedule) {
-    case ReductionSchedule::kOverlapped:
-      return "overlapped";
-    case ReductionSchedule::kAfterBackward:
-      return "async";
-    case ReductionSchedule::kAfterBackwardSync:
-      return "sync";
-  }
-  return "unknown";
-}
+const char* to_string(DdpEventKind kind) { return kEventNames.name(kind); }
+
+const char* to_string(ReductionSchedule schedule) { return kScheduleNames.name(schedule); }
 
 std::string to_string(const DdpStats& stats) {
   std::ostringstream out;

@@ -5,28 +5,24 @@
 #include <algorithm>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
-#include "gradwire/common/error.h"
 #include "comm/core/op_context.h"
+#include "comm/core/reduce_kernels.h"
 #include "comm/core/rendezvous.h"
 #include "comm/core/shared_buffer_source.h"
-#include "comm/core/reduce_kernels.h"
 #include "comm/core/work.h"
+#include "gradwire/common/enum_names.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 
-const char* to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kAvg:
-      return "avg";
-    case ReduceOp::kMin:
-      return "min";
-    case ReduceOp::kMax:
-      return "max";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<ReduceOp, 4> kReduceOpNames{{{{ReduceOp::kSum, "sum"},
+                                                  {ReduceOp::kAvg, "avg"},
+                                                  {ReduceOp::kMin, "min"},
+                                                  {ReduceOp::kMax, "max"}}}};
+}  // namespace
+
+const char* to_string(ReduceOp op) { return kReduceOpNames.name(op, "?"); }
 
 at::Tensor Communicator::shared_buffer(int64_t numel, at::ScalarType dtype) {
   if (numel < 0) throw InvalidArgument("gradwire shared_buffer: a negative size");

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "gradwire/common/enum_names.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/table.h"
 
@@ -62,49 +63,23 @@ void validate_optimizer(const TableConfig& config) {
 
 }  // namespace
 
-const char* to_string(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::kSgd:
-      return "sgd";
-    case OptimizerKind::kAdagrad:
-      return "adagrad";
-    case OptimizerKind::kAdam:
-      return "adam";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<OptimizerKind, 3> kOptimizerNames{{{{OptimizerKind::kSgd, "sgd"},
+                                                        {OptimizerKind::kAdagrad, "adagrad"},
+                                                        {OptimizerKind::kAdam, "adam"}}}};
+constexpr EnumNames<InitializerKind, 3> kInitializerNames{{{{InitializerKind::kNormal, "normal"},
+                                                            {InitializerKind::kUniform, "uniform"},
+                                                            {InitializerKind::kZeros, "zeros"}}}};
+constexpr EnumNames<UpdateMode, 2> kModeNames{
+    {{{UpdateMode::kSync, "sync"}, {UpdateMode::kAsync, "async"}}}};
+constexpr EnumNames<GradientReduction, 2> kReductionNames{
+    {{{GradientReduction::kMean, "mean"}, {GradientReduction::kSum, "sum"}}}};
+}  // namespace
 
-const char* to_string(InitializerKind kind) {
-  switch (kind) {
-    case InitializerKind::kNormal:
-      return "normal";
-    case InitializerKind::kUniform:
-      return "uniform";
-    case InitializerKind::kZeros:
-      return "zeros";
-  }
-  return "unknown";
-}
-
-const char* to_string(UpdateMode mode) {
-  switch (mode) {
-    case UpdateMode::kSync:
-      return "sync";
-    case UpdateMode::kAsync:
-      return "async";
-  }
-  return "unknown";
-}
-
-const char* to_string(GradientReduction reduction) {
-  switch (reduction) {
-    case GradientReduction::kMean:
-      return "mean";
-    case GradientReduction::kSum:
-      return "sum";
-  }
-  return "unknown";
-}
+const char* to_string(OptimizerKind kind) { return kOptimizerNames.name(kind); }
+const char* to_string(InitializerKind kind) { return kInitializerNames.name(kind); }
+const char* to_string(UpdateMode mode) { return kModeNames.name(mode); }
+const char* to_string(GradientReduction reduction) { return kReductionNames.name(reduction); }
 
 void validate(const TableConfig& config) {
   if (config.name.empty() || config.name.size() > kMaxNameLength) {
