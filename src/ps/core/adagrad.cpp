@@ -7,16 +7,16 @@
 namespace gradwire::ps {
 namespace {
 
-class SparseAdagrad : public SparseOptimizer {
+class SparseAdagrad : public RowOptimizer {
  public:
   SparseAdagrad(const OptimizerConfig& config, int64_t rows, int64_t dim)
-      : lr_(config.lr), eps_(config.eps), state_(adagrad_state_names(config), rows, dim) {}
+      : RowOptimizer("adagrad", adagrad_state_names(config), rows, dim),
+        lr_(config.lr),
+        eps_(config.eps) {}
 
-  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
-             int64_t /*step*/) override {
-    check_apply_arguments(weights, rows, grads);
-    at::NoGradGuard no_grad;
-    at::Tensor& sum = state_.get(0);
+  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+              int64_t /*step*/) override {
+    at::Tensor& sum = state_tensor(0);
     at::Tensor sum_rows = sum.index_select(0, rows);
     sum_rows.addcmul_(grads, grads, 1.0);
     sum.index_copy_(0, rows, sum_rows);
@@ -26,13 +26,9 @@ class SparseAdagrad : public SparseOptimizer {
     weights.index_copy_(0, rows, weight_rows);
   }
 
-  OptimizerState state() const override { return state_.all(); }
-  void load_state(const OptimizerState& state) override { state_.load(state, "adagrad"); }
-
  private:
   const double lr_;
   const double eps_;
-  StateTensors state_;
 };
 
 }  // namespace

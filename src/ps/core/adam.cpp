@@ -10,24 +10,22 @@
 namespace gradwire::ps {
 namespace {
 
-class SparseAdam : public SparseOptimizer {
+class SparseAdam : public RowOptimizer {
  public:
   SparseAdam(const OptimizerConfig& config, int64_t rows, int64_t dim)
-      : lr_(config.lr),
+      : RowOptimizer("adam", adam_state_names(config), rows, dim),
+        lr_(config.lr),
         beta1_(config.beta1),
         beta2_(config.beta2),
-        eps_(config.eps),
-        state_(adam_state_names(config), rows, dim) {}
+        eps_(config.eps) {}
 
-  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
-             int64_t step) override {
-    check_apply_arguments(weights, rows, grads);
+  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+              int64_t step) override {
     GRADWIRE_CHECK_GE(step, 1);
-    at::NoGradGuard no_grad;
     const double bias_correction1 = 1 - std::pow(beta1_, static_cast<double>(step));
     const double bias_correction2 = 1 - std::pow(beta2_, static_cast<double>(step));
-    at::Tensor& exp_avg = state_.get(0);
-    at::Tensor& exp_avg_sq = state_.get(1);
+    at::Tensor& exp_avg = state_tensor(0);
+    at::Tensor& exp_avg_sq = state_tensor(1);
     at::Tensor avg_rows = exp_avg.index_select(0, rows);
     at::Tensor avg_sq_rows = exp_avg_sq.index_select(0, rows);
     avg_rows.mul_(beta1_).add_(grads, 1 - beta1_);
@@ -41,15 +39,11 @@ class SparseAdam : public SparseOptimizer {
     weights.index_copy_(0, rows, weight_rows);
   }
 
-  OptimizerState state() const override { return state_.all(); }
-  void load_state(const OptimizerState& state) override { state_.load(state, "adam"); }
-
  private:
   const double lr_;
   const double beta1_;
   const double beta2_;
   const double eps_;
-  StateTensors state_;
 };
 
 }  // namespace

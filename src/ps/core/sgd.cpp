@@ -7,36 +7,32 @@
 namespace gradwire::ps {
 namespace {
 
-class SparseSgd : public SparseOptimizer {
+class SparseSgd : public RowOptimizer {
  public:
   SparseSgd(const OptimizerConfig& config, int64_t rows, int64_t dim)
-      : lr_(config.lr), momentum_(config.momentum), state_(sgd_state_names(config), rows, dim) {}
+      : RowOptimizer("sgd", sgd_state_names(config), rows, dim),
+        lr_(config.lr),
+        momentum_(config.momentum) {}
 
-  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
-             int64_t /*step*/) override {
-    check_apply_arguments(weights, rows, grads);
-    at::NoGradGuard no_grad;
-    at::Tensor update = grads;
+  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+              int64_t /*step*/) override {
+    at::Tensor change = grads;
     if (momentum_ != 0) {
-      at::Tensor& buffer = state_.get(0);
+      at::Tensor& buffer = state_tensor(0);
       // buffer starts at zero: the first touch gives buffer = grad, as PyTorch's first step.
       at::Tensor buffer_rows = buffer.index_select(0, rows);
       buffer_rows.mul_(momentum_).add_(grads, 1);
       buffer.index_copy_(0, rows, buffer_rows);
-      update = buffer_rows;
+      change = buffer_rows;
     }
     at::Tensor weight_rows = weights.index_select(0, rows);
-    weight_rows.add_(update, -lr_);
+    weight_rows.add_(change, -lr_);
     weights.index_copy_(0, rows, weight_rows);
   }
-
-  OptimizerState state() const override { return state_.all(); }
-  void load_state(const OptimizerState& state) override { state_.load(state, "sgd"); }
 
  private:
   const double lr_;
   const double momentum_;
-  StateTensors state_;
 };
 
 }  // namespace

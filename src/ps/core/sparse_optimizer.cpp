@@ -44,51 +44,52 @@ std::vector<std::string> optimizer_state_names(const OptimizerConfig& config) {
   return find_entry(config.kind).state_names(config);
 }
 
-void check_apply_arguments(const at::Tensor& weights, const at::Tensor& rows,
-                           const at::Tensor& grads) {
+RowOptimizer::RowOptimizer(const char* name, std::vector<std::string> state_names, int64_t rows,
+                           int64_t dim)
+    : name_(name), rows_(rows), dim_(dim) {
+  for (std::string& state_name : state_names) {
+    state_.emplace_back(std::move(state_name), at::zeros({rows, dim}, at::kFloat));
+  }
+}
+
+void RowOptimizer::apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+                         int64_t step) {
   GRADWIRE_CHECK(weights.scalar_type() == at::kFloat && weights.dim() == 2);
   GRADWIRE_CHECK(rows.scalar_type() == at::kLong && rows.dim() == 1);
   GRADWIRE_CHECK(grads.scalar_type() == at::kFloat && grads.dim() == 2);
   GRADWIRE_CHECK_EQ(grads.size(0), rows.size(0));
   GRADWIRE_CHECK_EQ(grads.size(1), weights.size(1));
+  at::NoGradGuard no_grad;
+  update(weights, rows, grads, step);
 }
 
-StateTensors::StateTensors(std::vector<std::string> names, int64_t rows, int64_t dim)
-    : rows_(rows), dim_(dim) {
-  for (std::string& name : names) {
-    tensors_.emplace_back(std::move(name), at::zeros({rows, dim}, at::kFloat));
-  }
-}
-
-at::Tensor& StateTensors::get(size_t index) { return tensors_.at(index).second; }
-
-void StateTensors::load(const OptimizerState& state, const char* optimizer) {
-  std::vector<at::Tensor> found(tensors_.size());
+void RowOptimizer::load_state(const OptimizerState& state) {
+  std::vector<at::Tensor> found(state_.size());
   for (const auto& [name, tensor] : state) {
     size_t index = 0;
-    while (index < tensors_.size() && tensors_[index].first != name) ++index;
-    if (index == tensors_.size()) {
-      throw InvalidArgument(std::string("gradwire: ") + optimizer + " keeps no state named '" +
-                            name + "'; the state was written for another optimizer");
+    while (index < state_.size() && state_[index].first != name) ++index;
+    if (index == state_.size()) {
+      throw InvalidArgument(std::string("gradwire: ") + name_ + " keeps no state named '" + name +
+                            "'; the state was written for another optimizer");
     }
     if (!tensor.defined() || tensor.scalar_type() != at::kFloat || tensor.dim() != 2 ||
         tensor.size(0) != rows_ || tensor.size(1) != dim_) {
       throw InvalidArgument(
-          std::string("gradwire: ") + optimizer + " state '" + name + "' must be float32 [" +
+          std::string("gradwire: ") + name_ + " state '" + name + "' must be float32 [" +
           std::to_string(rows_) + ", " + std::to_string(dim_) + "], got " +
           (tensor.defined() ? std::string(tensor.toString()) + " " + c10::str(tensor.sizes())
                             : std::string("an undefined tensor")));
     }
     found[index] = tensor;
   }
-  for (size_t index = 0; index < tensors_.size(); ++index) {
+  for (size_t index = 0; index < state_.size(); ++index) {
     if (!found[index].defined()) {
-      throw InvalidArgument(std::string("gradwire: ") + optimizer + " state '" +
-                            tensors_[index].first + "' is missing");
+      throw InvalidArgument(std::string("gradwire: ") + name_ + " state '" + state_[index].first +
+                            "' is missing");
     }
   }
-  for (size_t index = 0; index < tensors_.size(); ++index) {
-    tensors_[index].second.copy_(found[index]);
+  for (size_t index = 0; index < state_.size(); ++index) {
+    state_[index].second.copy_(found[index]);
   }
 }
 

@@ -21,23 +21,29 @@ std::unique_ptr<SparseOptimizer> make_adam(const OptimizerConfig& config, int64_
                                            int64_t dim);
 std::vector<std::string> adam_state_names(const OptimizerConfig& config);
 
-// GRADWIRE_CHECKs of SparseOptimizer::apply's preconditions.
-void check_apply_arguments(const at::Tensor& weights, const at::Tensor& rows,
-                           const at::Tensor& grads);
-
-// Named float32 [rows, dim] state tensors, zero at first.
-class StateTensors {
+// What the three optimizers share: apply() checks its preconditions (GRADWIRE_CHECK) and runs
+// update() without autograd; the state is named float32 [rows, dim] tensors, zero at first, which
+// load_state() checks by name and shape before it copies any.
+class RowOptimizer : public SparseOptimizer {
  public:
-  StateTensors(std::vector<std::string> names, int64_t rows, int64_t dim);
-  at::Tensor& get(size_t index);
-  const OptimizerState& all() const { return tensors_; }
-  // Checks every name and shape first, then copies (SparseOptimizer::load_state).
-  void load(const OptimizerState& state, const char* optimizer);
+  void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+             int64_t step) final;
+  OptimizerState state() const final { return state_; }
+  void load_state(const OptimizerState& state) final;
+
+ protected:
+  // `name` ("sgd") names the optimizer in errors.
+  RowOptimizer(const char* name, std::vector<std::string> state_names, int64_t rows, int64_t dim);
+  at::Tensor& state_tensor(size_t index) { return state_.at(index).second; }
+  // The update of the rows `rows` of `weights` by `grads` (apply()'s contract).
+  virtual void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+                      int64_t step) = 0;
 
  private:
+  const char* name_;
   int64_t rows_;
   int64_t dim_;
-  OptimizerState tensors_;
+  OptimizerState state_;
 };
 
 }  // namespace gradwire::ps
