@@ -1,4 +1,4 @@
-#include "gradwire/data/chunk_assignment.h"
+#include "chunk_assignment.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,7 +83,7 @@ uint64_t dynamic_own_claim_floor(double round_trip, double per_chunk) {
 }
 
 namespace {
-// Note [front and back]: the back total lives above bit 32 of a segment's counter.
+// The back total lives above bit 32 of a segment's counter (Note [front and back]).
 constexpr int kBackShift = 32;
 constexpr uint64_t kFrontMask = (uint64_t{1} << kBackShift) - 1;
 }  // namespace

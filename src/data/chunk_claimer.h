@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "chunk_assignment.h"
 #include "gradwire/common/error.h"
-#include "gradwire/data/chunk_assignment.h"
 #include "gradwire/data/shared_counter.h"
 
 namespace gradwire::data::detail {
@@ -208,7 +208,7 @@ class ChunkClaimer {
   SegmentClaim claim_;
   std::optional<int64_t> result_;  // the counter's answer to claim_
   std::exception_ptr error_;
-  // Note [claim ahead]: moving averages (0: none yet), kept across epochs.
+  // Moving averages for Note [claim ahead] (0: none yet), kept across epochs.
   double round_trip_us_ = 0;
   double chunk_us_ = 0;
   Clock::time_point requested_at_;   // when claim_ was asked for

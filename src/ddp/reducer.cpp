@@ -48,9 +48,9 @@ bool lies_at(const at::Tensor& grad, const at::Tensor& view) {
          grad.strides() == view.strides() && grad.scalar_type() == view.scalar_type();
 }
 
-// Note [homed gradients]: whether `grad` may move into `view`'s memory: a contiguous gradient of
-// the view's shape, dtype and device that is not a view and is the sole owner of its storage, so
-// that no other tensor sees its memory change.
+// Whether `grad` may move (Note [homed gradients], below) into `view`'s memory: a contiguous
+// gradient of the view's shape, dtype and device that is not a view and is the sole owner of its
+// storage, so that no other tensor sees its memory change.
 bool movable(const at::Tensor& grad, const at::Tensor& view) {
   return grad.defined() && !grad.is_view() && grad.is_contiguous() &&
          grad.unsafeGetTensorImpl()->unsafe_storage().use_count() == 1 &&

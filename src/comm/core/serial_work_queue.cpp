@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "gradwire/common/error.h"
 #include "comm/core/spin_wait.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 
@@ -24,7 +24,7 @@ struct SerialWorkQueue::State {
 
   // Runs `next` unless an earlier job failed, and completes its work. Called with running set.
   void run(Pending& next);
-  // Note [caller runs]: the jobs from the head up to `work`, while no job runs.
+  // Runs the jobs from the head up to `work`, while no job runs (Note [caller runs]).
   void run_up_to(const QueuedWork* work);
 
   const std::string name;
