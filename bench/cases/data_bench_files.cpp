@@ -11,7 +11,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/data/idx_convert.h"
-#include "gradwire/data/recordio_reader.h"
+#include "gradwire/data/recordio_inspect.h"
 #include "gradwire/data/recordio_writer.h"
 
 namespace gradwire::bench {
@@ -142,14 +142,13 @@ FileSetFacts describe_file_set(const std::vector<std::string>& files) {
   bool seen_none = false;
   bool seen_zstd = false;
   for (const auto& path : files) {
-    const data::RecordFileReader reader(path);
-    facts.file_bytes += reader.file_size();
-    facts.records += reader.record_count();
-    facts.chunks += reader.chunks().size();
-    for (std::size_t c = 0; c < reader.chunks().size(); ++c) {
-      const auto header = reader.read_chunk_header(c);
-      if (!header) continue;  // a damaged chunk: the loader reports it
-      (header.value->compression == data::Compression::kZstd ? seen_zstd : seen_none) = true;
+    // Headers only (no verification): damage is the loader's to report.
+    const data::FileInspection file = data::inspect_record_file(path, /*verify=*/false);
+    facts.file_bytes += file.file_bytes;
+    facts.records += file.records;
+    facts.chunks += file.chunks.size();
+    for (const data::ChunkSummary& chunk : file.chunks) {
+      (chunk.compression == data::Compression::kZstd ? seen_zstd : seen_none) = true;
     }
   }
   facts.compression = seen_none && seen_zstd ? "mixed" : seen_zstd ? "zstd" : "none";

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cases/data_bench_settings.h"
-#include "gradwire/data/recordio_format.h"
+#include "gradwire/data/recordio_writer.h"  // Compression
 
 namespace gradwire::bench {
 

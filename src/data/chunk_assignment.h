@@ -5,12 +5,8 @@
 // records; ties go to the lower rank). The result is deterministic: every rank computes the same
 // assignment from the same files, with no communication.
 //
-// Dynamic partition: every rank owns a segment, its static share, and claims it from the front
-// through the segment's counter, a quarter of it per round trip (dynamic_own_claim_size); a rank
-// whose segment is exhausted takes the others' remaining chunks from the back of their segments
-// through the same counters, one at first (ClaimSchedule, Note [front and back]).
-// With ranks of equal speed each rank reads nearly the same chunks every epoch (warm page cache
-// and memory maps); a slow rank's tail goes to the fast ones.
+// Dynamic partition (how it claims: docs/data.md, "Reading many files across ranks"): the
+// segments, their claim sizes and ClaimSchedule (Note [front and back]).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "gradwire/data/recordio_reader.h"
+#include "chunk_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "crc32c.h"
 #include "mapped_file.h"
@@ -18,59 +17,27 @@ namespace {
 constexpr uint64_t kCrcPieceBytes = 128 * 1024;
 }  // namespace
 
-std::string ChunkDamage::describe() const {
-  std::string where = file + ": ";
-  if (chunk) where += "chunk " + std::to_string(*chunk) + " at ";
-  where += "byte " + std::to_string(byte_offset) + ": " + problem;
-  return where;
-}
-
-CorruptRecordsError::CorruptRecordsError(ChunkDamage damage)
-    : CorruptDataError("gradwire: damaged RecordIO data: " + damage.describe() +
-                       ". Run `gradwire-recordio verify " + damage.file +
-                       "` to list every damaged chunk, rewrite the file from its source, or enable "
-                       "skip_corrupt (--skip-corrupt) to skip damaged chunks."),
-      damage_(std::move(damage)) {}
-
-void ReadStats::add_skipped(const ChunkDamage& damage) {
-  ++chunks_skipped;
-  records_skipped += damage.records_lost.value_or(0);
-  damages.push_back(damage);
-}
-
-RecordFileReader::RecordFileReader(std::string path, RecordReaderOptions options)
-    : path_(std::move(path)), options_(options) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
+ChunkFile::ChunkFile(std::string path, RecordReaderOptions options)
+    : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (!fd_.valid()) {
     throw InvalidArgument("gradwire: cannot open RecordIO file " + path_ + ": " +
-                          std::strerror(errno) + ".");
+                          errno_text(errno) + ".");
   }
   struct stat info {};
-  if (::fstat(fd_, &info) != 0) {
-    const int error = errno;
-    ::close(fd_);
-    throw BackendError("gradwire: cannot stat " + path_ + ": " + std::strerror(error));
+  if (::fstat(fd_.get(), &info) != 0) {
+    throw BackendError("gradwire: cannot stat " + path_ + ": " + errno_text(errno));
   }
   file_size_ = static_cast<uint64_t>(info.st_size);
-  if (options_.map_file) mapping_ = detail::MappedFile::map(fd_, file_size_);
-  try {
-    std::optional<ChunkDamage> damage = load_index();
-    if (damage && !options_.skip_corrupt) throw CorruptRecordsError(*damage);
-    open_damage_ = std::move(damage);
-  } catch (...) {
-    ::close(fd_);
-    throw;
-  }
+  if (options.map_file) mapping_ = detail::MappedFile::map(fd_.get(), file_size_);
+  std::optional<ChunkDamage> damage = load_index();
+  if (damage && !options.skip_corrupt) throw CorruptRecordsError(*damage);
+  open_damage_ = std::move(damage);
   for (const IndexEntry& entry : index_) record_count_ += entry.record_count;
-  if (open_damage_) stats_.add_skipped(*open_damage_);
 }
 
-RecordFileReader::~RecordFileReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ChunkFile::~ChunkFile() = default;
 
-void RecordFileReader::read_into(uint64_t offset, uint64_t size, std::string& out,
-                                 uint32_t* crc) const {
+void ChunkFile::read_into(uint64_t offset, uint64_t size, std::string& out, uint32_t* crc) const {
   if (crc != nullptr) *crc = 0;
   if (offset >= file_size_) {
     out.clear();
@@ -83,12 +50,11 @@ void RecordFileReader::read_into(uint64_t offset, uint64_t size, std::string& ou
   uint64_t done = 0;
   while (done < size) {
     const ssize_t got =
-        ::pread(fd_, out.data() + done, std::min(piece, size - done), offset + done);
+        ::pread(fd_.get(), out.data() + done, std::min(piece, size - done), offset + done);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       throw BackendError("gradwire: reading " + std::to_string(size) + " bytes at offset " +
-                         std::to_string(offset) + " of " + path_ +
-                         " failed: " + std::strerror(errno));
+                         std::to_string(offset) + " of " + path_ + " failed: " + errno_text(errno));
     }
     if (got == 0) break;  // the file shrank under us: the caller sees a short read
     if (crc != nullptr) *crc = detail::crc32c_extend(*crc, out.data() + done, got);
@@ -97,25 +63,24 @@ void RecordFileReader::read_into(uint64_t offset, uint64_t size, std::string& ou
   out.resize(done);
 }
 
-std::string RecordFileReader::read_at(uint64_t offset, uint64_t size) const {
+std::string ChunkFile::read_at(uint64_t offset, uint64_t size) const {
   if (mapping_) return std::string(mapped_bytes(offset, size));
   std::string bytes;
   read_into(offset, size, bytes);
   return bytes;
 }
 
-std::string_view RecordFileReader::mapped_bytes(uint64_t offset, uint64_t size) const {
+std::string_view ChunkFile::mapped_bytes(uint64_t offset, uint64_t size) const {
   if (offset >= file_size_) return {};
   return mapping_->bytes().substr(offset, std::min(size, file_size_ - offset));
 }
 
-ChunkDamage RecordFileReader::damage_at(std::optional<uint64_t> chunk, uint64_t offset,
-                                        std::string problem,
-                                        std::optional<uint64_t> records_lost) const {
+ChunkDamage ChunkFile::damage_at(std::optional<uint64_t> chunk, uint64_t offset,
+                                 std::string problem, std::optional<uint64_t> records_lost) const {
   return ChunkDamage{path_, chunk, offset, std::move(problem), records_lost};
 }
 
-std::optional<ChunkDamage> RecordFileReader::load_index() {
+std::optional<ChunkDamage> ChunkFile::load_index() {
   const std::string file_header = read_at(0, kFileHeaderSize);
   const std::optional<uint8_t> version = file_header_version(file_header);
   if (version && *version != kRecordIoVersion) {
@@ -152,7 +117,7 @@ std::optional<ChunkDamage> RecordFileReader::load_index() {
   return std::nullopt;
 }
 
-ChunkDamage RecordFileReader::recover_index_by_walking(const std::string& why) {
+ChunkDamage ChunkFile::recover_index_by_walking(const std::string& why) {
   index_.clear();
   uint64_t offset = kFileHeaderSize;
   while (true) {
@@ -184,18 +149,18 @@ ChunkDamage RecordFileReader::recover_index_by_walking(const std::string& why) {
   }
 }
 
-Parsed<ChunkHeader> RecordFileReader::read_chunk_header(size_t chunk) const {
+Parsed<ChunkHeader> ChunkFile::read_chunk_header(size_t chunk) const {
   GRADWIRE_CHECK_LT(chunk, index_.size());
   if (mapping_) return parse_chunk_header(mapped_bytes(index_[chunk].offset, kChunkHeaderSize));
   return parse_chunk_header(read_at(index_[chunk].offset, kChunkHeaderSize));
 }
 
-ChunkRead RecordFileReader::try_read_chunk(size_t chunk) const {
+ChunkRead ChunkFile::try_read_chunk(size_t chunk) const {
   ChunkBuffers buffers;
   return try_read_chunk(chunk, buffers);
 }
 
-ChunkRead RecordFileReader::try_read_chunk(size_t chunk, ChunkBuffers& buffers) const {
+ChunkRead ChunkFile::try_read_chunk(size_t chunk, ChunkBuffers& buffers) const {
   GRADWIRE_CHECK_LT(chunk, index_.size());
   const IndexEntry& entry = index_[chunk];
   const uint64_t end = chunk + 1 < index_.size() ? index_[chunk + 1].offset : chunk_area_end_;
@@ -239,39 +204,10 @@ ChunkRead RecordFileReader::try_read_chunk(size_t chunk, ChunkBuffers& buffers) 
   return result;
 }
 
-DecodedChunk RecordFileReader::read_chunk(size_t chunk) const {
+DecodedChunk ChunkFile::read_chunk(size_t chunk) const {
   ChunkRead read = try_read_chunk(chunk);
   if (read.damage) throw CorruptRecordsError(*read.damage);
   return std::move(*read.chunk);
-}
-
-void RecordFileReader::seek_to_chunk(size_t chunk) {
-  if (chunk > index_.size()) {
-    throw InvalidArgument("gradwire: seek to chunk " + std::to_string(chunk) + " of " + path_ +
-                          ", which has " + std::to_string(index_.size()) + " chunks");
-  }
-  next_chunk_ = chunk;
-  current_.reset();
-  next_in_current_ = 0;
-}
-
-std::optional<std::string_view> RecordFileReader::next_record() {
-  while (!current_ || next_in_current_ >= current_->size()) {
-    if (next_chunk_ >= index_.size()) return std::nullopt;
-    if (current_) buffers_.recycled = std::move(*current_);
-    ChunkRead read = try_read_chunk(next_chunk_++, buffers_);
-    if (read.damage) {
-      if (!options_.skip_corrupt) throw CorruptRecordsError(*read.damage);
-      stats_.add_skipped(*read.damage);
-      current_.reset();
-      continue;
-    }
-    current_ = std::move(read.chunk);
-    next_in_current_ = 0;
-    ++stats_.chunks_read;
-  }
-  ++stats_.records_read;
-  return current_->record(next_in_current_++);
 }
 
 }  // namespace gradwire::data

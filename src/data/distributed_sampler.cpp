@@ -13,10 +13,10 @@ namespace gradwire::data {
 
 std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
                                   uint64_t epoch) {
-  if (options.num_replicas == 0 || options.rank >= options.num_replicas) {
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     throw InvalidArgument("gradwire: DistributedSampler rank " + std::to_string(options.rank) +
-                          " needs 0 <= rank < num_replicas (" +
-                          std::to_string(options.num_replicas) + ")");
+                          " needs 0 <= rank < world_size (" + std::to_string(options.world_size) +
+                          ")");
   }
   std::vector<size_t> order;
   if (options.shuffle) {
@@ -25,7 +25,7 @@ std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerO
     order.resize(dataset_size);
     std::iota(order.begin(), order.end(), size_t{0});
   }
-  const size_t replicas = options.num_replicas;
+  const auto replicas = static_cast<size_t>(options.world_size);
   if (options.drop_last) {
     order.resize(dataset_size - dataset_size % replicas);
   } else if (dataset_size > 0) {
@@ -34,7 +34,8 @@ std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerO
   }
   std::vector<size_t> shard;
   shard.reserve(order.size() / replicas);
-  for (size_t i = options.rank; i < order.size(); i += replicas) shard.push_back(order[i]);
+  for (auto i = static_cast<size_t>(options.rank); i < order.size(); i += replicas)
+    shard.push_back(order[i]);
   return shard;
 }
 

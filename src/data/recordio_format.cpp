@@ -1,5 +1,5 @@
 // RecordIO framing (docs/formats/recordio.md). Pure: bytes in, bytes or problems out.
-#include "gradwire/data/recordio_format.h"
+#include "recordio_format.h"
 
 #include <zstd.h>
 
@@ -8,6 +8,7 @@
 
 #include "crc32c.h"
 #include "gradwire/common/byte_order.h"
+#include "gradwire/common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {
@@ -31,20 +32,15 @@ Parsed<T> problem(std::string text) {
 }
 }  // namespace
 
-const char* to_string(Compression compression) {
-  switch (compression) {
-    case Compression::kNone:
-      return "none";
-    case Compression::kZstd:
-      return "zstd";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<Compression, 2> kCompressionNames{
+    {{{Compression::kNone, "none"}, {Compression::kZstd, "zstd"}}}};
+}  // namespace
+
+const char* to_string(Compression compression) { return kCompressionNames.name(compression); }
 
 std::optional<Compression> parse_compression(std::string_view text) {
-  if (text == "none") return Compression::kNone;
-  if (text == "zstd") return Compression::kZstd;
-  return std::nullopt;
+  return kCompressionNames.parse(text);
 }
 
 uint32_t crc32_of(std::string_view bytes) {

@@ -1,6 +1,6 @@
 // RecordIO framing: pure functions that build and parse the bytes of a RecordIO file (chunk
 // headers, chunk bodies, the trailing index and the footer). No file I/O here; the writer and
-// readers (recordio_writer.h, recordio_reader.h) do that. The layout is specified in
+// readers (recordio_writer.cpp, chunk_file.cpp) do that. The layout is specified in
 // docs/formats/recordio.md. All integers are little-endian.
 //
 // Parsing never throws on damaged bytes: it returns a Parsed<T> whose `problem` says what is wrong
@@ -16,12 +16,10 @@
 #include <string_view>
 #include <vector>
 
-namespace gradwire::data {
+#include "gradwire/data/recordio_inspect.h"  // crc32_of
+#include "gradwire/data/recordio_writer.h"   // Compression
 
-enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
-const char* to_string(Compression compression);
-// "none" or "zstd"; nullopt otherwise.
-std::optional<Compression> parse_compression(std::string_view text);
+namespace gradwire::data {
 
 // Version 2: CRC-32C checksums (version 1 used zlib's CRC-32; readers refuse it).
 constexpr uint8_t kRecordIoVersion = 2;
@@ -32,10 +30,6 @@ constexpr size_t kFooterSize = 40;       // see Footer
 // Largest chunk body (records + length table) a reader accepts; protects allocation from a
 // damaged size field that passed its CRC by chance.
 constexpr uint64_t kMaxChunkBodyBytes = uint64_t{1} << 31;
-
-// The RecordIO checksum of `bytes`: CRC-32C (Castagnoli), with the SSE4.2 instruction where the
-// CPU has it (docs/formats/recordio.md, "Checksums").
-uint32_t crc32_of(std::string_view bytes);
 
 // The fixed part in front of every chunk.
 struct ChunkHeader {

@@ -2,14 +2,16 @@
 
 #include <memory>
 
+#include "chunk_file.h"
+
 namespace gradwire::data {
 
 FileInspection inspect_record_file(const std::string& path, bool verify) {
   FileInspection inspection;
   inspection.path = path;
-  std::unique_ptr<RecordFileReader> reader;
+  std::unique_ptr<const ChunkFile> reader;
   try {
-    reader = std::make_unique<RecordFileReader>(path, RecordReaderOptions{/*skip_corrupt=*/true});
+    reader = std::make_unique<const ChunkFile>(path, RecordReaderOptions{/*skip_corrupt=*/true});
   } catch (const CorruptRecordsError& e) {
     inspection.damages.push_back(e.damage());  // not even the file header is right
     return inspection;

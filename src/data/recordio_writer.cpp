@@ -1,11 +1,21 @@
 #include "gradwire/data/recordio_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstring>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
+#include "recordio_format.h"
 
 namespace gradwire::data {
+
+struct RecordWriter::Open {
+  UniqueFd fd;
+  ChunkBuilder pending;
+  std::vector<IndexEntry> index;
+};
 
 RecordWriter::RecordWriter(std::string path, RecordWriterOptions options)
     : path_(std::move(path)), options_(options) {
@@ -13,12 +23,13 @@ RecordWriter::RecordWriter(std::string path, RecordWriterOptions options)
     throw InvalidArgument("gradwire: RecordWriterOptions::chunk_bytes must be positive (writing " +
                           path_ + ")");
   }
-  file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr) {
+  UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
     throw InvalidArgument("gradwire: cannot create RecordIO file " + path_ + ": " +
-                          std::strerror(errno) +
-                          ". Check that the directory exists and is writable.");
+                          errno_text(errno) + ". Check that the directory exists and is writable.");
   }
+  open_ = std::make_unique<Open>();
+  open_->fd = std::move(fd);
   append(encode_file_header());
 }
 
@@ -31,51 +42,51 @@ RecordWriter::~RecordWriter() {
 }
 
 void RecordWriter::append(std::string_view bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+  if (!write_fully(open_->fd.get(), bytes.data(), bytes.size())) {
     throw BackendError("gradwire: writing " + std::to_string(bytes.size()) + " bytes at offset " +
-                       std::to_string(offset_) + " of " + path_ +
-                       " failed: " + std::strerror(errno) + ". Check free disk space.");
+                       std::to_string(offset_) + " of " + path_ + " failed: " + errno_text(errno) +
+                       ". Check free disk space.");
   }
   offset_ += bytes.size();
 }
 
 void RecordWriter::write(std::string_view record) {
-  if (file_ == nullptr) {
+  if (!open_) {
     throw InvalidArgument("gradwire: RecordWriter::write after close() on " + path_);
   }
-  pending_.add(record);
+  open_->pending.add(record);
   ++records_;
-  if (pending_.body_size() >= options_.chunk_bytes ||
-      (options_.records_per_chunk != 0 && pending_.record_count() >= options_.records_per_chunk)) {
+  if (open_->pending.body_size() >= options_.chunk_bytes ||
+      (options_.records_per_chunk != 0 &&
+       open_->pending.record_count() >= options_.records_per_chunk)) {
     flush_chunk();
   }
 }
 
 void RecordWriter::flush_chunk() {
-  if (file_ == nullptr || pending_.empty()) return;
-  index_.push_back(IndexEntry{offset_, static_cast<uint32_t>(pending_.record_count())});
-  append(pending_.encode(options_.compression, options_.zstd_level));
-  pending_.clear();
+  if (!open_ || open_->pending.empty()) return;
+  open_->index.push_back(IndexEntry{offset_, static_cast<uint32_t>(open_->pending.record_count())});
+  append(open_->pending.encode(options_.compression, options_.zstd_level));
+  open_->pending.clear();
 }
 
 RecordFileSummary RecordWriter::close() {
-  if (file_ == nullptr) return summary_;
+  if (!open_) return summary_;
   flush_chunk();
-  const std::string index = encode_index(index_);
+  const std::string index = encode_index(open_->index);
   Footer footer;
   footer.index_offset = offset_;
-  footer.chunk_count = index_.size();
+  footer.chunk_count = open_->index.size();
   footer.record_count = records_;
   footer.index_crc = crc32_of(index);
   append(index);
   append(encode_footer(footer));
-  std::FILE* file = file_;
-  file_ = nullptr;
-  if (std::fclose(file) != 0) {
+  const std::unique_ptr<Open> closing = std::move(open_);
+  if (::close(closing->fd.release()) != 0) {
     throw BackendError("gradwire: closing RecordIO file " + path_ +
-                       " failed: " + std::strerror(errno) + ". Check free disk space.");
+                       " failed: " + errno_text(errno) + ". Check free disk space.");
   }
-  summary_ = RecordFileSummary{path_, index_.size(), records_, offset_};
+  summary_ = RecordFileSummary{path_, closing->index.size(), records_, offset_};
   return summary_;
 }
 

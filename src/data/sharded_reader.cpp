@@ -8,18 +8,21 @@
 #include <thread>
 
 #include "chunk_claimer.h"
+#include "chunk_file.h"
+#include "gradwire/common/enum_names.h"
 #include "shuffle.h"
 
 namespace gradwire::data {
 
-const char* to_string(Partition partition) {
-  return partition == Partition::kStatic ? "static" : "dynamic";
-}
+namespace {
+constexpr EnumNames<Partition, 2> kPartitionNames{
+    {{{Partition::kStatic, "static"}, {Partition::kDynamic, "dynamic"}}}};
+}  // namespace
+
+const char* to_string(Partition partition) { return kPartitionNames.name(partition); }
 
 std::optional<Partition> parse_partition(std::string_view text) {
-  if (text == "static") return Partition::kStatic;
-  if (text == "dynamic") return Partition::kDynamic;
-  return std::nullopt;
+  return kPartitionNames.parse(text);
 }
 
 // One epoch: the background reader and the consumer's place in it.
@@ -50,7 +53,7 @@ struct ShardedRecordReader::Epoch {
   bool consumer_waiting = false;        // guarded by mutex
   bool producer_waiting = false;        // guarded by mutex
   size_t capacity = 1;                  // items queued at most (prefetch_chunks)
-  size_t handoff = 1;                   // Note [hand-off]: max(1, capacity / 2)
+  size_t handoff = 1;                   // max(1, capacity / 2) (Note [hand-off])
   size_t max_spares = 0;
   std::atomic<bool> stop{false};
 
@@ -197,7 +200,7 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
     RecordReaderOptions file_options;
     file_options.skip_corrupt = options_.skip_corrupt;
     file_options.map_file = options_.map_files;
-    files_.push_back(std::make_unique<RecordFileReader>(path, file_options));
+    files_.push_back(std::make_unique<const ChunkFile>(path, file_options));
     std::vector<uint64_t> counts;
     for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
     record_counts_.push_back(std::move(counts));
@@ -210,6 +213,10 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
 }
 
 ShardedRecordReader::~ShardedRecordReader() { stop_epoch(); }
+
+uint64_t ShardedRecordReader::static_share_records() const {
+  return total_records(shares_[static_cast<size_t>(options_.rank)]);
+}
 
 std::vector<ChunkDamage> ShardedRecordReader::open_damages() const {
   std::vector<ChunkDamage> damages;
@@ -265,7 +272,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
       segment_sizes.push_back(share.size());
     }
   } else {
-    epoch->order = in_reading_order(own_share());
+    epoch->order = in_reading_order(shares_[static_cast<size_t>(options_.rank)]);
   }
   if (position.chunks_done > epoch->order.size()) {
     throw InvalidArgument("gradwire: resume position chunk " +

@@ -1,5 +1,5 @@
 // assign_chunks: every chunk once, balanced by records, deterministic; dynamic_claim_size.
-#include "gradwire/data/chunk_assignment.h"
+#include "data/chunk_assignment.h"
 
 #include <gtest/gtest.h>
 

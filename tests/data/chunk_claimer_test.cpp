@@ -1,7 +1,7 @@
 // ChunkClaimer (src/data/chunk_claimer.h): the claim made ahead is never lost or read twice, across
 // ranks and epochs, also when an epoch is abandoned; counter errors reach next(); destruction with
 // a round trip in flight returns.
-#include "chunk_claimer.h"
+#include "data/chunk_claimer.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
+#include "data/chunk_assignment.h"
 #include "gradwire/common/error.h"
-#include "gradwire/data/chunk_assignment.h"
 #include "segment_coverage.h"
 
 namespace gradwire::data {

@@ -3,7 +3,7 @@
 // starts, initial values and split points (which exercises the three-stream blocks and their
 // joining tables, and every folding step: 256-byte blocks, 64-byte blocks, the lane reduction
 // and the tail).
-#include "crc32c.h"
+#include "data/crc32c.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gradwire/data/recordio_format.h"
+#include "data/recordio_format.h"
 
 namespace gradwire::data::detail {
 namespace {

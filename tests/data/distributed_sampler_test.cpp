@@ -15,8 +15,8 @@ namespace {
 DistributedSamplerOptions options_for(size_t replicas, size_t rank, bool drop_last,
                                       bool shuffle = true) {
   DistributedSamplerOptions options;
-  options.num_replicas = replicas;
-  options.rank = rank;
+  options.world_size = static_cast<int>(replicas);
+  options.rank = static_cast<int>(rank);
   options.drop_last = drop_last;
   options.shuffle = shuffle;
   options.seed = 42;

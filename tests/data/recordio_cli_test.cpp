@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "data/chunk_file.h"
 #include "gradwire/data/recordio_reader.h"
 #include "recordio_test_files.h"
 
@@ -39,7 +40,7 @@ TEST(RecordIoCli, VerifyExitCodesOnIntactDamagedAndTruncatedFiles) {
   EXPECT_NE(inspect.output.find("10 chunks, 100 records"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("zstd"), std::string::npos) << inspect.output;
 
-  const uint64_t offset = RecordFileReader(path).chunks()[6].offset;
+  const uint64_t offset = ChunkFile(path).chunks()[6].offset;
   const std::string whole = read_bytes(path);
   std::string damaged = whole;
   damaged[offset + kChunkHeaderSize + 2] ^= 0x01;

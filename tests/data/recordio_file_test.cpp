@@ -1,8 +1,9 @@
-// RecordWriter / RecordFileReader: round trips, seeking, and damaged files (bad CRC, truncation,
-// an index that disagrees with the chunks) with and without skip_corrupt, reading through a memory
-// map (the default) and with pread.
+// RecordWriter / RecordFileReader / ChunkFile: round trips, seeking, and damaged files (bad CRC,
+// truncation, an index that disagrees with the chunks) with and without skip_corrupt, reading
+// through a memory map (the default) and with pread.
 #include <gtest/gtest.h>
 
+#include "data/chunk_file.h"
 #include "gradwire/data/recordio_reader.h"
 #include "recordio_test_files.h"
 
@@ -62,12 +63,13 @@ TEST(RecordIoFile, RoundTripCompressedAndNot) {
       RecordFileReader reader(path, reading(map));
       EXPECT_EQ(reader.mapped(), map);
       EXPECT_EQ(reader.record_count(), 1000u);
-      ASSERT_EQ(reader.chunks().size(), 16u);
-      EXPECT_EQ(reader.chunks().back().record_count, 40u);
+      ASSERT_EQ(reader.chunk_count(), 16u);
+      const ChunkFile file(path, reading(map));
+      EXPECT_EQ(file.chunks().back().record_count, 40u);
       const std::vector<std::string> records = read_all(reader);
       ASSERT_EQ(records.size(), 1000u);
       for (uint64_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i], test_record(0, i));
-      Parsed<ChunkHeader> header = reader.read_chunk_header(3);
+      Parsed<ChunkHeader> header = file.read_chunk_header(3);
       ASSERT_TRUE(header);
       EXPECT_EQ(header.value->compression, compression);
     }
@@ -81,13 +83,13 @@ TEST(RecordIoFile, MappedChunksViewTheFileAndOutliveTheReader) {
     write_test_file(path, 5, 100, 10, compression);
     std::optional<DecodedChunk> chunk;
     {
-      RecordFileReader reader(path);
-      ASSERT_TRUE(reader.mapped());
-      chunk = reader.read_chunk(4);
+      const ChunkFile file(path);
+      ASSERT_TRUE(file.mapped());
+      chunk = file.read_chunk(4);
       // Uncompressed: a view of the mapping, no copy; zstd: decompressed into owned memory.
       EXPECT_EQ(chunk->owner != nullptr, compression == Compression::kNone);
       EXPECT_EQ(chunk->body.empty(), compression == Compression::kNone);
-      RecordFileReader copying(path, reading(/*map_file=*/false));
+      const ChunkFile copying(path, reading(/*map_file=*/false));
       EXPECT_FALSE(copying.mapped());
       DecodedChunk copied = copying.read_chunk(4);
       EXPECT_EQ(copied.owner, nullptr);
@@ -109,7 +111,7 @@ TEST(RecordIoFile, ChunkByteBoundAndEmptyFile) {
   RecordWriter empty(dir.file("empty"));
   empty.close();
   RecordFileReader reader(dir.file("empty"));
-  EXPECT_EQ(reader.chunks().size(), 0u);
+  EXPECT_EQ(reader.chunk_count(), 0u);
   EXPECT_FALSE(reader.next_record());
 }
 
@@ -117,8 +119,8 @@ TEST(RecordIoFile, SeekAndReadChunkByIndex) {
   testing::TempDir dir;
   const std::string path = dir.file("seek");
   write_test_file(path, 0, 100, 10, Compression::kZstd);
+  DecodedChunk chunk = ChunkFile(path).read_chunk(7);
   RecordFileReader reader(path);
-  DecodedChunk chunk = reader.read_chunk(7);
   ASSERT_EQ(chunk.size(), 10u);
   EXPECT_EQ(chunk.record(0), test_record(0, 70));
   EXPECT_EQ(chunk.record(9), test_record(0, 79));
@@ -138,7 +140,7 @@ TEST(RecordIoFile, BadCrcNamesFileChunkAndOffsetAndSkipCounts) {
       SCOPED_TRACE(map ? "mapped" : "pread");
       const std::string path = dir.file(std::string("crc-") + to_string(compression));
       write_test_file(path, 0, 50, 10, compression);
-      const uint64_t offset = RecordFileReader(path).chunks()[2].offset;
+      const uint64_t offset = ChunkFile(path).chunks()[2].offset;
       std::string bytes = read_bytes(path);
       bytes[offset + kChunkHeaderSize + 3] ^= 0x10;
       write_bytes(path, bytes);
@@ -165,7 +167,7 @@ TEST(RecordIoFile, TruncatedFileNamesTheCutChunk) {
     SCOPED_TRACE(map ? "mapped" : "pread");
     const std::string path = dir.file("cut");
     write_test_file(path, 0, 50, 10);
-    const uint64_t offset = RecordFileReader(path).chunks()[3].offset;
+    const uint64_t offset = ChunkFile(path).chunks()[3].offset;
     write_bytes(path, read_bytes(path).substr(0, offset + 50));  // inside chunk 3's body
 
     expect_damage([&] { RecordFileReader reader(path, reading(map)); }, path, 3, offset,
@@ -173,7 +175,7 @@ TEST(RecordIoFile, TruncatedFileNamesTheCutChunk) {
     RecordFileReader skipping(path, reading(map, /*skip_corrupt=*/true));
     ASSERT_TRUE(skipping.open_damage());
     EXPECT_EQ(skipping.open_damage()->records_lost, 10u);
-    EXPECT_EQ(skipping.chunks().size(), 3u);
+    EXPECT_EQ(skipping.chunk_count(), 3u);
     const std::vector<std::string> records = read_all(skipping);
     ASSERT_EQ(records.size(), 30u);
     EXPECT_EQ(records.back(), test_record(0, 29));
@@ -197,7 +199,7 @@ TEST(RecordIoFile, IndexDisagreeingWithChunksIsNamed) {
   testing::TempDir dir;
   const std::string path = dir.file("index");
   write_test_file(path, 0, 50, 10);
-  std::vector<IndexEntry> index = RecordFileReader(path).chunks();
+  std::vector<IndexEntry> index = ChunkFile(path).chunks();
   const std::string bytes = read_bytes(path);
   const uint64_t index_offset = bytes.size() - kFooterSize - index.size() * kIndexEntrySize;
   // A consistent footer and index that lie about chunk 1's record count.
@@ -206,15 +208,15 @@ TEST(RecordIoFile, IndexDisagreeingWithChunksIsNamed) {
   const std::string footer =
       encode_footer(Footer{index_offset, index.size(), 51, crc32_of(new_index)});
   write_bytes(path, bytes.substr(0, index_offset) + new_index + footer);
-  RecordFileReader reader(path);
-  expect_damage([&] { reader.read_chunk(1); }, path, 1, index[1].offset, "index says 11 records");
+  const ChunkFile file(path);
+  expect_damage([&] { file.read_chunk(1); }, path, 1, index[1].offset, "index says 11 records");
   // An index entry pointing into the end of chunk 0.
   index[1].record_count = 10;
   index[1].offset -= 4;
   const std::string shifted = encode_index(index);
   write_bytes(path, bytes.substr(0, index_offset) + shifted +
                         encode_footer(Footer{index_offset, index.size(), 50, crc32_of(shifted)}));
-  RecordFileReader shifted_reader(path);
+  const ChunkFile shifted_reader(path);
   expect_damage([&] { shifted_reader.read_chunk(1); }, path, 1, index[1].offset, "magic");
   // Chunk 0 now overruns the shifted start of chunk 1.
   expect_damage([&] { shifted_reader.read_chunk(0); }, path, 0, index[0].offset, "overruns");
@@ -266,13 +268,13 @@ TEST(RecordIoFile, LargeChunksAreCheckedPieceByPiece) {
     SCOPED_TRACE(map ? "mapped" : "pread");
     write_bytes(path, intact);
     RecordFileReader reader(path, reading(map));
-    ASSERT_EQ(reader.chunks().size(), 3u);
+    ASSERT_EQ(reader.chunk_count(), 3u);
     EXPECT_EQ(read_all(reader).size(), 30u);
     std::string bytes = intact;
-    const uint64_t offset = reader.chunks()[1].offset;
+    const uint64_t offset = ChunkFile(path).chunks()[1].offset;
     bytes[offset + kChunkHeaderSize + 700000] ^= 0x01;  // in the sixth piece of chunk 1
     write_bytes(path, bytes);
-    RecordFileReader damaged(path, reading(map));
+    const ChunkFile damaged(path, reading(map));
     expect_damage([&] { damaged.read_chunk(1); }, path, 1, offset, "CRC mismatch");
     EXPECT_EQ(damaged.read_chunk(2).size(), 8u);  // chunks of 11, 11 and 8 records
   }
@@ -283,10 +285,10 @@ TEST(RecordIoFile, SequentialReadingReusesChunkMemoryAcrossChunks) {
   for (Compression compression : {Compression::kNone, Compression::kZstd}) {
     const std::string path = dir.file(std::string("reuse-") + to_string(compression));
     write_test_file(path, 3, 500, 50, compression);
-    RecordFileReader reader(path, reading(/*map_file=*/false));
+    const ChunkFile file(path, reading(/*map_file=*/false));
     ChunkBuffers buffers;
-    for (size_t c = 0; c < reader.chunks().size(); ++c) {
-      ChunkRead read = reader.try_read_chunk(c, buffers);
+    for (size_t c = 0; c < file.chunks().size(); ++c) {
+      ChunkRead read = file.try_read_chunk(c, buffers);
       ASSERT_TRUE(read.chunk);
       ASSERT_EQ(read.chunk->size(), 50u);
       for (size_t r = 0; r < 50; ++r) EXPECT_EQ(read.chunk->record(r), test_record(3, c * 50 + r));
@@ -294,6 +296,7 @@ TEST(RecordIoFile, SequentialReadingReusesChunkMemoryAcrossChunks) {
       buffers.recycled = std::move(*read.chunk);
     }
     // next_record() recycles too: a full pass and a second one after seeking back.
+    RecordFileReader reader(path, reading(/*map_file=*/false));
     for (int pass = 0; pass < 2; ++pass) {
       reader.seek_to_chunk(0);
       EXPECT_EQ(read_all(reader).size(), 500u);

@@ -1,5 +1,5 @@
 // RecordIO framing: pure encode/parse round trips and every damage the parser must name.
-#include "gradwire/data/recordio_format.h"
+#include "data/recordio_format.h"
 
 #include <gtest/gtest.h>
 

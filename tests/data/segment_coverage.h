@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradwire/data/chunk_assignment.h"
+#include "data/chunk_assignment.h"
 
 namespace gradwire::data::testing {
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "data/chunk_file.h"
 #include "gradwire/data/store_counter.h"
 #include "recordio_test_files.h"
 #include "support/rank_threads.h"
@@ -186,7 +187,7 @@ TEST(ShardedReader, DynamicInAWorldOfOneNeedsNoStore) {
 
 TEST(ShardedReader, DamagedChunkThrowsOnTheConsumerOrIsSkipped) {
   ThreeFiles files;
-  const uint64_t offset = RecordFileReader(files.paths[2]).chunks()[4].offset;
+  const uint64_t offset = ChunkFile(files.paths[2]).chunks()[4].offset;
   std::string bytes = read_bytes(files.paths[2]);
   bytes[offset + kChunkHeaderSize + 10] ^= 1;
   write_bytes(files.paths[2], bytes);

@@ -2,11 +2,11 @@
 // a disjoint shard of a dataset's indices, all shards of equal size, reshuffled every epoch.
 //
 // Each epoch the indices 0..size-1 are permuted from (seed, epoch) (or kept in order when
-// shuffle is off), made a multiple of num_replicas long, and rank r takes positions r,
-// r + num_replicas, r + 2 * num_replicas, ... Making the length a multiple:
+// shuffle is off), made a multiple of world_size long, and rank r takes positions r,
+// r + world_size, r + 2 * world_size, ... Making the length a multiple:
 //   drop_last = false (default): pad by repeating indices from the start of the permuted list,
 //                                so every index is seen and a few are seen twice;
-//   drop_last = true:            drop the last size % num_replicas indices of the permuted list,
+//   drop_last = true:            drop the last size % world_size indices of the permuted list,
 //                                so no index repeats and a few are not seen this epoch.
 // Every rank gets shard_size() indices, so DDP ranks take the same number of steps.
 //
@@ -28,9 +28,10 @@
 namespace gradwire::data {
 
 struct DistributedSamplerOptions {
-  // Number of ranks sharing the dataset and this rank (0-based). Default: one rank.
-  size_t num_replicas = 1;
-  size_t rank = 0;
+  // This rank (0-based) and the number of ranks sharing the dataset (PyTorch's num_replicas), as
+  // in gradwire::WorldInfo. Default: one rank.
+  int rank = 0;
+  int world_size = 1;
   // Permute the indices every epoch. Default true.
   bool shuffle = true;
   // Base of the per-epoch permutation; the same on every rank. Default 0.
@@ -49,7 +50,7 @@ struct SamplerPosition {
 };
 
 // Pure: rank's indices for `epoch`, as DistributedSampler hands them out.
-// Throws InvalidArgument when num_replicas is 0 or rank >= num_replicas.
+// Throws InvalidArgument unless 0 <= rank < world_size.
 std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
                                   uint64_t epoch);
 

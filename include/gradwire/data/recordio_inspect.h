@@ -1,12 +1,14 @@
 // Describing and checking whole RecordIO files: what `gradwire-recordio inspect` and `verify`
-// print. Blocks on file I/O; thread safe (no shared state).
+// print, and the checksum they verify. Blocks on file I/O; thread safe (no shared state).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gradwire/data/recordio_reader.h"
+#include "gradwire/data/recordio_writer.h"  // Compression
 
 namespace gradwire::data {
 
@@ -32,5 +34,9 @@ struct FileInspection {
 // and checks its CRC and framing. Damage is reported in the result, never thrown; a file that
 // cannot be opened at all throws InvalidArgument.
 FileInspection inspect_record_file(const std::string& path, bool verify);
+
+// The RecordIO checksum of `bytes`: CRC-32C (Castagnoli), with the SSE4.2 instruction where the
+// CPU has it (docs/formats/recordio.md, "Checksums"). Thread safe.
+uint32_t crc32_of(std::string_view bytes);
 
 }  // namespace gradwire::data

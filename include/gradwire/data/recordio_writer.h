@@ -8,14 +8,18 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
-
-#include "gradwire/data/recordio_format.h"
 
 namespace gradwire::data {
+
+// How each chunk's records are stored.
+enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
+const char* to_string(Compression compression);
+// "none" or "zstd"; nullopt otherwise.
+std::optional<Compression> parse_compression(std::string_view text);
 
 struct RecordWriterOptions {
   // A chunk is written once its body (4 bytes per record + the records) reaches this many bytes.
@@ -55,13 +59,12 @@ class RecordWriter {
   uint64_t records_written() const { return records_; }
 
  private:
+  struct Open;  // the file, the chunk being gathered and the index so far; null once closed
   void append(std::string_view bytes);
 
   std::string path_;
   RecordWriterOptions options_;
-  std::FILE* file_ = nullptr;
-  ChunkBuilder pending_;
-  std::vector<IndexEntry> index_;
+  std::unique_ptr<Open> open_;
   uint64_t offset_ = 0;
   uint64_t records_ = 0;
   RecordFileSummary summary_;

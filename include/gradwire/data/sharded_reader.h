@@ -5,18 +5,14 @@
 //   kStatic  each rank reads its fixed share of whole chunks (assign_chunks: balanced by record
 //            count, computed alike on every rank without communication). Deterministic; the
 //            position can be saved and restored mid-epoch.
-//   kDynamic every rank owns its static share as a segment and claims it from the front through
-//            a SharedCounter (the job's rendezvous store: connect_store_counter), several chunks
-//            per round trip, claimed one round trip ahead of the reading on a thread of the
-//            reader's own; its first claim needs no round trip. A rank whose segment is exhausted
-//            takes the others' remaining chunks from the back of their segments, one at first
-//            (ClaimSchedule in chunk_assignment.h). Ranks of equal speed read nearly the same
-//            chunks every epoch (warm page cache and memory maps); faster ranks read more; every
-//            chunk is read by exactly one rank per epoch. Every rank of world_size must read every
-//            epoch (a rank's first claim is implicit). Ranks end an epoch with different record
-//            counts (the training loop must allow that), and a position can only be restored at
-//            an epoch boundary. Chunks claimed by a reader destroyed mid-epoch are not read by
-//            anyone in that epoch. A world of one reads everything without the counter.
+//   kDynamic ranks claim chunks through a SharedCounter (the job's rendezvous store:
+//            connect_store_counter), each its own share first, then the others' remaining chunks,
+//            so faster ranks read more (how: docs/data.md, "Reading many files across ranks").
+//            Every chunk is read by exactly one rank per epoch. Every rank of world_size must
+//            read every epoch; ranks end an epoch with different record counts (the training loop
+//            must allow that); a position can only be restored at an epoch boundary; chunks
+//            claimed by a reader destroyed mid-epoch are not read by anyone in that epoch. A
+//            world of one reads everything without the counter.
 //
 // Reading: start_epoch(e) (all ranks with the same e), then next_record() until it returns
 // nullopt. One background thread per reader (started with it, reused by every epoch) reads and
@@ -36,12 +32,14 @@
 #include <string_view>
 #include <vector>
 
-#include "gradwire/data/chunk_assignment.h"
 #include "gradwire/data/recordio_reader.h"
 #include "gradwire/data/shared_counter.h"
 
 namespace gradwire::data {
 
+class ChunkFile;
+struct ChunkRef;
+struct DecodedChunk;
 namespace detail {
 class ChunkClaimer;
 }
@@ -113,22 +111,18 @@ class ShardedRecordReader {
 
   // Records per chunk of every file, as read from the indexes.
   const std::vector<std::vector<uint64_t>>& record_counts() const { return record_counts_; }
-  // kStatic: this rank's chunks (in file order) and their record total.
-  const std::vector<ChunkRef>& static_share() const { return own_share(); }
-  uint64_t static_share_records() const { return total_records(own_share()); }
+  // kStatic: the records of this rank's chunks.
+  uint64_t static_share_records() const;
 
  private:
   struct Epoch;
   struct Worker;
   void stop_epoch();
 
-  std::vector<std::unique_ptr<RecordFileReader>> files_;
+  std::vector<std::unique_ptr<const ChunkFile>> files_;
   ShardedReaderOptions options_;
   std::vector<std::vector<uint64_t>> record_counts_;
   std::vector<std::vector<ChunkRef>> shares_;  // every rank's (kDynamic: its segment)
-  const std::vector<ChunkRef>& own_share() const {
-    return shares_[static_cast<size_t>(options_.rank)];
-  }
   // kDynamic: claims the epoch's chunks ahead of the background thread (its own thread).
   std::unique_ptr<detail::ChunkClaimer> claimer_;
   // The background thread, reused by every epoch (declared after what its jobs use).
