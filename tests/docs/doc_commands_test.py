@@ -18,6 +18,7 @@ file, line and command that failed.
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -99,6 +100,11 @@ def kill_block(session: int, token: str):
     return leftovers
 
 
+def _children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Runner:
     def __init__(self, source: Path, build: Path, scratch: Path, torch: bool):
         self.source, self.build, self.scratch, self.torch = source, build, scratch, torch
@@ -148,6 +154,7 @@ class Runner:
         script.write_text(block_script(block, commands, status_file))
         log_path = self.scratch / f"{name}.log"
         start = time.monotonic()
+        cpu_start = _children_cpu_seconds()
         with open(log_path, "wb") as log:
             process = subprocess.Popen(["bash", "--noprofile", "--norc", str(script)],
                                        cwd=checkout, env=self.environment(token), stdout=log,
@@ -169,7 +176,8 @@ class Runner:
             self.current = None
         seconds = time.monotonic() - start
         if status == 0 and not leftovers:
-            print(f"     ok in {seconds:.1f} s", flush=True)
+            cpu = _children_cpu_seconds() - cpu_start
+            print(f"     ok in {seconds:.1f} s ({cpu:.1f} s of CPU)", flush=True)
             return
         failed_line = status_file.read_text().strip() if status_file.exists() else "?"
         failed = next((c for c in list(block.setup) + commands if str(c.line) == failed_line),
