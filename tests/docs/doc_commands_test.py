@@ -27,7 +27,9 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import doc_blocks  # noqa: E402
@@ -105,6 +107,15 @@ def _children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+@dataclass
+class Outcome:
+    status: int
+    timed_out: bool
+    leftovers: List[int]  # processes still running when the block ended, since killed
+    seconds: float
+    cpu_seconds: float  # of the block's processes that were waited for
+
+
 class Runner:
     def __init__(self, source: Path, build: Path, scratch: Path, torch: bool):
         self.source, self.build, self.scratch, self.torch = source, build, scratch, torch
@@ -147,55 +158,59 @@ class Runner:
         notes += [f"left out line {c.line} (needs python3 with torch)" for c in left_out]
         print(f"RUN  {block.where()} ({how}{': ' if notes else ''}{'; '.join(notes)})", flush=True)
 
-        token = uuid.uuid4().hex
         name = f"{block.path.replace('/', '_')}-{block.line}"
         status_file = self.scratch / f"{name}.status"
         script = self.scratch / f"{name}.sh"
         script.write_text(block_script(block, commands, status_file))
         log_path = self.scratch / f"{name}.log"
-        start = time.monotonic()
-        cpu_start = _children_cpu_seconds()
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(["bash", "--noprofile", "--norc", str(script)],
-                                       cwd=checkout, env=self.environment(token), stdout=log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
-            self.current = (process.pid, token)
-            timed_out = False
-            try:
-                status = process.wait(timeout=BLOCK_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_block(process.pid, token)
-                status = process.wait()
-            # Give exiting processes a moment, then anything still carrying the token is a leak.
-            deadline = time.monotonic() + 5
-            while processes_with_token(token) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            leftovers = kill_block(process.pid, token)
-            self.current = None
-        seconds = time.monotonic() - start
-        if status == 0 and not leftovers:
-            cpu = _children_cpu_seconds() - cpu_start
-            print(f"     ok in {seconds:.1f} s ({cpu:.1f} s of CPU)", flush=True)
+        outcome = self.execute(script, checkout, log_path)
+        if outcome.status == 0 and not outcome.leftovers:
+            print(f"     ok in {outcome.seconds:.1f} s ({outcome.cpu_seconds:.1f} s of CPU)",
+                  flush=True)
             return
         failed_line = status_file.read_text().strip() if status_file.exists() else "?"
         failed = next((c for c in list(block.setup) + commands if str(c.line) == failed_line),
                       None)
         command = (failed.text if failed else "?").replace("\n", "\n        ")
-        if timed_out:
+        if outcome.timed_out:
             message = f"{block.path}:{failed_line}: timed out after {BLOCK_TIMEOUT_S} s: {command}"
-        elif status != 0:
-            message = f"{block.path}:{failed_line}: exit status {status}: {command}"
+        elif outcome.status != 0:
+            message = f"{block.path}:{failed_line}: exit status {outcome.status}: {command}"
         else:
-            message = (f"{block.where()}: the block left {len(leftovers)} process(es) running "
-                       f"(killed: {' '.join(map(str, leftovers))})")
+            message = (f"{block.where()}: the block left {len(outcome.leftovers)} process(es) "
+                       f"running (killed: {' '.join(map(str, outcome.leftovers))})")
         self.failures.append(message)
         print(f"FAIL {message}\n     last lines of its output ({log_path.name}):", flush=True)
-        lines = log_path.read_text(errors="replace").splitlines()
-        for line in lines[-40:]:
+        for line in log_path.read_text(errors="replace").splitlines()[-40:]:
             print(f"     | {line}")
         sys.stdout.flush()
+
+    def execute(self, script: Path, checkout: Path, log_path: Path) -> "Outcome":
+        """Runs a block's script in a session of its own with the time limit, then kills every
+        process it started."""
+        token = uuid.uuid4().hex
+        start, cpu_start = time.monotonic(), _children_cpu_seconds()
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(["bash", "--noprofile", "--norc", str(script)],
+                                       cwd=checkout, env=self.environment(token), stdout=log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+        self.current = (process.pid, token)
+        timed_out = False
+        try:
+            status = process.wait(timeout=BLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_block(process.pid, token)
+            status = process.wait()
+        # Give exiting processes a moment; anything still carrying the token then is a leak.
+        deadline = time.monotonic() + 5
+        while processes_with_token(token) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        leftovers = kill_block(process.pid, token)
+        self.current = None
+        return Outcome(status, timed_out, leftovers, time.monotonic() - start,
+                       _children_cpu_seconds() - cpu_start)
 
     def stop(self, signum, _frame):
         if self.current:
