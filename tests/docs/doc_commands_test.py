@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs every ```sh block of README.md and docs/ as written, as a reader of a fresh checkout would.
 
-Usage: doc_commands_test.py --source DIR --build DIR [--only TEXT] [--keep]
+Usage: doc_commands_test.py --source DIR --build DIR [--only TEXT] [--keep] [--markers-only]
 
 Each Markdown file gets a scratch directory that looks like a fresh checkout: the source tree's
 top-level entries as symbolic links, `build` linked to the build directory, nothing else. Its
@@ -225,6 +225,8 @@ def main():
     parser.add_argument("--build", type=Path, required=True)
     parser.add_argument("--only", default="", help="run only blocks whose 'path:line' has this")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--markers-only", action="store_true",
+                        help="check the markers of every block and run nothing")
     args = parser.parse_args()
     source, build = args.source.resolve(), args.build.resolve()
 
@@ -239,6 +241,10 @@ def main():
         for error in errors:
             print(f"  {error}")
         return 1
+    if args.markers_only:
+        blocks = sum(len(blocks) for _, blocks in parsed)
+        print(f"{blocks} blocks, their markers well-formed")
+        return 0
 
     torch = subprocess.run(["python3", "-c", "import torch"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL).returncode == 0
