@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import doc_blocks  # noqa: E402
 
