@@ -42,6 +42,10 @@ TEST(ReducersRunTest, MlpOnTwoRanks) {
   EXPECT_EQ(count(run.output, "\nsync  "), 4u) << run.output;
   EXPECT_NE(run.output.find("=== Backward mean (ms) by bucket size"), std::string::npos);
 
+  // diff compares its generic rows: 2 phases x 2 sizes x 3 reducers, p50 and p95 each.
+  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
+  ASSERT_EQ(diff.exit_code, 0) << diff.output;
+  EXPECT_EQ(count(diff.output, "+0.0%"), 24u) << diff.output;
   std::ifstream in(json);
   const nlohmann::json document = nlohmann::json::parse(in);
   std::remove(json.c_str());
