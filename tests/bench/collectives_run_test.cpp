@@ -62,15 +62,12 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   const nlohmann::json document = read_json_file(json);
   // The generic rows: diff compares them, report draws one chart per op.
   EXPECT_EQ(document.at("rows").at("entries").size(), 40u);
-  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
-  ASSERT_EQ(diff.exit_code, 0) << diff.output;
-  EXPECT_EQ(count(diff.output, "+0.0%"), 80u) << diff.output;
-  EXPECT_NE(diff.output.find("op allreduce, backend gloo, buffers ordinary, bytes 4096"),
+  const auto self = testing::diff_and_report(json);
+  EXPECT_EQ(count(self.diff, "+0.0%"), 80u) << self.diff;
+  EXPECT_NE(self.diff.find("op allreduce, backend gloo, buffers ordinary, bytes 4096"),
             std::string::npos)
-      << diff.output;
-  const BenchRun report = run_bench("report '" + json + "' --html '" + directory + "/r.html'");
-  ASSERT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("wrote 4 charts from 1 file"), std::string::npos) << report.output;
+      << self.diff;
+  EXPECT_NE(self.report.find("wrote 4 charts from 1 file"), std::string::npos) << self.report;
   std::filesystem::remove_all(directory);
   EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("benchmark"), "collectives");

@@ -34,13 +34,9 @@ TEST(DataBenchRunTest, TwoRanksMeasureEveryCaseAndEveryRecordArrives) {
 
   const nlohmann::json document = read_json_file(json);
   // Its generic rows: diff compares every one, report draws a chart per set.
-  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
-  ASSERT_EQ(diff.exit_code, 0) << diff.output;
-  EXPECT_EQ(count(diff.output, "+0.0%"), 2 * document.at("results").size()) << diff.output;
-  const BenchRun report = run_bench("report '" + json + "' --html '" + json + ".html'");
-  ASSERT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("wrote 1 chart from 1 file"), std::string::npos) << report.output;
-  std::remove((json + ".html").c_str());
+  const auto self = testing::diff_and_report(json);
+  EXPECT_EQ(count(self.diff, "+0.0%"), 2 * document.at("results").size()) << self.diff;
+  EXPECT_NE(self.report.find("wrote 1 chart from 1 file"), std::string::npos) << self.report;
   std::remove(json.c_str());
   EXPECT_EQ(document.at("benchmark"), "data");
   EXPECT_EQ(document.at("metadata").at("ranks"), 2);

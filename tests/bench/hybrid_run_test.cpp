@@ -12,10 +12,8 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::BenchRun;
 using testing::count;
 using testing::read_text_file;
-using testing::run_bench;
 using testing::temp_path;
 
 #ifdef GRADWIRE_BENCH_WITH_HYBRID
@@ -76,13 +74,9 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
   const nlohmann::json document = read_json_file(json);
   // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
-  const BenchRun report = run_bench("report '" + json + "' --html '" + json + ".html'");
-  ASSERT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("wrote 3 charts from 1 file"), std::string::npos) << report.output;
-  std::remove((json + ".html").c_str());
-  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
-  ASSERT_EQ(diff.exit_code, 0) << diff.output;
-  EXPECT_EQ(count(diff.output, "+0.0%"), 4u) << diff.output;
+  const auto self = testing::diff_and_report(json);
+  EXPECT_NE(self.report.find("wrote 3 charts from 1 file"), std::string::npos) << self.report;
+  EXPECT_EQ(count(self.diff, "+0.0%"), 4u) << self.diff;
   std::remove(json.c_str());
   EXPECT_EQ(document.at("schema_version"), 1);
   EXPECT_EQ(document.at("benchmark"), "hybrid");
