@@ -56,11 +56,9 @@ int warm_up(Communicator& communicator, const IterationPolicy& policy,
   int done = 0;
   double spent = 0.0;
   for (int batch = counts.warmup; batch > 0;) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch clock;
     for (int i = 0; i < batch; ++i) body();
-    at::Tensor elapsed = at::full(
-        {1}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        at::kDouble);
+    at::Tensor elapsed = at::full({1}, clock.seconds(), at::kDouble);
     communicator.allreduce(elapsed, ReduceOp::kMax)->wait();
     spent += elapsed.item<double>();
     done += batch;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "harness/bandwidth.h"
+#include "harness/rows.h"
 #include "harness/table.h"
 
 namespace gradwire::bench {
@@ -44,6 +45,7 @@ CollectiveRow make_collective_row(std::uint64_t bytes, std::int64_t count,
   row.count = count;
   row.iterations = iterations;
   row.seconds = summarize(seconds);
+  row.samples = seconds;
   row.algbw_gbps = gigabytes_per_second(static_cast<double>(bytes), row.seconds.mean);
   row.busbw_gbps = row.algbw_gbps * bus_factor;
   row.wrong = wrong;
@@ -117,10 +119,18 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
                           {"bytes_per_size", settings.policy.bytes_per_size}};
   std::int64_t total_wrong = 0;
   nlohmann::json ops = nlohmann::json::array();
+  RowSet generic{{"op", "backend", "buffers", "bytes"}, "us", "bytes", "op", {}};
   for (const auto& result : results) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : result.rows) {
       total_wrong += row.wrong;
+      Row labelled{{{"op", result.op},
+                    {"backend", result.backend},
+                    {"buffers", result.shared_buffers ? "shared" : "ordinary"},
+                    {"bytes", row.bytes}},
+                   {}};
+      for (const double seconds : row.samples) labelled.samples.push_back(seconds * 1e6);
+      generic.rows.push_back(std::move(labelled));
       rows.push_back({{"bytes", row.bytes},
                       {"count", row.count},
                       {"warmup", row.iterations.warmup},
@@ -142,6 +152,7 @@ nlohmann::json collectives_document(const RunMetadata& metadata,
                    {"rows", std::move(rows)}});
   }
   document["results"] = std::move(ops);
+  document["rows"] = to_json(generic);
   document["wrong"] = total_wrong;
   return document;
 }

@@ -21,10 +21,11 @@ struct CollectiveRow {
   std::uint64_t bytes = 0;  // nccl-tests' size (see CollectiveOp::reported_bytes)
   std::int64_t count = 0;   // elements in each rank's input
   IterationCounts iterations;
-  Summary seconds;         // per iteration, the slowest rank's time
-  double algbw_gbps = 0;   // bytes / mean time
-  double busbw_gbps = 0;   // algbw * bus factor
-  std::int64_t wrong = 0;  // wrong elements, summed over ranks
+  Summary seconds;              // per iteration, the slowest rank's time
+  std::vector<double> samples;  // those times, in seconds, in order
+  double algbw_gbps = 0;        // bytes / mean time
+  double busbw_gbps = 0;        // algbw * bus factor
+  std::int64_t wrong = 0;       // wrong elements, summed over ranks
 };
 
 struct CollectiveResult {
@@ -49,7 +50,8 @@ void print_collective_title(std::ostream& out, const CollectiveResult& result, i
 void print_collective_row(std::ostream& out, const CollectiveRow& row, double memcpy_gbps);
 void print_collective_footer(std::ostream& out, const CollectiveResult& result, double memcpy_gbps);
 
-// The whole --json document (schema in docs/benchmarks.md).
+// The whole --json document (schema in docs/benchmarks.md), with the generic rows
+// (harness/rows.h): labels op, backend, buffers and bytes; samples in microseconds.
 nlohmann::json collectives_document(const RunMetadata& metadata,
                                     const CollectivesSettings& settings,
                                     const std::vector<CollectiveResult>& results);

@@ -25,6 +25,7 @@
 #include "harness/case.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
+#include "harness/timing.h"
 
 #ifndef GRADWIRE_BENCH_FASHION_MNIST_DIR
 #define GRADWIRE_BENCH_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -35,8 +36,6 @@ namespace gradwire::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
 // Each add() of the dynamic partition's counter is one store round trip bounded by this.
 constexpr std::chrono::seconds kCounterTimeout{60};
 // Rank counts a sweep may ask for when this process is not already part of a job.
@@ -116,7 +115,7 @@ std::vector<PreparedSet> prepare_sets(Communicator& communicator, const DataSett
       plan.push_back({set.name, compression, directory});
       if (communicator.rank() != 0) continue;
       const auto codec = *data::parse_compression(compression);
-      const auto start = Clock::now();
+      const Stopwatch clock;
       fs::remove_all(directory);
       if (set.source == DataSource::kGenerated) {
         write_generated_set(directory, settings.generated, codec);
@@ -125,9 +124,8 @@ std::vector<PreparedSet> prepare_sets(Communicator& communicator, const DataSett
                               settings.fashion_mnist_files,
                               settings.fashion_mnist_records_per_chunk, codec);
       }
-      const std::chrono::duration<double> took = Clock::now() - start;
       progress("wrote " + set.name + " (" + compression + ") in " + directory + " in " +
-               std::to_string(took.count()).substr(0, 5) + " s");
+               std::to_string(clock.seconds()).substr(0, 5) + " s");
     }
   }
   broadcast_string(communicator, "written");  // the files exist from here on
@@ -273,7 +271,7 @@ class DataSweep {
     for (int epoch = 0; epoch < settings_.warmup + settings_.epochs; ++epoch) {
       communicator.barrier()->wait();
       EpochTotals mine;
-      const auto start = Clock::now();
+      const Stopwatch clock;
       if (member && raw) {
         const RawRead read = read_raw(set.files, ranges, what.mode == "raw+crc");
         mine.file_bytes = read.bytes;
@@ -287,7 +285,7 @@ class DataSweep {
           if (!record->empty()) touched += static_cast<unsigned char>(record->front());
         }
       }
-      mine.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      mine.seconds = clock.seconds();
       EpochTotals epoch_totals = combine(communicator, mine);
       if (!raw) epoch_totals.file_bytes = set.report.facts.file_bytes;  // whole files, all ranks
       const bool right = raw ? epoch_totals.file_bytes == set.report.facts.file_bytes

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gradwire/common/error.h"
+#include "harness/rows.h"
 #include "harness/table.h"
 
 namespace gradwire::bench {
@@ -45,6 +46,7 @@ DataRow make_data_row(const DataCase& what, std::uint64_t file_bytes, std::uint6
   row.records = records;
   row.record_bytes = record_bytes;
   row.seconds = summarize(seconds);
+  row.samples = seconds;
   row.records_per_second = per_second(static_cast<double>(records), row.seconds.p50);
   row.file_mbps = per_second(static_cast<double>(file_bytes), row.seconds.p50) / 1e6;
   row.record_mbps = per_second(static_cast<double>(record_bytes), row.seconds.p50) / 1e6;
@@ -155,8 +157,16 @@ nlohmann::json data_document(const RunMetadata& metadata, const DataSettings& se
   document["sets"] = std::move(set_list);
   nlohmann::json results = nlohmann::json::array();
   std::int64_t wrong = 0;
+  RowSet generic{{"set", "compression", "mode", "ranks"}, "ms", "ranks", "set", {}};
   for (const auto& row : rows) {
     wrong += row.wrong;
+    Row labelled{{{"set", row.what.set},
+                  {"compression", row.what.compression},
+                  {"mode", row.what.mode},
+                  {"ranks", row.what.ranks}},
+                 {}};
+    for (const double seconds : row.samples) labelled.samples.push_back(seconds * 1e3);
+    generic.rows.push_back(std::move(labelled));
     results.push_back({{"set", row.what.set},
                        {"compression", row.what.compression},
                        {"ranks", row.what.ranks},
@@ -173,6 +183,7 @@ nlohmann::json data_document(const RunMetadata& metadata, const DataSettings& se
                        {"wrong", row.wrong}});
   }
   document["results"] = std::move(results);
+  document["rows"] = to_json(generic);
   const auto worst = worst_uncompressed_ratio(rows);
   document["target"] = {
       {"min_uncompressed_vs_raw", kDataTargetRatio},

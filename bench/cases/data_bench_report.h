@@ -38,6 +38,7 @@ struct DataRow {
   std::uint64_t records = 0;       // delivered per epoch by all ranks (0 for raw)
   std::uint64_t record_bytes = 0;  // payload delivered per epoch (0 for raw)
   Summary seconds;                 // per epoch, the slowest rank's time
+  std::vector<double> samples;     // those times, in seconds, in order
   double records_per_second = 0;
   double file_mbps = 0;
   double record_mbps = 0;
@@ -72,7 +73,8 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
 void print_data_table(std::ostream& out, const std::vector<DataSetReport>& sets,
                       const std::vector<DataRow>& rows);
 
-// The whole --json document (schema in docs/benchmarks.md).
+// The whole --json document (schema in docs/benchmarks.md), with the generic rows
+// (harness/rows.h): labels set, compression, mode and ranks; samples in milliseconds.
 nlohmann::json data_document(const RunMetadata& metadata, const DataSettings& settings,
                              const std::vector<DataSetReport>& sets,
                              const std::vector<DataRow>& rows);

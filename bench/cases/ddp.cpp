@@ -17,7 +17,6 @@
 
 #include "cases/backend_worlds.h"
 #include "cases/collectives_settings.h"
-#include "cases/ddp_flags.h"
 #include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
@@ -34,6 +33,7 @@
 #include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/table.h"
+#include "harness/timing.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -127,20 +127,12 @@ class DdpSweep {
                            ranks_per_node_, title, repeats);
     }
     const nlohmann::json whole = document(results, reference_document);
-    if (!settings_.json_path.empty()) {
-      write_json_file(settings_.json_path, whole);
-      progress("wrote " + settings_.json_path);
-      if (reference.run) {
-        const std::string path = reference_json_path(settings_.json_path);
-        write_json_file(path, reference_document);
-        progress("wrote " + path);
-      }
+    if (!settings_.json_path.empty() && reference.run) {
+      const std::string path = reference_json_path(settings_.json_path);
+      write_json_file(path, reference_document);
+      progress("wrote " + path);
     }
-    // After the JSON, so a page that cannot be drawn never costs the results.
-    if (!settings_.html_path.empty()) {
-      write_html_report(settings_.html_path, {whole}, "gradwire-bench ddp");
-      progress("wrote " + settings_.html_path);
-    }
+    write_result_files(settings_.json_path, settings_.html_path, whole, progress);
     return 0;
   }
 
@@ -230,7 +222,7 @@ class DdpSweep {
     std::optional<DdpRound> paired;
     std::string paired_stats;
     if (rank_ == 0) {
-      const auto start = std::chrono::steady_clock::now();
+      const Stopwatch clock;
       DdpRound round;
       round.ddp = false;
       round.ranks = {0};
@@ -244,7 +236,7 @@ class DdpSweep {
         progress(model + ", no ddp: " + iterations_text());
         round.measurements = train_and_time(setup, nullptr, 0).seconds;
       }
-      finish_round(result, std::move(round), start, "");
+      finish_round(result, std::move(round), clock.seconds(), "");
     }
     world_->barrier()->wait();
     if (settings_.side_by_side) measure_side_by_side(result, setup);
@@ -264,7 +256,7 @@ class DdpSweep {
     const int size = settings_.world_sizes.back();
     if (size < 2) return;
     if (rank_ < size) {
-      const auto start = std::chrono::steady_clock::now();
+      const Stopwatch clock;
       if (reports()) {
         progress(result.model + ", no ddp on " + std::to_string(size) +
                  " ranks at once: " + iterations_text());
@@ -279,7 +271,7 @@ class DdpSweep {
       std::iota(round.ranks.begin(), round.ranks.end(), 0);
       round.measurements =
           slowest_rank_measurements(gather_samples(*group, measurement.seconds), size);
-      if (reports()) finish_round(result, std::move(round), start, "");
+      if (reports()) finish_round(result, std::move(round), clock.seconds(), "");
     }
     world_->barrier()->wait();
   }
@@ -302,11 +294,11 @@ class DdpSweep {
         // Measured with the baseline, on rank 0.
         if (paired) {
           label(*paired);
-          finish_round(result, std::move(*paired), std::chrono::steady_clock::now(), paired_stats);
+          finish_round(result, std::move(*paired), 0.0, paired_stats);
           paired.reset();
         }
       } else if (rank_ < size) {
-        const auto start = std::chrono::steady_clock::now();
+        const Stopwatch clock;
         if (reports())
           progress(result.model + ", DDP on " + std::to_string(size) +
                    (size == 1 ? " rank" : " ranks") +
@@ -319,7 +311,8 @@ class DdpSweep {
         DdpRound round =
             ddp_round(ranks, gather_samples(*group, measurement.seconds), measurement.stats);
         label(round);
-        if (reports()) finish_round(result, std::move(round), start, stats_line(measurement.stats));
+        if (reports())
+          finish_round(result, std::move(round), clock.seconds(), stats_line(measurement.stats));
       }
       world_->barrier()->wait();
     }
@@ -345,12 +338,12 @@ class DdpSweep {
            " timed iterations";
   }
 
-  void finish_round(DdpModelResult& result, DdpRound round,
-                    std::chrono::steady_clock::time_point start, const std::string& stats) {
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  // `seconds`: how long the round took, for the progress line.
+  void finish_round(DdpModelResult& result, DdpRound round, double seconds,
+                    const std::string& stats) {
     rows() << ddp_row(round, round_label(round, ranks_per_node_), result.batch_size) << std::endl;
     progress(result.model + ", " + round_label(round, ranks_per_node_) + ": done in " +
-             format_fixed(elapsed.count(), 1) + " s" +
+             format_fixed(seconds, 1) + " s" +
              (stats.empty() ? "" : "; rank 0 per iteration: " + stats));
     result.rounds.push_back(std::move(round));
   }
@@ -433,7 +426,15 @@ Subcommand ddp_subcommand() {
       "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
       "DDP benchmark)",
       [](CLI::App& command, CaseFlags<DdpFlags>& state) {
-        add_ddp_flags(command, state.flags, state.ranks);
+        ddp_options().attach(command, state.flags);
+        command
+            .add_option("--threads", state.ranks.threads_per_rank,
+                        "intra-op threads per rank [cores / local ranks]")
+            ->check(CLI::PositiveNumber);
+        // Unbound by default: DDP's reductions run on a progress thread beside the compute
+        // thread, and a rank bound to one core must time-share it (docs/performance.md).
+        state.ranks.bind_cores = false;
+        add_bind_cores_flag(command, state.ranks);
         add_worker_flag(command, state.ranks);
       },
       [](const CaseFlags<DdpFlags>& state, const std::vector<std::string>& argv) {

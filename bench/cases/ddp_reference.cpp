@@ -14,19 +14,11 @@
 
 namespace gradwire::bench {
 
-std::optional<PythonTorch> find_ddp_python(const std::string& preferred, std::string& why_not) {
-  PythonSearch search = find_python_with_torch(preferred);
-  if (!search.found) {
-    why_not = "no Python interpreter with torch: tried " + search.tried +
-              "; install PyTorch (Debian: apt-get install python3-torch) or pass --python";
-  }
-  return search.found;
-}
-
-std::optional<std::string> find_ddp_reference_script(const std::string& preferred,
-                                                     std::string& why_not) {
-  return find_reference_script(
-      {preferred, GRADWIRE_BENCH_SOURCE_REFERENCE, GRADWIRE_BENCH_INSTALLED_REFERENCE}, why_not);
+ReferenceNeeds ddp_reference_needs(const DdpSettings& settings) {
+  return {settings.python,
+          "",
+          {settings.reference_script, GRADWIRE_BENCH_SOURCE_REFERENCE,
+           GRADWIRE_BENCH_INSTALLED_REFERENCE}};
 }
 
 std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,
@@ -74,15 +66,14 @@ int run_reference_rank(const std::vector<std::string>& command, const ReferenceR
 
 ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings) {
   ReferencePlan plan;
-  std::optional<PythonTorch> python = find_ddp_python(settings.python, plan.why_not);
-  std::optional<std::string> script;
-  if (python) script = find_ddp_reference_script(settings.reference_script, plan.why_not);
-  at::Tensor ready = at::full({1}, python && script ? 1 : 0, at::kLong);
+  const std::optional<ReferenceRunner> found =
+      find_reference(ddp_reference_needs(settings), plan.why_not);
+  at::Tensor ready = at::full({1}, found ? 1 : 0, at::kLong);
   world.allreduce(ready, ReduceOp::kMin)->wait();
   plan.run = ready.item<std::int64_t>() == 1;
   if (plan.run) {
-    plan.python = *python;
-    plan.script = *script;
+    plan.python = found->python;
+    plan.script = found->script;
   } else if (plan.why_not.empty()) {
     plan.why_not = "another rank cannot run Python with torch";
   }

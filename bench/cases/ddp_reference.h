@@ -16,14 +16,9 @@
 
 namespace gradwire::bench {
 
-// find_python_with_torch (harness/python.h); nullopt, with the reason in `why_not`, when no
-// candidate imports torch.
-std::optional<PythonTorch> find_ddp_python(const std::string& preferred, std::string& why_not);
-
-// ddp_reference.py (harness/python.h's find_reference_script): `preferred` when given, else the
-// source tree's, else the installed copy.
-std::optional<std::string> find_ddp_reference_script(const std::string& preferred,
-                                                     std::string& why_not);
+// What the reference needs (harness/python.h): Python with torch and ddp_reference.py, from
+// --python and --reference-script, else the source tree's script, else the installed copy.
+ReferenceNeeds ddp_reference_needs(const DdpSettings& settings);
 
 // Pure: the script's command line for these settings (the interpreter first).
 std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,

@@ -76,19 +76,6 @@ void print_ddp_header(std::ostream& out, const DdpHeader& header) {
   print_hardware_block(out, header.hardware, header.threads_per_rank);
 }
 
-void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank) {
-  if (!hardware.gpu_topology.empty()) {
-    out << "--- nvidia-smi topo -m ---\n\n" << hardware.gpu_topology;
-    if (hardware.gpu_topology.back() != '\n') out << "\n";
-  } else {
-    out << "--- CPU ---\n\n"
-        << hardware.cpu_model << ", " << hardware.cores << " cores, " << threads_per_rank
-        << (threads_per_rank == 1 ? " thread" : " threads") << " per rank\n";
-  }
-  out << "BLAS: " << hardware.blas << "\n";
-  out << "--------------------------\n" << std::flush;
-}
-
 std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_size) {
   return "Benchmark: " + model + " with batch size " + std::to_string(batch_size);
 }

@@ -36,8 +36,6 @@ struct DdpHeader {
 };
 
 void print_ddp_header(std::ostream& out, const DdpHeader& header);
-// The hardware part of a header: `nvidia-smi topo -m` when known, else CPU model and cores.
-void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank);
 
 // Pure: seconds with 3 (>= 1 s), 4 (>= 10 ms) or 6 decimals, so small models stay readable.
 std::string format_seconds(double seconds);

@@ -14,10 +14,7 @@ namespace {
 
 const nlohmann::json& require(const nlohmann::json& object, const char* key,
                               const std::string& where) {
-  if (!object.is_object() || !object.contains(key)) {
-    throw InvalidArgument(where + " has no \"" + key + "\": it is not a DDP benchmark result");
-  }
-  return object.at(key);
+  return require_field(object, key, where, "DDP");
 }
 
 DdpRound parse_round(const nlohmann::json& entry, std::size_t index, const std::string& where) {

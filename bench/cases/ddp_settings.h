@@ -38,7 +38,7 @@ struct DdpFlags {
 
 struct DdpSettings;
 
-// The flags, their help and their defaults in each preset (ddp_flags.cpp; docs/benchmarks.md):
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
 //   default: resnet50, resnet101, resnext50_32x4d, resnext101_32x8d; batch 32, 224x224,
 //            5 warm-up + 10 timed iterations (PyTorch's benchmarks/distributed/ddp/benchmark.py)
 //   quick:   resnet18 and cnn; batch 8, 64x64, 5 warm-up + 40 timed iterations

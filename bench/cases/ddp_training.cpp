@@ -6,24 +6,18 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
+#include "harness/timing.h"
 
 namespace gradwire::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Upstream's optimizer: SGD, lr 0.001, momentum 0.9, weight decay 1e-4.
 torch::optim::SGDOptions sgd_options() {
   return torch::optim::SGDOptions(0.001).momentum(0.9).weight_decay(1e-4);
-}
-
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
 }
 
 }  // namespace
@@ -63,20 +57,20 @@ class TrainingLoop::Impl {
   }
 
   void step(TrainingMeasurement* record) {
-    const auto start = Clock::now();
+    Stopwatch clock;
     optimizer_->zero_grad();
-    const auto forward_start = Clock::now();
+    clock.lap();
     const torch::Tensor output = ddp_ ? (*ddp_)(input_) : model_->forward(input_);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(output, target_);
-    const auto backward_start = Clock::now();
+    const double forward = clock.lap();
     loss.backward();
-    const auto backward_end = Clock::now();
+    const double backward = clock.lap();
     optimizer_->step();
-    const auto end = Clock::now();
+    const double whole = clock.seconds();
     if (record == nullptr) return;
-    record->seconds.push_back(seconds_between(start, end));
-    record->forward_seconds.push_back(seconds_between(forward_start, backward_start));
-    record->backward_seconds.push_back(seconds_between(backward_start, backward_end));
+    record->seconds.push_back(whole);
+    record->forward_seconds.push_back(forward);
+    record->backward_seconds.push_back(backward);
   }
 
   void reset_stats() {

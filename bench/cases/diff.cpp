@@ -9,6 +9,9 @@
 #include <set>
 
 #include "cases/ddp_report.h"
+#include "gradwire/common/error.h"
+#include "harness/report.h"
+#include "harness/rows.h"
 #include "harness/stats.h"
 #include "harness/table.h"
 #include "subcommand.h"
@@ -131,17 +134,17 @@ void print_model(std::ostream& out, const DdpModelResult& a, const DdpModelResul
   out << "\n";
 }
 
+// gradwire-bench ddp's, the reference script's or PyTorch's benchmark.py's.
+bool is_ddp_document(const nlohmann::json& document) {
+  return document.is_object() &&
+         (document.contains("benchmark_results") || document.value("benchmark", "") == "ddp");
+}
+
 }  // namespace
 
 const std::vector<int>& diff_percentiles() {
   static const std::vector<int> kPercentiles = {75, 95};
   return kPercentiles;
-}
-
-double delta_percent(double baseline_seconds, double test_seconds) {
-  if (baseline_seconds == 0) return 0;
-  // Written as (baseline - test) so that equal times give +0.0, not -0.0.
-  return 100.0 * (baseline_seconds - test_seconds) / baseline_seconds;
 }
 
 std::string describe_field(const nlohmann::json& value) {
@@ -178,9 +181,27 @@ void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpRepor
   out << std::flush;
 }
 
+void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path) {
+  const nlohmann::json baseline = read_json_document(baseline_path);
+  const nlohmann::json test = read_json_document(test_path);
+  if (is_ddp_document(baseline) || is_ddp_document(test)) {
+    print_ddp_diff(out, read_ddp_file(baseline_path), read_ddp_file(test_path));
+    return;
+  }
+  const std::string kind = baseline.value("benchmark", "");
+  if (kind != test.value("benchmark", "")) {
+    throw InvalidArgument(baseline_path + " and " + test_path +
+                          " hold results of different benchmarks: compare like with like");
+  }
+  out << "gradwire-bench " << kind << ": " << baseline_path << " (baseline) vs " << test_path
+      << " (test)\n";
+  print_rows_diff(out, parse_row_set(baseline, baseline_path), parse_row_set(test, test_path));
+}
+
 Subcommand diff_subcommand() {
   return {"diff",
-          "compare two ddp results (gradwire-bench ddp --json, or PyTorch's benchmark.py --json)",
+          "compare two results of one benchmark (any --json; for ddp also PyTorch's benchmark.py "
+          "--json)",
           [](CLI::App& command) -> SubcommandRun {
             struct Paths {
               std::string baseline;
@@ -194,9 +215,7 @@ Subcommand diff_subcommand() {
                 ->required()
                 ->check(CLI::ExistingFile);
             return [paths](const std::vector<std::string>&) {
-              const DdpReport baseline = read_ddp_file(paths->baseline);
-              const DdpReport test = read_ddp_file(paths->test);
-              print_ddp_diff(std::cout, baseline, test);
+              print_diff(std::cout, paths->baseline, paths->test);
               return 0;
             };
           }};

@@ -1,8 +1,9 @@
-// `gradwire-bench diff BASELINE.json TEST.json`: A/B comparison of two DDP benchmark results, as
-// PyTorch's benchmarks/distributed/ddp/diff.py prints it: the files' settings side by side, then
-// per model and configuration p75 and p95 sec/iter and ex/sec of both and the change
-// delta% = -100 * (test - baseline) / baseline (positive: the test is faster). Reads files of
-// gradwire-bench ddp, bench/reference/ddp_reference.py and PyTorch's benchmark.py.
+// `gradwire-bench diff BASELINE.json TEST.json`: A/B comparison of two results of one benchmark.
+// Results of any case but ddp are compared row by row (harness/rows.h, print_rows_diff). DDP
+// results are compared as PyTorch's benchmarks/distributed/ddp/diff.py prints them: the files'
+// settings side by side, then per model and configuration p75 and p95 sec/iter and ex/sec of both
+// and the change delta% = -100 * (test - baseline) / baseline (positive: the test is faster). Reads
+// files of gradwire-bench ddp, bench/reference/ddp_reference.py and PyTorch's benchmark.py.
 #pragma once
 
 #include <ostream>
@@ -10,14 +11,12 @@
 #include <vector>
 
 #include "cases/ddp_results.h"
+#include "harness/rows.h"
 
 namespace gradwire::bench {
 
 // The percentiles the diff compares (upstream's).
 const std::vector<int>& diff_percentiles();
-
-// Pure: -100 * (test - baseline) / baseline; 0 when baseline is 0.
-double delta_percent(double baseline_seconds, double test_seconds);
 
 // Pure: a field value as the settings block prints it: strings bare, null as "None" (as
 // upstream's Python prints it), arrays space-separated, multi-line text as "(N lines)".
@@ -26,5 +25,11 @@ std::string describe_field(const nlohmann::json& value);
 // Pure: the whole comparison. Models are matched by name and batch size, configurations by
 // "no ddp" or DDP and world size; those present in one file only are named, not compared.
 void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test);
+
+// Reads both files and prints their comparison: print_ddp_diff when either is a DDP result
+// (gradwire's, the reference script's or benchmark.py's), else print_rows_diff. Throws
+// gradwire::Error naming a file that cannot be read, InvalidArgument when the files are of
+// different benchmarks or one has no rows.
+void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path);
 
 }  // namespace gradwire::bench

@@ -18,7 +18,6 @@
 #include <memory>
 #include <optional>
 
-#include "cases/hybrid_charts.h"
 #include "cases/hybrid_reference.h"
 #include "cases/hybrid_report.h"
 #include "cases/hybrid_results.h"
@@ -32,6 +31,7 @@
 #include "harness/ranks.h"
 #include "harness/repeats.h"
 #include "harness/report.h"
+#include "report/html_report.h"
 #include "subcommand.h"
 
 namespace gradwire::bench {
@@ -73,15 +73,7 @@ RunMetadata conductor_metadata(const HybridSettings& settings,
 }
 
 void write_outputs(const HybridSettings& settings, const nlohmann::json& document) {
-  if (!settings.json_path.empty()) {
-    write_json_file(settings.json_path, document);
-    progress("wrote " + settings.json_path);
-  }
-  // After the JSON, so a page that cannot be drawn never costs the results.
-  if (!settings.html_path.empty()) {
-    write_hybrid_html(settings.html_path, document);
-    progress("wrote " + settings.html_path);
-  }
+  write_result_files(settings.json_path, settings.html_path, document, progress);
 }
 
 // A trainer: train, gather to trainer 0, which prints and hands over (or writes) the results.
@@ -119,8 +111,9 @@ class Conductor {
   int run() {
     HybridHeader header;
     if (settings_.reference_pytorch) {
-      python_ = find_hybrid_python(settings_.python);
-      script_ = find_hybrid_reference_script(settings_.reference_script);
+      const ReferenceRunner reference = require_reference(hybrid_reference_needs(settings_));
+      python_ = reference.python;
+      script_ = reference.script;
       header.reference = "PyTorch " + python_.torch_version +
                          " RPC (TensorPipe) + distributed autograd + DistributedOptimizer (" +
                          python_.python + " " + script_ + "), same batches, " +
@@ -236,8 +229,8 @@ class Conductor {
 
 Subcommand hybrid_subcommand() {
   return {"hybrid",
-          "DDP + parameter servers: reference 000's hybrid model (remote embedding bags, DDP dense "
-          "part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC",
+          "DDP + parameter servers: PyTorch's DDP + RPC benchmark (remote embedding bags, DDP "
+          "dense part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC",
           [](CLI::App& command) -> SubcommandRun {
             auto state = std::make_shared<State>();
             HybridFlags& flags = state->flags;

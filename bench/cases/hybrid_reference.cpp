@@ -12,20 +12,11 @@
 
 namespace gradwire::bench {
 
-PythonTorch find_hybrid_python(const std::string& preferred) {
-  PythonSearch search = find_python_with_torch(preferred, "torch.distributed.rpc");
-  if (search.found) return *search.found;
-  throw ConfigError("--reference pytorch needs Python with torch.distributed.rpc: tried " +
-                    search.tried + "; install python3-torch (scripts/bench does) or pass --python");
-}
-
-std::string find_hybrid_reference_script(const std::string& preferred) {
-  std::string why_not;
-  const std::optional<std::string> script = find_reference_script(
-      {preferred, GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE, GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE},
-      why_not);
-  if (script) return *script;
-  throw ConfigError(why_not + (preferred.empty() ? "" : ": check --reference-script"));
+ReferenceNeeds hybrid_reference_needs(const HybridSettings& settings) {
+  return {settings.python,
+          "torch.distributed.rpc",
+          {settings.reference_script, GRADWIRE_BENCH_SOURCE_HYBRID_REFERENCE,
+           GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE}};
 }
 
 int hybrid_reference_timeout_s(const HybridSettings& s) {

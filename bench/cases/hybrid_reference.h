@@ -16,14 +16,10 @@
 
 namespace gradwire::bench {
 
-// find_python_with_torch (harness/python.h) importing torch.distributed.rpc. The user asked for
-// the reference, so none found is an error: throws ConfigError naming the ones tried and saying
-// "install python3-torch (scripts/bench does)". Blocks a second or two per candidate.
-PythonTorch find_hybrid_python(const std::string& preferred);
-
-// hybrid_reference.py: `preferred` when given, else the source tree's, else the installed copy.
-// Throws ConfigError naming the places looked at when it is not there.
-std::string find_hybrid_reference_script(const std::string& preferred);
+// What the reference needs (harness/python.h): Python with torch.distributed.rpc and
+// hybrid_reference.py, from --python and --reference-script, else the source tree's script, else
+// the installed copy. The user asked for the reference, so the case calls require_reference.
+ReferenceNeeds hybrid_reference_needs(const HybridSettings& settings);
 
 // Pure: seconds the reference may take before it stops itself: 10 minutes plus 50 ms per batch
 // and process.

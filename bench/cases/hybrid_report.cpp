@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "harness/rows.h"
 #include "harness/stats.h"
 #include "harness/table.h"
 
@@ -105,14 +106,7 @@ void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
       << "* ex/sec: examples per epoch (mean over measured epochs) / sec/epoch\n";
   if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
   out << "\n";
-  if (!header.hardware.gpu_topology.empty()) {
-    out << "--- nvidia-smi topo -m ---\n\n" << header.hardware.gpu_topology << "\n";
-  } else {
-    out << "--- CPU ---\n\n"
-        << header.hardware.cpu_model << ", " << header.hardware.cores << " cores\n";
-  }
-  out << "BLAS: " << header.hardware.blas << "\n";
-  out << "--------------------------\n" << std::flush;
+  print_hardware_block(out, header.hardware, 0);
 }
 
 std::string hybrid_table_header() {
@@ -252,15 +246,30 @@ nlohmann::json hybrid_settings_json(const HybridSettings& s) {
           {"repeat", s.repeat}};
 }
 
+namespace {
+
+// The generic rows of one side: sec/epoch by trainer.
+void add_hybrid_rows(RowSet& rows, const HybridResult& result) {
+  for (const auto& trainer : result.trainers) {
+    rows.rows.push_back({{{"implementation", result.implementation}, {"trainer", trainer.trainer}},
+                         trainer.epoch_seconds});
+  }
+}
+
+}  // namespace
+
 nlohmann::json hybrid_document(const HybridDocumentInputs& inputs) {
   nlohmann::json document = make_document("hybrid", inputs.metadata);
   document["implementation"] = "gradwire";
   document["settings"] = hybrid_settings_json(inputs.settings);
   document["trainers"] = trainers_to_json(inputs.gradwire);
   document["summary"] = {{"all", all_summary(inputs.gradwire)}};
+  RowSet rows{{"implementation", "trainer"}, "s", "trainer", "implementation", {}};
+  add_hybrid_rows(rows, inputs.gradwire);
   if (inputs.reference) {
     nlohmann::json reference = *inputs.reference;
     const HybridResult theirs = parse_hybrid_result(reference, "the PyTorch reference");
+    add_hybrid_rows(rows, theirs);
     reference["summary"] = {{"all", all_summary(theirs)}};
     const double their_p50 = all_p50_examples_per_second(theirs);
     document["comparison"] = {
@@ -269,6 +278,7 @@ nlohmann::json hybrid_document(const HybridDocumentInputs& inputs) {
         {"ratio_by_repeat", inputs.ratio_by_repeat}};
     document["reference"] = std::move(reference);
   }
+  document["rows"] = to_json(rows);
   return document;
 }
 

@@ -67,7 +67,8 @@ struct HybridDocumentInputs {
 };
 // {"schema_version", "benchmark": "hybrid", "metadata", "implementation": "gradwire",
 //  "settings", "trainers", "summary": {"all": {p50.. sec/epoch and ex/s}}, "reference",
-//  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}} (docs/benchmarks.md).
+//  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "rows"} (docs/benchmarks.md); the
+// generic rows (harness/rows.h) are sec/epoch by implementation and trainer.
 nlohmann::json hybrid_document(const HybridDocumentInputs& inputs);
 nlohmann::json hybrid_settings_json(const HybridSettings& settings);
 

@@ -4,6 +4,7 @@
 
 #include "gradwire/common/error.h"
 #include "harness/pool.h"
+#include "harness/report.h"
 #include "harness/stats.h"
 
 namespace gradwire::bench {
@@ -12,17 +13,13 @@ namespace {
 
 const nlohmann::json& require(const nlohmann::json& object, const char* key,
                               const std::string& where) {
-  if (!object.is_object() || !object.contains(key)) {
-    throw InvalidArgument(where + " has no \"" + key + "\": it is not a hybrid benchmark result");
-  }
-  return object.at(key);
+  return require_field(object, key, where, "hybrid");
 }
 
 template <typename T>
 std::vector<T> number_list(const nlohmann::json& object, const char* key,
                            const std::string& where) {
-  const nlohmann::json& value = require(object, key, where);
-  if (!value.is_array()) throw InvalidArgument(where + ": \"" + key + "\" is not a list");
+  const nlohmann::json& value = require_list(object, key, where, "hybrid");
   std::vector<T> numbers;
   for (const auto& item : value) {
     if (!item.is_number()) {
@@ -113,8 +110,7 @@ HybridResult parse_hybrid_result(const nlohmann::json& document, const std::stri
   if (!implementation.is_string())
     throw InvalidArgument(source + ": \"implementation\" is no name");
   result.implementation = implementation.get<std::string>();
-  const nlohmann::json& trainers = require(document, "trainers", source);
-  if (!trainers.is_array()) throw InvalidArgument(source + ": \"trainers\" is not a list");
+  const nlohmann::json& trainers = require_list(document, "trainers", source, "hybrid");
   for (std::size_t i = 0; i < trainers.size(); ++i) {
     const std::string where = source + " trainers[" + std::to_string(i) + "]";
     HybridTrainerResult trainer;

@@ -6,23 +6,17 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "cases/hybrid_batches.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/embedding.h"
+#include "harness/timing.h"
 
 namespace gradwire::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
 
 struct BatchTensors {
   at::Tensor ids;
@@ -99,30 +93,25 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
     double lookup = 0, dense_forward = 0, backward = 0, push = 0, step = 0;
     std::int64_t examples = 0;
     ddp_dense.reset_stats();
-    const auto start = Clock::now();
+    const Stopwatch epoch_clock;
     for (const auto& batch : batches) {
-      const auto t0 = Clock::now();
+      Stopwatch clock;
       const at::Tensor embedded = embedding->forward(batch.ids, batch.offsets);
-      const auto t1 = Clock::now();
+      lookup += clock.lap();
       const at::Tensor loss =
           torch::nn::functional::cross_entropy(ddp_dense(embedded), batch.targets);
-      const auto t2 = Clock::now();
+      dense_forward += clock.lap();
       loss.backward();  // the embedding's hook sends its gradient to the servers
-      const auto t3 = Clock::now();
+      backward += clock.lap();
       client->flush();
-      const auto t4 = Clock::now();
+      push += clock.lap();
       client->step();
       optimizer.step();
       optimizer.zero_grad();
-      const auto t5 = Clock::now();
-      lookup += seconds_between(t0, t1);
-      dense_forward += seconds_between(t1, t2);
-      backward += seconds_between(t2, t3);
-      push += seconds_between(t3, t4);
-      step += seconds_between(t4, t5);
+      step += clock.lap();
       examples += batch.size;
     }
-    const double elapsed = seconds_between(start, Clock::now());
+    const double elapsed = epoch_clock.seconds();
     const ddp::DdpStats stats = ddp_dense.stats();
     // The part of backward spent waiting for the allreduce after the last gradient.
     const double allreduce =

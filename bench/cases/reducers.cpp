@@ -17,6 +17,7 @@
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
+#include "harness/timing.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -60,15 +61,7 @@ class ReducersStudy {
     if (!context_.reports()) return 0;
     std::cout << "\n" << reducers_overview(results) << std::flush;
     const nlohmann::json whole = document(results);
-    if (!settings_.json_path.empty()) {
-      write_json_file(settings_.json_path, whole);
-      progress("wrote " + settings_.json_path);
-    }
-    // After the JSON, so a page that cannot be drawn never costs the results.
-    if (!settings_.html_path.empty()) {
-      write_html_report(settings_.html_path, {whole}, "gradwire-bench reducers");
-      progress("wrote " + settings_.html_path);
-    }
+    write_result_files(settings_.json_path, settings_.html_path, whole, progress);
     return 0;
   }
 
@@ -83,7 +76,7 @@ class ReducersStudy {
     setup.iterations = settings_.iterations;
     setup.bucket_cap_mb = bucket_size_mb;
     setup.schedule = reducer;
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch clock;
     const TrainingMeasurement measurement = train_and_time(setup, context_.world.communicator(),
                                                            static_cast<std::uint64_t>(comm.rank()));
     ReducerMeasurement out;
@@ -92,10 +85,9 @@ class ReducersStudy {
     out.forward_ms = to_milliseconds(gather_samples(comm, measurement.forward_seconds));
     out.backward_ms = to_milliseconds(gather_samples(comm, measurement.backward_seconds));
     if (context_.reports()) {
-      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       progress(format_fixed(bucket_size_mb, 1) + " MiB, " + ddp::to_string(reducer) + ": " +
                std::to_string(out.buckets) + " buckets, done in " +
-               format_fixed(elapsed.count(), 1) + " s");
+               format_fixed(clock.seconds(), 1) + " s");
     }
     return out;
   }
@@ -141,6 +133,7 @@ class ReducersStudy {
                        {"reducers", reducer_names}};
     doc["hardware"] = to_json(hardware_);
     doc["results"] = reducers_results_json(results);
+    doc["rows"] = to_json(reducers_rows(results));
     return doc;
   }
 

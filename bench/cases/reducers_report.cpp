@@ -114,4 +114,19 @@ nlohmann::json reducers_results_json(const std::vector<BucketSizeResult>& result
   return array;
 }
 
+RowSet reducers_rows(const std::vector<BucketSizeResult>& results) {
+  RowSet rows{{"phase", "reducer", "bucket_size_mb"}, "ms", "bucket_size_mb", "phase", {}};
+  for (const char* phase : {"forward", "backward"}) {
+    for (const auto& result : results) {
+      for (const auto& m : result.reducers) {
+        rows.rows.push_back({{{"phase", phase},
+                              {"reducer", ddp::to_string(m.reducer)},
+                              {"bucket_size_mb", result.bucket_size_mb}},
+                             phase[0] == 'f' ? m.forward_ms : m.backward_ms});
+      }
+    }
+  }
+  return rows;
+}
+
 }  // namespace gradwire::bench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gradwire/ddp/ddp.h"
+#include "harness/rows.h"
 
 namespace gradwire::bench {
 
@@ -39,5 +40,9 @@ std::string reducers_overview(const std::vector<BucketSizeResult>& results);
 // bucket count, and forward_ms / backward_ms summaries (count, mean, min, max, p50 ... p99), plus
 // the raw samples under forward_samples_ms / backward_samples_ms.
 nlohmann::json reducers_results_json(const std::vector<BucketSizeResult>& results);
+
+// The generic rows (harness/rows.h): labels phase (forward, backward), reducer and
+// bucket_size_mb; every rank's samples in milliseconds.
+RowSet reducers_rows(const std::vector<BucketSizeResult>& results);
 
 }  // namespace gradwire::bench

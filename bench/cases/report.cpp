@@ -1,6 +1,7 @@
 // `gradwire-bench report RESULT.json... --html OUT.html [--title TEXT]`: draws benchmark results
-// (ddp, reducers; docs/benchmarks.md) into one self-contained HTML page with charts, which any
-// browser opens offline. Reads every file first, so a bad one leaves no page behind.
+// (any subcommand's --json, and PyTorch's benchmark.py's; docs/benchmarks.md) into one
+// self-contained HTML page with charts, which any browser opens offline. Reads every file first, so
+// a bad one leaves no page behind.
 #include "harness/report.h"
 
 #include <CLI/CLI.hpp>
@@ -15,8 +16,7 @@ namespace gradwire::bench {
 
 Subcommand report_subcommand() {
   return {
-      "report",
-      "draw benchmark results (ddp, reducers --json files) as charts in one offline HTML page",
+      "report", "draw benchmark results (any --json file) as charts in one offline HTML page",
       [](CLI::App& command) -> SubcommandRun {
         struct Options {
           std::vector<std::string> files;

@@ -56,4 +56,20 @@ nlohmann::json to_json(const HardwareInfo& hardware) {
                                                          : nlohmann::json(hardware.gpu_topology)}};
 }
 
+void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank) {
+  if (!hardware.gpu_topology.empty()) {
+    out << "--- nvidia-smi topo -m ---\n\n" << hardware.gpu_topology;
+    if (hardware.gpu_topology.back() != '\n') out << "\n";
+  } else {
+    out << "--- CPU ---\n\n" << hardware.cpu_model << ", " << hardware.cores << " cores";
+    if (threads_per_rank > 0) {
+      out << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
+          << " per rank";
+    }
+    out << "\n";
+  }
+  out << "BLAS: " << hardware.blas << "\n";
+  out << "--------------------------\n" << std::flush;
+}
+
 }  // namespace gradwire::bench

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 namespace gradwire::bench {
@@ -27,5 +28,9 @@ HardwareInfo describe_hardware();
 
 // {"cpu_model": ..., "cores": ..., "blas": ..., "gpu_topology": text or null}.
 nlohmann::json to_json(const HardwareInfo& hardware);
+
+// The hardware part of a report header: `nvidia-smi topo -m` when known, else the CPU model and
+// cores (and "N threads per rank" unless threads_per_rank is 0); then the BLAS line and a rule.
+void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank);
 
 }  // namespace gradwire::bench

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "gradwire/common/error.h"
 #include "harness/command.h"
 
 namespace gradwire::bench {
@@ -40,6 +41,26 @@ std::optional<std::string> find_reference_script(const ScriptPlaces& places, std
   why_not = std::filesystem::path(places.source).filename().string() + " is neither at " +
             places.source + " nor at " + places.installed + ": pass --reference-script";
   return std::nullopt;
+}
+
+std::optional<ReferenceRunner> find_reference(const ReferenceNeeds& needs, std::string& why_not) {
+  const PythonSearch search = find_python_with_torch(needs.python, needs.module);
+  if (!search.found) {
+    why_not = "no Python interpreter with torch" +
+              (needs.module.empty() ? "" : " and " + needs.module) + ": tried " + search.tried +
+              "; install python3-torch (scripts/bench does) or pass --python";
+    return std::nullopt;
+  }
+  const std::optional<std::string> script = find_reference_script(needs.script, why_not);
+  if (!script) return std::nullopt;
+  return ReferenceRunner{*search.found, *script};
+}
+
+ReferenceRunner require_reference(const ReferenceNeeds& needs) {
+  std::string why_not;
+  std::optional<ReferenceRunner> found = find_reference(needs, why_not);
+  if (!found) throw ConfigError("--reference pytorch cannot run: " + why_not);
+  return *found;
 }
 
 }  // namespace gradwire::bench

@@ -41,4 +41,24 @@ struct ScriptPlaces {
 // read", or "NAME is neither at S nor at I: pass --reference-script"), when there is none.
 std::optional<std::string> find_reference_script(const ScriptPlaces& places, std::string& why_not);
 
+// What a case's PyTorch reference runs with, and where to look for it.
+struct ReferenceNeeds {
+  std::string python;  // --python; empty: python_candidates' defaults
+  std::string module;  // imported besides torch (e.g. "torch.distributed.rpc"); empty: none
+  ScriptPlaces script;
+};
+struct ReferenceRunner {
+  PythonTorch python;
+  std::string script;
+};
+
+// The one error policy of references: the interpreter and the script, or nullopt with why in
+// `why_not`: "no Python interpreter with torch[ and MODULE]: tried ...; install python3-torch
+// (scripts/bench does) or pass --python", or find_reference_script's reason. The case decides
+// whether that skips its reference (ddp) or stops the run (require_reference, hybrid). Blocks a
+// second or two per interpreter tried.
+std::optional<ReferenceRunner> find_reference(const ReferenceNeeds& needs, std::string& why_not);
+// find_reference, throwing ConfigError with the reason when something is missing.
+ReferenceRunner require_reference(const ReferenceNeeds& needs);
+
 }  // namespace gradwire::bench

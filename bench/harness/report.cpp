@@ -121,6 +121,22 @@ void write_json_file(const std::string& path, const nlohmann::json& document) {
   write_text_file(path, document.dump(2) + "\n");
 }
 
+const nlohmann::json& require_field(const nlohmann::json& object, const char* key,
+                                    const std::string& where, const std::string& benchmark) {
+  if (!object.is_object() || !object.contains(key)) {
+    throw InvalidArgument(where + " has no \"" + key + "\": it is not a " + benchmark +
+                          " benchmark result");
+  }
+  return object.at(key);
+}
+
+const nlohmann::json& require_list(const nlohmann::json& object, const char* key,
+                                   const std::string& where, const std::string& benchmark) {
+  const nlohmann::json& value = require_field(object, key, where, benchmark);
+  if (!value.is_array()) throw InvalidArgument(where + ": \"" + key + "\" is not a list");
+  return value;
+}
+
 nlohmann::json read_json_document(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("could not open benchmark results " + path + ": check the path");

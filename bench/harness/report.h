@@ -66,6 +66,14 @@ void write_text_file(const std::string& path, const std::string& text);
 // write_text_file of `document`, indented.
 void write_json_file(const std::string& path, const nlohmann::json& document);
 
+// Readers' field checks: `key` of `object`, else InvalidArgument "WHERE has no "KEY": it is not a
+// BENCHMARK benchmark result"; require_list also throws unless it is an array ("WHERE: "KEY" is
+// not a list").
+const nlohmann::json& require_field(const nlohmann::json& object, const char* key,
+                                    const std::string& where, const std::string& benchmark);
+const nlohmann::json& require_list(const nlohmann::json& object, const char* key,
+                                   const std::string& where, const std::string& benchmark);
+
 // Reads a JSON file of any origin (PyTorch's benchmark.py writes no schema_version). Throws
 // gradwire::Error naming the path when it cannot be read or parsed.
 nlohmann::json read_json_document(const std::string& path);

@@ -1,7 +1,6 @@
 #include "harness/timing.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 #include "gradwire/common/error.h"
@@ -32,10 +31,9 @@ std::vector<double> time_iterations(const IterationCounts& counts,
   std::vector<double> seconds;
   seconds.reserve(static_cast<std::size_t>(std::max(counts.timed, 0)));
   for (int i = 0; i < counts.timed; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch clock;
     body();
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    seconds.push_back(elapsed.count());
+    seconds.push_back(clock.seconds());
   }
   return seconds;
 }

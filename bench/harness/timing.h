@@ -1,12 +1,38 @@
-// The timing loop every benchmark case uses: untimed warm-up iterations, then timed iterations
-// measured one by one with a monotonic clock, and how many of each a message size gets.
+// How benchmark cases time: the one clock every case measures with (Stopwatch), the loop of one
+// call (time_iterations: untimed warm-up iterations, then timed iterations measured one by one),
+// and how many of each a message size gets.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace gradwire::bench {
+
+// A monotonic (steady) clock started when constructed. Cases time every measured interval with
+// it: a whole step with seconds(), its phases with lap(). Not thread-safe; never throws.
+class Stopwatch {
+ public:
+  Stopwatch() : start_(Clock::now()), lap_(start_) {}
+  // Seconds since construction.
+  double seconds() const { return since(start_); }
+  // Seconds since the previous lap (or construction); starts the next lap.
+  double lap() {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - lap_).count();
+    lap_ = now;
+    return seconds;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static double since(Clock::time_point from) {
+    return std::chrono::duration<double>(Clock::now() - from).count();
+  }
+  Clock::time_point start_;
+  Clock::time_point lap_;
+};
 
 // How many iterations a size gets. Small messages run `iters` timed iterations; large ones fewer,
 // so that each size moves about `bytes_per_size` bytes, but never fewer than `min_iters`.

@@ -6,7 +6,9 @@
 #include "gradwire/common/error.h"
 #include "harness/report.h"
 #include "report/ddp_charts.h"
+#include "report/hybrid_charts.h"
 #include "report/reducers_charts.h"
+#include "report/rows_charts.h"
 
 namespace gradwire::bench {
 
@@ -45,14 +47,17 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
   const std::string kind = benchmark->get<std::string>();
   if (kind == "ddp") return ddp_charts(parse_ddp_document(document, source), source);
   if (kind == "reducers") return reducers_charts(document, source);
+  if (kind == "hybrid") return hybrid_charts(document, source);
+  if (document.contains("rows")) return rows_charts(document, source);
   throw InvalidArgument(source + " holds results of gradwire-bench " + kind +
-                        ", which the report cannot draw (it draws " + known_kinds() + ")");
+                        " without a \"rows\" section, which the report cannot draw (it draws " +
+                        known_kinds() + ", and any result with rows)");
 }
 
 }  // namespace
 
 const std::vector<std::string>& charted_benchmarks() {
-  static const std::vector<std::string> kKinds = {"ddp", "reducers"};
+  static const std::vector<std::string> kKinds = {"ddp", "reducers", "hybrid"};
   return kKinds;
 }
 

@@ -4,8 +4,9 @@
 // to_json and its embedded script (charts.js) draws them.
 //
 // Documents read: "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
-// benchmark.py --json, recognised by benchmark_results without schema_version) and "reducers"
-// (gradwire-bench reducers --json). docs/benchmarks.md lists the charts of each.
+// benchmark.py --json, recognised by benchmark_results without schema_version), "reducers" and
+// "hybrid", each with charts of its own, and any other gradwire-bench result through its "rows"
+// section (rows_charts.h). docs/benchmarks.md lists the charts of each.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -63,11 +64,11 @@ void finish_chart(ChartSpec& chart);
 // Pure: the charts of one document, in the order of its results. `source` names the document in
 // titles and messages (a file path). Throws gradwire::InvalidArgument naming `source` when the
 // document is not an object, has a schema_version other than kSchemaVersion, is of a benchmark
-// that has no charts ("collectives", unknown kinds), or lacks a field the charts need.
+// that has no charts of its own and no "rows" section, or lacks a field the charts need.
 std::vector<ChartSpec> charts_from_document(const nlohmann::json& document,
                                             const std::string& source);
 
-// The benchmark kinds charts_from_document draws, for messages and docs.
+// The benchmark kinds with charts of their own, for messages and docs.
 const std::vector<std::string>& charted_benchmarks();
 
 // What the page's script reads (field names as in the structs; x_scale "linear" or "log2").

@@ -1,7 +1,5 @@
 #include "report/html_report.h"
 
-#include <fstream>
-
 #include "cases/diff.h"
 #include "gradwire/common/error.h"
 #include "harness/report.h"
@@ -131,18 +129,7 @@ ReportPage build_report_page(const std::vector<ReportInput>& inputs, const std::
   return page;
 }
 
-ReportInput read_report_input(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("could not open benchmark results " + path + ": check the path");
-  ReportInput input{path, nullptr};
-  try {
-    in >> input.document;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("benchmark results " + path + " are not valid JSON (" + e.what() +
-                "): was the run interrupted while writing?");
-  }
-  return input;
-}
+ReportInput read_report_input(const std::string& path) { return {path, read_json_document(path)}; }
 
 void write_html_report(const std::string& path, const std::vector<nlohmann::json>& documents,
                        const std::string& title) {
@@ -157,6 +144,20 @@ void write_html_report(const std::string& path, const std::vector<nlohmann::json
     inputs.push_back({source, document});
   }
   write_text_file(path, render_html_page(build_report_page(inputs, title)));
+}
+
+void write_result_files(const std::string& json_path, const std::string& html_path,
+                        const nlohmann::json& document,
+                        const std::function<void(const std::string&)>& progress) {
+  if (!json_path.empty()) {
+    write_json_file(json_path, document);
+    progress("wrote " + json_path);
+  }
+  if (!html_path.empty()) {
+    write_html_report(html_path, {document},
+                      "gradwire-bench " + document.value("benchmark", std::string("result")));
+    progress("wrote " + html_path);
+  }
 }
 
 }  // namespace gradwire::bench

@@ -3,6 +3,7 @@
 // these, and any subcommand can write its page next to its JSON with write_html_report.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,5 +41,13 @@ ReportInput read_report_input(const std::string& path);
 // be written. Blocks for the file write only.
 void write_html_report(const std::string& path, const std::vector<nlohmann::json>& documents,
                        const std::string& title = kDefaultReportTitle);
+
+// A case's result files: `document` to `json_path`, then its page (write_html_report, titled
+// "gradwire-bench <benchmark>") to `html_path`, each only when its path is not empty; the page
+// after the JSON, so a page that cannot be drawn never costs the results. `progress` gets
+// "wrote PATH" after each. Throws as write_json_file and write_html_report.
+void write_result_files(const std::string& json_path, const std::string& html_path,
+                        const nlohmann::json& document,
+                        const std::function<void(const std::string&)>& progress);
 
 }  // namespace gradwire::bench

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "gradwire/common/error.h"
+#include "harness/report.h"
 
 namespace gradwire::bench {
 
@@ -18,10 +19,7 @@ constexpr Phase kPhases[] = {{"forward_ms", "forward"}, {"backward_ms", "backwar
 
 const nlohmann::json& require(const nlohmann::json& object, const char* key,
                               const std::string& where) {
-  if (!object.is_object() || !object.contains(key)) {
-    throw InvalidArgument(where + " has no \"" + key + "\": it is not a reducers benchmark result");
-  }
-  return object.at(key);
+  return require_field(object, key, where, "reducers");
 }
 
 double require_number(const nlohmann::json& object, const char* key, const std::string& where) {
@@ -30,13 +28,6 @@ double require_number(const nlohmann::json& object, const char* key, const std::
     throw InvalidArgument(where + ": \"" + key + "\" is " + value.dump() + ", not a number");
   }
   return value.get<double>();
-}
-
-const nlohmann::json& require_array(const nlohmann::json& object, const char* key,
-                                    const std::string& where) {
-  const nlohmann::json& value = require(object, key, where);
-  if (!value.is_array()) throw InvalidArgument(where + ": \"" + key + "\" is not a list");
-  return value;
 }
 
 // "resnet50, batch size 32, 2 ranks" from the settings present; empty when there are none.
@@ -74,11 +65,11 @@ std::vector<ChartSpec> reducers_charts(const nlohmann::json& document, const std
 
   // Per reducer, the index of its p50 series in every chart (the mean series follows it).
   std::map<std::string, std::size_t> first_series;
-  const nlohmann::json& results = require_array(document, "results", source);
+  const nlohmann::json& results = require_list(document, "results", source, "reducers");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string where = source + " results[" + std::to_string(i) + "]";
     const double bucket_mb = require_number(results[i], "bucket_size_mb", where);
-    const nlohmann::json& reducers = require_array(results[i], "reducers", where);
+    const nlohmann::json& reducers = require_list(results[i], "reducers", where, "reducers");
     for (std::size_t j = 0; j < reducers.size(); ++j) {
       const std::string entry_where = where + ".reducers[" + std::to_string(j) + "]";
       const nlohmann::json& name_field = require(reducers[j], "reducer", entry_where);

@@ -56,4 +56,19 @@ inline std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// A result file compared with itself (`diff FILE FILE`, every delta +0.0%) and drawn
+// (`report FILE --html ...`); both must exit 0. Returns the two outputs.
+struct SelfComparison {
+  std::string diff;
+  std::string report;
+};
+inline SelfComparison diff_and_report(const std::string& json) {
+  const BenchRun diff = run_bench("diff '" + json + "' '" + json + "'");
+  EXPECT_EQ(diff.exit_code, 0) << diff.output;
+  const BenchRun report = run_bench("report '" + json + "' --html '" + json + ".html'");
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  std::remove((json + ".html").c_str());
+  return {diff.output, report.output};
+}
+
 }  // namespace gradwire::bench::testing

@@ -37,6 +37,10 @@ TEST(CollectivesDocumentTest, HasSchemaSettingsAndRows) {
   EXPECT_NEAR(rows[1].at("time_us").at("mean").get<double>(), 1.0, 1e-9);
   EXPECT_NEAR(rows[1].at("busbw_gbps").get<double>(), 0.016, 1e-9);
   EXPECT_NEAR(rows[1].at("busbw_vs_memcpy").get<double>(), 0.0016, 1e-9);
+  const auto& generic = document.at("rows").at("entries");  // harness/rows.h, microseconds
+  ASSERT_EQ(generic.size(), 2u);
+  EXPECT_EQ(generic[1].at("labels").at("bytes"), 16);
+  EXPECT_NEAR(generic[1].at("samples").at(0).get<double>(), 1.0, 1e-9);
 }
 
 TEST(CollectivesTableTest, PrintsOneLinePerRowAndAFooter) {

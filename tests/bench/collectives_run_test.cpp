@@ -60,6 +60,14 @@ TEST(CollectivesRunTest, TwoLocalRanksProduceCorrectRowsAndJson) {
   EXPECT_NE(run.output.find("memcpy reference"), std::string::npos) << run.output;
 
   const nlohmann::json document = read_json_file(json);
+  // The generic rows: diff compares them, report draws one chart per op.
+  EXPECT_EQ(document.at("rows").at("entries").size(), 40u);
+  const auto self = testing::diff_and_report(json);
+  EXPECT_EQ(count(self.diff, "+0.0%"), 80u) << self.diff;
+  EXPECT_NE(self.diff.find("op allreduce, backend gloo, buffers ordinary, bytes 4096"),
+            std::string::npos)
+      << self.diff;
+  EXPECT_NE(self.report.find("wrote 4 charts from 1 file"), std::string::npos) << self.report;
   std::filesystem::remove_all(directory);
   EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("benchmark"), "collectives");

@@ -94,6 +94,10 @@ TEST(DataBenchReportTest, JsonDocumentHoldsSettingsSetsRowsAndTarget) {
   EXPECT_DOUBLE_EQ(document.at("target").at("worst_uncompressed_vs_raw").get<double>(), 0.25);
   EXPECT_EQ(document.at("target").at("met"), false);
   EXPECT_EQ(document.at("wrong"), 1);
+  const auto& generic = document.at("rows").at("entries");  // harness/rows.h, milliseconds
+  ASSERT_EQ(generic.size(), rows.size());
+  EXPECT_EQ(generic[1].at("labels").at("mode"), "static");
+  EXPECT_DOUBLE_EQ(generic[1].at("samples").at(0).get<double>(), rows[1].samples[0] * 1e3);
 }
 
 }  // namespace

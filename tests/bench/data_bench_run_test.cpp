@@ -15,6 +15,7 @@ namespace gradwire::bench {
 namespace {
 
 using testing::BenchRun;
+using testing::count;
 using testing::run_bench;
 using testing::temp_path;
 
@@ -32,6 +33,10 @@ TEST(DataBenchRunTest, TwoRanksMeasureEveryCaseAndEveryRecordArrives) {
       << run.output;
 
   const nlohmann::json document = read_json_file(json);
+  // Its generic rows: diff compares every one, report draws a chart per set.
+  const auto self = testing::diff_and_report(json);
+  EXPECT_EQ(count(self.diff, "+0.0%"), 2 * document.at("results").size()) << self.diff;
+  EXPECT_NE(self.report.find("wrote 1 chart from 1 file"), std::string::npos) << self.report;
   std::remove(json.c_str());
   EXPECT_EQ(document.at("benchmark"), "data");
   EXPECT_EQ(document.at("metadata").at("ranks"), 2);

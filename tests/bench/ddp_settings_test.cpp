@@ -122,7 +122,9 @@ TEST(DdpReferenceTest, CommandCarriesTheSettings) {
   EXPECT_EQ(with_flags[with_flags.size() - 2], "--interleave");
   EXPECT_EQ(with_flags.back(), "--gradient-as-bucket-view");
   std::string why_not;
-  EXPECT_FALSE(find_ddp_python("/nonexistent/python", why_not));
+  DdpSettings missing = settings;
+  missing.python = "/nonexistent/python";
+  EXPECT_FALSE(find_reference(ddp_reference_needs(missing), why_not));
   EXPECT_NE(why_not.find("no Python interpreter with torch: tried /nonexistent/python (not found)"),
             std::string::npos)
       << why_not;

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "cases/hybrid_charts.h"
 #include "cases/hybrid_results.h"
 #include "gradwire/common/error.h"
+#include "report/hybrid_charts.h"
 
 namespace gradwire::bench {
 namespace {

@@ -73,6 +73,10 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
   const nlohmann::json document = read_json_file(json);
+  // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
+  const auto self = testing::diff_and_report(json);
+  EXPECT_NE(self.report.find("wrote 3 charts from 1 file"), std::string::npos) << self.report;
+  EXPECT_EQ(count(self.diff, "+0.0%"), 4u) << self.diff;
   std::remove(json.c_str());
   EXPECT_EQ(document.at("schema_version"), 1);
   EXPECT_EQ(document.at("benchmark"), "hybrid");

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "gradwire/common/error.h"
+
 namespace gradwire::bench {
 namespace {
 
@@ -37,6 +39,23 @@ TEST(PythonTest, ReferenceScriptIsThePreferredThenTheSourceThenTheInstalledCopy)
   EXPECT_EQ(why_not,
             "ref.py is neither at /none/s/ref.py nor at /none/i/ref.py: pass --reference-script");
   std::remove(present.c_str());
+}
+
+// One error policy: a missing interpreter is a reason (ddp skips), or a ConfigError (hybrid stops).
+TEST(PythonTest, FindReferenceSaysWhatIsMissing) {
+  const ReferenceNeeds needs{
+      "/nonexistent/python", "torch.distributed.rpc", {"", "/a.py", "/b.py"}};
+  std::string why_not;
+  EXPECT_FALSE(find_reference(needs, why_not));
+  EXPECT_EQ(why_not,
+            "no Python interpreter with torch and torch.distributed.rpc: tried /nonexistent/python "
+            "(not found); install python3-torch (scripts/bench does) or pass --python");
+  try {
+    require_reference(needs);
+    FAIL() << "no reference was found, yet nothing was thrown";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--reference pytorch cannot run: " + why_not);
+  }
 }
 
 }  // namespace

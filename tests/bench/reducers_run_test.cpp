@@ -42,6 +42,10 @@ TEST(ReducersRunTest, MlpOnTwoRanks) {
   EXPECT_EQ(count(run.output, "\nsync  "), 4u) << run.output;
   EXPECT_NE(run.output.find("=== Backward mean (ms) by bucket size"), std::string::npos);
 
+  // diff compares its generic rows: 2 phases x 2 sizes x 3 reducers, p50 and p95 each.
+  const auto self = testing::diff_and_report(json);
+  EXPECT_EQ(count(self.diff, "+0.0%"), 24u) << self.diff;
+  EXPECT_NE(self.report.find("wrote 2 charts from 1 file"), std::string::npos) << self.report;
   std::ifstream in(json);
   const nlohmann::json document = nlohmann::json::parse(in);
   std::remove(json.c_str());

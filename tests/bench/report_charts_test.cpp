@@ -1,6 +1,6 @@
 // The charts gradwire-bench report draws, from hand-written fixtures with known numbers: ddp
 // results of gradwire (with and without an embedded PyTorch reference) and of PyTorch's
-// benchmark.py, and a reducers result; and the documents it refuses.
+// benchmark.py, a reducers result, generic rows; and the documents it refuses.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -173,6 +173,27 @@ TEST(ReducersChartsTest, PointsAreSortedAndReducersKeepFirstAppearanceOrder) {
   expect_points(charts[0].series[1], {2, 8}, {2.0, 2.0});
   expect_points(charts[0].series[2], {2}, {1.0});
   EXPECT_TRUE(charts[0].series[0].points[0].note.empty());
+}
+
+// Any other result is drawn from its generic rows (harness/rows.h): a chart per chart_by value.
+TEST(RowsChartsTest, OneChartPerChartByValueWithP50AndP90) {
+  const nlohmann::json rows = {
+      {"unit", "us"},
+      {"x", "bytes"},
+      {"chart_by", "op"},
+      {"dimensions", {"op", "bytes"}},
+      {"entries",
+       {{{"labels", {{"op", "allreduce"}, {"bytes", 16}}}, {"samples", {2.0, 4.0}}},
+        {{"labels", {{"op", "allreduce"}, {"bytes", 8}}}, {"samples", {1.0}}},
+        {{"labels", {{"op", "broadcast"}, {"bytes", 8}}}, {"samples", {5.0}}}}}};
+  const auto charts = charts_from_document(
+      {{"schema_version", 1}, {"benchmark", "collectives"}, {"rows", rows}}, "c.json");
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].title, "collectives: op allreduce");
+  EXPECT_EQ(charts[0].x_label, "bytes");
+  expect_points(series_named(charts[0], "collectives p50"), {8, 16}, {1.0, 3.0});
+  expect_points(series_named(charts[0], "collectives p90"), {8, 16}, {1.0, 3.8});
+  expect_points(series_named(charts[1], "collectives p50"), {8}, {5.0});
 }
 
 TEST(ChartsRefusalTest, NamesTheFileAndTheReason) {

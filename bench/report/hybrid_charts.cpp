@@ -1,11 +1,8 @@
-#include "cases/hybrid_charts.h"
+#include "report/hybrid_charts.h"
 
 #include "cases/hybrid_results.h"
-#include "harness/report.h"
 #include "harness/stats.h"
 #include "harness/table.h"
-#include "report/html_page.h"
-#include "report/html_report.h"
 
 namespace gradwire::bench {
 
@@ -97,15 +94,6 @@ ChartSpec phases_chart(const std::vector<Side>& sides, const std::string& source
 std::vector<ChartSpec> hybrid_charts(const nlohmann::json& document, const std::string& source) {
   const std::vector<Side> sides = sides_of(document, source);
   return {rates_chart(sides, source), epochs_chart(sides, source), phases_chart(sides, source)};
-}
-
-void write_hybrid_html(const std::string& path, const nlohmann::json& document) {
-  const std::string source = "gradwire-bench hybrid";
-  ReportPage page;
-  page.title = "gradwire-bench hybrid";
-  page.sources.push_back(describe_document(document, source));
-  page.charts = hybrid_charts(document, source);
-  write_text_file(path, render_html_page(page));
 }
 
 }  // namespace gradwire::bench
