@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "gradwire/common/error.h"
+#include "gradwire/data/recordio_inspect.h"  // crc32_of
 #include "gradwire/data/recordio_reader.h"
 
 namespace gradwire::bench {
