@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs gradwire from the build tree into a scratch prefix, builds examples/allreduce as an
 # outside project with find_package(gradwire), runs it as a one-rank job and checks that it links
-# no gRPC; then builds the hybrid example with the ps component.
+# no gRPC; then, when the build has the ps component (PS_COMPONENT ON), builds the hybrid example
+# with it. Usage: install_test.sh BUILD_DIR SOURCE_DIR PS_COMPONENT
 set -euo pipefail
 build_dir=$1
 source_dir=$2
+ps_component=$3
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
@@ -24,6 +26,10 @@ if ldd "$scratch/build/example-allreduce" | grep -i grpc; then
 fi
 echo "example-allreduce links no gRPC"
 
+if [ "$ps_component" != ON ]; then
+  echo "no parameter-server component in this build (GRADWIRE_PS=OFF): the hybrid example is left out"
+  exit 0
+fi
 # The parameter-server component (find_package(gradwire COMPONENTS ps): gradwire::ps with gRPC,
 # protobuf and zlib) comes with the package: the hybrid example builds against the installed tree.
 cmake -S "$source_dir/examples/hybrid_train" -B "$scratch/hybrid" \
