@@ -11,11 +11,9 @@
 
 #include "cases/ddp_results.h"
 #include "harness/hardware.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
-
-// The percentiles every table row shows (upstream's).
-const std::vector<int>& ddp_row_percentiles();
 
 // What the header block says about the run.
 struct DdpHeader {
@@ -39,6 +37,8 @@ void print_ddp_header(std::ostream& out, const DdpHeader& header);
 
 // Pure: seconds with 3 (>= 1 s), 4 (>= 10 ms) or 6 decimals, so small models stay readable.
 std::string format_seconds(double seconds);
+// The sec/iter and ex/sec cells of every ddp table (rows of training_percentiles(), diff's cells).
+inline const RateColumns kDdpRateColumns{"sec/iter", 9, 1, format_seconds};
 
 // "Benchmark: resnet50 with batch size 32" (upstream's wording).
 std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_size);

@@ -15,9 +15,6 @@
 
 namespace gradwire::bench {
 
-// The percentiles the diff compares (upstream's).
-const std::vector<int>& diff_percentiles();
-
 // Pure: a field value as the settings block prints it: strings bare, null as "None" (as
 // upstream's Python prints it), arrays space-separated, multi-line text as "(N lines)".
 std::string describe_field(const nlohmann::json& value);

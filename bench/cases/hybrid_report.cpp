@@ -12,8 +12,7 @@ namespace gradwire::bench {
 namespace {
 
 constexpr int kLabelWidth = 8;  // PyTorch's DDP + RPC benchmark: "%8s:"
-constexpr int kSecondsWidth = 9;
-constexpr int kRateWidth = 8;
+const RateColumns kRateColumns{"sec/epoch", 8, 0, nullptr};
 
 std::string trainer_label(int trainer) { return "Trainer" + std::to_string(trainer); }
 
@@ -73,7 +72,7 @@ nlohmann::json all_summary(const HybridResult& result) {
   if (seconds.empty()) return summary;
   summary["examples_per_epoch"] = total_examples_per_epoch(result);
   for (const auto& row :
-       rate_percentiles(seconds, total_examples_per_epoch(result), hybrid_row_percentiles())) {
+       rate_percentiles(seconds, total_examples_per_epoch(result), training_percentiles())) {
     const std::string p = "p" + std::to_string(row.percentile);
     summary[p + "_sec_per_epoch"] = row.seconds;
     summary[p + "_ex_per_sec"] = row.examples_per_second;
@@ -110,23 +109,14 @@ void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
 }
 
 std::string hybrid_table_header() {
-  std::string line(static_cast<std::size_t>(kLabelWidth + 1), ' ');
-  for (std::size_t i = 0; i < hybrid_row_percentiles().size(); ++i) {
-    line += std::string(7, ' ') + pad_left("sec/epoch", kSecondsWidth) + " " +
-            pad_left("ex/sec", kRateWidth);
-  }
-  return line;
+  return std::string(static_cast<std::size_t>(kLabelWidth + 1), ' ') +
+         kRateColumns.headers(training_percentiles().size());
 }
 
 std::string hybrid_row(const std::string& label, const std::vector<double>& seconds,
                        double examples) {
-  std::string row = pad_left(label, kLabelWidth) + ":";
-  for (const auto& cell : rate_percentiles(seconds, examples, hybrid_row_percentiles())) {
-    row += percentile_name(cell.percentile) +
-           pad_left(format_fixed(cell.seconds, 4) + "s", kSecondsWidth) + " " +
-           pad_left(format_fixed(cell.examples_per_second, 0) + "/s", kRateWidth);
-  }
-  return row;
+  return pad_left(label, kLabelWidth) + ":" +
+         kRateColumns.cells(seconds, examples, training_percentiles());
 }
 
 std::vector<std::string> hybrid_rows(const HybridResult& result) {
@@ -200,8 +190,8 @@ std::vector<std::string> hybrid_comparison_rows(const HybridResult& gradwire,
                                    "gradwire " + hybrid_row("All", ours, our_examples),
                                    "pytorch  " + hybrid_row("All", theirs, their_examples)};
   std::string ratios = "gradwire/pytorch ex/s: ";
-  const auto a = rate_percentiles(ours, our_examples, hybrid_row_percentiles());
-  const auto b = rate_percentiles(theirs, their_examples, hybrid_row_percentiles());
+  const auto a = rate_percentiles(ours, our_examples, training_percentiles());
+  const auto b = rate_percentiles(theirs, their_examples, training_percentiles());
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double ratio =
         b[i].examples_per_second > 0 ? a[i].examples_per_second / b[i].examples_per_second : 0.0;
