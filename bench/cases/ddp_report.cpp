@@ -37,13 +37,8 @@ std::string format_seconds(double seconds) {
 }
 
 void print_ddp_header(std::ostream& out, const DdpHeader& header) {
-  const std::string rule = "-----------------------------------------";
-  out << rule << "\n"
-      << "gradwire distributed benchmark suite: ddp\n"
-      << rule << "\n\n"
-      << "* gradwire version: " << header.gradwire_version << "\n"
-      << "* libtorch version: " << header.torch_version << "\n"
-      << "* Distributed backend: " << header.backend << "\n"
+  print_suite_title(out, "ddp", 41, header.gradwire_version, header.torch_version);
+  out << "* Distributed backend: " << header.backend << "\n"
       << "* Maximum bucket size: " << header.bucket_cap_mb << "MB (first bucket "
       << header.first_bucket_mb << "MB)\n"
       << "* Ranks: " << header.ranks << " (" << header.ranks_per_node
@@ -111,11 +106,6 @@ const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& res
   return nullptr;
 }
 
-const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
-                                          std::int64_t batch_size) {
-  return find_matching_model(report.results, model, batch_size);
-}
-
 std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
                                         std::int64_t batch_size, const DdpRound& round) {
   std::vector<double> ratios;
@@ -139,7 +129,8 @@ void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& 
       << "(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)\n";
   for (const auto& result : gradwire) {
     out << "\n" << ddp_benchmark_title(result.model, result.batch_size) << "\n\n";
-    const DdpModelResult* theirs = find_matching_model(reference, result.model, result.batch_size);
+    const DdpModelResult* theirs =
+        find_matching_model(reference.results, result.model, result.batch_size);
     if (theirs == nullptr) {
       out << "(the reference did not measure this model)\n";
       continue;

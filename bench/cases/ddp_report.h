@@ -58,11 +58,9 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
 // Pure: the reference's round matching `round` (same ddp flag and world size, and the same variant
 // when both name one), if any.
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round);
-// Pure: the result for `model` and `batch_size` among `results` (or a report's), if any.
+// Pure: the result for `model` and `batch_size` among `results`, if any.
 const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& results,
                                           const std::string& model, std::int64_t batch_size);
-const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
-                                          std::int64_t batch_size);
 
 // Each repeat's results of both sides, in the order they ran (gradwire-bench ddp --repeat).
 struct DdpRepeats {

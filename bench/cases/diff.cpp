@@ -154,7 +154,7 @@ std::string describe_field(const nlohmann::json& value) {
 void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test) {
   print_settings(out, baseline, test);
   for (const auto& a : baseline.results) {
-    const DdpModelResult* b = find_matching_model(test, a.model, a.batch_size);
+    const DdpModelResult* b = find_matching_model(test.results, a.model, a.batch_size);
     if (b == nullptr) {
       out << ddp_benchmark_title(a.model, a.batch_size) << ": only in baseline\n\n";
       continue;
@@ -162,7 +162,7 @@ void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpRepor
     print_model(out, a, *b);
   }
   for (const auto& b : test.results) {
-    if (find_matching_model(baseline, b.model, b.batch_size) == nullptr) {
+    if (find_matching_model(baseline.results, b.model, b.batch_size) == nullptr) {
       out << ddp_benchmark_title(b.model, b.batch_size) << ": only in test\n\n";
     }
   }

@@ -84,13 +84,9 @@ nlohmann::json all_summary(const HybridResult& result) {
 
 void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
   const HybridSettings& s = header.settings;
-  const std::string rule = "-------------------------------------------------";
-  out << rule << "\n"
-      << "gradwire distributed benchmark suite: hybrid (DDP + parameter servers)\n"
-      << rule << "\n\n"
-      << "* gradwire version: " << header.gradwire_version << "\n"
-      << "* libtorch version: " << header.torch_version << "\n"
-      << "* Distributed backend: " << header.backend << " (dense part), gRPC (servers)\n"
+  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, header.gradwire_version,
+                    header.torch_version);
+  out << "* Distributed backend: " << header.backend << " (dense part), gRPC (servers)\n"
       << "* Trainers: " << s.trainers << ", parameter servers: " << s.servers
       << ", one intra-op thread per trainer\n"
       << "* Embedding: " << s.rows << " rows x " << s.embedding_width() << " (" << s.servers

@@ -56,6 +56,14 @@ nlohmann::json to_json(const HardwareInfo& hardware) {
                                                          : nlohmann::json(hardware.gpu_topology)}};
 }
 
+void print_suite_title(std::ostream& out, const std::string& title, std::size_t rule_width,
+                       const std::string& gradwire_version, const std::string& torch_version) {
+  const std::string rule(rule_width, '-');
+  out << rule << "\ngradwire distributed benchmark suite: " << title << "\n"
+      << rule << "\n\n* gradwire version: " << gradwire_version
+      << "\n* libtorch version: " << torch_version << "\n";
+}
+
 void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank) {
   if (!hardware.gpu_topology.empty()) {
     out << "--- nvidia-smi topo -m ---\n\n" << hardware.gpu_topology;
