@@ -64,8 +64,6 @@ std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_
   return prefix(round.world_size(), label) + ":" + percentile_cells(round.measurements, batch_size);
 }
 
-std::string ddp_comparison_header() { return column_headers(kPrefixWidth + 17); }
-
 std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
                                              const std::vector<double>& gradwire_seconds,
                                              const std::vector<double>& reference_seconds,
@@ -135,7 +133,7 @@ void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& 
       out << "(the reference did not measure this model)\n";
       continue;
     }
-    out << ddp_comparison_header() << "\n";
+    out << column_headers(kPrefixWidth + 17) << "\n";
     for (const auto& round : result.rounds) {
       const DdpRound* match = find_matching_round(*theirs, round);
       const std::string label = round_label(round, ranks_per_node);

@@ -47,9 +47,8 @@ std::string ddp_table_header();
 // "   2 ranks --    1M/2R:  p50:  0.2150s   37.2/s  p75: ..." (no newline).
 std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size);
 
-// The comparison with the reference: column headers, then for one configuration three lines:
-// gradwire's percentiles, the reference's, and gradwire/reference sec/iter ratios.
-std::string ddp_comparison_header();
+// The comparison with the reference, for one configuration: gradwire's percentiles, the
+// reference's, and gradwire/reference sec/iter ratios.
 std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
                                              const std::vector<double>& gradwire_seconds,
                                              const std::vector<double>& reference_seconds,

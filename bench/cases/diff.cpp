@@ -133,6 +133,25 @@ bool is_ddp_document(const nlohmann::json& document) {
          (document.contains("benchmark_results") || document.value("benchmark", "") == "ddp");
 }
 
+// Prints the comparison of two files: print_ddp_diff when either is a DDP result, else
+// print_rows_diff.
+void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path) {
+  const nlohmann::json baseline = read_json_document(baseline_path);
+  const nlohmann::json test = read_json_document(test_path);
+  if (is_ddp_document(baseline) || is_ddp_document(test)) {
+    print_ddp_diff(out, read_ddp_file(baseline_path), read_ddp_file(test_path));
+    return;
+  }
+  const std::string kind = baseline.value("benchmark", "");
+  if (kind != test.value("benchmark", "")) {
+    throw InvalidArgument(baseline_path + " and " + test_path +
+                          " hold results of different benchmarks: compare like with like");
+  }
+  out << "gradwire-bench " << kind << ": " << baseline_path << " (baseline) vs " << test_path
+      << " (test)\n";
+  print_rows_diff(out, parse_row_set(baseline, baseline_path), parse_row_set(test, test_path));
+}
+
 }  // namespace
 
 std::string describe_field(const nlohmann::json& value) {
@@ -167,23 +186,6 @@ void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpRepor
     }
   }
   out << std::flush;
-}
-
-void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path) {
-  const nlohmann::json baseline = read_json_document(baseline_path);
-  const nlohmann::json test = read_json_document(test_path);
-  if (is_ddp_document(baseline) || is_ddp_document(test)) {
-    print_ddp_diff(out, read_ddp_file(baseline_path), read_ddp_file(test_path));
-    return;
-  }
-  const std::string kind = baseline.value("benchmark", "");
-  if (kind != test.value("benchmark", "")) {
-    throw InvalidArgument(baseline_path + " and " + test_path +
-                          " hold results of different benchmarks: compare like with like");
-  }
-  out << "gradwire-bench " << kind << ": " << baseline_path << " (baseline) vs " << test_path
-      << " (test)\n";
-  print_rows_diff(out, parse_row_set(baseline, baseline_path), parse_row_set(test, test_path));
 }
 
 Subcommand diff_subcommand() {

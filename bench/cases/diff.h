@@ -23,10 +23,4 @@ std::string describe_field(const nlohmann::json& value);
 // "no ddp" or DDP and world size; those present in one file only are named, not compared.
 void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test);
 
-// Reads both files and prints their comparison: print_ddp_diff when either is a DDP result
-// (gradwire's, the reference script's or benchmark.py's), else print_rows_diff. Throws
-// gradwire::Error naming a file that cannot be read, InvalidArgument when the files are of
-// different benchmarks or one has no rows.
-void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path);
-
 }  // namespace gradwire::bench
