@@ -1,9 +1,12 @@
-// `gradwire-bench data`: every rank count runs inside one job of the largest count (the other
-// ranks wait in the barriers), so the sweep starts its processes once. Rank 0 writes the file
-// sets into a scratch directory and shares its path; each measurement is a series of epochs, each
-// begun by a barrier and timed on every rank, the slowest rank's time counting.
-#include "cases/data_bench.h"
-
+// `gradwire-bench data`: records/s and MB/s of gradwire's RecordIO loader (ShardedRecordReader)
+// over Fashion-MNIST and a generated file set, on 1 and 2 ranks, static and dynamic partitions,
+// uncompressed and zstd, each against the raw read of the same files from the page cache
+// (docs/benchmarks.md). Needs gradwire_data (GRADWIRE_BENCH_WITH_DATA).
+//
+// Every rank count runs inside one job of the largest count (the other ranks wait in the
+// barriers), so the sweep starts its processes once. Rank 0 writes the file sets into a scratch
+// directory and shares its path; each measurement is a series of epochs, each begun by a barrier
+// and timed on every rank, the slowest rank's time counting.
 #include <ATen/ATen.h>
 #include <stdlib.h>
 
@@ -26,6 +29,7 @@
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/timing.h"
+#include "subcommand.h"
 
 #ifndef GRADWIRE_BENCH_FASHION_MNIST_DIR
 #define GRADWIRE_BENCH_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"

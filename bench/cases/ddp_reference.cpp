@@ -49,6 +49,19 @@ std::vector<std::string> reference_command(const PythonTorch& python, const std:
   return command;
 }
 
+namespace {
+
+// Where a rank's reference process finds the others.
+struct ReferenceRank {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  int threads = 1;  // OMP_NUM_THREADS, as the gradwire rank's own
+};
+
+// Starts `command` as this rank's reference process and waits for it (its stderr goes to ours);
+// its exit code.
 int run_reference_rank(const std::vector<std::string>& command, const ReferenceRank& rank) {
   launch::LaunchOptions options;
   // One process on this "node": RANK = node_rank, WORLD_SIZE = nnodes.
@@ -63,6 +76,8 @@ int run_reference_rank(const std::vector<std::string>& command, const ReferenceR
   options.extra_env["OMP_NUM_THREADS"] = std::to_string(rank.threads);
   return launch::run_workers(options).exit_code();
 }
+
+}  // namespace
 
 ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings) {
   ReferencePlan plan;

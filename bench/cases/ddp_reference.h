@@ -25,19 +25,6 @@ std::vector<std::string> reference_command(const PythonTorch& python, const std:
                                            const DdpSettings& settings, int threads_per_rank,
                                            const std::string& json_path);
 
-// Where a rank's reference process finds the others.
-struct ReferenceRank {
-  int rank = 0;
-  int world_size = 1;
-  std::string master_addr;
-  int master_port = 0;
-  int threads = 1;  // OMP_NUM_THREADS, as the gradwire rank's own
-};
-
-// Starts `command` as this rank's reference process and waits for it. Blocks. Returns its exit
-// code (non-zero when it failed; its stderr goes to ours).
-int run_reference_rank(const std::vector<std::string>& command, const ReferenceRank& rank);
-
 // Whether the reference runs: every rank must find Python with torch and the script. Collective
 // over `world` (an allreduce), so every rank decides alike.
 struct ReferencePlan {
@@ -49,7 +36,7 @@ struct ReferencePlan {
 ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings);
 
 // Runs the reference sweep once (collective over `world`): rank 0 picks a free port on this
-// host, every rank starts its Python process (run_reference_rank) with `master_addr` and that
+// host, every rank starts its Python process with `master_addr` and that
 // port, and waits. Returns false when it failed on any rank; then rank 0 on true gets, in
 // `document`, what the script wrote. Blocks for the whole sweep.
 bool run_reference_once(Communicator& world, const std::string& master_addr,

@@ -12,8 +12,6 @@ namespace {
 
 // Width of "   2 ranks --    1M/2R:" (upstream: "%4d GPUs -- %8s:").
 constexpr int kPrefixWidth = 23;
-constexpr int kSecondsWidth = 9;
-constexpr int kRateWidth = 9;
 
 std::string prefix(int world_size, const std::string& label) {
   char buffer[64];
@@ -22,31 +20,16 @@ std::string prefix(int world_size, const std::string& label) {
 }
 
 std::string percentile_cells(const std::vector<double>& measurements, std::int64_t batch_size) {
-  std::string cells;
-  for (const auto& row :
-       rate_percentiles(measurements, static_cast<double>(batch_size), ddp_row_percentiles())) {
-    cells += percentile_name(row.percentile) +
-             pad_left(format_seconds(row.seconds) + "s", kSecondsWidth) + " " +
-             pad_left(format_fixed(row.examples_per_second, 1) + "/s", kRateWidth);
-  }
-  return cells;
+  return kDdpRateColumns.cells(measurements, static_cast<double>(batch_size),
+                               training_percentiles());
 }
 
 std::string column_headers(int prefix_width) {
-  std::string line(static_cast<std::size_t>(prefix_width), ' ');
-  for (std::size_t i = 0; i < ddp_row_percentiles().size(); ++i) {
-    line += std::string(7, ' ') + pad_left("sec/iter", kSecondsWidth) + " " +
-            pad_left("ex/sec", kRateWidth);
-  }
-  return line;
+  return std::string(static_cast<std::size_t>(prefix_width), ' ') +
+         kDdpRateColumns.headers(training_percentiles().size());
 }
 
 }  // namespace
-
-const std::vector<int>& ddp_row_percentiles() {
-  static const std::vector<int> kPercentiles = {50, 75, 90, 95};
-  return kPercentiles;
-}
 
 std::string format_seconds(double seconds) {
   const int decimals = seconds >= 1 ? 3 : (seconds >= 0.01 ? 4 : 6);
@@ -54,13 +37,8 @@ std::string format_seconds(double seconds) {
 }
 
 void print_ddp_header(std::ostream& out, const DdpHeader& header) {
-  const std::string rule = "-----------------------------------------";
-  out << rule << "\n"
-      << "gradwire distributed benchmark suite: ddp\n"
-      << rule << "\n\n"
-      << "* gradwire version: " << header.gradwire_version << "\n"
-      << "* libtorch version: " << header.torch_version << "\n"
-      << "* Distributed backend: " << header.backend << "\n"
+  print_suite_title(out, "ddp", 41, header.gradwire_version, header.torch_version);
+  out << "* Distributed backend: " << header.backend << "\n"
       << "* Maximum bucket size: " << header.bucket_cap_mb << "MB (first bucket "
       << header.first_bucket_mb << "MB)\n"
       << "* Ranks: " << header.ranks << " (" << header.ranks_per_node
@@ -86,23 +64,16 @@ std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_
   return prefix(round.world_size(), label) + ":" + percentile_cells(round.measurements, batch_size);
 }
 
-std::string ddp_comparison_header() { return column_headers(kPrefixWidth + 17); }
-
 std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
                                              const std::vector<double>& gradwire_seconds,
                                              const std::vector<double>& reference_seconds,
                                              std::int64_t batch_size) {
   const std::string blank(static_cast<std::size_t>(kPrefixWidth - 1), ' ');
   std::string ratios;
-  const auto ours =
-      rate_percentiles(gradwire_seconds, static_cast<double>(batch_size), ddp_row_percentiles());
-  const auto theirs =
-      rate_percentiles(reference_seconds, static_cast<double>(batch_size), ddp_row_percentiles());
-  for (std::size_t i = 0; i < ours.size(); ++i) {
-    const double ratio = theirs[i].seconds > 0 ? ours[i].seconds / theirs[i].seconds : 0.0;
-    ratios += percentile_name(ours[i].percentile) +
-              pad_left(format_fixed(ratio, 3) + "x", kSecondsWidth) + " " +
-              std::string(kRateWidth, ' ');
+  for (const int p : training_percentiles()) {
+    const double theirs = percentile(reference_seconds, p);
+    const double ratio = theirs > 0 ? percentile(gradwire_seconds, p) / theirs : 0.0;
+    ratios += percentile_name(p) + pad_left(format_fixed(ratio, 3) + "x", 9) + std::string(10, ' ');
   }
   return {
       prefix(world_size, label) + " " + pad_left("gradwire", 16) + ":" +
@@ -133,11 +104,6 @@ const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& res
   return nullptr;
 }
 
-const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
-                                          std::int64_t batch_size) {
-  return find_matching_model(report.results, model, batch_size);
-}
-
 std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
                                         std::int64_t batch_size, const DdpRound& round) {
   std::vector<double> ratios;
@@ -161,12 +127,13 @@ void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& 
       << "(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)\n";
   for (const auto& result : gradwire) {
     out << "\n" << ddp_benchmark_title(result.model, result.batch_size) << "\n\n";
-    const DdpModelResult* theirs = find_matching_model(reference, result.model, result.batch_size);
+    const DdpModelResult* theirs =
+        find_matching_model(reference.results, result.model, result.batch_size);
     if (theirs == nullptr) {
       out << "(the reference did not measure this model)\n";
       continue;
     }
-    out << ddp_comparison_header() << "\n";
+    out << column_headers(kPrefixWidth + 17) << "\n";
     for (const auto& round : result.rounds) {
       const DdpRound* match = find_matching_round(*theirs, round);
       const std::string label = round_label(round, ranks_per_node);

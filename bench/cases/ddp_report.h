@@ -11,11 +11,9 @@
 
 #include "cases/ddp_results.h"
 #include "harness/hardware.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
-
-// The percentiles every table row shows (upstream's).
-const std::vector<int>& ddp_row_percentiles();
 
 // What the header block says about the run.
 struct DdpHeader {
@@ -39,6 +37,8 @@ void print_ddp_header(std::ostream& out, const DdpHeader& header);
 
 // Pure: seconds with 3 (>= 1 s), 4 (>= 10 ms) or 6 decimals, so small models stay readable.
 std::string format_seconds(double seconds);
+// The sec/iter and ex/sec cells of every ddp table (rows of training_percentiles(), diff's cells).
+inline const RateColumns kDdpRateColumns{"sec/iter", 9, 1, format_seconds};
 
 // "Benchmark: resnet50 with batch size 32" (upstream's wording).
 std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_size);
@@ -47,9 +47,8 @@ std::string ddp_table_header();
 // "   2 ranks --    1M/2R:  p50:  0.2150s   37.2/s  p75: ..." (no newline).
 std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size);
 
-// The comparison with the reference: column headers, then for one configuration three lines:
-// gradwire's percentiles, the reference's, and gradwire/reference sec/iter ratios.
-std::string ddp_comparison_header();
+// The comparison with the reference, for one configuration: gradwire's percentiles, the
+// reference's, and gradwire/reference sec/iter ratios.
 std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
                                              const std::vector<double>& gradwire_seconds,
                                              const std::vector<double>& reference_seconds,
@@ -58,11 +57,9 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
 // Pure: the reference's round matching `round` (same ddp flag and world size, and the same variant
 // when both name one), if any.
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round);
-// Pure: the result for `model` and `batch_size` among `results` (or a report's), if any.
+// Pure: the result for `model` and `batch_size` among `results`, if any.
 const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& results,
                                           const std::string& model, std::int64_t batch_size);
-const DdpModelResult* find_matching_model(const DdpReport& report, const std::string& model,
-                                          std::int64_t batch_size);
 
 // Each repeat's results of both sides, in the order they ran (gradwire-bench ddp --repeat).
 struct DdpRepeats {

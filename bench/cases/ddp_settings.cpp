@@ -106,12 +106,6 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   }
   settings.models = unique_models;
   check_model_names(settings.models);
-  if (settings.batch_size < 1 || settings.image_size < 1 || !(settings.bucket_cap_mb > 0) ||
-      settings.iterations < 1 || settings.warmup < 0 || settings.repeat < 1) {
-    throw InvalidArgument(
-        "batch size, image size, bucket size, iterations and repeats must be positive and "
-        "warm-up non-negative");
-  }
 
   if (flags.world_sizes.empty()) {
     settings.world_sizes =

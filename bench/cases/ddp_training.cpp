@@ -35,10 +35,17 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   return options;
 }
 
-class TrainingLoop::Impl {
+namespace {
+
+// One model with its random batch and SGD optimizer, trained plainly or through
+// DistributedDataParallel. One thread.
+class TrainingLoop {
  public:
-  Impl(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
-       std::uint64_t seed) {
+  // Seeds torch's generator with `seed` first (upstream seeds with the rank), so the data differs
+  // between ranks and two loops with the same seed start identical. `communicator` null: plain
+  // training; otherwise DDP over it (construction is collective over its members).
+  TrainingLoop(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
+               std::uint64_t seed) {
     torch::manual_seed(seed);
     models::ModelConfig config;
     config.image_size = setup.image_size;
@@ -56,6 +63,7 @@ class TrainingLoop::Impl {
     }
   }
 
+  // One iteration; its times are appended to `record` unless it is null (warm-up).
   void step(TrainingMeasurement* record) {
     Stopwatch clock;
     optimizer_->zero_grad();
@@ -73,6 +81,7 @@ class TrainingLoop::Impl {
     record->backward_seconds.push_back(backward);
   }
 
+  // Restarts DDP's statistics (after warm-up); finish fills ddp and stats of `record` with them.
   void reset_stats() {
     if (ddp_) ddp_->reset_stats();
   }
@@ -90,13 +99,7 @@ class TrainingLoop::Impl {
   std::unique_ptr<ddp::DistributedDataParallel<torch::nn::SequentialImpl>> ddp_;
 };
 
-TrainingLoop::TrainingLoop(const TrainingSetup& setup,
-                           const std::shared_ptr<Communicator>& communicator, std::uint64_t seed)
-    : impl_(std::make_unique<Impl>(setup, communicator, seed)) {}
-TrainingLoop::~TrainingLoop() = default;
-void TrainingLoop::step(TrainingMeasurement* record) { impl_->step(record); }
-void TrainingLoop::reset_stats() { impl_->reset_stats(); }
-void TrainingLoop::finish(TrainingMeasurement& record) const { impl_->finish(record); }
+}  // namespace
 
 TrainingMeasurement train_and_time(const TrainingSetup& setup,
                                    const std::shared_ptr<Communicator>& communicator,

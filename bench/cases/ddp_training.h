@@ -41,32 +41,8 @@ struct TrainingMeasurement {
   ddp::DdpStats stats;  // over the timed iterations; meaningful when ddp
 };
 
-// One model with its random batch and SGD optimizer, trained plainly or through
-// DistributedDataParallel. Not copyable; one thread.
-class TrainingLoop {
- public:
-  // Seeds torch's generator with `seed` first (upstream seeds with the rank), so the data differs
-  // between ranks and two loops with the same seed start identical. `communicator` null: plain
-  // training; otherwise DDP over it (construction is collective over its members).
-  TrainingLoop(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
-               std::uint64_t seed);
-  ~TrainingLoop();
-  TrainingLoop(const TrainingLoop&) = delete;
-  TrainingLoop& operator=(const TrainingLoop&) = delete;
-
-  // One iteration; its times are appended to `record` unless it is null (warm-up).
-  void step(TrainingMeasurement* record);
-  // Restarts DDP's statistics (after warm-up); fills ddp and stats of `record` with them.
-  void reset_stats();
-  void finish(TrainingMeasurement& record) const;
-
- private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
 // Trains `setup.model` on this rank: setup.warmup untimed, then setup.iterations timed
-// iterations of one TrainingLoop. Blocks; throws what the model or DDP throws.
+// iterations. Blocks; throws what the model or DDP throws.
 TrainingMeasurement train_and_time(const TrainingSetup& setup,
                                    const std::shared_ptr<Communicator>& communicator,
                                    std::uint64_t seed);

@@ -23,9 +23,8 @@ namespace {
 constexpr int kMinKeyWidth = 20;
 constexpr int kValueWidth = 20;
 constexpr int kRowPrefixWidth = 11;  // "   2 ranks:"
-constexpr int kSecondsWidth = 9;
-constexpr int kRateWidth = 9;
 constexpr int kDeltaWidth = 8;
+constexpr int kDiffPercentiles[] = {75, 95};  // upstream's
 
 // The settings of a file, flattened: top-level fields and one level of nested objects
 // ("hardware.cpu_model"). Results, the embedded reference and the harness metadata (which repeats
@@ -74,20 +73,18 @@ void print_settings(std::ostream& out, const DdpReport& baseline, const DdpRepor
 }
 
 std::string cells(double seconds, std::int64_t batch_size) {
-  return pad_left(format_seconds(seconds) + "s", kSecondsWidth) + " " +
-         pad_left(format_fixed(seconds > 0 ? batch_size / seconds : 0.0, 1) + "/s", kRateWidth);
+  return kDdpRateColumns.cell(seconds, seconds > 0 ? batch_size / seconds : 0.0);
 }
 
 void print_model_header(std::ostream& out) {
   const std::string blank(kRowPrefixWidth, ' ');
-  const int pair_width = kSecondsWidth + 1 + kRateWidth;
+  const std::string pair = kDdpRateColumns.header();
+  const int pair_width = static_cast<int>(pair.size());
   std::string groups = blank;
   std::string columns = blank;
-  for (std::size_t i = 0; i < diff_percentiles().size(); ++i) {
+  for (std::size_t i = 0; i < std::size(kDiffPercentiles); ++i) {
     groups += std::string(7, ' ') + pad_left("baseline", pair_width) + "  " +
               pad_left("test", pair_width) + std::string(1 + kDeltaWidth, ' ');
-    const std::string pair =
-        pad_left("sec/iter", kSecondsWidth) + " " + pad_left("ex/sec", kRateWidth);
     columns += std::string(7, ' ') + pair + "  " + pair + " " + pad_left("diff", kDeltaWidth);
   }
   out << trim_right(groups) << "\n" << columns << "\n";
@@ -114,15 +111,11 @@ void print_model(std::ostream& out, const DdpModelResult& a, const DdpModelResul
       continue;
     }
     std::string line = row_prefix(round);
-    for (const int p : diff_percentiles()) {
+    for (const int p : kDiffPercentiles) {
       const double va = percentile(round.measurements, p);
       const double vb = percentile(other->measurements, p);
-      char name[16];
-      std::snprintf(name, sizeof name, "  p%02d: ", p);
-      char delta[32];
-      std::snprintf(delta, sizeof delta, "%+.1f%%", delta_percent(va, vb));
-      line += name + cells(va, a.batch_size) + "  " + cells(vb, b.batch_size) + " " +
-              pad_left(delta, kDeltaWidth);
+      line += percentile_name(p) + cells(va, a.batch_size) + "  " + cells(vb, b.batch_size) + " " +
+              pad_left(delta_text(va, vb), kDeltaWidth);
     }
     out << line << "\n";
   }
@@ -140,12 +133,26 @@ bool is_ddp_document(const nlohmann::json& document) {
          (document.contains("benchmark_results") || document.value("benchmark", "") == "ddp");
 }
 
-}  // namespace
-
-const std::vector<int>& diff_percentiles() {
-  static const std::vector<int> kPercentiles = {75, 95};
-  return kPercentiles;
+// Prints the comparison of two files: print_ddp_diff when either is a DDP result, else
+// print_rows_diff.
+void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path) {
+  const nlohmann::json baseline = read_json_document(baseline_path);
+  const nlohmann::json test = read_json_document(test_path);
+  if (is_ddp_document(baseline) || is_ddp_document(test)) {
+    print_ddp_diff(out, read_ddp_file(baseline_path), read_ddp_file(test_path));
+    return;
+  }
+  const std::string kind = baseline.value("benchmark", "");
+  if (kind != test.value("benchmark", "")) {
+    throw InvalidArgument(baseline_path + " and " + test_path +
+                          " hold results of different benchmarks: compare like with like");
+  }
+  out << "gradwire-bench " << kind << ": " << baseline_path << " (baseline) vs " << test_path
+      << " (test)\n";
+  print_rows_diff(out, parse_row_set(baseline, baseline_path), parse_row_set(test, test_path));
 }
+
+}  // namespace
 
 std::string describe_field(const nlohmann::json& value) {
   if (value.is_null()) return "None";
@@ -166,7 +173,7 @@ std::string describe_field(const nlohmann::json& value) {
 void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test) {
   print_settings(out, baseline, test);
   for (const auto& a : baseline.results) {
-    const DdpModelResult* b = find_matching_model(test, a.model, a.batch_size);
+    const DdpModelResult* b = find_matching_model(test.results, a.model, a.batch_size);
     if (b == nullptr) {
       out << ddp_benchmark_title(a.model, a.batch_size) << ": only in baseline\n\n";
       continue;
@@ -174,28 +181,11 @@ void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpRepor
     print_model(out, a, *b);
   }
   for (const auto& b : test.results) {
-    if (find_matching_model(baseline, b.model, b.batch_size) == nullptr) {
+    if (find_matching_model(baseline.results, b.model, b.batch_size) == nullptr) {
       out << ddp_benchmark_title(b.model, b.batch_size) << ": only in test\n\n";
     }
   }
   out << std::flush;
-}
-
-void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path) {
-  const nlohmann::json baseline = read_json_document(baseline_path);
-  const nlohmann::json test = read_json_document(test_path);
-  if (is_ddp_document(baseline) || is_ddp_document(test)) {
-    print_ddp_diff(out, read_ddp_file(baseline_path), read_ddp_file(test_path));
-    return;
-  }
-  const std::string kind = baseline.value("benchmark", "");
-  if (kind != test.value("benchmark", "")) {
-    throw InvalidArgument(baseline_path + " and " + test_path +
-                          " hold results of different benchmarks: compare like with like");
-  }
-  out << "gradwire-bench " << kind << ": " << baseline_path << " (baseline) vs " << test_path
-      << " (test)\n";
-  print_rows_diff(out, parse_row_set(baseline, baseline_path), parse_row_set(test, test_path));
 }
 
 Subcommand diff_subcommand() {

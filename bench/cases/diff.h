@@ -15,9 +15,6 @@
 
 namespace gradwire::bench {
 
-// The percentiles the diff compares (upstream's).
-const std::vector<int>& diff_percentiles();
-
 // Pure: a field value as the settings block prints it: strings bare, null as "None" (as
 // upstream's Python prints it), arrays space-separated, multi-line text as "(N lines)".
 std::string describe_field(const nlohmann::json& value);
@@ -25,11 +22,5 @@ std::string describe_field(const nlohmann::json& value);
 // Pure: the whole comparison. Models are matched by name and batch size, configurations by
 // "no ddp" or DDP and world size; those present in one file only are named, not compared.
 void print_ddp_diff(std::ostream& out, const DdpReport& baseline, const DdpReport& test);
-
-// Reads both files and prints their comparison: print_ddp_diff when either is a DDP result
-// (gradwire's, the reference script's or benchmark.py's), else print_rows_diff. Throws
-// gradwire::Error naming a file that cannot be read, InvalidArgument when the files are of
-// different benchmarks or one has no rows.
-void print_diff(std::ostream& out, const std::string& baseline_path, const std::string& test_path);
 
 }  // namespace gradwire::bench

@@ -19,6 +19,10 @@ ReferenceNeeds hybrid_reference_needs(const HybridSettings& settings) {
            GRADWIRE_BENCH_INSTALLED_HYBRID_REFERENCE}};
 }
 
+namespace {
+
+// Seconds the reference may take before it stops itself: 10 minutes plus 50 ms per batch and
+// process.
 int hybrid_reference_timeout_s(const HybridSettings& s) {
   const double batches = static_cast<double>(s.warmup + s.epochs) * s.batches;
   return 600 + static_cast<int>(batches * (s.trainers + s.servers) * 0.05);
@@ -40,6 +44,8 @@ std::vector<std::string> hybrid_reference_command(const PythonTorch& python,
           "--timeout",   std::to_string(hybrid_reference_timeout_s(s)),
           "--json",      json_path};
 }
+
+}  // namespace
 
 nlohmann::json run_hybrid_reference(const PythonTorch& python, const std::string& script,
                                     const HybridSettings& settings) {

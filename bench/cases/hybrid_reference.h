@@ -21,16 +21,6 @@ namespace gradwire::bench {
 // the installed copy. The user asked for the reference, so the case calls require_reference.
 ReferenceNeeds hybrid_reference_needs(const HybridSettings& settings);
 
-// Pure: seconds the reference may take before it stops itself: 10 minutes plus 50 ms per batch
-// and process.
-int hybrid_reference_timeout_s(const HybridSettings& settings);
-
-// Pure: the script's command line (the interpreter first).
-std::vector<std::string> hybrid_reference_command(const PythonTorch& python,
-                                                  const std::string& script,
-                                                  const HybridSettings& settings,
-                                                  const std::string& json_path);
-
 // Runs the reference once and returns the document it wrote. Blocks for the whole run; its
 // output goes to our stderr. Throws gradwire::Error naming the exit status when it fails.
 nlohmann::json run_hybrid_reference(const PythonTorch& python, const std::string& script,

@@ -12,8 +12,7 @@ namespace gradwire::bench {
 namespace {
 
 constexpr int kLabelWidth = 8;  // PyTorch's DDP + RPC benchmark: "%8s:"
-constexpr int kSecondsWidth = 9;
-constexpr int kRateWidth = 8;
+const RateColumns kRateColumns{"sec/epoch", 8, 0, nullptr};
 
 std::string trainer_label(int trainer) { return "Trainer" + std::to_string(trainer); }
 
@@ -73,7 +72,7 @@ nlohmann::json all_summary(const HybridResult& result) {
   if (seconds.empty()) return summary;
   summary["examples_per_epoch"] = total_examples_per_epoch(result);
   for (const auto& row :
-       rate_percentiles(seconds, total_examples_per_epoch(result), hybrid_row_percentiles())) {
+       rate_percentiles(seconds, total_examples_per_epoch(result), training_percentiles())) {
     const std::string p = "p" + std::to_string(row.percentile);
     summary[p + "_sec_per_epoch"] = row.seconds;
     summary[p + "_ex_per_sec"] = row.examples_per_second;
@@ -81,17 +80,26 @@ nlohmann::json all_summary(const HybridResult& result) {
   return summary;
 }
 
+// The column headers above hybrid_row lines.
+std::string hybrid_table_header() {
+  return std::string(static_cast<std::size_t>(kLabelWidth + 1), ' ') +
+         kRateColumns.headers(training_percentiles().size());
+}
+
+// "Trainer0:  p50:   0.0210s    3286/s  p75: ..." (no newline). `examples`: per epoch.
+std::string hybrid_row(const std::string& label, const std::vector<double>& seconds,
+                       double examples) {
+  return pad_left(label, kLabelWidth) + ":" +
+         kRateColumns.cells(seconds, examples, training_percentiles());
+}
+
 }  // namespace
 
 void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
   const HybridSettings& s = header.settings;
-  const std::string rule = "-------------------------------------------------";
-  out << rule << "\n"
-      << "gradwire distributed benchmark suite: hybrid (DDP + parameter servers)\n"
-      << rule << "\n\n"
-      << "* gradwire version: " << header.gradwire_version << "\n"
-      << "* libtorch version: " << header.torch_version << "\n"
-      << "* Distributed backend: " << header.backend << " (dense part), gRPC (servers)\n"
+  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, header.gradwire_version,
+                    header.torch_version);
+  out << "* Distributed backend: " << header.backend << " (dense part), gRPC (servers)\n"
       << "* Trainers: " << s.trainers << ", parameter servers: " << s.servers
       << ", one intra-op thread per trainer\n"
       << "* Embedding: " << s.rows << " rows x " << s.embedding_width() << " (" << s.servers
@@ -107,26 +115,6 @@ void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
   if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
   out << "\n";
   print_hardware_block(out, header.hardware, 0);
-}
-
-std::string hybrid_table_header() {
-  std::string line(static_cast<std::size_t>(kLabelWidth + 1), ' ');
-  for (std::size_t i = 0; i < hybrid_row_percentiles().size(); ++i) {
-    line += std::string(7, ' ') + pad_left("sec/epoch", kSecondsWidth) + " " +
-            pad_left("ex/sec", kRateWidth);
-  }
-  return line;
-}
-
-std::string hybrid_row(const std::string& label, const std::vector<double>& seconds,
-                       double examples) {
-  std::string row = pad_left(label, kLabelWidth) + ":";
-  for (const auto& cell : rate_percentiles(seconds, examples, hybrid_row_percentiles())) {
-    row += percentile_name(cell.percentile) +
-           pad_left(format_fixed(cell.seconds, 4) + "s", kSecondsWidth) + " " +
-           pad_left(format_fixed(cell.examples_per_second, 0) + "/s", kRateWidth);
-  }
-  return row;
 }
 
 std::vector<std::string> hybrid_rows(const HybridResult& result) {
@@ -147,14 +135,14 @@ void print_hybrid_table(std::ostream& out, const HybridResult& result, const std
   out << std::flush;
 }
 
-std::vector<std::string> hybrid_phase_rows(const HybridResult& result) {
+void print_hybrid_phases(std::ostream& out, const HybridResult& result, const std::string& title) {
   const Table table = phase_table();
-  std::vector<std::string> rows = {table.header()};
+  out << "\n" << title << "\n\n" << table.header() << "\n";
   PhaseMeans all;
   all.phase_ms.assign(hybrid_phases().size(), std::nullopt);
   for (const auto& trainer : result.trainers) {
     const PhaseMeans means = phase_means(trainer);
-    rows.push_back(phase_row(table, trainer_label(trainer.trainer), means));
+    out << phase_row(table, trainer_label(trainer.trainer), means) << "\n";
     all.epoch_ms += means.epoch_ms;
     for (std::size_t i = 0; i < means.phase_ms.size(); ++i) {
       if (means.phase_ms[i]) all.phase_ms[i] = all.phase_ms[i].value_or(0.0) + *means.phase_ms[i];
@@ -166,14 +154,8 @@ std::vector<std::string> hybrid_phase_rows(const HybridResult& result) {
     for (auto& ms : all.phase_ms) {
       if (ms) *ms /= count;
     }
-    rows.push_back(phase_row(table, "All", all));
+    out << phase_row(table, "All", all) << "\n";
   }
-  return rows;
-}
-
-void print_hybrid_phases(std::ostream& out, const HybridResult& result, const std::string& title) {
-  out << "\n" << title << "\n\n";
-  for (const auto& row : hybrid_phase_rows(result)) out << row << "\n";
   out << std::flush;
 }
 
@@ -188,45 +170,41 @@ std::vector<double> hybrid_ratio_by_repeat(const std::vector<HybridResult>& grad
   return ratios;
 }
 
-std::vector<std::string> hybrid_comparison_rows(const HybridResult& gradwire,
-                                                const HybridResult& reference,
-                                                const std::vector<double>& ratio_by_repeat) {
+void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
+                             const HybridResult& reference, const std::string& title,
+                             const std::vector<double>& ratio_by_repeat) {
+  out << "\n--- " << title << " ---\n"
+      << "(gradwire/pytorch: ratio of ex/sec; above 1 means gradwire trains faster)\n\n";
   const std::vector<double> ours = pooled_epoch_seconds(gradwire);
   const std::vector<double> theirs = pooled_epoch_seconds(reference);
-  if (ours.empty() || theirs.empty()) return {"(nothing to compare: a side measured no epochs)"};
+  if (ours.empty() || theirs.empty()) {
+    out << "(nothing to compare: a side measured no epochs)\n" << std::flush;
+    return;
+  }
   const double our_examples = total_examples_per_epoch(gradwire);
   const double their_examples = total_examples_per_epoch(reference);
-  std::vector<std::string> rows = {std::string(7, ' ') + hybrid_table_header(),
-                                   "gradwire " + hybrid_row("All", ours, our_examples),
-                                   "pytorch  " + hybrid_row("All", theirs, their_examples)};
+  out << std::string(7, ' ') << hybrid_table_header() << "\n"
+      << "gradwire " << hybrid_row("All", ours, our_examples) << "\n"
+      << "pytorch  " << hybrid_row("All", theirs, their_examples) << "\n";
   std::string ratios = "gradwire/pytorch ex/s: ";
-  const auto a = rate_percentiles(ours, our_examples, hybrid_row_percentiles());
-  const auto b = rate_percentiles(theirs, their_examples, hybrid_row_percentiles());
+  const auto a = rate_percentiles(ours, our_examples, training_percentiles());
+  const auto b = rate_percentiles(theirs, their_examples, training_percentiles());
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double ratio =
         b[i].examples_per_second > 0 ? a[i].examples_per_second / b[i].examples_per_second : 0.0;
     ratios += (i == 0 ? "" : "  ") + percentile_name(a[i].percentile).substr(2) +
               format_fixed(ratio, 2) + "x";
   }
-  rows.push_back(ratios);
+  out << ratios << "\n";
   if (ratio_by_repeat.size() > 1) {
-    std::string line = "p50 ratio by repeat:";
-    for (const double ratio : ratio_by_repeat) line += " " + format_fixed(ratio, 2) + "x";
-    rows.push_back(line + ", median " + format_fixed(percentile(ratio_by_repeat, 50), 2) + "x");
-  }
-  return rows;
-}
-
-void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
-                             const HybridResult& reference, const std::string& title,
-                             const std::vector<double>& ratio_by_repeat) {
-  out << "\n--- " << title << " ---\n"
-      << "(gradwire/pytorch: ratio of ex/sec; above 1 means gradwire trains faster)\n\n";
-  for (const auto& row : hybrid_comparison_rows(gradwire, reference, ratio_by_repeat)) {
-    out << row << "\n";
+    out << "p50 ratio by repeat:";
+    for (const double ratio : ratio_by_repeat) out << " " << format_fixed(ratio, 2) << "x";
+    out << ", median " << format_fixed(percentile(ratio_by_repeat, 50), 2) << "x\n";
   }
   out << std::flush;
 }
+
+namespace {
 
 nlohmann::json hybrid_settings_json(const HybridSettings& s) {
   return {{"preset", s.preset},
@@ -245,8 +223,6 @@ nlohmann::json hybrid_settings_json(const HybridSettings& s) {
           {"backend", s.backend},
           {"repeat", s.repeat}};
 }
-
-namespace {
 
 // The generic rows of one side: sec/epoch by trainer.
 void add_hybrid_rows(RowSet& rows, const HybridResult& result) {

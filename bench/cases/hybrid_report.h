@@ -28,11 +28,6 @@ struct HybridHeader {
 
 void print_hybrid_header(std::ostream& out, const HybridHeader& header);
 
-// The column headers above hybrid_row lines.
-std::string hybrid_table_header();
-// "Trainer0:  p50:   0.0210s    3286/s  p75: ..." (no newline). `examples`: per epoch.
-std::string hybrid_row(const std::string& label, const std::vector<double>& seconds,
-                       double examples);
 // "TrainerN" rows in trainer order, then "All" (every epoch pooled, examples summed).
 std::vector<std::string> hybrid_rows(const HybridResult& result);
 // A title line, the column headers and hybrid_rows.
@@ -41,7 +36,6 @@ void print_hybrid_table(std::ostream& out, const HybridResult& result, const std
 // The per-phase split: per trainer and for All, the mean ms per epoch of each phase of
 // hybrid_phases() with its share of the epoch ("n/a" for a phase the side does not record), and
 // what no phase covers ("other").
-std::vector<std::string> hybrid_phase_rows(const HybridResult& result);
 void print_hybrid_phases(std::ostream& out, const HybridResult& result, const std::string& title);
 
 // Pure: gradwire's All p50 ex/s over the reference's, per repeat both measured.
@@ -50,9 +44,6 @@ std::vector<double> hybrid_ratio_by_repeat(const std::vector<HybridResult>& grad
 
 // Both All rows and the ratio gradwire/PyTorch of ex/s at each percentile; with more than one
 // repeat also the p50 ratio of each repeat and their median.
-std::vector<std::string> hybrid_comparison_rows(const HybridResult& gradwire,
-                                                const HybridResult& reference,
-                                                const std::vector<double>& ratio_by_repeat);
 void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
                              const HybridResult& reference, const std::string& title,
                              const std::vector<double>& ratio_by_repeat);
@@ -70,6 +61,5 @@ struct HybridDocumentInputs {
 //  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "rows"} (docs/benchmarks.md); the
 // generic rows (harness/rows.h) are sec/epoch by implementation and trainer.
 nlohmann::json hybrid_document(const HybridDocumentInputs& inputs);
-nlohmann::json hybrid_settings_json(const HybridSettings& settings);
 
 }  // namespace gradwire::bench

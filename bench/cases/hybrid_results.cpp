@@ -38,11 +38,6 @@ const std::vector<std::string>& hybrid_phases() {
   return kPhases;
 }
 
-const std::vector<int>& hybrid_row_percentiles() {
-  static const std::vector<int> kPercentiles = {50, 75, 90, 95};
-  return kPercentiles;
-}
-
 double HybridTrainerResult::mean_examples() const {
   if (examples_per_epoch.empty()) return 0;
   double sum = 0;

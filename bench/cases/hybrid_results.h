@@ -47,9 +47,6 @@ struct HybridResult {
   std::vector<HybridTrainerResult> trainers;  // ordered by trainer
 };
 
-// The percentiles the rows show (PyTorch's DDP + RPC benchmark's).
-const std::vector<int>& hybrid_row_percentiles();
-
 // The "All" row's inputs: every trainer's epochs pooled, and the trainers' mean examples summed
 // (the job's examples per epoch).
 std::vector<double> pooled_epoch_seconds(const HybridResult& result);

@@ -102,13 +102,6 @@ HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<H
     settings.trainers = job->trainers;
     settings.servers = job->servers;
   }
-  if (settings.trainers < 1 || settings.servers < 1 || settings.rows < 1 || settings.dim < 1 ||
-      settings.epochs < 1 || settings.batches < 1 || settings.repeat < 1 ||
-      settings.server_threads < 1 || settings.warmup < 0) {
-    throw InvalidArgument(
-        "trainers, servers, rows, dim, epochs, batches, repeats and server threads must be "
-        "positive and warm-up non-negative");
-  }
   settings.json_path = flags.json_path;
   settings.html_path = flags.html_path;
   settings.python = flags.python;

@@ -47,7 +47,7 @@ torch::nn::Sequential dense_model(std::int64_t width) {
 
 ps::TableConfig table_config(const HybridSettings& settings, int repeat, int trainers) {
   ps::TableConfig table;
-  table.name = hybrid_table_name(repeat);
+  table.name = "hybrid_bench_" + std::to_string(repeat);  // each repeat's table fresh
   table.num_rows = settings.rows;
   table.dim = settings.embedding_width();
   table.optimizer.kind = ps::OptimizerKind::kSgd;
@@ -64,8 +64,6 @@ ps::TableConfig table_config(const HybridSettings& settings, int repeat, int tra
 }
 
 }  // namespace
-
-std::string hybrid_table_name(int repeat) { return "hybrid_bench_" + std::to_string(repeat); }
 
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat) {

@@ -15,10 +15,6 @@
 
 namespace gradwire::bench {
 
-// Name of the benchmark's table on the servers; `repeat` (1-based) makes each repeat's table
-// fresh.
-std::string hybrid_table_name(int repeat);
-
 // Trains settings.warmup + settings.epochs epochs on this trainer (rank `communicator.rank()`)
 // and returns the measured epochs: wall time per epoch (steady_clock around its batches, which
 // are generated before the clock starts), examples, and the phase split. Blocks; collective over

@@ -95,12 +95,8 @@ class ReducersStudy {
   void print_header() {
     hardware_ = describe_hardware();
     hardware_.cores = context_.machine_cores;  // the machine's, not this bound rank's
-    const std::string rule = "-----------------------------------------";
-    std::cout << rule << "\ngradwire distributed benchmark suite: reducers\n"
-              << rule << "\n\n"
-              << "* gradwire version: " << version() << "\n"
-              << "* libtorch version: " << torch_version() << "\n"
-              << "* Distributed backend: " << context_.communicator.backend() << "\n"
+    print_suite_title(std::cout, "reducers", 41, version(), torch_version());
+    std::cout << "* Distributed backend: " << context_.communicator.backend() << "\n"
               << "* Model: " << settings_.model << ", batch " << settings_.batch_size
               << " per rank, " << settings_.image_size << "x" << settings_.image_size
               << " for the ResNets; random data; cross-entropy; SGD\n"

@@ -119,11 +119,6 @@ ReducersSettings resolve_reducers_settings(const ReducersFlags& flags) {
       settings.reducers.push_back(schedule);
     }
   }
-  if (settings.batch_size < 1 || settings.image_size < 1 || settings.iterations < 1 ||
-      settings.warmup < 0) {
-    throw InvalidArgument(
-        "batch size, image size and iterations must be positive and warm-up non-negative");
-  }
   settings.json_path = flags.json_path;
   settings.html_path = flags.html_path;
   return settings;

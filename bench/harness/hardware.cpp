@@ -1,6 +1,5 @@
 #include "harness/hardware.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "harness/command.h"
@@ -12,15 +11,9 @@ HardwareInfo describe_hardware() {
   HardwareInfo hardware;
   const CommandOutput topology = run_command({"nvidia-smi", "topo", "-m"});
   if (topology.succeeded()) hardware.gpu_topology = topology.output;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::ostringstream text;
-  text << cpuinfo.rdbuf();
-  hardware.cpu_model = cpu_model_from_cpuinfo(text.str());
+  hardware.cpu_model = cpu_model_from_cpuinfo(read_text_file("/proc/cpuinfo"));
   hardware.cores = available_cores();
-  std::ifstream maps("/proc/self/maps");
-  std::ostringstream maps_text;
-  maps_text << maps.rdbuf();
-  hardware.blas = blas_from_maps(maps_text.str());
+  hardware.blas = blas_from_maps(read_text_file("/proc/self/maps"));
   return hardware;
 }
 
@@ -54,6 +47,14 @@ nlohmann::json to_json(const HardwareInfo& hardware) {
           {"blas", hardware.blas},
           {"gpu_topology", hardware.gpu_topology.empty() ? nlohmann::json(nullptr)
                                                          : nlohmann::json(hardware.gpu_topology)}};
+}
+
+void print_suite_title(std::ostream& out, const std::string& title, std::size_t rule_width,
+                       const std::string& gradwire_version, const std::string& torch_version) {
+  const std::string rule(rule_width, '-');
+  out << rule << "\ngradwire distributed benchmark suite: " << title << "\n"
+      << rule << "\n\n* gradwire version: " << gradwire_version
+      << "\n* libtorch version: " << torch_version << "\n";
 }
 
 void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank) {

@@ -29,6 +29,11 @@ HardwareInfo describe_hardware();
 // {"cpu_model": ..., "cores": ..., "blas": ..., "gpu_topology": text or null}.
 nlohmann::json to_json(const HardwareInfo& hardware);
 
+// The opening of a training benchmark's header (ddp, reducers, hybrid): "gradwire distributed
+// benchmark suite: TITLE" between rules of `rule_width` dashes, a blank line, and the versions.
+void print_suite_title(std::ostream& out, const std::string& title, std::size_t rule_width,
+                       const std::string& gradwire_version, const std::string& torch_version);
+
 // The hardware part of a report header: `nvidia-smi topo -m` when known, else the CPU model and
 // cores (and "N threads per rank" unless threads_per_rank is 0); then the BLAS line and a rule.
 void print_hardware_block(std::ostream& out, const HardwareInfo& hardware, int threads_per_rank);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -59,12 +60,41 @@ std::string help_with_defaults(const std::string& help, const PresetDefaults<T>&
   return text + "]";
 }
 
-// Extra CLI11 settings of one option: checks, a delimiter...
-using ConfigureOption = std::function<void(CLI::Option&)>;
+// Extra CLI11 settings of one option (checks, a delimiter...), and the bound on a number that
+// the check sets: resolve() holds the resolved value to it too (a preset's default, or a value set
+// in Flags without the command line), so a case does not write the check a second time.
+struct ConfigureOption {
+  enum class Bound { kNone, kPositive, kNonNegative };
+  std::function<void(CLI::Option&)> cli;
+  Bound bound = Bound::kNone;
+
+  ConfigureOption(std::nullptr_t = nullptr) {}  // NOLINT: no settings
+  template <class F, class = std::enable_if_t<std::is_invocable_v<F, CLI::Option&>>>
+  ConfigureOption(F configure, Bound bound = Bound::kNone)  // NOLINT: a lambda converts
+      : cli(std::move(configure)), bound(bound) {}
+
+  // Throws InvalidArgument "FLAG must be positive (got V)" when `value` breaks the bound.
+  template <class T>
+  void check(const std::string& flag, const T& value) const {
+    if constexpr (std::is_arithmetic_v<T>) {
+      const bool fine = bound == Bound::kPositive      ? value > 0
+                        : bound == Bound::kNonNegative ? value >= 0
+                                                       : true;
+      if (fine) return;
+      throw InvalidArgument(flag.substr(flag.rfind(',') + 1) + " must be " +
+                            (bound == Bound::kPositive ? "positive" : "non-negative") + " (got " +
+                            default_text(value) + ")");
+    }
+  }
+};
 
 // The usual ConfigureOptions.
-inline void positive_number(CLI::Option& option) { option.check(CLI::PositiveNumber); }
-inline void non_negative_number(CLI::Option& option) { option.check(CLI::NonNegativeNumber); }
+inline const ConfigureOption positive_number{
+    [](CLI::Option& option) { option.check(CLI::PositiveNumber); },
+    ConfigureOption::Bound::kPositive};
+inline const ConfigureOption non_negative_number{
+    [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); },
+    ConfigureOption::Bound::kNonNegative};
 inline void comma_separated(CLI::Option& option) { option.delimiter(','); }
 
 template <class Flags, class Settings>
@@ -83,25 +113,24 @@ class OptionTable {
 
   // A flag whose default depends on the preset. `given` holds the flag, an std::optional or a
   // string or list (empty: not given); `apply` sets the Settings from the given value, else from
-  // the preset's default.
+  // the preset's default, once it met configure's bound.
   template <class T, class Given>
   OptionTable& preset_option(const std::string& flag, Given Flags::*given,
                              PresetDefaults<T> defaults, const std::string& help,
                              std::function<void(Settings&, const T&)> apply,
                              ConfigureOption configure = nullptr) {
-    entries_.push_back({[flag, given, help = help_with_defaults(help, defaults), configure](
-                            CLI::App& command, Flags& flags) {
-                          CLI::Option* option = command.add_option(flag, flags.*given, help);
-                          if (configure) configure(*option);
-                        },
-                        [given, defaults, apply](const Flags& flags, Settings& settings) {
-                          const Given& value = flags.*given;
-                          if (is_given(value)) {
-                            apply(settings, given_value(value));
-                          } else {
-                            apply(settings, defaults.in(settings.preset));
-                          }
-                        }});
+    entries_.push_back(
+        {[flag, given, help = help_with_defaults(help, defaults), configure](CLI::App& command,
+                                                                             Flags& flags) {
+           CLI::Option* option = command.add_option(flag, flags.*given, help);
+           if (configure.cli) configure.cli(*option);
+         },
+         [flag, given, defaults, apply, configure](const Flags& flags, Settings& settings) {
+           const Given& value = flags.*given;
+           const T chosen = is_given(value) ? T(given_value(value)) : defaults.in(settings.preset);
+           configure.check(flag, chosen);
+           apply(settings, chosen);
+         }});
     return *this;
   }
 
@@ -134,7 +163,7 @@ class OptionTable {
                       ConfigureOption configure = nullptr) {
     entries_.push_back({[flag, given, help, configure](CLI::App& command, Flags& flags) {
                           CLI::Option* option = command.add_option(flag, flags.*given, help);
-                          if (configure) configure(*option);
+                          if (configure.cli) configure.cli(*option);
                         },
                         nullptr});
     return *this;

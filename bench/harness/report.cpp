@@ -16,16 +16,12 @@
 
 namespace gradwire::bench {
 
-namespace {
-
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 int available_cores() {
   cpu_set_t set;

@@ -39,6 +39,9 @@ RunMetadata collect_machine_metadata();
 // Cores this process may run on (its CPU affinity mask), at least 1.
 int available_cores();
 
+// The whole file at `path` (e.g. /proc/cpuinfo); empty when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 // Pure: the first "model name" value of /proc/cpuinfo text, "unknown" when there is none.
 std::string cpu_model_from_cpuinfo(const std::string& cpuinfo_text);
 // Pure: "YYYY-MM-DDTHH:MM:SSZ" for `time` in UTC.

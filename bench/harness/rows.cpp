@@ -25,10 +25,9 @@ std::string cells(const Row& a, const Row& b) {
   for (const int p : kDiffPercentiles) {
     const double va = percentile(a.samples, p);
     const double vb = percentile(b.samples, p);
-    char delta[32];
-    std::snprintf(delta, sizeof delta, "%+.1f%%", delta_percent(va, vb));
     text += "  " + pad_left(format_fixed(va, 4), kValueWidth) + " " +
-            pad_left(format_fixed(vb, 4), kValueWidth) + " " + pad_left(delta, kDeltaWidth);
+            pad_left(format_fixed(vb, 4), kValueWidth) + " " +
+            pad_left(delta_text(va, vb), kDeltaWidth);
   }
   return text;
 }
@@ -90,6 +89,12 @@ double delta_percent(double baseline, double test) {
   if (baseline == 0) return 0;
   // Written as (baseline - test) so that equal values give +0.0, not -0.0.
   return 100.0 * (baseline - test) / baseline;
+}
+
+std::string delta_text(double baseline, double test) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", delta_percent(baseline, test));
+  return text;
 }
 
 void print_rows_diff(std::ostream& out, const RowSet& baseline, const RowSet& test) {

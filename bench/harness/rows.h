@@ -42,6 +42,8 @@ std::string describe_labels(const Row& row, const std::vector<std::string>& dime
 // Pure: -100 * (test - baseline) / baseline, in percent; 0 when baseline is 0 (positive: the
 // test took less).
 double delta_percent(double baseline, double test);
+// Pure: delta_percent as the diffs print it: "+12.3%".
+std::string delta_text(double baseline, double test);
 
 // Pure: the rows of `baseline` and `test` matched by their labels, one line each with p50 and p95
 // of both and delta% = -100 * (test - baseline) / baseline (positive: the test is faster, as

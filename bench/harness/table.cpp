@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gradwire/common/error.h"
+#include "harness/stats.h"
 
 namespace gradwire::bench {
 
@@ -109,6 +110,36 @@ std::string percentile_name(int percentile) {
   char buffer[16];
   std::snprintf(buffer, sizeof buffer, "  p%02d: ", percentile);
   return buffer;
+}
+
+const std::vector<int>& training_percentiles() {
+  static const std::vector<int> kPercentiles = {50, 75, 90, 95};
+  return kPercentiles;
+}
+
+std::string RateColumns::header() const {
+  return pad_left(time_header, 9) + " " + pad_left("ex/sec", rate_width);
+}
+
+std::string RateColumns::cell(double seconds, double examples_per_second) const {
+  const std::string time = format_time ? format_time(seconds) : format_fixed(seconds, 4);
+  return pad_left(time + "s", 9) + " " +
+         pad_left(format_fixed(examples_per_second, rate_decimals) + "/s", rate_width);
+}
+
+std::string RateColumns::cells(const std::vector<double>& seconds, double examples,
+                               const std::vector<int>& percentiles) const {
+  std::string text;
+  for (const auto& row : rate_percentiles(seconds, examples, percentiles)) {
+    text += percentile_name(row.percentile) + cell(row.seconds, row.examples_per_second);
+  }
+  return text;
+}
+
+std::string RateColumns::headers(std::size_t count) const {
+  std::string line;
+  for (std::size_t i = 0; i < count; ++i) line += std::string(7, ' ') + header();
+  return line;
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {

@@ -39,6 +39,25 @@ std::string trim_right(std::string text);
 std::string join(const std::vector<std::string>& items, const std::string& separator);
 // The label of a percentile cell in the training tables: "  p50: ".
 std::string percentile_name(int percentile);
+// The training tables' percentiles (PyTorch's DDP benchmarks'): 50, 75, 90, 95.
+const std::vector<int>& training_percentiles();
+
+// A time and the rate it implies as the training tables (ddp, hybrid, diff) print them:
+// "  0.2150s    37.2/s", the time 9 characters wide.
+struct RateColumns {
+  std::string time_header;  // "sec/iter", "sec/epoch"
+  int rate_width = 9;
+  int rate_decimals = 1;
+  std::string (*format_time)(double seconds) = nullptr;  // null: 4 decimals
+
+  std::string header() const;  // "sec/iter    ex/sec", as wide as cell()
+  std::string cell(double seconds, double examples_per_second) const;
+  // percentile_name and cell() of each percentile of `seconds` (rate_percentiles of `examples`);
+  // headers(n): 7 spaces and header() n times, above n of them.
+  std::string cells(const std::vector<double>& seconds, double examples,
+                    const std::vector<int>& percentiles) const;
+  std::string headers(std::size_t count) const;
+};
 
 // `value` with `precision` digits after the point ("12.35").
 std::string format_fixed(double value, int precision);

@@ -76,7 +76,7 @@ std::vector<ChartSpec> ddp_charts(const DdpReport& report, const std::string& so
     add_rounds(chart, result, group);
     if (reference) {
       const DdpModelResult* match =
-          find_matching_model(*reference, result.model, result.batch_size);
+          find_matching_model(reference->results, result.model, result.batch_size);
       if (match != nullptr) {
         chart.subtitle += " vs " + reference_group + " (embedded reference)";
         add_rounds(chart, *match, reference_group);

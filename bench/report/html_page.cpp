@@ -1,5 +1,7 @@
 #include "report/html_page.h"
 
+#include <map>
+
 namespace gradwire::bench {
 
 namespace {
@@ -43,56 +45,29 @@ void append_sources(std::string& html, const std::vector<ReportSource>& sources)
   html += "</section>\n";
 }
 
+// `text` with every character that `replacements` names replaced by its text.
+std::string replace_characters(const std::string& text,
+                               const std::map<char, std::string>& replacements) {
+  std::string replaced;
+  replaced.reserve(text.size());
+  for (const char c : text) {
+    const auto found = replacements.find(c);
+    replaced += found == replacements.end() ? std::string(1, c) : found->second;
+  }
+  return replaced;
+}
+
 }  // namespace
 
 std::string escape_html(const std::string& text) {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        escaped += "&amp;";
-        break;
-      case '<':
-        escaped += "&lt;";
-        break;
-      case '>':
-        escaped += "&gt;";
-        break;
-      case '"':
-        escaped += "&quot;";
-        break;
-      case '\'':
-        escaped += "&#39;";
-        break;
-      default:
-        escaped += c;
-    }
-  }
-  return escaped;
+  return replace_characters(
+      text, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}});
 }
 
 std::string json_for_script(const nlohmann::json& data) {
-  const std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string escaped;
-  escaped.reserve(text.size());
   // Outside strings JSON has no <, > or &, so escaping every one only touches string contents.
-  for (const char c : text) {
-    switch (c) {
-      case '<':
-        escaped += "\\u003c";
-        break;
-      case '>':
-        escaped += "\\u003e";
-        break;
-      case '&':
-        escaped += "\\u0026";
-        break;
-      default:
-        escaped += c;
-    }
-  }
-  return escaped;
+  return replace_characters(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                            {{'<', "\\u003c"}, {'>', "\\u003e"}, {'&', "\\u0026"}});
 }
 
 std::string render_html_page(const ReportPage& page) {

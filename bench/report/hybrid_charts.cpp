@@ -37,8 +37,8 @@ ChartSpec rates_chart(const std::vector<Side>& sides, const std::string& source)
     const std::vector<double> seconds = pooled_epoch_seconds(side.result);
     if (seconds.empty()) continue;
     ChartSeries series{side.result.implementation, side.result.implementation, side.dashed, {}};
-    for (const auto& p : rate_percentiles(seconds, total_examples_per_epoch(side.result),
-                                          hybrid_row_percentiles())) {
+    for (const auto& p :
+         rate_percentiles(seconds, total_examples_per_epoch(side.result), training_percentiles())) {
       series.points.push_back({static_cast<double>(p.percentile), p.examples_per_second,
                                format_fixed(p.seconds, 4) + " s/epoch"});
     }

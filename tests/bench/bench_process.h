@@ -10,9 +10,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "harness/report.h"  // read_text_file
 
 namespace gradwire::bench::testing {
 
@@ -24,14 +24,6 @@ struct BenchRun {
 // A path in the test's temporary directory, unique to this process.
 inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
-}
-
-// The whole file at `path`; empty when it cannot be read.
-inline std::string read_text_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // Runs `env_prefix GRADWIRE_BENCH_PATH arguments`.

@@ -18,10 +18,7 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::BenchRun;
-using testing::count;
-using testing::run_bench;
-using testing::temp_path;
+using namespace testing;  // bench_process.h
 
 void expect_rows_for_sizes(const nlohmann::json& op_result, int ranks) {
   const auto& rows = op_result.at("rows");

@@ -14,10 +14,7 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::BenchRun;
-using testing::count;
-using testing::run_bench;
-using testing::temp_path;
+using namespace testing;  // bench_process.h
 
 namespace fs = std::filesystem;
 

@@ -55,8 +55,8 @@ TEST(DdpComparisonTest, MatchesRoundsAndNamesMissingOnes) {
   DdpRound their_baseline = baseline;
   their_baseline.measurements = {0.2};
   reference.results = {{"resnet18", 8, {their_baseline}}};
-  ASSERT_NE(find_matching_model(reference, "resnet18", 8), nullptr);
-  EXPECT_EQ(find_matching_model(reference, "resnet18", 16), nullptr);
+  ASSERT_NE(find_matching_model(reference.results, "resnet18", 8), nullptr);
+  EXPECT_EQ(find_matching_model(reference.results, "resnet18", 16), nullptr);
   EXPECT_EQ(find_matching_round(reference.results[0], two), nullptr);
 
   std::ostringstream out;

@@ -19,11 +19,7 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::BenchRun;
-using testing::count;
-using testing::read_text_file;
-using testing::run_bench;
-using testing::temp_path;
+using namespace testing;  // bench_process.h
 
 TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   const std::string json = temp_path("run.json");

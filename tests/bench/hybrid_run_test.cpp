@@ -12,9 +12,7 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::count;
-using testing::read_text_file;
-using testing::temp_path;
+using namespace testing;  // bench_process.h
 
 #ifdef GRADWIRE_BENCH_WITH_HYBRID
 constexpr bool kHybridBuilt = true;

@@ -105,6 +105,15 @@ TEST(OptionTableTest, RejectsUnknownPresetsAndFailedChecks) {
   EXPECT_THROW(parse({"--preset", "huge"}, flags), CLI::ValidationError);
   flags = {};
   EXPECT_THROW(parse({"--iterations", "0"}, flags), CLI::ValidationError);
+  // The same check holds without the command line: resolve() names the flag.
+  flags = {};
+  flags.iterations = 0;
+  try {
+    toy_options().resolve(flags);
+    ADD_FAILURE() << "iterations 0 resolved";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "--iterations must be positive (got 0)");
+  }
 }
 
 }  // namespace

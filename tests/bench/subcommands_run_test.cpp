@@ -14,9 +14,7 @@
 namespace gradwire::bench {
 namespace {
 
-using testing::BenchRun;
-using testing::run_bench;
-using testing::temp_path;
+using namespace testing;  // bench_process.h
 
 struct OutputCase {
   std::string subcommand;  // skipped when this gradwire-bench lacks it
