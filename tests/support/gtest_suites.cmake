@@ -26,6 +26,7 @@ foreach(line IN LISTS lines)
   endif()
 endforeach()
 
+string(REPLACE "," ";" labels "${LABELS}")
 set(text "# Written by tests/support/gtest_suites.cmake from ${EXECUTABLE} --gtest_list_tests.\n")
 foreach(suite IN LISTS suites)
   math(EXPR timeout "${SECONDS_PER_TEST} * ${count_${suite}}")
@@ -35,8 +36,7 @@ foreach(suite IN LISTS suites)
     "add_test([==[${suite}]==] [==[${EXECUTABLE}]==] [==[--gtest_filter=${suite}.*]==])\n"
     "set_tests_properties([==[${suite}]==] PROPERTIES TIMEOUT ${timeout}"
     " WORKING_DIRECTORY [==[${WORKING_DIRECTORY}]==]")
-  if(LABELS)
-    string(REPLACE "," ";" labels "${LABELS}")
+  if(labels)
     string(APPEND text " LABELS [==[${labels}]==]")
   endif()
   string(APPEND text ")\n")
