@@ -1,7 +1,7 @@
 #include "gradwire/data/distributed_sampler.h"
 
 #include <torch/serialize/archive.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <numeric>
 #include <string>

@@ -7,6 +7,8 @@
 #include <sstream>
 
 namespace gradwire::bench {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace diff_test {
 namespace {
 
 std::string fixture(const std::string& name) {
@@ -129,4 +131,5 @@ TEST(DiffTest, ConfigurationsMissingOnOneSideAreNamed) {
 }
 
 }  // namespace
+}  // namespace diff_test
 }  // namespace gradwire::bench

@@ -14,6 +14,8 @@
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace html_report_test {
 namespace {
 
 // A string that would end the data's <script> element or open a comment if written raw.
@@ -204,4 +206,5 @@ TEST(WriteHtmlReportTest, UnwritablePathIsAnErrorNamingIt) {
 }
 
 }  // namespace
+}  // namespace html_report_test
 }  // namespace gradwire::bench

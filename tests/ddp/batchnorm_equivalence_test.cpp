@@ -10,6 +10,8 @@
 #include "test_models.h"
 
 namespace gradwire::ddp::testing {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace batchnorm_equivalence {
 namespace {
 
 constexpr int kSteps = 4;
@@ -66,4 +68,5 @@ TEST(DdpBatchNorm, TrainModeMatchesPerChunkReference) {
 }
 
 }  // namespace
+}  // namespace batchnorm_equivalence
 }  // namespace gradwire::ddp::testing

@@ -14,6 +14,8 @@
 #include "test_models.h"
 
 namespace gradwire::ddp::testing {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace homed_gradients {
 namespace {
 
 constexpr int kSteps = 4;
@@ -193,4 +195,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, HomedGradients, ::testing::Values("gloo", "sh
                          [](const auto& info) { return info.param; });
 
 }  // namespace
+}  // namespace homed_gradients
 }  // namespace gradwire::ddp::testing

@@ -11,6 +11,8 @@
 #include "test_models.h"
 
 namespace gradwire::ddp::testing {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace no_sync {
 namespace {
 
 constexpr int kOuterSteps = 3;
@@ -76,4 +78,5 @@ INSTANTIATE_TEST_SUITE_P(BucketView, NoSync, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "bucket_view" : "copy"; });
 
 }  // namespace
+}  // namespace no_sync
 }  // namespace gradwire::ddp::testing

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "gradwire/launch/launcher.h"
+#include "test_support.h"
 
 namespace gradwire::launch {
 namespace {
@@ -29,9 +30,7 @@ ServerExit server(int index, int code, int signal = 0, bool stopped = true) {
   return exit;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 TEST(LaunchResultTest, AllSucceededIsZeroAndSilent) {
   LaunchResult result;

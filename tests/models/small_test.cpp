@@ -6,6 +6,8 @@
 #include "gradwire/common/error.h"
 
 namespace gradwire::models {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace small_test {
 namespace {
 
 int64_t count_parameters(const torch::nn::Module& module) {
@@ -88,4 +90,5 @@ TEST(SmallCnn, RejectsBadOptionsAndInputs) {
 }
 
 }  // namespace
+}  // namespace small_test
 }  // namespace gradwire::models

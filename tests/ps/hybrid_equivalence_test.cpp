@@ -11,6 +11,8 @@
 #include "support/rank_threads.h"
 
 namespace gradwire::ps {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace hybrid_equivalence {
 namespace {
 
 using testing::make_client;
@@ -110,4 +112,5 @@ TEST(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
 }
 
 }  // namespace
+}  // namespace hybrid_equivalence
 }  // namespace gradwire::ps

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
+#include "id_tensors.h"
 
 namespace gradwire::ps {
 namespace {
@@ -16,9 +17,7 @@ InitializerConfig config_of(InitializerKind kind, double scale, uint64_t seed) {
   return init;
 }
 
-at::Tensor ids_of(std::vector<int64_t> ids) {
-  return at::tensor(ids, at::TensorOptions().dtype(at::kLong));
-}
+using testing::ids_tensor;
 
 TEST(InitializerTest, DeterministicAndSeeded) {
   const InitializerConfig init = config_of(InitializerKind::kNormal, 1.0, 7);
@@ -38,7 +37,7 @@ TEST(InitializerTest, RowsIndependentOfWhichIdsAreAskedTogether) {
     const InitializerConfig init = config_of(kind, 0.5, 3);
     const at::Tensor all = initial_rows(init, at::arange(0, 40, at::kLong), 5);
     // Any subset, any order, with duplicates.
-    const at::Tensor some = initial_rows(init, ids_of({39, 2, 17, 2, 0}), 5);
+    const at::Tensor some = initial_rows(init, ids_tensor({39, 2, 17, 2, 0}), 5);
     EXPECT_TRUE(at::equal(some[0], all[39]));
     EXPECT_TRUE(at::equal(some[1], all[2]));
     EXPECT_TRUE(at::equal(some[2], all[17]));
@@ -56,7 +55,7 @@ TEST(InitializerTest, RowsIndependentOfWhichIdsAreAskedTogether) {
 
 TEST(InitializerTest, ColumnsDoNotDependOnDim) {
   const InitializerConfig init = config_of(InitializerKind::kNormal, 1.0, 1);
-  const at::Tensor ids = ids_of({4, 5, 6});
+  const at::Tensor ids = ids_tensor({4, 5, 6});
   const at::Tensor wide = initial_rows(init, ids, 8);
   const at::Tensor narrow = initial_rows(init, ids, 3);
   EXPECT_TRUE(at::equal(narrow, wide.slice(1, 0, 3)));
@@ -85,7 +84,7 @@ TEST(InitializerTest, UniformWithinBounds) {
 
 TEST(InitializerTest, Zeros) {
   const at::Tensor rows =
-      initial_rows(config_of(InitializerKind::kZeros, 1.0, 5), ids_of({1, 2, 3}), 4);
+      initial_rows(config_of(InitializerKind::kZeros, 1.0, 5), ids_tensor({1, 2, 3}), 4);
   EXPECT_TRUE(at::equal(rows, at::zeros({3, 4}, at::kFloat)));
 }
 
@@ -94,7 +93,7 @@ TEST(InitializerTest, EmptyIdsAndBadArguments) {
   EXPECT_EQ(initial_rows(init, at::empty({0}, at::kLong), 3).sizes(), (at::IntArrayRef{0, 3}));
   EXPECT_THROW(initial_rows(init, at::zeros({2}, at::kInt), 3), InvalidArgument);
   EXPECT_THROW(initial_rows(init, at::zeros({2, 2}, at::kLong), 3), InvalidArgument);
-  EXPECT_THROW(initial_rows(init, ids_of({1}), 0), InvalidArgument);
+  EXPECT_THROW(initial_rows(init, ids_tensor({1}), 0), InvalidArgument);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "ps/core/checkpoint.h"
+#include "../launch/test_support.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {
@@ -17,23 +18,7 @@ using namespace std::chrono_literals;
 using testing::ids_tensor;
 using testing::ServerClient;
 using testing::table_config;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gradwire_ps_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using launch::testing::TempDir;
 
 ServerOptions options_with_dir(const std::string& dir, int64_t every_steps = 0) {
   ServerOptions options = testing::test_server_options();

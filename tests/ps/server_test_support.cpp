@@ -22,8 +22,6 @@ TableConfig table_config(const std::string& name, int64_t rows, int64_t dim, Upd
   return config;
 }
 
-at::Tensor ids_tensor(const std::vector<int64_t>& ids) { return at::tensor(ids, at::kLong); }
-
 ServerOptions test_server_options() {
   ServerOptions options;
   options.listen = "127.0.0.1:0";

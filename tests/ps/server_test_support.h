@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "id_tensors.h"
 #include "gradwire/ps/server.h"
 #include "gradwire/ps/table.h"
 #include "rpc/channel.h"
@@ -26,7 +27,6 @@ TableConfig table_config(const std::string& name = "emb", int64_t rows = 10, int
                          UpdateMode mode = UpdateMode::kAsync, int num_trainers = 1);
 
 // int64 1-D tensor.
-at::Tensor ids_tensor(const std::vector<int64_t>& ids);
 
 // A client of one server: every call carries `token` and a deadline of `timeout`.
 class ServerClient {

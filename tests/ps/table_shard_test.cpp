@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "id_tensors.h"
 
 namespace gradwire::ps {
 namespace {
@@ -19,9 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-at::Tensor ids_of(std::vector<int64_t> ids) {
-  return at::tensor(ids, at::TensorOptions().dtype(at::kLong));
-}
+using testing::ids_tensor;
 
 TableConfig table(OptimizerKind kind, UpdateMode mode, int trainers) {
   TableConfig config;
@@ -52,7 +51,7 @@ at::Tensor whole_table(const std::vector<std::unique_ptr<TableShard>>& shards, i
   std::vector<at::Tensor> rows;
   const int servers = static_cast<int>(shards.size());
   for (int64_t id = 0; id < num_rows; ++id) {
-    rows.push_back(shards[owner_of(id, servers)]->lookup(ids_of({id})));
+    rows.push_back(shards[owner_of(id, servers)]->lookup(ids_tensor({id})));
   }
   return at::cat(rows);
 }
@@ -72,7 +71,7 @@ TEST(TableShardTest, ContentIndependentOfServerCount) {
     // Two steps of the same gradients, routed to the owners (ids 0, 2, 4... in step 1).
     for (int64_t step = 0; step < 2; ++step) {
       for (int64_t id = step; id < config.num_rows; id += 1 + (step == 0)) {
-        shards[owner_of(id, servers)]->push(0, step, ids_of({id}), grads[step][id].unsqueeze(0));
+        shards[owner_of(id, servers)]->push(0, step, ids_tensor({id}), grads[step][id].unsqueeze(0));
       }
       for (auto& shard : shards) EXPECT_TRUE(shard->finish_step(0, step, Clock::now()).applied);
     }
@@ -88,11 +87,11 @@ TEST(TableShardTest, ContentIndependentOfServerCount) {
 TEST(TableShardTest, LookupReturnsCopiesInRequestOrder) {
   TableShard shard(table(OptimizerKind::kSgd, UpdateMode::kAsync, 1), 1, 2);
   EXPECT_EQ(shard.rows_here(), 5);  // ids 1, 3, 5, 7, 9
-  const at::Tensor rows = shard.lookup(ids_of({9, 1, 9}));
+  const at::Tensor rows = shard.lookup(ids_tensor({9, 1, 9}));
   EXPECT_TRUE(at::equal(rows[0], rows[2]));
   EXPECT_FALSE(at::equal(rows[0], rows[1]));
   rows.fill_(0);
-  EXPECT_FALSE(at::equal(shard.lookup(ids_of({9})), at::zeros({1, 4})));
+  EXPECT_FALSE(at::equal(shard.lookup(ids_tensor({9})), at::zeros({1, 4})));
   EXPECT_EQ(shard.lookup(at::empty({0}, at::kLong)).sizes(), (at::IntArrayRef{0, 4}));
 }
 
@@ -102,14 +101,14 @@ TEST(TableShardTest, LookupErrorsNameTheFirstBadId) {
   TableShard shard(config, 0, 2);
   const ShardSnapshot before = shard.snapshot();
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.lookup(ids_of({0, 2, 17, 3}));
+                shard.lookup(ids_tensor({0, 2, 17, 3}));
               }),
               HasSubstr("id 17 belongs to server 1 of 2"));
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.lookup(ids_of({4, -4}));
+                shard.lookup(ids_tensor({4, -4}));
               }),
               HasSubstr("id -4 is negative; it is at position 1"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.lookup(ids_of({32})); }),
+  EXPECT_THAT(invalid_argument_message([&] { shard.lookup(ids_tensor({32})); }),
               HasSubstr("id 32 is out of range"));
   EXPECT_THAT(invalid_argument_message([&] { shard.lookup(at::zeros({2}, at::kInt)); }),
               HasSubstr("int64 1-D"));
@@ -121,27 +120,27 @@ TEST(TableShardTest, BadPushLeavesTableUnchanged) {
   const ShardSnapshot before = shard.snapshot();
   const at::Tensor two_rows = at::ones({2, 4});
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1, 11}), two_rows);
+                shard.push(0, 0, ids_tensor({1, 11}), two_rows);
               }),
               HasSubstr("id 11"));
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1, 2}), at::ones({2, 3}));
+                shard.push(0, 0, ids_tensor({1, 2}), at::ones({2, 3}));
               }),
               HasSubstr("float32 [2, 4]"));
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1, 2}), two_rows.to(at::kDouble));
+                shard.push(0, 0, ids_tensor({1, 2}), two_rows.to(at::kDouble));
               }),
               HasSubstr("float32"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.push(0, 0, ids_of({1}), two_rows); }),
+  EXPECT_THAT(invalid_argument_message([&] { shard.push(0, 0, ids_tensor({1}), two_rows); }),
               HasSubstr("for 1 ids"));
   at::Tensor nan_grads = at::ones({2, 4});
   nan_grads[1][2] = NAN;
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1, 2}), nan_grads);
+                shard.push(0, 0, ids_tensor({1, 2}), nan_grads);
               }),
               HasSubstr("not finite"));
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(2, 0, ids_of({1, 2}), two_rows);
+                shard.push(2, 0, ids_tensor({1, 2}), two_rows);
               }),
               HasSubstr("trainer 2"));
   EXPECT_EQ(shard.step(), 0);
@@ -156,14 +155,14 @@ TEST(TableShardTest, AsyncPushAppliesAtOnceScaledAndSummed) {
   TableShard mean(config, 0, 1);
   config.reduction = GradientReduction::kSum;
   TableShard sum(config, 0, 1);
-  const at::Tensor start = mean.lookup(ids_of({3, 5}));
+  const at::Tensor start = mean.lookup(ids_tensor({3, 5}));
   const at::Tensor grads = at::arange(0, 12, at::kFloat).reshape({3, 4});
-  mean.push(1, 0, ids_of({3, 5, 3}), grads);
-  sum.push(1, 0, ids_of({3, 5, 3}), grads);
+  mean.push(1, 0, ids_tensor({3, 5, 3}), grads);
+  sum.push(1, 0, ids_tensor({3, 5, 3}), grads);
   EXPECT_EQ(mean.step(), 1);
   const at::Tensor summed = at::stack({grads[0] + grads[2], grads[1]});
-  EXPECT_TRUE(at::allclose(mean.lookup(ids_of({3, 5})), start - summed / 2));
-  EXPECT_TRUE(at::allclose(sum.lookup(ids_of({3, 5})), start - summed));
+  EXPECT_TRUE(at::allclose(mean.lookup(ids_tensor({3, 5})), start - summed / 2));
+  EXPECT_TRUE(at::allclose(sum.lookup(ids_tensor({3, 5})), start - summed));
   const StepOutcome outcome = mean.finish_step(0, 99, Clock::now());
   EXPECT_TRUE(outcome.applied);
   EXPECT_EQ(outcome.step, 1);
@@ -191,8 +190,8 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
   TableShard shard(config, 0, 1);
   const at::Tensor all_ids = at::arange(0, config.num_rows, at::kLong);
   const at::Tensor start = shard.lookup(all_ids);
-  const std::pair<at::Tensor, at::Tensor> push0{ids_of({0, 2, 2}), at::randn({3, 4})};
-  const std::pair<at::Tensor, at::Tensor> push1{ids_of({2, 7}), at::randn({2, 4})};
+  const std::pair<at::Tensor, at::Tensor> push0{ids_tensor({0, 2, 2}), at::randn({3, 4})};
+  const std::pair<at::Tensor, at::Tensor> push1{ids_tensor({2, 7}), at::randn({2, 4})};
   shard.push(0, 0, push0.first, push0.second);
   shard.push(1, 0, push1.first, push1.second);
   // Trainer 0 finished; trainer 1 not yet: nothing applied, the wait times out naming trainer 1.
@@ -202,7 +201,7 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
   EXPECT_THAT(waiting.missing_trainers, ElementsAre(1));
   EXPECT_TRUE(at::equal(shard.lookup(all_ids), start));
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1}), at::ones({1, 4}));
+                shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));
               }),
               HasSubstr("after finishing it"));
   // Trainer 1 finishes: the step is applied once, as the mean of both coalesced pushes.
@@ -218,7 +217,7 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
   // Asking again about step 0 answers at once; step 0 pushes and future steps are refused.
   EXPECT_TRUE(shard.finish_step(0, 0, Clock::now()).applied);
   EXPECT_THAT(invalid_argument_message([&] {
-                shard.push(0, 0, ids_of({1}), at::ones({1, 4}));
+                shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));
               }),
               HasSubstr("the table is at step 1"));
   EXPECT_THAT(invalid_argument_message([&] { shard.finish_step(0, 3, Clock::now()); }),
@@ -227,7 +226,7 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
 
 TEST(TableShardTest, WaiterOnAMissingTrainerTimesOut) {
   TableShard shard(table(OptimizerKind::kSgd, UpdateMode::kSync, 3), 0, 1);
-  shard.push(0, 0, ids_of({1}), at::ones({1, 4}));
+  shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));
   EXPECT_FALSE(shard.finish_step(2, 0, Clock::now()).applied);
   const StepOutcome outcome =
       shard.finish_step(0, 0, Clock::now() + std::chrono::milliseconds(100));
@@ -282,7 +281,7 @@ TEST(TableShardTest, SyncStepsFromThreads) {
 TEST(TableShardTest, SnapshotRestores) {
   const TableConfig config = table(OptimizerKind::kAdam, UpdateMode::kAsync, 1);
   TableShard shard(config, 1, 3);
-  shard.push(0, 0, ids_of({1, 4}), at::randn({2, 4}));
+  shard.push(0, 0, ids_tensor({1, 4}), at::randn({2, 4}));
   const ShardSnapshot snapshot = shard.snapshot();
   EXPECT_EQ(snapshot.step, 1);
   const at::Tensor snapshot_weights = snapshot.weights.clone();
@@ -291,9 +290,9 @@ TEST(TableShardTest, SnapshotRestores) {
   EXPECT_EQ(restored->server_index(), 1);
   EXPECT_EQ(restored->num_servers(), 3);
   const at::Tensor grads = at::randn({2, 4});
-  shard.push(0, 0, ids_of({4, 7}), grads);
-  restored->push(0, 0, ids_of({4, 7}), grads);
-  const at::Tensor ids = ids_of({1, 4, 7, 10});
+  shard.push(0, 0, ids_tensor({4, 7}), grads);
+  restored->push(0, 0, ids_tensor({4, 7}), grads);
+  const at::Tensor ids = ids_tensor({1, 4, 7, 10});
   EXPECT_TRUE(at::equal(shard.lookup(ids), restored->lookup(ids)));
   // The snapshot is a deep copy: later updates do not reach it.
   EXPECT_TRUE(at::equal(snapshot.weights, snapshot_weights));
