@@ -27,9 +27,9 @@ namespace {
 
 // Large models on a CPU take minutes per configuration; unless GRADWIRE_TIMEOUT says otherwise,
 // collectives may wait this long.
-constexpr std::chrono::hours kDefaultTimeout{1};
+constexpr std::chrono::hours kReducersTimeout{1};
 
-void progress(const std::string& line) {
+void reducers_progress(const std::string& line) {
   std::cerr << "gradwire-bench reducers: " << line << std::endl;
 }
 
@@ -47,7 +47,8 @@ class ReducersStudy {
   int run() {
     Communicator& comm = context_.communicator;
     if (context_.reports()) {
-      progress(describe_reducers_settings(settings_, comm.size(), context_.threads_per_rank));
+      reducers_progress(
+          describe_reducers_settings(settings_, comm.size(), context_.threads_per_rank));
       print_header();
     }
     std::vector<BucketSizeResult> results;
@@ -85,9 +86,9 @@ class ReducersStudy {
     out.forward_ms = to_milliseconds(gather_samples(comm, measurement.forward_seconds));
     out.backward_ms = to_milliseconds(gather_samples(comm, measurement.backward_seconds));
     if (context_.reports()) {
-      progress(format_fixed(bucket_size_mb, 1) + " MiB, " + ddp::to_string(reducer) + ": " +
-               std::to_string(out.buckets) + " buckets, done in " +
-               format_fixed(clock.seconds(), 1) + " s");
+      reducers_progress(format_fixed(bucket_size_mb, 1) + " MiB, " + ddp::to_string(reducer) +
+                        ": " + std::to_string(out.buckets) + " buckets, done in " +
+                        format_fixed(clock.seconds(), 1) + " s");
     }
     return out;
   }
@@ -156,7 +157,7 @@ Subcommand reducers_subcommand() {
         const ReducersSettings settings = resolve_reducers_settings(state.flags);
         if (!state.ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
         RankOptions ranks = state.ranks;
-        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kReducersTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return ReducersStudy(context, settings, argv).run();
         });

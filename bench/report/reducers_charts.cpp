@@ -17,13 +17,13 @@ struct Phase {
 };
 constexpr Phase kPhases[] = {{"forward_ms", "forward"}, {"backward_ms", "backward"}};
 
-const nlohmann::json& require(const nlohmann::json& object, const char* key,
+const nlohmann::json& require_reducers(const nlohmann::json& object, const char* key,
                               const std::string& where) {
   return require_field(object, key, where, "reducers");
 }
 
 double require_number(const nlohmann::json& object, const char* key, const std::string& where) {
-  const nlohmann::json& value = require(object, key, where);
+  const nlohmann::json& value = require_reducers(object, key, where);
   if (!value.is_number()) {
     throw InvalidArgument(where + ": \"" + key + "\" is " + value.dump() + ", not a number");
   }
@@ -72,7 +72,7 @@ std::vector<ChartSpec> reducers_charts(const nlohmann::json& document, const std
     const nlohmann::json& reducers = require_list(results[i], "reducers", where, "reducers");
     for (std::size_t j = 0; j < reducers.size(); ++j) {
       const std::string entry_where = where + ".reducers[" + std::to_string(j) + "]";
-      const nlohmann::json& name_field = require(reducers[j], "reducer", entry_where);
+      const nlohmann::json& name_field = require_reducers(reducers[j], "reducer", entry_where);
       if (!name_field.is_string()) throw InvalidArgument(entry_where + ": \"reducer\" is no name");
       const std::string name = name_field.get<std::string>();
       std::string note;
@@ -89,7 +89,7 @@ std::vector<ChartSpec> reducers_charts(const nlohmann::json& document, const std
       }
       for (std::size_t c = 0; c < charts.size(); ++c) {
         const std::string phase_where = entry_where + "." + kPhases[c].key;
-        const nlohmann::json& summary = require(reducers[j], kPhases[c].key, entry_where);
+        const nlohmann::json& summary = require_reducers(reducers[j], kPhases[c].key, entry_where);
         const double p50 = require_number(summary, "p50", phase_where);
         const double mean = require_number(summary, "mean", phase_where);
         charts[c].series[known->second].points.push_back({bucket_mb, p50, note});
