@@ -71,12 +71,12 @@ TEST(HybridResults, RejectsMalformedDocuments) {
 
 TEST(HybridResults, PoolsRepeatsPerTrainer) {
   const HybridResult once = gradwire_fixture();
-  const HybridResult twice = pool_hybrid_repeats({once, once});
+  const HybridResult twice = pool_repeats({once, once});
   EXPECT_EQ(twice.trainers[0].epoch_seconds.size(), 8u);
   EXPECT_EQ(twice.trainers[1].phase_seconds.at("lookup").size(), 8u);
   HybridResult fewer = once;
   fewer.trainers.pop_back();
-  EXPECT_THROW(pool_hybrid_repeats({once, fewer}), InvalidArgument);
+  EXPECT_THROW(pool_repeats({once, fewer}), InvalidArgument);
   EXPECT_EQ(hybrid_ratio_by_repeat({once, once}, {reference_fixture(), reference_fixture()}),
             (std::vector<double>{10.0, 10.0}));
 }
