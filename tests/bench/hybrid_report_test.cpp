@@ -11,7 +11,7 @@
 
 #include "cases/hybrid_results.h"
 #include "gradwire/common/error.h"
-#include "report/hybrid_charts.h"
+#include "report/charts.h"
 
 namespace gradwire::bench {
 namespace {
