@@ -6,12 +6,12 @@
 
 #include <sstream>
 
+#include "bench_process.h"
+
 namespace gradwire::bench {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
-}
+using namespace testing;  // bench_process.h
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench_process.h"
 #include "cases/hybrid_results.h"
 #include "gradwire/common/error.h"
 #include "report/charts.h"
@@ -16,16 +17,7 @@
 namespace gradwire::bench {
 namespace {
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-nlohmann::json fixture_json(const std::string& name) {
-  return nlohmann::json::parse(fixture_text(name));
-}
+using namespace testing;  // bench_process.h
 
 HybridResult gradwire_fixture() {
   return parse_hybrid_result(fixture_json("hybrid_result.json"), "fixture");
@@ -98,7 +90,7 @@ TEST(HybridReport, PrintsTheFixture) {
   print_hybrid_phases(out, gradwire_fixture(), "gradwire: where an epoch goes (mean ms per epoch)");
   print_hybrid_comparison(out, gradwire_fixture(), reference_fixture(), "gradwire against PyTorch",
                           {10.0, 10.0});
-  EXPECT_EQ(out.str(), fixture_text("hybrid_table.txt"));
+  EXPECT_EQ(out.str(), read_text_file(fixture("hybrid_table.txt")));
 }
 
 TEST(HybridReport, DocumentMatchesTheFixture) {
