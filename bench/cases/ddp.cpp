@@ -91,31 +91,29 @@ class DdpSweep {
     worlds_ = join_backend_worlds(context_, settings_.backends, timeout_);
     const ReferencePlan reference = plan();
     if (reports()) print_header(reference);
-    DdpRepeats repeats;
-    nlohmann::json reference_document;  // the first repeat's, for its fields
-    AlternatingRuns runs;
+    AlternatingRuns<std::vector<DdpModelResult>> runs;
     runs.repeats = settings_.repeat;
     runs.ours = [&](int) {
       std::vector<DdpModelResult> results;
       for (const auto& model : settings_.models) results.push_back(sweep_model(model));
-      repeats.gradwire.push_back(std::move(results));
+      return results;
     };
     if (reference.run) {
-      runs.reference = [&](int) {
-        nlohmann::json document;
-        if (!run_reference(reference, document)) return false;
-        if (!reports()) return true;
-        repeats.reference.push_back(parse_ddp_document(document, "the PyTorch reference").results);
-        if (reference_document.is_null()) reference_document = std::move(document);
-        return true;
+      runs.reference = [&](int, nlohmann::json& document) {
+        return run_reference(reference, document);
+      };
+      runs.reference_result = [](const nlohmann::json& document) {
+        return parse_ddp_document(document, "the PyTorch reference").results;
       };
     }
     if (reports()) runs.progress = progress;
-    if (!run_alternating(runs)) return reports() ? 1 : 0;
+    DdpRepeats repeats;
+    if (!run_alternating(runs, repeats)) return reports() ? 1 : 0;
     if (!reports()) return 0;
 
-    const std::vector<DdpModelResult> results = pool_repeats(repeats.gradwire);
+    const std::vector<DdpModelResult> results = pool_repeats(repeats.ours);
     if (settings_.repeat > 1) print_pooled(results);
+    nlohmann::json& reference_document = repeats.reference_document;
     if (reference.run) {
       reference_document["benchmark_results"] =
           to_json(pool_repeats(repeats.reference), ranks_per_node_);
@@ -139,7 +137,7 @@ class DdpSweep {
  private:
   // Rows appear on stdout as they are measured, unless the sweep repeats: then stdout gets the
   // pooled tables at the end and each repeat's rows are progress on stderr.
-  std::ostream& rows() const { return settings_.repeat > 1 ? std::cerr : std::cout; }
+  std::ostream& rows() const { return repeat_output(settings_.repeat); }
 
   void print_pooled(const std::vector<DdpModelResult>& results) const {
     std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
@@ -353,9 +351,7 @@ class DdpSweep {
     if (!plan.run) return "skipped: " + plan.why_not;
     return "PyTorch " + plan.python.torch_version + " torch.nn.parallel.DistributedDataParallel (" +
            plan.python.python + " " + plan.script + "), same settings, " +
-           (settings_.repeat > 1
-                ? "alternating with gradwire, " + std::to_string(settings_.repeat) + " times"
-                : "run after gradwire");
+           reference_order(settings_.repeat);
   }
 
   // Runs the reference on every rank (collective). Returns false when it failed on any rank; on

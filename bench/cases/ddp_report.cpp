@@ -107,9 +107,9 @@ const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& res
 std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
                                         std::int64_t batch_size, const DdpRound& round) {
   std::vector<double> ratios;
-  const std::size_t count = std::min(repeats.gradwire.size(), repeats.reference.size());
+  const std::size_t count = std::min(repeats.ours.size(), repeats.reference.size());
   for (std::size_t r = 0; r < count; ++r) {
-    const DdpModelResult* a = find_matching_model(repeats.gradwire[r], model, batch_size);
+    const DdpModelResult* a = find_matching_model(repeats.ours[r], model, batch_size);
     const DdpModelResult* b = find_matching_model(repeats.reference[r], model, batch_size);
     const DdpRound* x = a ? find_matching_round(*a, round) : nullptr;
     const DdpRound* y = b ? find_matching_round(*b, round) : nullptr;

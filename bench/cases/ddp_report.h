@@ -11,6 +11,7 @@
 
 #include "cases/ddp_results.h"
 #include "harness/hardware.h"
+#include "harness/repeats.h"
 #include "harness/table.h"
 
 namespace gradwire::bench {
@@ -62,10 +63,7 @@ const DdpModelResult* find_matching_model(const std::vector<DdpModelResult>& res
                                           const std::string& model, std::int64_t batch_size);
 
 // Each repeat's results of both sides, in the order they ran (gradwire-bench ddp --repeat).
-struct DdpRepeats {
-  std::vector<std::vector<DdpModelResult>> gradwire;
-  std::vector<std::vector<DdpModelResult>> reference;
-};
+using DdpRepeats = Repeats<std::vector<DdpModelResult>>;
 
 // Pure: gradwire's p50 sec/iter over the reference's in each repeat that both measured for the
 // configuration `round` of `model` (batch `batch_size`).

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "gradwire/common/error.h"
-#include "harness/pool.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/stats.h"
 

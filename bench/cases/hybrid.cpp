@@ -83,7 +83,7 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
   const HybridTrainerResult mine = train_hybrid(settings, communicator, state.repeat_index);
   const HybridResult all = gather_hybrid_results(*communicator, mine);
   if (!context.reports()) return 0;
-  std::ostream& out = settings.repeat > 1 ? std::cerr : std::cout;
+  std::ostream& out = repeat_output(settings.repeat);
   const std::string suffix = settings.repeat > 1
                                  ? " (repeat " + std::to_string(state.repeat_index) + " of " +
                                        std::to_string(settings.repeat) + ")"
@@ -109,50 +109,42 @@ class Conductor {
       : settings_(std::move(settings)), argv_(std::move(argv)) {}
 
   int run() {
-    HybridHeader header;
+    std::string reference_line;
     if (settings_.reference_pytorch) {
       const ReferenceRunner reference = require_reference(hybrid_reference_needs(settings_));
       python_ = reference.python;
       script_ = reference.script;
-      header.reference = "PyTorch " + python_.torch_version +
-                         " RPC (TensorPipe) + distributed autograd + DistributedOptimizer (" +
-                         python_.python + " " + script_ + "), same batches, " +
-                         (settings_.repeat > 1 ? "alternating with gradwire, " +
-                                                     std::to_string(settings_.repeat) + " times"
-                                               : "run after gradwire");
+      reference_line = "PyTorch " + python_.torch_version +
+                       " RPC (TensorPipe) + distributed autograd + DistributedOptimizer (" +
+                       python_.python + " " + script_ + "), same batches, " +
+                       reference_order(settings_.repeat);
     }
     progress(describe_hybrid_settings(settings_));
-    header.gradwire_version = version();
-    header.torch_version = torch_version();
-    header.backend = settings_.backend;
-    header.settings = settings_;
-    header.hardware = describe_hardware();
-    print_hybrid_header(std::cout, header);
+    print_hybrid_header(std::cout, settings_, reference_line, describe_hardware());
 
-    std::vector<HybridResult> ours;
-    std::vector<HybridResult> theirs;
-    std::optional<nlohmann::json> reference_document;
-    AlternatingRuns runs;
+    AlternatingRuns<HybridResult> runs;
     runs.repeats = settings_.repeat;
-    runs.ours = [&](int repeat) { ours.push_back(run_gradwire(repeat)); };
+    runs.ours = [&](int repeat) { return run_gradwire(repeat); };
     if (settings_.reference_pytorch) {
-      runs.reference = [&](int) {  // throws when it fails
+      runs.reference = [&](int, nlohmann::json& document) {  // throws when it fails
         progress("running the PyTorch reference: " + python_.python + " " + script_);
-        nlohmann::json document = run_hybrid_reference(python_, script_, settings_);
-        theirs.push_back(parse_hybrid_result(document, "the PyTorch reference"));
-        std::ostream& out = settings_.repeat > 1 ? std::cerr : std::cout;
-        print_hybrid_table(out, theirs.back(),
-                           "reference: PyTorch " + python_.torch_version + " RPC + DDP");
-        print_hybrid_phases(out, theirs.back(),
-                            "reference: where an epoch goes (mean ms per epoch)");
-        if (!reference_document) reference_document = std::move(document);
+        document = run_hybrid_reference(python_, script_, settings_);
         return true;
+      };
+      runs.reference_result = [&](const nlohmann::json& document) {
+        HybridResult theirs = parse_hybrid_result(document, "the PyTorch reference");
+        std::ostream& out = repeat_output(settings_.repeat);
+        print_hybrid_table(out, theirs,
+                           "reference: PyTorch " + python_.torch_version + " RPC + DDP");
+        print_hybrid_phases(out, theirs, "reference: where an epoch goes (mean ms per epoch)");
+        return theirs;
       };
     }
     runs.progress = progress;
-    run_alternating(runs);
+    Repeats<HybridResult> repeats;
+    run_alternating(runs, repeats);
 
-    const HybridResult pooled = pool_hybrid_repeats(ours);
+    const HybridResult pooled = pool_repeats(repeats.ours);
     if (settings_.repeat > 1) {
       std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
       print_hybrid_table(std::cout, pooled, "gradwire: DDP + parameter servers");
@@ -162,16 +154,16 @@ class Conductor {
     inputs.metadata = conductor_metadata(settings_, argv_);
     inputs.settings = settings_;
     inputs.gradwire = pooled;
-    if (reference_document) {
-      const HybridResult reference = pool_hybrid_repeats(theirs);
+    if (!repeats.reference_document.is_null()) {
+      const HybridResult reference = pool_repeats(repeats.reference);
       if (settings_.repeat > 1) {
         print_hybrid_table(std::cout, reference, "reference: PyTorch RPC + DDP");
         print_hybrid_phases(std::cout, reference, "reference: where an epoch goes");
       }
-      inputs.ratio_by_repeat = hybrid_ratio_by_repeat(ours, theirs);
-      (*reference_document)["trainers"] = trainers_to_json(reference);
-      (*reference_document)["repeat"] = settings_.repeat;
-      inputs.reference = reference_document;
+      inputs.ratio_by_repeat = hybrid_ratio_by_repeat(repeats.ours, repeats.reference);
+      repeats.reference_document["trainers"] = trainers_to_json(reference);
+      repeats.reference_document["repeat"] = settings_.repeat;
+      inputs.reference = repeats.reference_document;
       print_hybrid_comparison(std::cout, pooled, reference,
                               "gradwire against PyTorch " + python_.torch_version +
                                   " (RPC, dist autograd, DistributedOptimizer), same batches",

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "gradwire/comm/world.h"
+#include "gradwire/common/version.h"
 #include "harness/rows.h"
 #include "harness/stats.h"
 #include "harness/table.h"
@@ -95,11 +97,10 @@ std::string hybrid_row(const std::string& label, const std::vector<double>& seco
 
 }  // namespace
 
-void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
-  const HybridSettings& s = header.settings;
-  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, header.gradwire_version,
-                    header.torch_version);
-  out << "* Distributed backend: " << header.backend << " (dense part), gRPC (servers)\n"
+void print_hybrid_header(std::ostream& out, const HybridSettings& s, const std::string& reference,
+                         const HardwareInfo& hardware) {
+  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, version(), torch_version());
+  out << "* Distributed backend: " << s.backend << " (dense part), gRPC (servers)\n"
       << "* Trainers: " << s.trainers << ", parameter servers: " << s.servers
       << ", one intra-op thread per trainer\n"
       << "* Embedding: " << s.rows << " rows x " << s.embedding_width() << " (" << s.servers
@@ -112,9 +113,9 @@ void print_hybrid_header(std::ostream& out, const HybridHeader& header) {
       << "* Epochs: " << s.warmup << " warm-up + " << s.epochs << " measured of " << s.batches
       << " batches (20-50 ids, bags of 1-10, seed " << s.seed << ")\n"
       << "* ex/sec: examples per epoch (mean over measured epochs) / sec/epoch\n";
-  if (!header.reference.empty()) out << "* Reference: " << header.reference << "\n";
+  if (!reference.empty()) out << "* Reference: " << reference << "\n";
   out << "\n";
-  print_hardware_block(out, header.hardware, 0);
+  print_hardware_block(out, hardware, 0);
 }
 
 std::vector<std::string> hybrid_rows(const HybridResult& result) {

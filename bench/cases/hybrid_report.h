@@ -17,16 +17,10 @@
 
 namespace gradwire::bench {
 
-struct HybridHeader {
-  std::string gradwire_version;
-  std::string torch_version;
-  std::string backend;  // the trainers' communicator backend
-  HybridSettings settings;
-  std::string reference;  // a line about the PyTorch reference; empty: not asked for
-  HardwareInfo hardware;
-};
-
-void print_hybrid_header(std::ostream& out, const HybridHeader& header);
+// The header block of this build's gradwire and torch. `reference`: a line about the PyTorch
+// reference; empty: not asked for.
+void print_hybrid_header(std::ostream& out, const HybridSettings& settings,
+                         const std::string& reference, const HardwareInfo& hardware);
 
 // "TrainerN" rows in trainer order, then "All" (every epoch pooled, examples summed).
 std::vector<std::string> hybrid_rows(const HybridResult& result);

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "gradwire/common/error.h"
-#include "harness/pool.h"
+#include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/stats.h"
 
@@ -66,7 +66,7 @@ double all_p50_examples_per_second(const HybridResult& result) {
   return p50 > 0 ? total_examples_per_epoch(result) / p50 : 0.0;
 }
 
-HybridResult pool_hybrid_repeats(const std::vector<HybridResult>& repeats) {
+HybridResult pool_repeats(const std::vector<HybridResult>& repeats) {
   return pool_in_order<HybridResult>(
       repeats, [](HybridResult& pooled, const HybridResult& next, const std::string& where) {
         if (next.trainers.size() != pooled.trainers.size()) {

@@ -57,7 +57,7 @@ double all_p50_examples_per_second(const HybridResult& result);
 
 // Repeats pooled: per trainer, every repeat's epochs in order. Throws InvalidArgument when the
 // repeats disagree on the trainers.
-HybridResult pool_hybrid_repeats(const std::vector<HybridResult>& repeats);
+HybridResult pool_repeats(const std::vector<HybridResult>& repeats);
 
 nlohmann::json to_json(const HybridTrainerResult& trainer);
 nlohmann::json trainers_to_json(const HybridResult& result);

@@ -5,10 +5,6 @@
 #include "cases/ddp_results.h"
 #include "gradwire/common/error.h"
 #include "harness/report.h"
-#include "report/ddp_charts.h"
-#include "report/hybrid_charts.h"
-#include "report/reducers_charts.h"
-#include "report/rows_charts.h"
 
 namespace gradwire::bench {
 

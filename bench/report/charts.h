@@ -6,7 +6,7 @@
 // Documents read: "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
 // benchmark.py --json, recognised by benchmark_results without schema_version), "reducers" and
 // "hybrid", each with charts of its own, and any other gradwire-bench result through its "rows"
-// section (rows_charts.h). docs/benchmarks.md lists the charts of each.
+// section (rows_charts). docs/benchmarks.md lists the charts of each.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,8 @@
 #include <vector>
 
 namespace gradwire::bench {
+
+struct DdpReport;  // cases/ddp_results.h
 
 // How the x axis maps values to positions.
 enum class AxisScale {
@@ -73,5 +75,35 @@ const std::vector<std::string>& charted_benchmarks();
 
 // What the page's script reads (field names as in the structs; x_scale "linear" or "log2").
 nlohmann::json to_json(const ChartSpec& chart);
+
+// The charts of each kind of document (report/<kind>_charts.cpp), which charts_from_document
+// picks. Pure; each throws InvalidArgument naming `source` when the document lacks a field it
+// needs or has one of the wrong type.
+//
+// ddp (gradwire-bench ddp, the reference script, PyTorch's benchmark.py): one chart per model of
+// `report`, in its order, of sec/iter against x = world size: series "<implementation> p50"
+// (solid) and "<implementation> p90" (dashed) over the DDP rounds; each "no ddp" round is a
+// baseline at its p50. When report.fields holds an embedded "reference" document (gradwire-bench
+// ddp --reference), its rounds of the same model and batch size are added the same way, in a
+// second colour. A model without DDP rounds gets a chart with its baselines only.
+std::vector<ChartSpec> ddp_charts(const DdpReport& report, const std::string& source);
+// reducers: "forward" then "backward" latency against x = bucket cap in MiB
+// (DdpOptions::bucket_cap_mb), y = ms: per reducer (in order of first appearance) "<reducer> p50"
+// (solid) and "<reducer> mean" (dashed) of the "forward_ms" / "backward_ms" summaries of
+// "results": [{"bucket_size_mb", "reducers": [{"reducer", "buckets", "forward_ms",
+// "backward_ms"}]}]; each point's note gives the bucket count when the document has it. The
+// titles name the model, batch size and world size from "settings" when present.
+std::vector<ChartSpec> reducers_charts(const nlohmann::json& document, const std::string& source);
+// hybrid (with or without its embedded PyTorch reference): "ex/sec of all trainers" (x =
+// percentile 50/75/90/95; one series per implementation), "sec/epoch by epoch" (one series per
+// trainer and implementation, the reference's dashed) and "phases by trainer" (ms per epoch; one
+// series per phase and implementation); parse_hybrid_result's errors.
+std::vector<ChartSpec> hybrid_charts(const nlohmann::json& document, const std::string& source);
+// Any other document, through its "rows" (harness/rows.h): one chart per value of the rows'
+// chart_by label (one chart when there is none), in order of first appearance: x = the rows' x
+// label (the row's position in its series when the set names none or a value is not a number),
+// y = p50 of the samples (solid) and p90 (dashed), one colour per combination of the other
+// labels; parse_row_set's errors.
+std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::string& source);
 
 }  // namespace gradwire::bench

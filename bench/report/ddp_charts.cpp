@@ -1,14 +1,19 @@
-#include "report/ddp_charts.h"
+#include "report/charts.h"
 
 #include <cstdio>
 #include <optional>
 
 #include "cases/ddp_report.h"
+#include "cases/ddp_results.h"
 #include "harness/stats.h"
 
 namespace gradwire::bench {
 
 namespace {
+
+// The percentiles a DDP chart draws: the main one as a solid line, the tail one dashed.
+constexpr int kDdpChartMainPercentile = 50;
+constexpr int kDdpChartTailPercentile = 90;
 
 // "20.0 ex/s per rank, 80 samples": the tooltip of a point.
 std::string point_note(double seconds, std::int64_t batch_size, std::size_t samples) {

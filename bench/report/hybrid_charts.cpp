@@ -1,4 +1,4 @@
-#include "report/hybrid_charts.h"
+#include "report/charts.h"
 
 #include "cases/hybrid_results.h"
 #include "harness/stats.h"

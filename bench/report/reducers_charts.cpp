@@ -1,4 +1,4 @@
-#include "report/reducers_charts.h"
+#include "report/charts.h"
 
 #include <cstddef>
 #include <map>

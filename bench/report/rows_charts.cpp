@@ -1,4 +1,4 @@
-#include "report/rows_charts.h"
+#include "report/charts.h"
 
 #include <cstdio>
 

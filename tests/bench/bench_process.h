@@ -1,7 +1,8 @@
-// Running the real gradwire-bench binary (GRADWIRE_BENCH_PATH) from a test: outside any job
-// (RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK and SLURM_PROCID removed), with collectives limited to
-// 60 s, under coreutils `timeout` (90 s, SIGKILL 5 s later) so a stuck rank fails the test
-// instead of hanging it.
+// What the bench tests share: running a command (the real gradwire-bench binary,
+// GRADWIRE_BENCH_PATH, outside any job: RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK, SLURM_PROCID and
+// GRADWIRE_PS_ADDRS removed, collectives limited to 60 s) under coreutils `timeout` (SIGKILL 5 s
+// after it), so a stuck rank fails the test instead of hanging it; the fixtures
+// (GRADWIRE_BENCH_FIXTURES); temporary paths; counting.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,15 +11,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "harness/report.h"  // read_text_file
+#include "harness/report.h"  // read_text_file, read_json_document
 
 namespace gradwire::bench::testing {
 
 struct BenchRun {
   int exit_code = -1;
-  std::string output;  // stdout and stderr together
+  std::string output;  // stdout, and stderr unless kept apart
+  std::string errors;  // stderr when kept apart
 };
 
 // A path in the test's temporary directory, unique to this process.
@@ -26,18 +29,19 @@ inline std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "bench_" + name + "_" + std::to_string(getpid());
 }
 
-// Runs `env_prefix GRADWIRE_BENCH_PATH arguments`.
-inline BenchRun run_bench(const std::string& arguments, const std::string& env_prefix = "") {
-  const std::string log = temp_path("log.txt");
-  const std::string command =
-      "timeout -k 5 90 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
-      "GRADWIRE_TIMEOUT=60s " +
-      env_prefix + " '" GRADWIRE_BENCH_PATH "' " + arguments + " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
+// Runs the shell `command` under `timeout -k 5 seconds`.
+inline BenchRun run_shell(const std::string& command, int seconds, bool keep_errors_apart = false) {
+  const std::string out = temp_path("stdout.txt");
+  const std::string err = temp_path("stderr.txt");
+  const std::string line = "timeout -k 5 " + std::to_string(seconds) + " " + command + " > '" +
+                           out + "' " + (keep_errors_apart ? "2> '" + err + "'" : "2>&1");
+  const int status = std::system(line.c_str());
   BenchRun result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.output = read_text_file(log);
-  std::remove(log.c_str());
+  result.output = read_text_file(out);
+  result.errors = keep_errors_apart ? read_text_file(err) : "";
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return result;
 }
 
@@ -46,6 +50,26 @@ inline std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+#ifdef GRADWIRE_BENCH_FIXTURES
+inline std::string fixture(const std::string& name) {
+  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
+}
+inline nlohmann::json fixture_json(const std::string& name) {
+  return read_json_document(fixture(name));
+}
+#endif
+
+#ifdef GRADWIRE_BENCH_PATH
+// Runs `env_prefix GRADWIRE_BENCH_PATH arguments` (90 s unless `seconds` says otherwise).
+inline BenchRun run_bench(const std::string& arguments, const std::string& env_prefix = "",
+                          int seconds = 90, bool keep_errors_apart = false) {
+  return run_shell(
+      "env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID -u GRADWIRE_PS_ADDRS "
+      "GRADWIRE_TIMEOUT=60s " +
+          env_prefix + " '" GRADWIRE_BENCH_PATH "' " + arguments,
+      seconds, keep_errors_apart);
 }
 
 // A result file compared with itself (`diff FILE FILE`, every delta +0.0%) and drawn
@@ -62,5 +86,6 @@ inline SelfComparison diff_and_report(const std::string& json) {
   std::remove((json + ".html").c_str());
   return {diff.output, report.output};
 }
+#endif
 
 }  // namespace gradwire::bench::testing

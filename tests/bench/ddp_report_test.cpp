@@ -78,7 +78,7 @@ TEST(DdpComparisonTest, RatioOfEveryRepeat) {
     return std::vector<DdpModelResult>{{"resnet18", 8, {round}}};
   };
   DdpRepeats repeats;
-  repeats.gradwire = {with({0.2, 0.2}), with({0.3, 0.3}), with({0.1, 0.1})};
+  repeats.ours = {with({0.2, 0.2}), with({0.3, 0.3}), with({0.1, 0.1})};
   repeats.reference = {with({0.4, 0.4}), with({0.3, 0.3}), with({0.4, 0.4})};
   const auto ratios = p50_ratio_by_repeat(repeats, "resnet18", 8, two);
   ASSERT_EQ(ratios.size(), 3u);
@@ -90,7 +90,7 @@ TEST(DdpComparisonTest, RatioOfEveryRepeat) {
   DdpReport reference;
   reference.results = pool_repeats(repeats.reference);
   std::ostringstream out;
-  print_ddp_comparison(out, pool_repeats(repeats.gradwire), reference, 2, "reference: test",
+  print_ddp_comparison(out, pool_repeats(repeats.ours), reference, 2, "reference: test",
                        repeats);
   EXPECT_NE(out.str().find("p50 by repeat:  0.500x 1.000x 0.250x, median 0.500x"),
             std::string::npos)

@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "bench_process.h"
 #include "gradwire/common/error.h"
 #include "harness/report.h"
 
 namespace gradwire::bench {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
-}
+using namespace testing;  // bench_process.h
 
 DdpRound round_of(bool ddp, int ranks, std::vector<double> measurements) {
   DdpRound round;

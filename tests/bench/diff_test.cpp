@@ -6,14 +6,14 @@
 
 #include <sstream>
 
+#include "bench_process.h"
+
 namespace gradwire::bench {
 // A namespace of its own: in the unity build its helpers meet other files'.
 namespace diff_test {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
-}
+using namespace testing;  // bench_process.h
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "bench_process.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
@@ -18,19 +19,10 @@ namespace gradwire::bench {
 namespace html_report_test {
 namespace {
 
+using namespace testing;  // bench_process.h
+
 // A string that would end the data's <script> element or open a comment if written raw.
 const std::string kHostile = "</script><script>alert(1)</script><!-- & \"quoted\" 'single'";
-
-nlohmann::json fixture(const std::string& name) {
-  return read_report_input(std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name).document;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The text between <script type="application/json" id="chart-data"> and its </script>.
 std::string embedded_data(const std::string& html) {
@@ -39,12 +31,6 @@ std::string embedded_data(const std::string& html) {
   if (begin == std::string::npos) return "";
   const auto start = begin + open.size();
   return html.substr(start, html.find("</script>", start) - start);
-}
-
-std::size_t occurrences(const std::string& text, const std::string& part) {
-  std::size_t count = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
-  return count;
 }
 
 TEST(EscapeHtmlTest, ReplacesMarkupCharacters) {
@@ -79,15 +65,15 @@ TEST(ChartScriptTest, CannotEndItsOwnScriptElement) {
 }
 
 TEST(RenderHtmlPageTest, HostileTextIsEscapedEverywhere) {
-  nlohmann::json document = fixture("ddp_gradwire.json");
+  nlohmann::json document = fixture_json("ddp_gradwire.json");
   document["benchmark_results"][0]["model"] = kHostile;
   document["metadata"]["hostname"] = kHostile;
   const std::string html =
       render_html_page(build_report_page({{"in.json", document}}, "Title " + kHostile));
   // The one <script> pair of the data, the one of the renderer, nothing injected.
-  EXPECT_EQ(occurrences(html, "<script"), 2u) << html;
-  EXPECT_EQ(occurrences(html, "</script>"), 2u) << html;
-  EXPECT_EQ(occurrences(html, "<!--"), 0u) << html;
+  EXPECT_EQ(count(html, "<script"), 2u) << html;
+  EXPECT_EQ(count(html, "</script>"), 2u) << html;
+  EXPECT_EQ(count(html, "<!--"), 0u) << html;
   EXPECT_NE(html.find("<title>Title &lt;/script&gt;&lt;script&gt;alert(1)"), std::string::npos);
   EXPECT_NE(html.find("<td>&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!-- &amp; "
                       "&quot;quoted&quot; &#39;single&#39;</td>"),
@@ -100,7 +86,7 @@ TEST(RenderHtmlPageTest, HostileTextIsEscapedEverywhere) {
 
 TEST(RenderHtmlPageTest, SelfContainedWithDataAndRenderer) {
   const ReportPage page = build_report_page(
-      {{"g.json", fixture("ddp_gradwire.json")}, {"r.json", fixture("reducers.json")}}, "T");
+      {{"g.json", fixture_json("ddp_gradwire.json")}, {"r.json", fixture_json("reducers.json")}}, "T");
   ASSERT_EQ(page.charts.size(), 4u);
   const std::string html = render_html_page(page);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -123,7 +109,7 @@ TEST(RenderHtmlPageTest, SelfContainedWithDataAndRenderer) {
 }
 
 TEST(DescribeDocumentTest, FactsFromTheHarnessMetadata) {
-  const ReportSource source = describe_document(fixture("ddp_gradwire_reference.json"), "r.json");
+  const ReportSource source = describe_document(fixture_json("ddp_gradwire_reference.json"), "r.json");
   EXPECT_EQ(source.name, "r.json");
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"benchmark", "ddp, gradwire"},
@@ -141,7 +127,7 @@ TEST(DescribeDocumentTest, FactsFromTheHarnessMetadata) {
 }
 
 TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
-  const ReportSource upstream = describe_document(fixture("ddp_pytorch_benchmark.json"), "p.json");
+  const ReportSource upstream = describe_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"benchmark", "ddp (PyTorch benchmark.py)"},
       {"torch", "1.4.0a0+05140f0"},
@@ -149,14 +135,14 @@ TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
       {"settings", "bucket_size 25"}};
   EXPECT_EQ(upstream.facts, expected);
 
-  const ReportSource reducers = describe_document(fixture("reducers.json"), "red.json");
+  const ReportSource reducers = describe_document(fixture_json("reducers.json"), "red.json");
   ASSERT_GE(reducers.facts.size(), 2u);
   EXPECT_EQ(reducers.facts[0], std::make_pair(std::string("benchmark"), std::string("reducers")));
   EXPECT_EQ(reducers.facts.back().first, "settings");
   EXPECT_NE(reducers.facts.back().second.find("bucket_sizes_mb 1 5 25"), std::string::npos);
   EXPECT_NE(reducers.facts.back().second.find("model resnet50"), std::string::npos);
 
-  nlohmann::json spaced = fixture("reducers.json");
+  nlohmann::json spaced = fixture_json("reducers.json");
   spaced["metadata"]["command"] = {"gradwire-bench", "report", "--title", "two words"};
   bool found = false;
   for (const auto& [label, value] : describe_document(spaced, "s.json").facts) {
@@ -171,7 +157,7 @@ TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
 TEST(BuildReportPageTest, RefusalNamesTheSource) {
   const nlohmann::json collectives = {{"schema_version", 1}, {"benchmark", "collectives"}};
   try {
-    build_report_page({{"a.json", fixture("reducers.json")}, {"b.json", collectives}}, "T");
+    build_report_page({{"a.json", fixture_json("reducers.json")}, {"b.json", collectives}}, "T");
     FAIL() << "a collectives document was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("b.json"), std::string::npos) << e.what();
@@ -181,8 +167,8 @@ TEST(BuildReportPageTest, RefusalNamesTheSource) {
 TEST(WriteHtmlReportTest, WritesThePageAndNoTemporaryFile) {
   const std::string path =
       ::testing::TempDir() + "report_write_" + std::to_string(getpid()) + ".html";
-  write_html_report(path, {fixture("ddp_gradwire.json"), fixture("reducers.json")}, "Run");
-  const std::string html = read_file(path);
+  write_html_report(path, {fixture_json("ddp_gradwire.json"), fixture_json("reducers.json")}, "Run");
+  const std::string html = read_text_file(path);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   std::remove(path.c_str());
   EXPECT_NE(html.find("<h1>Run</h1>"), std::string::npos);
@@ -197,7 +183,7 @@ TEST(WriteHtmlReportTest, UnwritablePathIsAnErrorNamingIt) {
   { std::ofstream(file) << "x"; }
   const std::string page = file + "/page.html";
   try {
-    write_html_report(page, {fixture("reducers.json")}, "T");
+    write_html_report(page, {fixture_json("reducers.json")}, "T");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(page), std::string::npos);

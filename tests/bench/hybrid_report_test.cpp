@@ -9,23 +9,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench_process.h"
 #include "cases/hybrid_results.h"
 #include "gradwire/common/error.h"
-#include "report/hybrid_charts.h"
+#include "report/charts.h"
 
 namespace gradwire::bench {
 namespace {
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-nlohmann::json fixture_json(const std::string& name) {
-  return nlohmann::json::parse(fixture_text(name));
-}
+using namespace testing;  // bench_process.h
 
 HybridResult gradwire_fixture() {
   return parse_hybrid_result(fixture_json("hybrid_result.json"), "fixture");
@@ -71,12 +63,12 @@ TEST(HybridResults, RejectsMalformedDocuments) {
 
 TEST(HybridResults, PoolsRepeatsPerTrainer) {
   const HybridResult once = gradwire_fixture();
-  const HybridResult twice = pool_hybrid_repeats({once, once});
+  const HybridResult twice = pool_repeats({once, once});
   EXPECT_EQ(twice.trainers[0].epoch_seconds.size(), 8u);
   EXPECT_EQ(twice.trainers[1].phase_seconds.at("lookup").size(), 8u);
   HybridResult fewer = once;
   fewer.trainers.pop_back();
-  EXPECT_THROW(pool_hybrid_repeats({once, fewer}), InvalidArgument);
+  EXPECT_THROW(pool_repeats({once, fewer}), InvalidArgument);
   EXPECT_EQ(hybrid_ratio_by_repeat({once, once}, {reference_fixture(), reference_fixture()}),
             (std::vector<double>{10.0, 10.0}));
 }
@@ -98,7 +90,7 @@ TEST(HybridReport, PrintsTheFixture) {
   print_hybrid_phases(out, gradwire_fixture(), "gradwire: where an epoch goes (mean ms per epoch)");
   print_hybrid_comparison(out, gradwire_fixture(), reference_fixture(), "gradwire against PyTorch",
                           {10.0, 10.0});
-  EXPECT_EQ(out.str(), fixture_text("hybrid_table.txt"));
+  EXPECT_EQ(out.str(), read_text_file(fixture("hybrid_table.txt")));
 }
 
 TEST(HybridReport, DocumentMatchesTheFixture) {

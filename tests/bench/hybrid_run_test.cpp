@@ -20,19 +20,9 @@ constexpr bool kHybridBuilt = true;
 constexpr bool kHybridBuilt = false;
 #endif
 
-// As testing::run_bench, with room for the PyTorch reference (under ctest's 120 s).
-testing::BenchRun run_hybrid(const std::string& arguments) {
-  const std::string log = temp_path("hybrid_log.txt");
-  const std::string command =
-      "timeout -k 5 110 env -u RANK -u WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "
-      "-u GRADWIRE_PS_ADDRS GRADWIRE_TIMEOUT=60s '" GRADWIRE_BENCH_PATH "' hybrid " +
-      arguments + " > '" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  testing::BenchRun result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.output = read_text_file(log);
-  std::remove(log.c_str());
-  return result;
+// As run_bench, with room for the PyTorch reference (under ctest's 120 s).
+BenchRun run_hybrid(const std::string& arguments) {
+  return run_bench("hybrid " + arguments, "", 110);
 }
 
 void check_side(const nlohmann::json& side, const std::string& implementation) {
@@ -72,7 +62,7 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
   const nlohmann::json document = read_json_file(json);
   // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
-  const auto self = testing::diff_and_report(json);
+  const auto self = diff_and_report(json);
   EXPECT_NE(self.report.find("wrote 3 charts from 1 file"), std::string::npos) << self.report;
   EXPECT_EQ(count(self.diff, "+0.0%"), 4u) << self.diff;
   std::remove(json.c_str());

@@ -6,44 +6,68 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
-#include "harness/pool.h"
 
 namespace gradwire::bench {
 namespace {
 
-TEST(AlternatingRunsTest, OursThenTheReferenceInEachRepeat) {
-  std::vector<std::string> calls;
-  AlternatingRuns runs;
-  runs.repeats = 3;
-  runs.ours = [&](int repeat) { calls.push_back("ours " + std::to_string(repeat)); };
-  runs.reference = [&](int repeat) {
+// Each call is recorded; the reference writes a document on "rank 0" only (`reports`).
+AlternatingRuns<int> recorded(std::vector<std::string>& calls, int repeats, bool reports) {
+  AlternatingRuns<int> runs;
+  runs.repeats = repeats;
+  runs.ours = [&calls](int repeat) {
+    calls.push_back("ours " + std::to_string(repeat));
+    return repeat;
+  };
+  runs.reference = [&calls, reports](int repeat, nlohmann::json& document) {
     calls.push_back("reference " + std::to_string(repeat));
+    if (reports) document = {{"repeat", repeat}};
     return true;
   };
-  runs.progress = [&](const std::string& line) { calls.push_back(line); };
-  EXPECT_TRUE(run_alternating(runs));
+  runs.reference_result = [](const nlohmann::json& document) {
+    return 10 * document.at("repeat").get<int>();
+  };
+  runs.progress = [&calls](const std::string& line) { calls.push_back(line); };
+  return runs;
+}
+
+TEST(AlternatingRunsTest, OursThenTheReferenceInEachRepeatKeepingBothSides) {
+  std::vector<std::string> calls;
+  Repeats<int> repeats;
+  EXPECT_TRUE(run_alternating(recorded(calls, 3, true), repeats));
   EXPECT_EQ(calls, (std::vector<std::string>{"repeat 1 of 3", "ours 1", "reference 1",
                                              "repeat 2 of 3", "ours 2", "reference 2",
                                              "repeat 3 of 3", "ours 3", "reference 3"}));
+  EXPECT_EQ(repeats.ours, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(repeats.reference, (std::vector<int>{10, 20, 30}));
+  EXPECT_EQ(repeats.reference_document, (nlohmann::json{{"repeat", 1}}));  // the first
+
+  // A rank that does not report runs the reference but keeps no document.
+  Repeats<int> silent;
+  calls.clear();
+  EXPECT_TRUE(run_alternating(recorded(calls, 2, false), silent));
+  EXPECT_TRUE(silent.reference.empty());
+  EXPECT_TRUE(silent.reference_document.is_null());
 }
 
 TEST(AlternatingRunsTest, OneRepeatSaysNothingAndNoReferenceIsFine) {
   std::vector<std::string> calls;
-  AlternatingRuns runs;
-  runs.ours = [&](int repeat) { calls.push_back("ours " + std::to_string(repeat)); };
-  runs.progress = [&](const std::string& line) { calls.push_back(line); };
-  EXPECT_TRUE(run_alternating(runs));
+  AlternatingRuns<int> runs = recorded(calls, 1, true);
+  runs.reference = nullptr;
+  Repeats<int> repeats;
+  EXPECT_TRUE(run_alternating(runs, repeats));
   EXPECT_EQ(calls, std::vector<std::string>{"ours 1"});
+  EXPECT_TRUE(repeats.reference_document.is_null());
+  EXPECT_EQ(reference_order(1), "run after gradwire");
+  EXPECT_EQ(reference_order(3), "alternating with gradwire, 3 times");
 }
 
 TEST(AlternatingRunsTest, AFailedReferenceStopsAfterItsRepeat) {
-  int ours = 0;
-  AlternatingRuns runs;
-  runs.repeats = 3;
-  runs.ours = [&](int) { ++ours; };
-  runs.reference = [&](int repeat) { return repeat < 2; };
-  EXPECT_FALSE(run_alternating(runs));
-  EXPECT_EQ(ours, 2);
+  std::vector<std::string> calls;
+  AlternatingRuns<int> runs = recorded(calls, 3, true);
+  runs.reference = [](int repeat, nlohmann::json&) { return repeat < 2; };
+  Repeats<int> repeats;
+  EXPECT_FALSE(run_alternating(runs, repeats));
+  EXPECT_EQ(repeats.ours.size(), 2u);
 }
 
 TEST(PoolInOrderTest, MergesEveryRepeatIntoTheFirstInOrder) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "bench_process.h"
 #include "gradwire/common/error.h"
 #include "report/charts.h"
 #include "report/html_report.h"
@@ -12,11 +13,9 @@
 namespace gradwire::bench {
 namespace {
 
-constexpr double kTolerance = 1e-12;
+using namespace testing;  // bench_process.h
 
-nlohmann::json fixture(const std::string& name) {
-  return read_report_input(std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name).document;
-}
+constexpr double kTolerance = 1e-12;
 
 const ChartSeries& series_named(const ChartSpec& chart, const std::string& name) {
   for (const auto& series : chart.series) {
@@ -45,7 +44,7 @@ std::string refusal(const nlohmann::json& document, const std::string& source = 
 }
 
 TEST(DdpChartsTest, GradwireResultPerModelWithBaseline) {
-  const auto charts = charts_from_document(fixture("ddp_gradwire.json"), "g.json");
+  const auto charts = charts_from_document(fixture_json("ddp_gradwire.json"), "g.json");
   ASSERT_EQ(charts.size(), 2u);
   const ChartSpec& resnet = charts[0];
   EXPECT_EQ(resnet.title, "resnet50, batch size 32");
@@ -77,7 +76,7 @@ TEST(DdpChartsTest, GradwireResultPerModelWithBaseline) {
 }
 
 TEST(DdpChartsTest, EmbeddedReferenceAddsPyTorchSeries) {
-  const auto charts = charts_from_document(fixture("ddp_gradwire_reference.json"), "r.json");
+  const auto charts = charts_from_document(fixture_json("ddp_gradwire_reference.json"), "r.json");
   ASSERT_EQ(charts.size(), 2u);
   const ChartSpec& resnet = charts[0];
   EXPECT_EQ(resnet.subtitle, "r.json: gradwire vs pytorch (embedded reference)");
@@ -105,7 +104,7 @@ TEST(DdpChartsTest, EmbeddedReferenceAddsPyTorchSeries) {
 }
 
 TEST(DdpChartsTest, PyTorchBenchmarkFileFirstRoundIsTheBaseline) {
-  const auto charts = charts_from_document(fixture("ddp_pytorch_benchmark.json"), "p.json");
+  const auto charts = charts_from_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
   ASSERT_EQ(charts.size(), 2u);
   EXPECT_EQ(charts[0].subtitle, "p.json: pytorch benchmark.py");
   expect_points(series_named(charts[0], "pytorch benchmark.py p50"), {1, 2}, {0.13, 0.2});
@@ -117,7 +116,7 @@ TEST(DdpChartsTest, PyTorchBenchmarkFileFirstRoundIsTheBaseline) {
 }
 
 TEST(ReducersChartsTest, ForwardAndBackwardPerReducer) {
-  const auto charts = charts_from_document(fixture("reducers.json"), "red.json");
+  const auto charts = charts_from_document(fixture_json("reducers.json"), "red.json");
   ASSERT_EQ(charts.size(), 2u);
   const ChartSpec& forward = charts[0];
   const ChartSpec& backward = charts[1];
@@ -215,19 +214,19 @@ TEST(ChartsRefusalTest, NamesTheFileAndTheReason) {
 TEST(ChartsRefusalTest, MalformedReducersEntriesAreNamed) {
   const std::string no_results = refusal({{"schema_version", 1}, {"benchmark", "reducers"}});
   EXPECT_NE(no_results.find("in.json has no \"results\""), std::string::npos) << no_results;
-  nlohmann::json document = fixture("reducers.json");
+  nlohmann::json document = fixture_json("reducers.json");
   document["results"][1]["reducers"][2].erase("backward_ms");
   const std::string missing = refusal(document);
   EXPECT_NE(missing.find("in.json results[1].reducers[2] has no \"backward_ms\""),
             std::string::npos)
       << missing;
-  document = fixture("reducers.json");
+  document = fixture_json("reducers.json");
   document["results"][0]["reducers"][0]["forward_ms"]["p50"] = "fast";
   const std::string wrong = refusal(document);
   EXPECT_NE(wrong.find("results[0].reducers[0].forward_ms: \"p50\" is \"fast\", not a number"),
             std::string::npos)
       << wrong;
-  document = fixture("ddp_gradwire.json");
+  document = fixture_json("ddp_gradwire.json");
   document["benchmark_results"][0]["result"][1]["measurements"] = "many";
   EXPECT_NE(refusal(document).find("in.json"), std::string::npos);
 }
@@ -250,7 +249,7 @@ TEST(FinishChartTest, SortsPointsAndPicksTheScale) {
 }
 
 TEST(ChartJsonTest, CarriesEveryField) {
-  const auto charts = charts_from_document(fixture("reducers.json"), "red.json");
+  const auto charts = charts_from_document(fixture_json("reducers.json"), "red.json");
   const nlohmann::json json = to_json(charts[1]);
   EXPECT_EQ(json.at("title"), "backward latency: resnet50, batch size 32, 2 ranks");
   EXPECT_EQ(json.at("x_scale"), "log2");

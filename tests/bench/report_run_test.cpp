@@ -3,19 +3,20 @@
 // no script failed. Commands run under coreutils `timeout`, so nothing can hang the test; each
 // test works in a fresh temporary directory, removed afterwards.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "bench_process.h"
 
 namespace gradwire::bench {
 // A namespace of its own: in the unity build its helpers meet other files'.
 namespace report_run_test {
 namespace {
+
+using namespace testing;  // bench_process.h
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 
@@ -29,17 +30,6 @@ constexpr int kFixturePoints = 2 * 2 + 2 * (3 + 2 + 1) + 2 * (2 + 1) + 2 * 2 * 3
 // Series, each with a marker in its chart's legend: gradwire p50 and p90 for a model with DDP
 // rounds (and pytorch p50 and p90 with the reference), two per reducer and chart.
 constexpr int kFixtureSeries = 2 + (4 + 2) + (2 + 2) + 2 * 2 * 3;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string fixture(const std::string& name) {
-  return std::string(GRADWIRE_BENCH_FIXTURES) + "/" + name;
-}
 
 std::string all_fixtures() {
   return "'" + fixture("ddp_gradwire.json") + "' '" + fixture("ddp_gradwire_reference.json") +
@@ -66,50 +56,24 @@ class ScratchDir {
   std::string path_;
 };
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout
-  std::string errors;  // stderr
-};
-
-// Runs `command` under `timeout -k 5 <seconds>`, capturing stdout and stderr into `scratch`.
-RunResult run(const std::string& command, int seconds, const ScratchDir& scratch) {
-  const std::string out = scratch.file("stdout.txt");
-  const std::string err = scratch.file("stderr.txt");
-  const std::string line = "timeout -k 5 " + std::to_string(seconds) + " " + command + " > '" +
-                           out + "' 2> '" + err + "'";
-  const int status = std::system(line.c_str());
-  RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.output = read_file(out);
-  result.errors = read_file(err);
-  return result;
-}
-
-RunResult run_report(const std::string& arguments, const ScratchDir& scratch) {
-  return run("'" GRADWIRE_BENCH_PATH "' report " + arguments, 60, scratch);
+BenchRun run_report(const std::string& arguments) {
+  return run_bench("report " + arguments, "", 60, true);
 }
 
 // Chromium's DOM of `page` after its scripts ran, with a profile of its own in `scratch`.
-RunResult dump_dom(const std::string& page, const ScratchDir& scratch) {
-  return run(std::string(kChromium) +
+BenchRun dump_dom(const std::string& page, const ScratchDir& scratch) {
+  return run_shell(std::string(kChromium) +
                  " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
                  " --disable-background-networking --disable-component-update --disable-sync"
                  " --user-data-dir='" +
                  scratch.file("chromium-profile") + "' --dump-dom 'file://" + page + "'",
-             60, scratch);
+                   60, true);
 }
 
 // The <body ...> start tag of a dumped DOM: where the renderer records what it drew.
 std::string body_tag(const std::string& html) {
   const auto begin = html.find("<body");
   return begin == std::string::npos ? "" : html.substr(begin, html.find('>', begin) - begin + 1);
-}
-
-std::size_t occurrences(const std::string& text, const std::string& part) {
-  std::size_t count = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
-  return count;
 }
 
 #define SKIP_WITHOUT_CHROMIUM()                                                        \
@@ -122,15 +86,15 @@ TEST(ReportRunTest, WritesOnePageForAllFixtures) {
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   const std::string page = scratch.file("report.html");
-  const RunResult run =
-      run_report(all_fixtures() + " --html '" + page + "' --title 'Fixtures'", scratch);
+  const BenchRun run =
+      run_report(all_fixtures() + " --html '" + page + "' --title 'Fixtures'");
   ASSERT_EQ(run.exit_code, 0) << run.output << run.errors;
   EXPECT_NE(run.output.find("wrote " + std::to_string(kFixtureCharts) + " charts from 4 files to " +
                             page),
             std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("open file://" + page), std::string::npos) << run.output;
-  const std::string html = read_file(page);
+  const std::string html = read_text_file(page);
   EXPECT_NE(html.find("<title>Fixtures</title>"), std::string::npos);
   EXPECT_NE(html.find("data-charts-expected=\"" + std::to_string(kFixtureCharts) + "\""),
             std::string::npos);
@@ -144,8 +108,8 @@ TEST(ReportRunTest, RefusesAFileItCannotDrawAndWritesNothing) {
   const std::string collectives = scratch.file("collectives.json");
   std::ofstream(collectives) << R"({"schema_version": 1, "benchmark": "collectives"})";
   const std::string page = scratch.file("report.html");
-  const RunResult run = run_report(
-      "'" + fixture("reducers.json") + "' '" + collectives + "' --html '" + page + "'", scratch);
+  const BenchRun run = run_report(
+      "'" + fixture("reducers.json") + "' '" + collectives + "' --html '" + page + "'");
   EXPECT_EQ(run.exit_code, 1) << run.output << run.errors;
   EXPECT_NE(run.errors.find("gradwire-bench report: " + collectives +
                             " holds results of gradwire-bench collectives"),
@@ -153,10 +117,10 @@ TEST(ReportRunTest, RefusesAFileItCannotDrawAndWritesNothing) {
       << run.errors;
   EXPECT_FALSE(std::filesystem::exists(page));
 
-  const RunResult missing =
-      run_report("'" + scratch.file("none.json") + "' --html x.html", scratch);
+  const BenchRun missing =
+      run_report("'" + scratch.file("none.json") + "' --html x.html");
   EXPECT_NE(missing.exit_code, 0);
-  const RunResult no_html = run_report("'" + fixture("reducers.json") + "'", scratch);
+  const BenchRun no_html = run_report("'" + fixture("reducers.json") + "'");
   EXPECT_NE(no_html.exit_code, 0);
   EXPECT_NE((no_html.output + no_html.errors).find("--html"), std::string::npos);
 }
@@ -166,10 +130,10 @@ TEST(ReportBrowserTest, ChromiumDrawsEveryChart) {
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   const std::string page = scratch.file("report.html");
-  const RunResult report = run_report(all_fixtures() + " --html '" + page + "'", scratch);
+  const BenchRun report = run_report(all_fixtures() + " --html '" + page + "'");
   ASSERT_EQ(report.exit_code, 0) << report.output << report.errors;
 
-  const RunResult dom = dump_dom(page, scratch);
+  const BenchRun dom = dump_dom(page, scratch);
   ASSERT_EQ(dom.exit_code, 0) << dom.errors;
   const std::string& html = dom.output;
   const std::string body = body_tag(html);
@@ -181,9 +145,9 @@ TEST(ReportBrowserTest, ChromiumDrawsEveryChart) {
             std::string::npos)
       << html;
   // One SVG per chart, with lines and markers; the error box stayed hidden.
-  EXPECT_EQ(occurrences(html, "<svg"), static_cast<std::size_t>(kFixtureCharts));
-  EXPECT_GE(occurrences(html, "<path"), 4u);
-  EXPECT_EQ(occurrences(html, "<circle"),
+  EXPECT_EQ(count(html, "<svg"), static_cast<std::size_t>(kFixtureCharts));
+  EXPECT_GE(count(html, "<path"), 4u);
+  EXPECT_EQ(count(html, "<circle"),
             static_cast<std::size_t>(kFixturePoints + kFixtureSeries));
   EXPECT_NE(html.find("<div id=\"chart-error\" class=\"chart-error\" hidden=\"\"></div>"),
             std::string::npos);
@@ -196,16 +160,16 @@ TEST(ReportBrowserTest, HostileNamesAreTextNotMarkup) {
   SKIP_WITHOUT_CHROMIUM();
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
-  std::string text = read_file(fixture("ddp_pytorch_benchmark.json"));
+  std::string text = read_text_file(fixture("ddp_pytorch_benchmark.json"));
   const std::string model = "\"model\": \"resnet50\"";
   text.replace(text.find(model), model.size(),
                R"("model": "</script><script>document.title='pwned'</script><!--")");
   const std::string input = scratch.file("hostile.json");
   std::ofstream(input) << text;
   const std::string page = scratch.file("report.html");
-  ASSERT_EQ(run_report("'" + input + "' --html '" + page + "'", scratch).exit_code, 0);
+  ASSERT_EQ(run_report("'" + input + "' --html '" + page + "'").exit_code, 0);
 
-  const RunResult dom = dump_dom(page, scratch);
+  const BenchRun dom = dump_dom(page, scratch);
   ASSERT_EQ(dom.exit_code, 0) << dom.errors;
   const std::string body = body_tag(dom.output);
   EXPECT_EQ(body.find("data-chart-error"), std::string::npos) << dom.output;
@@ -223,16 +187,16 @@ TEST(ReportBrowserTest, AScriptErrorShowsTheErrorBox) {
   ASSERT_FALSE(scratch.path().empty());
   const std::string good = scratch.file("good.html");
   ASSERT_EQ(
-      run_report("'" + fixture("reducers.json") + "' --html '" + good + "'", scratch).exit_code, 0);
+      run_report("'" + fixture("reducers.json") + "' --html '" + good + "'").exit_code, 0);
   // Break the data: "charts" is no longer a list.
-  std::string html = read_file(good);
+  std::string html = read_text_file(good);
   const std::string charts = "\"charts\":[";
   ASSERT_NE(html.find(charts), std::string::npos);
   html.replace(html.find(charts), charts.size(), "\"charts\":5,\"was\":[");
   const std::string broken = scratch.file("broken.html");
   std::ofstream(broken) << html;
 
-  const RunResult dom = dump_dom(broken, scratch);
+  const BenchRun dom = dump_dom(broken, scratch);
   ASSERT_EQ(dom.exit_code, 0) << dom.errors;
   const std::string body = body_tag(dom.output);
   EXPECT_NE(body.find("data-chart-error=\"the chart data has no list of charts\""),
