@@ -125,12 +125,9 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
        << settings.batch_size << " per rank, images " << settings.image_size << "x"
        << settings.image_size << ", bucket cap " << settings.bucket_cap_mb << " MiB, "
        << settings.warmup << " warm-up + " << settings.iterations
-       << " timed iterations, world sizes ";
-  for (std::size_t i = 0; i < settings.world_sizes.size(); ++i) {
-    text << (i > 0 ? "," : "") << settings.world_sizes[i];
-  }
-  text << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
-       << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
+       << " timed iterations, world sizes " << joined(settings.world_sizes, ",") << ", "
+       << counted(threads_per_rank, "thread") << " per rank"
+       << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
   if (settings.side_by_side) text << ", no ddp side by side";

@@ -88,9 +88,8 @@ HybridSettings resolve_hybrid_settings(const OptionTable<HybridSettings>& option
 
 std::string describe_hybrid_settings(const HybridSettings& settings) {
   std::ostringstream text;
-  text << "preset " << settings.preset << ": " << settings.trainers
-       << (settings.trainers == 1 ? " trainer x " : " trainers x ") << settings.servers
-       << (settings.servers == 1 ? " server, " : " servers, ") << settings.rows << " rows x "
+  text << "preset " << settings.preset << ": " << counted(settings.trainers, "trainer") << " x "
+       << counted(settings.servers, "server") << ", " << settings.rows << " rows x "
        << settings.dim << " per server (" << settings.embedding_width() << " wide), "
        << settings.warmup << " warm-up + " << settings.epochs << " epochs of " << settings.batches
        << " batches, seed " << settings.seed << ", " << to_string(settings.mode) << " updates, "

@@ -119,17 +119,13 @@ std::string describe_reducers_settings(const ReducersSettings& settings, int ran
   std::ostringstream text;
   text << "preset " << settings.preset << ": model " << settings.model << ", batch "
        << settings.batch_size << " per rank, images " << settings.image_size << "x"
-       << settings.image_size << ", buckets ";
-  for (std::size_t i = 0; i < settings.bucket_sizes_mb.size(); ++i) {
-    text << (i > 0 ? "," : "") << settings.bucket_sizes_mb[i];
-  }
-  text << " MiB, reducers ";
+       << settings.image_size << ", buckets " << joined(settings.bucket_sizes_mb, ",")
+       << " MiB, reducers ";
   for (std::size_t i = 0; i < settings.reducers.size(); ++i) {
     text << (i > 0 ? "," : "") << ddp::to_string(settings.reducers[i]);
   }
   text << ", " << settings.warmup << " warm-up + " << settings.iterations << " timed iterations, "
-       << ranks << (ranks == 1 ? " rank, " : " ranks, ") << threads_per_rank
-       << (threads_per_rank == 1 ? " thread" : " threads") << " per rank";
+       << counted(ranks, "rank") << ", " << counted(threads_per_rank, "thread") << " per rank";
   return text.str();
 }
 

@@ -45,11 +45,21 @@ std::string default_text(const T& value) {
   text << value;
   return text.str();
 }
+// Pure: `values` as printed, separated by `separator` ("1,2,4").
+template <class T>
+std::string joined(const std::vector<T>& values, const std::string& separator) {
+  std::string text;
+  for (const auto& value : values) text += (text.empty() ? "" : separator) + default_text(value);
+  return text;
+}
 template <class T>
 std::string default_text(const std::vector<T>& values) {
-  std::string text;
-  for (const auto& value : values) text += (text.empty() ? "" : ", ") + default_text(value);
-  return text;
+  return joined(values, ", ");
+}
+
+// Pure: "1 thread", "2 threads": for the settings' one-line descriptions.
+inline std::string counted(long long count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
 // Pure: `help` followed by the defaults, "[8; quick 2]", or "[8]" when every preset agrees.
