@@ -46,7 +46,7 @@ struct DataSettings {
   int warmup = 1;
   int repeat = 1;
   int prefetch = 4;
-  std::optional<std::string> data_dir;     // --data: RecordIO files to read instead of Fashion-MNIST
+  std::optional<std::string> data_dir;  // --data: RecordIO files to read instead of Fashion-MNIST
   std::optional<std::string> scratch_dir;  // where converted/generated files go (kept)
   std::string json_path;                   // empty: no JSON
 };

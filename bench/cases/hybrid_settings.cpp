@@ -89,12 +89,11 @@ HybridSettings resolve_hybrid_settings(const OptionTable<HybridSettings>& option
 std::string describe_hybrid_settings(const HybridSettings& settings) {
   std::ostringstream text;
   text << "preset " << settings.preset << ": " << counted(settings.trainers, "trainer") << " x "
-       << counted(settings.servers, "server") << ", " << settings.rows << " rows x "
-       << settings.dim << " per server (" << settings.embedding_width() << " wide), "
-       << settings.warmup << " warm-up + " << settings.epochs << " epochs of " << settings.batches
-       << " batches, seed " << settings.seed << ", " << to_string(settings.mode) << " updates, "
-       << settings.backend << " allreduce"
-       << (settings.reference_pytorch ? ", reference pytorch" : "");
+       << counted(settings.servers, "server") << ", " << settings.rows << " rows x " << settings.dim
+       << " per server (" << settings.embedding_width() << " wide), " << settings.warmup
+       << " warm-up + " << settings.epochs << " epochs of " << settings.batches << " batches, seed "
+       << settings.seed << ", " << to_string(settings.mode) << " updates, " << settings.backend
+       << " allreduce" << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   return text.str();
 }

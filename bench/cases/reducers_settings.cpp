@@ -52,10 +52,11 @@ OptionTable<ReducersSettings> reducers_options() {
                     positive_number)
       .preset_value("--image-size", &Settings::image_size, {{"quick", 64}}, "ResNet input size",
                     positive_number)
-      .preset_option<std::string, std::string>(
-          "--bucket-sizes", {"3..27", {{"quick", "1,5,25"}}},
-          "bucket caps in MiB, e.g. 3..27 or 1,5,25",
-          [](Settings& s, const std::string& text) { s.bucket_sizes_mb = parse_bucket_sizes(text); })
+      .preset_option<std::string, std::string>("--bucket-sizes", {"3..27", {{"quick", "1,5,25"}}},
+                                               "bucket caps in MiB, e.g. 3..27 or 1,5,25",
+                                               [](Settings& s, const std::string& text) {
+                                                 s.bucket_sizes_mb = parse_bucket_sizes(text);
+                                               })
       .option<std::vector<std::string>>(
           "--reducers", "overlapped, async, sync; the first is the delta% baseline [all three]",
           [](Settings& s, const std::vector<std::string>& names) {

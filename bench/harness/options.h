@@ -130,7 +130,8 @@ class OptionTable {
   // `presets`: the preset names, the default one first; `preset_help`: --preset's help.
   OptionTable(std::vector<std::string> presets, const std::string& preset_help) {
     auto preset = std::make_shared<std::string>(presets.front());
-    add("--preset", preset, preset_help,
+    add(
+        "--preset", preset, preset_help,
         [presets](CLI::Option& option) {
           option.check(CLI::IsMember(presets))->capture_default_str();
         },
@@ -167,11 +168,10 @@ class OptionTable {
   // A Settings value that depends on the preset but has no flag (e.g. a time budget).
   template <class T>
   OptionTable& preset_setting(PresetDefaults<T> defaults, Apply<T> apply) {
-    entries_.push_back({"", nullptr,
-                        [defaults, apply](Settings& settings) {
-                          apply(settings, defaults.in(settings.preset));
-                        },
-                        nullptr});
+    entries_.push_back(
+        {"", nullptr,
+         [defaults, apply](Settings& settings) { apply(settings, defaults.in(settings.preset)); },
+         nullptr});
     return *this;
   }
 
@@ -197,14 +197,12 @@ class OptionTable {
   OptionTable& switch_flag(const std::string& flag, bool Settings::*field, const std::string& help,
                            bool value = true) {
     auto given = std::make_shared<bool>(false);
-    entries_.push_back({flag,
-                        [flag, given, help](CLI::App& command) {
-                          command.add_flag(flag, *given, help);
-                        },
-                        [given, field, value](Settings& settings) {
-                          if (*given) settings.*field = value;
-                        },
-                        [given] { return *given; }});
+    entries_.push_back(
+        {flag, [flag, given, help](CLI::App& command) { command.add_flag(flag, *given, help); },
+         [given, field, value](Settings& settings) {
+           if (*given) settings.*field = value;
+         },
+         [given] { return *given; }});
     return *this;
   }
 
@@ -215,14 +213,21 @@ class OptionTable {
     }
   }
 
-  // Parses `args` (the flags, without the program and subcommand) as gradwire-bench would:
-  // for tests. Throws CLI::ParseError (e.g. CLI::ValidationError) for what CLI11 refuses.
+  // Parses `args` (the flags, without the program and subcommand) as gradwire-bench would, or
+  // `flags` split at spaces: for tests. Throws CLI::ParseError (e.g. CLI::ValidationError) for
+  // what CLI11 refuses.
   OptionTable& parse(std::vector<std::string> args) {
     CLI::App command;
     attach(command);
     std::reverse(args.begin(), args.end());
     command.parse(args);
     return *this;
+  }
+  OptionTable& parse(const std::string& flags) {
+    std::vector<std::string> args;
+    std::istringstream words(flags);
+    for (std::string word; words >> word;) args.push_back(word);
+    return parse(args);
   }
 
   // Pure: the preset's Settings with the given flags applied, in table order.
@@ -272,10 +277,10 @@ class OptionTable {
   }
 
   struct Entry {
-    std::string flag;                               // as declared; empty: no flag
-    std::function<void(CLI::App&)> attach;          // null: no flag
-    std::function<void(Settings&)> resolve;         // sets the Settings from the value or preset
-    std::function<bool()> given;                    // null: not asked
+    std::string flag;                        // as declared; empty: no flag
+    std::function<void(CLI::App&)> attach;   // null: no flag
+    std::function<void(Settings&)> resolve;  // sets the Settings from the value or preset
+    std::function<bool()> given;             // null: not asked
   };
   std::vector<Entry> entries_;
 };

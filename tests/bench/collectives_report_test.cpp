@@ -21,7 +21,7 @@ TEST(CollectivesDocumentTest, HasSchemaSettingsAndRows) {
   RunMetadata metadata;
   metadata.memcpy_gbps = 10;
   const CollectivesSettings settings =
-      resolve_collectives_settings(collectives_options().parse({"-e", "16"}));
+      resolve_collectives_settings(collectives_options().parse("-e 16"));
   CollectiveResult result{"allreduce", "sum", 1.0, {}};
   result.rows.push_back(make_collective_row(8, 2, IterationCounts{1, 2}, {1e-6, 1e-6}, 1.0, 0));
   result.rows.push_back(make_collective_row(16, 4, IterationCounts{1, 2}, {1e-6, 1e-6}, 1.0, 2));

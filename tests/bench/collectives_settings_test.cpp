@@ -8,12 +8,12 @@
 namespace gradwire::bench {
 namespace {
 
-CollectivesSettings resolve(const std::vector<std::string>& args) {
-  return resolve_collectives_settings(collectives_options().parse(args));
+CollectivesSettings resolve(const std::string& flags) {
+  return resolve_collectives_settings(collectives_options().parse(flags));
 }
 
 TEST(CollectivesSettingsTest, DefaultPresetCovers8BytesTo256MiB) {
-  const CollectivesSettings settings = resolve({});
+  const CollectivesSettings settings = resolve("");
   ASSERT_EQ(settings.sizes.size(), 26u);
   EXPECT_EQ(settings.sizes.front(), 8u);
   EXPECT_EQ(settings.sizes.back(), std::uint64_t{256} << 20);
@@ -25,32 +25,34 @@ TEST(CollectivesSettingsTest, DefaultPresetCovers8BytesTo256MiB) {
 }
 
 TEST(CollectivesSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
-  const CollectivesSettings quick = resolve({"--preset", "quick"});
+  const CollectivesSettings quick = resolve("--preset quick");
   EXPECT_EQ(quick.sizes.back(), std::uint64_t{16} << 20);
-  EXPECT_LT(quick.policy.bytes_per_size, resolve({}).policy.bytes_per_size);
-  EXPECT_LT(quick.policy.min_warmup_seconds, resolve({}).policy.min_warmup_seconds);
+  EXPECT_LT(quick.policy.bytes_per_size, resolve("").policy.bytes_per_size);
+  EXPECT_LT(quick.policy.min_warmup_seconds, resolve("").policy.min_warmup_seconds);
 
-  const CollectivesSettings settings =
-      resolve({"--preset", "quick", "-e", "4K", "-n", "2", "-w", "0", "--ops",
-               "allgather,allreduce", "--backend", "shm,gloo", "--buffers", "shared,ordinary"});
+  const CollectivesSettings settings = resolve(
+      "--preset quick -e 4K -n 2 -w 0 --ops allgather,allreduce --backend shm,gloo --buffers "
+      "shared,ordinary");
   EXPECT_EQ(settings.sizes.back(), 4096u);
   EXPECT_EQ(settings.policy.iters, 2);
   EXPECT_EQ(settings.policy.warmup, 0);
   EXPECT_EQ(settings.policy.min_iters, 2);  // lowered to --iters
   EXPECT_EQ(settings.ops, (std::vector<std::string>{"allreduce", "allgather"}));  // table order
-  EXPECT_EQ(settings.backends, (std::vector<std::string>{"shm", "gloo"}));       // as given
+  EXPECT_EQ(settings.backends, (std::vector<std::string>{"shm", "gloo"}));        // as given
   EXPECT_EQ(settings.buffers, (std::vector<std::string>{"shared", "ordinary"}));
   EXPECT_EQ(join_backends(settings.backends), "shm,gloo");
 }
 
 TEST(CollectivesSettingsTest, RejectsBadInput) {
-  EXPECT_THROW(resolve({"-b", "1M", "-e", "1K"}), InvalidArgument);
-  EXPECT_THROW(resolve({"-b", "lots"}), InvalidArgument);
-  EXPECT_THROW(resolve({"-e", ""}), InvalidArgument);  // given, and not a size
-  EXPECT_THROW(resolve({"--backend", "shm,shm"}), InvalidArgument);
-  EXPECT_THROW(resolve({"--ops", "alltoall"}), CLI::ValidationError);
-  EXPECT_THROW(resolve({"--backend", "gloo,shmem"}), CLI::ValidationError);
-  EXPECT_THROW(resolve({"--buffers", "registered"}), CLI::ValidationError);
+  EXPECT_THROW(resolve("-b 1M -e 1K"), InvalidArgument);
+  EXPECT_THROW(resolve("-b lots"), InvalidArgument);
+  EXPECT_THROW(  // given, and not a size
+      resolve_collectives_settings(collectives_options().parse(std::vector<std::string>{"-e", ""})),
+      InvalidArgument);
+  EXPECT_THROW(resolve("--backend shm,shm"), InvalidArgument);
+  EXPECT_THROW(resolve("--ops alltoall"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--backend gloo,shmem"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--buffers registered"), CLI::ValidationError);
 }
 
 TEST(CollectiveOpsTest, SizesFollowNcclTests) {

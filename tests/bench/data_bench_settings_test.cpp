@@ -8,12 +8,12 @@
 namespace gradwire::bench {
 namespace {
 
-DataSettings resolve(const std::vector<std::string>& args, int max_ranks = 2) {
-  return resolve_data_settings(data_options().parse(args), max_ranks);
+DataSettings resolve(const std::string& flags, int max_ranks = 2) {
+  return resolve_data_settings(data_options().parse(flags), max_ranks);
 }
 
 TEST(DataBenchSettingsTest, DefaultPresetMeasuresBothSetsBothCompressionsOneAndTwoRanks) {
-  const DataSettings settings = resolve({});
+  const DataSettings settings = resolve("");
   ASSERT_EQ(settings.sets.size(), 2u);
   EXPECT_EQ(settings.sets[0].name, "fashion-mnist");
   EXPECT_EQ(settings.sets[0].source, DataSource::kFashionMnist);
@@ -32,15 +32,15 @@ TEST(DataBenchSettingsTest, DefaultPresetMeasuresBothSetsBothCompressionsOneAndT
 }
 
 TEST(DataBenchSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
-  DataSettings settings = resolve({"--preset", "quick"});
+  DataSettings settings = resolve("--preset quick");
   EXPECT_EQ(settings.generated.bytes, 32u << 20);
   EXPECT_EQ(settings.generated.files, 4);
   EXPECT_EQ(settings.epochs, 2);
 
-  settings = resolve({"--preset", "quick", "--generated-bytes", "2M", "--generated-files", "3",
-                      "--record-bytes", "1K", "--epochs", "4", "--warmup", "0", "--repeat", "3",
-                      "--prefetch", "2", "--rank-counts", "2,1,2", "--sets", "generated",
-                      "--compressions", "zstd,none", "--scratch", "/s", "--json", "d.json"});
+  settings = resolve(
+      "--preset quick --generated-bytes 2M --generated-files 3 --record-bytes 1K --epochs 4 "
+      "--warmup 0 --repeat 3 --prefetch 2 --rank-counts 2,1,2 --sets generated --compressions "
+      "zstd,none --scratch /s --json d.json");
   EXPECT_EQ(settings.generated.bytes, 2u << 20);
   EXPECT_EQ(settings.generated.files, 3);
   EXPECT_EQ(settings.generated.mean_record_bytes, 1024u);
@@ -57,7 +57,7 @@ TEST(DataBenchSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
 }
 
 TEST(DataBenchSettingsTest, DataDirectoryReplacesFashionMnist) {
-  const DataSettings settings = resolve({"--data", "/some/dir"});
+  const DataSettings settings = resolve("--data /some/dir");
   ASSERT_EQ(settings.sets.size(), 2u);
   EXPECT_EQ(settings.sets[0].name, "data");
   EXPECT_EQ(settings.sets[0].source, DataSource::kDirectory);
@@ -65,29 +65,31 @@ TEST(DataBenchSettingsTest, DataDirectoryReplacesFashionMnist) {
 }
 
 TEST(DataBenchSettingsTest, RejectsBadValuesNamingThem) {
-  const auto message_of = [](const std::vector<std::string>& args) -> std::string {
+  const auto message_of = [](const std::string& flags) -> std::string {
     try {
-      resolve(args);
+      resolve(flags);
     } catch (const InvalidArgument& e) {
       return e.what();
     }
     return "";
   };
-  EXPECT_EQ(message_of({"--rank-counts", "4"}), "rank count 4 is outside 1..2");
-  EXPECT_EQ(message_of({"--generated-files", "0"}), "--generated-files must be at least 1 (got 0)");
-  EXPECT_EQ(message_of({"--record-bytes", "1"}), "--record-bytes must be at least 2");
-  EXPECT_NE(message_of({"--generated-bytes", "1K"}).find("less than one record per file"),
+  EXPECT_EQ(message_of("--rank-counts 4"), "rank count 4 is outside 1..2");
+  EXPECT_EQ(message_of("--generated-files 0"), "--generated-files must be at least 1 (got 0)");
+  EXPECT_EQ(message_of("--record-bytes 1"), "--record-bytes must be at least 2");
+  EXPECT_NE(message_of("--generated-bytes 1K").find("less than one record per file"),
             std::string::npos);
-  EXPECT_FALSE(message_of({"--generated-bytes", "lots"}).empty());
-  EXPECT_FALSE(message_of({"--generated-bytes", ""}).empty());  // given, and not a size
+  EXPECT_FALSE(message_of("--generated-bytes lots").empty());
+  EXPECT_THROW(  // given, and not a size
+      resolve_data_settings(data_options().parse(std::vector<std::string>{"--generated-bytes", ""}),
+                            2),
+      InvalidArgument);
   for (const char* flag : {"--sets", "--compressions", "--partitions"}) {
-    EXPECT_THROW(resolve({flag, "other"}), CLI::ValidationError) << flag;
+    EXPECT_THROW(resolve(std::string(flag) + " other"), CLI::ValidationError) << flag;
   }
 }
 
 TEST(DataBenchSettingsTest, CasesPutTheRawReadBeforeEachPartition) {
-  const std::vector<DataCase> cases =
-      data_cases(resolve({"--sets", "generated", "--compressions", "zstd"}));
+  const std::vector<DataCase> cases = data_cases(resolve("--sets generated --compressions zstd"));
   ASSERT_EQ(cases.size(), 8u);
   const std::vector<std::pair<int, std::string>> expected = {
       {1, "raw"}, {1, "raw+crc"}, {1, "static"}, {1, "dynamic"},
@@ -102,7 +104,7 @@ TEST(DataBenchSettingsTest, CasesPutTheRawReadBeforeEachPartition) {
 
 TEST(DataBenchSettingsTest, DataDirectoryIsMeasuredOnceAsItIs) {
   const std::vector<DataCase> cases =
-      data_cases(resolve({"--data", "/d", "--partitions", "static", "--rank-counts", "1"}));
+      data_cases(resolve("--data /d --partitions static --rank-counts 1"));
   // data: as-is; generated: none and zstd; each raw, raw+crc and static on 1 rank.
   ASSERT_EQ(cases.size(), 9u);
   EXPECT_EQ(cases[0].set, "data");

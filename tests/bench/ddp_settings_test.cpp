@@ -8,13 +8,12 @@
 namespace gradwire::bench {
 namespace {
 
-DdpSettings resolve(const std::vector<std::string>& args,
-                    std::optional<int> job_world_size = std::nullopt) {
-  return resolve_ddp_settings(ddp_options().parse(args), job_world_size);
+DdpSettings resolve(const std::string& flags, std::optional<int> job_world_size = std::nullopt) {
+  return resolve_ddp_settings(ddp_options().parse(flags), job_world_size);
 }
 
 TEST(DdpSettingsTest, DefaultPresetIsUpstreams) {
-  const DdpSettings settings = resolve({});
+  const DdpSettings settings = resolve("");
   EXPECT_EQ(settings.models, (std::vector<std::string>{"resnet50", "resnet101", "resnext50_32x4d",
                                                        "resnext101_32x8d"}));
   EXPECT_EQ(settings.batch_size, 32);
@@ -32,16 +31,16 @@ TEST(DdpSettingsTest, DefaultPresetIsUpstreams) {
 }
 
 TEST(DdpSettingsTest, QuickPresetAndOverrides) {
-  DdpSettings settings = resolve({"--preset", "quick"});
+  DdpSettings settings = resolve("--preset quick");
   EXPECT_EQ(settings.models, (std::vector<std::string>{"resnet18", "cnn"}));
   EXPECT_EQ(settings.batch_size, 8);
   EXPECT_EQ(settings.image_size, 64);
   EXPECT_EQ(settings.iterations, 40);
 
-  settings = resolve({"--preset", "quick", "--model", "mlp,cnn", "--model", "mlp", "--batch-size",
-                      "4", "--iterations", "3", "--warmup", "0", "--world-sizes", "4,1,2,2",
-                      "--reference", "pytorch", "--no-shared-buckets", "--repeat", "3",
-                      "--backend", "gloo,shm", "--comm-hook", "allreduce,bf16,bf16"});
+  settings = resolve(
+      "--preset quick --model mlp,cnn --model mlp --batch-size 4 --iterations 3 --warmup 0 "
+      "--world-sizes 4,1,2,2 --reference pytorch --no-shared-buckets --repeat 3 --backend gloo,shm "
+      "--comm-hook allreduce,bf16,bf16");
   EXPECT_EQ(settings.models, (std::vector<std::string>{"mlp", "cnn"}));  // repeats dropped
   EXPECT_EQ(settings.batch_size, 4);
   EXPECT_EQ(settings.iterations, 3);
@@ -64,26 +63,26 @@ TEST(DdpSettingsTest, WorldSizesFollowTheJob) {
   EXPECT_EQ(default_world_sizes(1), (std::vector<int>{1}));
   EXPECT_EQ(default_world_sizes(4), (std::vector<int>{1, 2, 4}));
   EXPECT_EQ(default_world_sizes(6), (std::vector<int>{1, 2, 4, 6}));
-  EXPECT_EQ(resolve({"--max-ranks", "8"}).world_sizes, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(resolve("--max-ranks 8").world_sizes, (std::vector<int>{1, 2, 4, 8}));
   // In a job of 3 ranks: the job decides, and all 3 take part.
-  const DdpSettings in_job = resolve({"--max-ranks", "8"}, 3);
+  const DdpSettings in_job = resolve("--max-ranks 8", 3);
   EXPECT_EQ(in_job.world_sizes, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(in_job.ranks, 3);
-  EXPECT_EQ(resolve({"--world-sizes", "1"}, 3).ranks, 3);
-  EXPECT_THROW(resolve({"--world-sizes", "4"}, 3), InvalidArgument);
+  EXPECT_EQ(resolve("--world-sizes 1", 3).ranks, 3);
+  EXPECT_THROW(resolve("--world-sizes 4", 3), InvalidArgument);
 }
 
 TEST(DdpSettingsTest, RejectsBadValues) {
-  EXPECT_THROW(resolve({"--model", "resnet18,resnet9000"}), InvalidArgument);
-  EXPECT_THROW(resolve({"--comm-hook", "allreduce,int8"}), InvalidArgument);
-  EXPECT_THROW(resolve({"--backend", "gloo,gloo"}), InvalidArgument);
-  EXPECT_THROW(resolve({"--backend", "gloo,mpi"}), CLI::ValidationError);
-  EXPECT_THROW(resolve({"--reference", "tensorflow"}), CLI::ValidationError);
-  EXPECT_THROW(resolve({"--world-sizes", "0"}), CLI::ValidationError);
+  EXPECT_THROW(resolve("--model resnet18,resnet9000"), InvalidArgument);
+  EXPECT_THROW(resolve("--comm-hook allreduce,int8"), InvalidArgument);
+  EXPECT_THROW(resolve("--backend gloo,gloo"), InvalidArgument);
+  EXPECT_THROW(resolve("--backend gloo,mpi"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--reference tensorflow"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--world-sizes 0"), CLI::ValidationError);
 }
 
 TEST(DdpReferenceTest, CommandCarriesTheSettings) {
-  const DdpSettings settings = resolve({"--preset", "quick", "--bucket-cap-mb", "2.5"});
+  const DdpSettings settings = resolve("--preset quick --bucket-cap-mb 2.5");
   const auto command =
       reference_command({"/usr/bin/python3", "1.13.0"}, "ddp_reference.py", settings, 1, "r.json");
   const std::vector<std::string> expected = {"/usr/bin/python3",

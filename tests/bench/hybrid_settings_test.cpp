@@ -12,13 +12,12 @@
 namespace gradwire::bench {
 namespace {
 
-HybridSettings resolve(const std::vector<std::string>& args,
-                       std::optional<HybridJob> job = std::nullopt) {
-  return resolve_hybrid_settings(hybrid_options().parse(args), job);
+HybridSettings resolve(const std::string& flags, std::optional<HybridJob> job = std::nullopt) {
+  return resolve_hybrid_settings(hybrid_options().parse(flags), job);
 }
 
 TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
-  const HybridSettings s = resolve({});
+  const HybridSettings s = resolve("");
   EXPECT_EQ(s.trainers, 8);
   EXPECT_EQ(s.servers, 8);
   EXPECT_EQ(s.rows, 300);
@@ -35,14 +34,14 @@ TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
 }
 
 TEST(HybridSettings, QuickPresetAndFlagsOverride) {
-  HybridSettings s = resolve({"--preset", "quick"});
+  HybridSettings s = resolve("--preset quick");
   EXPECT_EQ(s.trainers, 2);
   EXPECT_EQ(s.servers, 8);
   EXPECT_EQ(s.epochs, 20);
   EXPECT_EQ(s.warmup, 2);
-  s = resolve({"--preset", "quick", "--trainers", "3", "--servers", "2", "--dim", "16", "--epochs",
-               "4", "--warmup", "0", "--seed", "7", "--mode", "sync", "--reference", "pytorch",
-               "--repeat", "3", "--backend", "gloo"});
+  s = resolve(
+      "--preset quick --trainers 3 --servers 2 --dim 16 --epochs 4 --warmup 0 --seed 7 --mode sync "
+      "--reference pytorch --repeat 3 --backend gloo");
   EXPECT_EQ(s.trainers, 3);
   EXPECT_EQ(s.servers, 2);
   EXPECT_EQ(s.embedding_width(), 32);
@@ -57,20 +56,20 @@ TEST(HybridSettings, QuickPresetAndFlagsOverride) {
             "preset quick: 3 trainers x 2 servers, 300 rows x 16 per server (32 wide), 0 warm-up "
             "+ 4 epochs of 10 batches, seed 7, sync updates, gloo allreduce, reference pytorch, 3 "
             "repeats");
-  EXPECT_THROW(resolve({"--mode", "eventually"}), CLI::ValidationError);
-  EXPECT_THROW(resolve({"--backend", "mpi"}), CLI::ValidationError);
+  EXPECT_THROW(resolve("--mode eventually"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--backend mpi"), CLI::ValidationError);
 }
 
 TEST(HybridSettings, AJobDecidesTheCounts) {
-  HybridSettings s = resolve({}, HybridJob{4, 3});
+  HybridSettings s = resolve("", HybridJob{4, 3});
   EXPECT_EQ(s.trainers, 4);
   EXPECT_EQ(s.servers, 3);
   EXPECT_EQ(s.backend, "auto");  // inside a job the library decides by the job's hosts
-  EXPECT_EQ(resolve({"--servers", "3"}, HybridJob{4, 3}).servers, 3);
-  EXPECT_THROW(resolve({"--servers", "2"}, HybridJob{4, 3}), InvalidArgument);
-  EXPECT_THROW(resolve({"--trainers", "8"}, HybridJob{4, 3}), InvalidArgument);
-  EXPECT_THROW(resolve({"--reference", "pytorch"}, HybridJob{4, 3}), InvalidArgument);
-  EXPECT_THROW(resolve({"--repeat", "2"}, HybridJob{4, 3}), InvalidArgument);
+  EXPECT_EQ(resolve("--servers 3", HybridJob{4, 3}).servers, 3);
+  EXPECT_THROW(resolve("--servers 2", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--trainers 8", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--reference pytorch", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--repeat 2", HybridJob{4, 3}), InvalidArgument);
 }
 
 TEST(HybridBatches, SplitMix64Stream) {

@@ -55,14 +55,15 @@ TEST(OptionTableTest, HelpShowsEveryPresetsDefault) {
   toy_options().attach(app);
   const std::string help = app.help();
   for (const char* line :
-       {"--preset TEXT:{default,quick}=default", "--iterations INT:POSITIVE   timed iterations [10; quick 2]",
-        "models [a, b]", "one model [m; quick q]", "sizes [1,2; quick 3]", "--mode TEXT=fast"}) {
+       {"--preset TEXT:{default,quick}=default",
+        "--iterations INT:POSITIVE   timed iterations [10; quick 2]", "models [a, b]",
+        "one model [m; quick q]", "sizes [1,2; quick 3]", "--mode TEXT=fast"}) {
     EXPECT_NE(help.find(line), std::string::npos) << line << " in\n" << help;
   }
 }
 
 TEST(OptionTableTest, ThePresetsDefaultsUnlessGiven) {
-  ToySettings settings = toy_options().parse({}).resolve();
+  ToySettings settings = toy_options().parse("").resolve();
   EXPECT_EQ(settings.preset, "default");
   EXPECT_EQ(settings.iterations, 10);
   EXPECT_EQ(settings.models, (std::vector<std::string>{"a", "b"}));
@@ -72,15 +73,15 @@ TEST(OptionTableTest, ThePresetsDefaultsUnlessGiven) {
   EXPECT_FALSE(settings.verbose);
   EXPECT_TRUE(settings.shared);
 
-  settings = toy_options().parse({"--preset", "quick"}).resolve();
+  settings = toy_options().parse("--preset quick").resolve();
   EXPECT_EQ(settings.iterations, 2);
   EXPECT_EQ(settings.model, "q");
   EXPECT_EQ(settings.sizes, (std::vector<int>{3}));
 
   // An empty string is "not given" only where the table says so (--model), a value elsewhere.
   auto options = toy_options().parse({"--preset", "quick", "--iterations", "7", "--models", "c,d",
-                                      "--model", "", "--sizes", "5", "--mode", "slow", "--data",
-                                      "", "--verbose", "--no-shared"});
+                                      "--model", "", "--sizes", "5", "--mode", "slow", "--data", "",
+                                      "--verbose", "--no-shared"});
   settings = options.resolve();
   EXPECT_EQ(settings.iterations, 7);
   EXPECT_EQ(settings.models, (std::vector<std::string>{"c", "d"}));
@@ -93,13 +94,13 @@ TEST(OptionTableTest, ThePresetsDefaultsUnlessGiven) {
   EXPECT_TRUE(options.given("--iterations"));
   EXPECT_TRUE(options.given("--verbose"));
   EXPECT_FALSE(options.given("--model"));
-  EXPECT_FALSE(toy_options().parse({}).given("--iterations"));
+  EXPECT_FALSE(toy_options().parse("").given("--iterations"));
 }
 
 TEST(OptionTableTest, CliChecksRefuseBadValues) {
-  EXPECT_THROW(toy_options().parse({"--preset", "huge"}), CLI::ValidationError);
-  EXPECT_THROW(toy_options().parse({"--iterations", "0"}), CLI::ValidationError);
-  EXPECT_THROW(toy_options().parse({"--bogus"}), CLI::ExtrasError);
+  EXPECT_THROW(toy_options().parse("--preset huge"), CLI::ValidationError);
+  EXPECT_THROW(toy_options().parse("--iterations 0"), CLI::ValidationError);
+  EXPECT_THROW(toy_options().parse("--bogus"), CLI::ExtrasError);
 }
 
 TEST(OptionListsTest, ChooseKeepAndSort) {

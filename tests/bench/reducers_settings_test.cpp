@@ -9,12 +9,12 @@ namespace {
 
 using ddp::ReductionSchedule;
 
-ReducersSettings resolve(const std::vector<std::string>& args) {
-  return reducers_options().parse(args).resolve();
+ReducersSettings resolve(const std::string& flags) {
+  return reducers_options().parse(flags).resolve();
 }
 
 TEST(ReducersSettingsTest, DefaultPresetIsCompareDdps) {
-  const ReducersSettings settings = resolve({});
+  const ReducersSettings settings = resolve("");
   EXPECT_EQ(settings.model, "resnet50");
   EXPECT_EQ(settings.batch_size, 32);
   EXPECT_EQ(settings.image_size, 224);
@@ -28,11 +28,12 @@ TEST(ReducersSettingsTest, DefaultPresetIsCompareDdps) {
   EXPECT_EQ(settings.warmup, 20);
   EXPECT_EQ(settings.iterations, 100);
   // An empty --model or --bucket-sizes is the preset's.
-  EXPECT_EQ(resolve({"--model", "", "--bucket-sizes", ""}).bucket_sizes_mb.size(), 25u);
+  const std::vector<std::string> empty = {"--model", "", "--bucket-sizes", ""};
+  EXPECT_EQ(reducers_options().parse(empty).resolve().bucket_sizes_mb.size(), 25u);
 }
 
 TEST(ReducersSettingsTest, QuickPresetAndOverrides) {
-  ReducersSettings settings = resolve({"--preset", "quick"});
+  ReducersSettings settings = resolve("--preset quick");
   EXPECT_EQ(settings.model, "resnet18");
   EXPECT_EQ(settings.batch_size, 8);
   EXPECT_EQ(settings.bucket_sizes_mb, (std::vector<double>{1, 5, 25}));
@@ -41,9 +42,9 @@ TEST(ReducersSettingsTest, QuickPresetAndOverrides) {
             "reducers overlapped,async,sync, 3 warm-up + 20 timed iterations, 2 ranks, 1 thread "
             "per rank");
 
-  settings = resolve({"--preset", "quick", "--model", "mlp", "--bucket-sizes", "0.5,2..4",
-                      "--reducers", "sync,overlapped", "--iterations", "3", "--warmup", "0",
-                      "--json", "out.json"});
+  settings = resolve(
+      "--preset quick --model mlp --bucket-sizes 0.5,2..4 --reducers sync,overlapped --iterations "
+      "3 --warmup 0 --json out.json");
   EXPECT_EQ(settings.model, "mlp");
   EXPECT_EQ(settings.bucket_sizes_mb, (std::vector<double>{0.5, 2, 3, 4}));
   EXPECT_EQ(settings.reducers,
@@ -71,22 +72,21 @@ TEST(ReducersSettingsTest, BucketSizeLists) {
 }
 
 TEST(ReducersSettingsTest, BadSettingsAreRefusedInTableOrder) {
-  const auto message_of = [](const std::vector<std::string>& args) -> std::string {
+  const auto message_of = [](const std::string& flags) -> std::string {
     try {
-      resolve(args);
+      resolve(flags);
     } catch (const InvalidArgument& e) {
       return e.what();
     }
     return "";
   };
-  EXPECT_EQ(message_of({"--reducers", "eager"}),
-            "unknown reducer 'eager': use overlapped, async, sync");
-  EXPECT_EQ(message_of({"--reducers", "sync,sync"}), "reducer 'sync' is listed twice");
-  EXPECT_NE(message_of({"--model", "resnet9000", "--reducers", "eager"}).find("unknown model"),
+  EXPECT_EQ(message_of("--reducers eager"), "unknown reducer 'eager': use overlapped, async, sync");
+  EXPECT_EQ(message_of("--reducers sync,sync"), "reducer 'sync' is listed twice");
+  EXPECT_NE(message_of("--model resnet9000 --reducers eager").find("unknown model"),
             std::string::npos);
-  EXPECT_NE(message_of({"--model", "resnet9000", "--bucket-sizes", "x"}).find("bucket sizes"),
+  EXPECT_NE(message_of("--model resnet9000 --bucket-sizes x").find("bucket sizes"),
             std::string::npos);
-  EXPECT_THROW(resolve({"--iterations", "0"}), CLI::ValidationError);
+  EXPECT_THROW(resolve("--iterations 0"), CLI::ValidationError);
 }
 
 }  // namespace
