@@ -169,20 +169,16 @@ int run_collectives(RankContext& context, const CollectivesSettings& settings,
 }  // namespace
 
 Subcommand collectives_subcommand() {
-  return case_subcommand<CollectivesFlags>(
+  return case_subcommand<CollectivesSettings>(
       "collectives",
       "allreduce, broadcast and allgather bandwidth over message sizes (nccl-tests style)",
-      [](CLI::App& command, CaseFlags<CollectivesFlags>& state) {
-        collectives_options().attach(command, state.flags);
-        add_rank_options(command, state.ranks);
-      },
-      [](const CaseFlags<CollectivesFlags>& state, const std::vector<std::string>& argv) {
-        const CollectivesSettings settings = resolve_collectives_settings(state.flags);
-        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
-        RankOptions ranks = state.ranks;
+      collectives_options, add_rank_options,
+      [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
+        const CollectivesSettings settings = resolve_collectives_settings(options);
+        if (!ranks.worker) prepare_output_files({settings.json_path});
         ranks.backend = settings.backends.front();
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
-          return run_collectives(context, settings, state.flags.json_path, argv, ranks.timeout);
+          return run_collectives(context, settings, settings.json_path, argv, ranks.timeout);
         });
       });
 }

@@ -1,9 +1,8 @@
-// What `gradwire-bench collectives` runs: its command-line flags, the presets, and the settings
-// they resolve to (pure, unit-tested).
+// What `gradwire-bench collectives` runs: its flags, the presets, and the settings they resolve to
+// (pure, unit-tested).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,29 +10,6 @@
 #include "harness/timing.h"
 
 namespace gradwire::bench {
-
-// The flags as given; unset ones come from the preset.
-struct CollectivesFlags {
-  std::string preset = "default";        // "default" or "quick"
-  std::optional<std::string> min_bytes;  // e.g. "8", "64K"
-  std::optional<std::string> max_bytes;  // e.g. "256M"
-  std::optional<int> iters;              // timed iterations for small messages
-  std::optional<int> warmup;             // warm-up iterations for small messages
-  std::optional<int> min_iters;          // timed iterations for the largest messages
-  std::vector<std::string> ops;          // subset of collective_ops() names; empty: all
-  std::vector<std::string> backends;     // --backend gloo,shm; empty: gloo
-  std::vector<std::string> buffers;      // --buffers ordinary,shared; empty: ordinary
-  std::string json_path;                 // empty: no JSON
-};
-
-struct CollectivesSettings;
-
-// The flags, their help and their defaults in each preset:
-//   default: 8 B .. 256 MiB, 50 iterations (5 warm-up, and at least 20 ms), at least 3, 1 GiB
-//            moved per size
-//   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up, and at least 5 ms), at least 3, 64 MiB
-//            moved per size
-const OptionTable<CollectivesFlags, CollectivesSettings>& collectives_options();
 
 // What runs; the sizes and the iteration policy come from collectives_options() (the policy's
 // defaults are IterationPolicy's, its warm-up time and bytes per size the preset's).
@@ -43,27 +19,34 @@ struct CollectivesSettings {
   std::uint64_t max_bytes = 0;
   std::vector<std::uint64_t> sizes;  // requested sizes, doubling from min_bytes to max_bytes
   IterationPolicy policy;
-  std::vector<std::string> ops;  // names, in collective_ops() order
+  std::vector<std::string> ops;  // names, in collective_ops() order (--ops; empty: all)
   // Communicator backends, measured one after the other in the same run, in the order given.
   std::vector<std::string> backends;
   // Where in-place operations' tensors live, each measured in turn per backend: "ordinary"
   // (at::zeros) or "shared" (Communicator::shared_buffer, which the shm backend allreduces in
   // place without copies; like nccl-tests' registered buffers).
   std::vector<std::string> buffers = {"ordinary"};
+  std::string json_path;  // empty: no JSON
 };
+
+// The flags, their help and their defaults in each preset:
+//   default: 8 B .. 256 MiB, 50 iterations (5 warm-up, and at least 20 ms), at least 3, 1 GiB
+//            moved per size
+//   quick:   8 B .. 16 MiB,  20 iterations (2 warm-up, and at least 5 ms), at least 3, 64 MiB
+//            moved per size
+OptionTable<CollectivesSettings> collectives_options();
 
 // The backends a benchmark accepts in --backend (InitOptions::backend names).
 const std::vector<std::string>& benchmark_backends();
 
 // Pure: the --backend list of gradwire-bench collectives and ddp: `given` in order, or {"gloo"}
-// when empty. Throws InvalidArgument for a name not in benchmark_backends() or one given twice.
+// when empty. Throws InvalidArgument for a name given twice.
 std::vector<std::string> resolve_backends(const std::vector<std::string>& given);
 
 // Pure: "gloo,shm".
 std::string join_backends(const std::vector<std::string>& backends);
 
-// Pure. Throws InvalidArgument for an unknown preset, op or backend, malformed sizes, min > max,
-// or non-positive iteration counts.
-CollectivesSettings resolve_collectives_settings(const CollectivesFlags& flags);
+// Pure. Throws InvalidArgument for malformed sizes, min > max, or a backend given twice.
+CollectivesSettings resolve_collectives_settings(const OptionTable<CollectivesSettings>& options);
 
 }  // namespace gradwire::bench

@@ -313,27 +313,22 @@ class DataSweep {
 }  // namespace
 
 Subcommand data_subcommand() {
-  return case_subcommand<DataFlags>(
+  return case_subcommand<DataSettings>(
       "data",
       "RecordIO loader records/s and MB/s (1 and 2 ranks, static and dynamic, zstd or not) "
       "against raw reads of the same files",
-      [](CLI::App& command, CaseFlags<DataFlags>& state) {
-        data_options().attach(command, state.flags);
-        add_worker_flag(command, state.ranks);
-      },
-      [](const CaseFlags<DataFlags>& state, const std::vector<std::string>& argv) {
+      data_options, add_worker_flag,
+      [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
         const EnvMap env = EnvMap::from_process();
         const int max_ranks =
             in_launcher_environment(env) ? resolve_world({}, env).world_size : kMaxLocalRanks;
-        const DataSettings settings = resolve_data_settings(state.flags, max_ranks);
-        if (!state.ranks.worker) prepare_output_files({state.flags.json_path});
-        RankOptions ranks = state.ranks;
+        const DataSettings settings = resolve_data_settings(options, max_ranks);
+        if (!ranks.worker) prepare_output_files({settings.json_path});
         ranks.ranks = data_world_size(settings);
         ranks.threads_per_rank = 1;  // the loader's own threads are what is measured
         ranks.bind_cores = false;    // ... on every core, as a training job's loader runs
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
-          return DataSweep(context, settings, argv)
-              .run(state.flags.scratch_dir, state.flags.json_path);
+          return DataSweep(context, settings, argv).run(settings.scratch_dir, settings.json_path);
         });
       });
 }

@@ -11,35 +11,6 @@
 
 namespace gradwire::bench {
 
-// The flags as given; unset ones come from the preset.
-struct DataFlags {
-  std::string preset = "default";              // "default" or "quick"
-  std::optional<std::string> data_dir;         // RecordIO files to read instead of Fashion-MNIST
-  std::optional<std::string> scratch_dir;      // where converted/generated files go (kept)
-  std::vector<std::string> sets;               // "fashion-mnist", "generated"; empty: both
-  std::optional<std::string> generated_bytes;  // e.g. "256M": record payload of the set
-  std::optional<int> generated_files;          // files the generated set is split into
-  std::optional<std::string> record_bytes;     // mean generated record size, e.g. "4K"
-  std::vector<std::string> compressions;       // "none", "zstd"; empty: both
-  std::vector<int> rank_counts;                // e.g. {1, 2}; empty: 1 and 2
-  std::vector<std::string> partitions;         // "static", "dynamic"; empty: both
-  std::optional<int> epochs;                   // timed epochs per measurement
-  std::optional<int> warmup;                   // untimed epochs before them
-  std::optional<int> repeat;                   // sweeps, pooled
-  std::optional<int> prefetch;                 // ShardedReaderOptions::prefetch_chunks
-  std::string json_path;                       // empty: no JSON
-};
-
-struct DataSettings;
-
-// The flags, their help and their defaults in each preset:
-//   default: generated set 256 MiB in 8 files of 4 KiB (mean) records; 1 warm-up + 5 timed
-//            epochs per measurement; 1 sweep
-//   quick:   generated set 32 MiB in 4 files; 1 warm-up + 2 timed epochs
-// Both: Fashion-MNIST's 60000 training images (47 MB) converted in 4 files of 1024-image chunks,
-// prefetch 4 chunks, compressions none and zstd, 1 and 2 ranks, static and dynamic partitions.
-const OptionTable<DataFlags, DataSettings>& data_options();
-
 // Where a data set's files come from.
 enum class DataSource {
   kFashionMnist,  // converted from the IDX files (once per compression)
@@ -69,17 +40,28 @@ struct DataSettings {
   int fashion_mnist_files = 4;
   std::uint32_t fashion_mnist_records_per_chunk = 1024;
   std::vector<std::string> compressions;  // "none" before "zstd"
-  std::vector<int> rank_counts;           // ascending
+  std::vector<int> rank_counts = {1, 2};  // ascending
   std::vector<std::string> partitions;    // "static" before "dynamic"
   int epochs = 5;
   int warmup = 1;
   int repeat = 1;
   int prefetch = 4;
+  std::optional<std::string> data_dir;  // --data: RecordIO files to read instead of Fashion-MNIST
+  std::optional<std::string> scratch_dir;  // where converted/generated files go (kept)
+  std::string json_path;                   // empty: no JSON
 };
 
-// Pure. Throws InvalidArgument for an unknown preset, set, compression or partition, malformed
-// sizes, non-positive counts, or rank counts outside 1..max_ranks.
-DataSettings resolve_data_settings(const DataFlags& flags, int max_ranks);
+// The flags, their help and their defaults in each preset:
+//   default: generated set 256 MiB in 8 files of 4 KiB (mean) records; 1 warm-up + 5 timed
+//            epochs per measurement; 1 sweep
+//   quick:   generated set 32 MiB in 4 files; 1 warm-up + 2 timed epochs
+// Both: Fashion-MNIST's 60000 training images (47 MB) converted in 4 files of 1024-image chunks,
+// prefetch 4 chunks, compressions none and zstd, 1 and 2 ranks, static and dynamic partitions.
+OptionTable<DataSettings> data_options();
+
+// Pure. Throws InvalidArgument for malformed sizes, --generated-files below 1, --record-bytes
+// below 2, less than one record per generated file, or rank counts above max_ranks.
+DataSettings resolve_data_settings(const OptionTable<DataSettings>& options, int max_ranks);
 
 // The largest rank count a sweep uses (the ranks gradwire-bench must start).
 int data_world_size(const DataSettings& settings);

@@ -417,34 +417,33 @@ class DdpSweep {
 }  // namespace
 
 Subcommand ddp_subcommand() {
-  return case_subcommand<DdpFlags>(
+  return case_subcommand<DdpSettings>(
       "ddp",
       "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
       "DDP benchmark)",
-      [](CLI::App& command, CaseFlags<DdpFlags>& state) {
-        ddp_options().attach(command, state.flags);
+      ddp_options,
+      [](CLI::App& command, RankOptions& ranks) {
         command
-            .add_option("--threads", state.ranks.threads_per_rank,
+            .add_option("--threads", ranks.threads_per_rank,
                         "intra-op threads per rank [cores / local ranks]")
             ->check(CLI::PositiveNumber);
         // Unbound by default: DDP's reductions run on a progress thread beside the compute
         // thread, and a rank bound to one core must time-share it (docs/performance.md).
-        state.ranks.bind_cores = false;
-        add_bind_cores_flag(command, state.ranks);
-        add_worker_flag(command, state.ranks);
+        ranks.bind_cores = false;
+        add_bind_cores_flag(command, ranks);
+        add_worker_flag(command, ranks);
       },
-      [](const CaseFlags<DdpFlags>& state, const std::vector<std::string>& argv) {
+      [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
         const EnvMap env = EnvMap::from_process();
         std::optional<int> job_world_size;
         if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
-        const DdpSettings settings = resolve_ddp_settings(state.flags, job_world_size);
-        if (!state.ranks.worker) {
+        const DdpSettings settings = resolve_ddp_settings(options, job_world_size);
+        if (!ranks.worker) {
           prepare_output_files({settings.json_path, settings.html_path});
           if (settings.reference_pytorch && !settings.json_path.empty()) {
             prepare_output_file(reference_json_path(settings.json_path));
           }
         }
-        RankOptions ranks = state.ranks;
         ranks.ranks = settings.ranks;
         ranks.backend = settings.backends.front();
         if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;

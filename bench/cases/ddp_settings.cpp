@@ -11,70 +11,65 @@
 
 namespace gradwire::bench {
 
-const OptionTable<DdpFlags, DdpSettings>& ddp_options() {
-  using Flags = DdpFlags;
+OptionTable<DdpSettings> ddp_options() {
   using Settings = DdpSettings;
-  static const auto table = [] {
-    OptionTable<Flags, Settings> options({"default", "quick"},
-                                         "settings preset (quick: resnet18 and cnn, small)");
-    options
-        .preset_value("--model", &Flags::models, &Settings::models,
-                      {{"quick", {"resnet18", "cnn"}}},
-                      "models to run, repeatable or comma-separated", comma_separated)
-        .preset_value("--batch-size", &Flags::batch_size, &Settings::batch_size, {{"quick", 8}},
-                      "examples per rank", positive_number)
-        .preset_value("--image-size", &Flags::image_size, &Settings::image_size, {{"quick", 64}},
-                      "ResNet input size", positive_number)
-        .preset_value("--bucket-cap-mb", &Flags::bucket_cap_mb, &Settings::bucket_cap_mb, {},
-                      "DDP bucket cap in MiB", positive_number)
-        .preset_value("--iterations", &Flags::iterations, &Settings::iterations, {{"quick", 40}},
-                      "timed iterations", positive_number)
-        .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {}, "warm-up iterations",
-                      non_negative_number)
-        .option("--world-sizes", &Flags::world_sizes,
-                "DDP rank counts, e.g. 1,2,4 [1, 2, 4, ... up to --max-ranks or the job]",
-                [](CLI::Option& option) { option.delimiter(',')->check(CLI::PositiveNumber); })
-        .option("--max-ranks", &Flags::max_ranks,
-                "largest default world size when starting local ranks [" +
-                    std::to_string(kDefaultMaxRanks) + "]",
-                positive_number)
-        .option("--backend", &Flags::backends,
-                "communicator backends, each measured in the same run, e.g. gloo,shm [gloo]",
-                [](CLI::Option& option) {
-                  option.delimiter(',')->check(CLI::IsMember(benchmark_backends()));
-                })
-        .option("--comm-hook", &Flags::comm_hooks,
-                "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 [allreduce]",
-                comma_separated)
-        .option("--json", &Flags::json_path, "write the results to this JSON file")
-        .option("--html", &Flags::html_path,
-                "draw the results into this HTML page (gradwire-bench report)")
-        .option("--reference", &Flags::reference,
-                "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare",
-                [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
-        .switch_flag("--gradient-as-bucket-view", &Flags::gradient_as_bucket_view,
-                     "DdpOptions::gradient_as_bucket_view (and PyTorch's, for the reference)")
-        .switch_flag("--no-shared-buckets", &Flags::no_shared_buckets,
-                     "DdpOptions::shared_buckets = false: buckets in ordinary memory, which the "
-                     "shm backend copies through its segment")
-        .switch_flag("--interleave", &Flags::interleave,
-                     "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
-                     "iteration by iteration (robust DDP overhead on a noisy machine)")
-        .switch_flag("--side-by-side", &Flags::side_by_side,
-                     "after the baseline, train without DDP on every rank of the largest world "
-                     "size at once and report the slowest rank: the pace DDP cannot beat on this "
-                     "machine")
-        .preset_value("--repeat", &Flags::repeat, &Settings::repeat, {},
-                      "run the sweep (and the reference after it) this many times, alternating, "
-                      "and pool the measurements",
-                      positive_number)
-        .option("--python", &Flags::python,
-                "Python with torch for --reference [python3, then /usr/bin/python3]")
-        .option("--reference-script", &Flags::reference_script,
-                "path of ddp_reference.py [the source tree's, then the installed copy]");
-    return options;
-  }();
-  return table;
+  OptionTable<Settings> options({"default", "quick"},
+                                "settings preset (quick: resnet18 and cnn, small)");
+  options
+      .preset_value("--model", &Settings::models, {{"quick", {"resnet18", "cnn"}}},
+                    "models to run, repeatable or comma-separated", comma_separated)
+      .preset_value("--batch-size", &Settings::batch_size, {{"quick", 8}}, "examples per rank",
+                    positive_number)
+      .preset_value("--image-size", &Settings::image_size, {{"quick", 64}}, "ResNet input size",
+                    positive_number)
+      .preset_value("--bucket-cap-mb", &Settings::bucket_cap_mb, {}, "DDP bucket cap in MiB",
+                    positive_number)
+      .preset_value("--iterations", &Settings::iterations, {{"quick", 40}}, "timed iterations",
+                    positive_number)
+      .preset_value("--warmup", &Settings::warmup, {}, "warm-up iterations", non_negative_number)
+      .option("--world-sizes", &Settings::world_sizes,
+              "DDP rank counts, e.g. 1,2,4 [1, 2, 4, ... up to --max-ranks or the job]",
+              [](CLI::Option& option) { option.delimiter(',')->check(CLI::PositiveNumber); })
+      .option("--max-ranks", &Settings::max_ranks,
+              "largest default world size when starting local ranks [" +
+                  std::to_string(Settings{}.max_ranks) + "]",
+              positive_number)
+      .option("--backend", &Settings::backends,
+              "communicator backends, each measured in the same run, e.g. gloo,shm [gloo]",
+              names_from(benchmark_backends()))
+      .option("--comm-hook", &Settings::comm_hooks,
+              "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 [allreduce]",
+              comma_separated)
+      .option("--json", &Settings::json_path, "write the results to this JSON file")
+      .option("--html", &Settings::html_path,
+              "draw the results into this HTML page (gradwire-bench report)")
+      .option<std::string>(
+          "--reference",
+          "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare",
+          [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
+          [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
+      .switch_flag("--gradient-as-bucket-view", &Settings::gradient_as_bucket_view,
+                   "DdpOptions::gradient_as_bucket_view (and PyTorch's, for the reference)")
+      .switch_flag("--no-shared-buckets", &Settings::shared_buckets,
+                   "DdpOptions::shared_buckets = false: buckets in ordinary memory, which the "
+                   "shm backend copies through its segment",
+                   false)
+      .switch_flag("--interleave", &Settings::interleave,
+                   "run the no-ddp baseline and DDP on 1 rank in one process, alternating "
+                   "iteration by iteration (robust DDP overhead on a noisy machine)")
+      .switch_flag("--side-by-side", &Settings::side_by_side,
+                   "after the baseline, train without DDP on every rank of the largest world "
+                   "size at once and report the slowest rank: the pace DDP cannot beat on this "
+                   "machine")
+      .preset_value("--repeat", &Settings::repeat, {},
+                    "run the sweep (and the reference after it) this many times, alternating, "
+                    "and pool the measurements",
+                    positive_number)
+      .option("--python", &Settings::python,
+              "Python with torch for --reference [python3, then /usr/bin/python3]")
+      .option("--reference-script", &Settings::reference_script,
+              "path of ddp_reference.py [the source tree's, then the installed copy]");
+  return options;
 }
 
 void check_model_names(const std::vector<std::string>& names) {
@@ -95,29 +90,15 @@ std::vector<int> default_world_sizes(int max_ranks) {
   return sizes;
 }
 
-DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size) {
-  DdpSettings settings = ddp_options().resolve(flags);
-  // De-duplicate while keeping the order given.
-  std::vector<std::string> unique_models;
-  for (const auto& name : settings.models) {
-    if (std::find(unique_models.begin(), unique_models.end(), name) == unique_models.end()) {
-      unique_models.push_back(name);
-    }
-  }
-  settings.models = unique_models;
+DdpSettings resolve_ddp_settings(const OptionTable<DdpSettings>& options,
+                                 std::optional<int> job_world_size) {
+  DdpSettings settings = options.resolve();
+  settings.models = distinct(settings.models);
   check_model_names(settings.models);
 
-  if (flags.world_sizes.empty()) {
-    settings.world_sizes =
-        default_world_sizes(job_world_size.value_or(flags.max_ranks.value_or(kDefaultMaxRanks)));
-  } else {
-    settings.world_sizes = flags.world_sizes;
-    std::sort(settings.world_sizes.begin(), settings.world_sizes.end());
-    settings.world_sizes.erase(
-        std::unique(settings.world_sizes.begin(), settings.world_sizes.end()),
-        settings.world_sizes.end());
-    if (settings.world_sizes.front() < 1) throw InvalidArgument("world sizes must be >= 1");
-  }
+  settings.world_sizes = settings.world_sizes.empty()
+                             ? default_world_sizes(job_world_size.value_or(settings.max_ranks))
+                             : sorted_distinct(settings.world_sizes);
   settings.ranks = settings.world_sizes.back();
   if (job_world_size && settings.ranks > *job_world_size) {
     throw InvalidArgument(
@@ -127,32 +108,14 @@ DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_w
   // Inside a job every rank takes part (the idle ones wait), so the sweep needs all of them.
   if (job_world_size) settings.ranks = *job_world_size;
 
-  settings.json_path = flags.json_path;
-  settings.html_path = flags.html_path;
-  settings.interleave = flags.interleave;
-  settings.side_by_side = flags.side_by_side;
-  settings.gradient_as_bucket_view = flags.gradient_as_bucket_view;
-  settings.shared_buckets = !flags.no_shared_buckets;
-  if (!flags.reference.empty() && flags.reference != "pytorch") {
-    throw InvalidArgument("unknown reference '" + flags.reference + "': use pytorch");
-  }
-  settings.reference_pytorch = flags.reference == "pytorch";
-  settings.python = flags.python;
-  settings.reference_script = flags.reference_script;
-  settings.backends = resolve_backends(flags.backends);
-  if (!flags.comm_hooks.empty()) {
-    const auto known = ddp::comm_hook_names();
-    settings.comm_hooks.clear();
-    for (const auto& hook : flags.comm_hooks) {
-      if (std::find(known.begin(), known.end(), hook) == known.end()) {
-        throw InvalidArgument("unknown comm hook '" + hook + "': use one of " + join(known, ", "));
-      }
-      if (std::find(settings.comm_hooks.begin(), settings.comm_hooks.end(), hook) ==
-          settings.comm_hooks.end()) {
-        settings.comm_hooks.push_back(hook);
-      }
+  settings.backends = resolve_backends(settings.backends);
+  const auto known = ddp::comm_hook_names();
+  for (const auto& hook : settings.comm_hooks) {
+    if (std::find(known.begin(), known.end(), hook) == known.end()) {
+      throw InvalidArgument("unknown comm hook '" + hook + "': use one of " + join(known, ", "));
     }
   }
+  settings.comm_hooks = distinct(settings.comm_hooks);
   return settings;
 }
 
@@ -162,12 +125,9 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
        << settings.batch_size << " per rank, images " << settings.image_size << "x"
        << settings.image_size << ", bucket cap " << settings.bucket_cap_mb << " MiB, "
        << settings.warmup << " warm-up + " << settings.iterations
-       << " timed iterations, world sizes ";
-  for (std::size_t i = 0; i < settings.world_sizes.size(); ++i) {
-    text << (i > 0 ? "," : "") << settings.world_sizes[i];
-  }
-  text << ", " << threads_per_rank << (threads_per_rank == 1 ? " thread" : " threads")
-       << " per rank" << (settings.reference_pytorch ? ", reference pytorch" : "");
+       << " timed iterations, world sizes " << joined(settings.world_sizes, ",") << ", "
+       << counted(threads_per_rank, "thread") << " per rank"
+       << (settings.reference_pytorch ? ", reference pytorch" : "");
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   if (settings.interleave) text << ", baseline and 1 rank interleaved";
   if (settings.side_by_side) text << ", no ddp side by side";

@@ -11,42 +11,6 @@
 
 namespace gradwire::bench {
 
-// The flags as given; unset ones come from the preset.
-struct DdpFlags {
-  std::string preset = "default";          // "default" or "quick"
-  std::vector<std::string> models;         // zoo names; empty: the preset's
-  std::optional<std::int64_t> batch_size;  // examples per rank and iteration
-  std::optional<std::int64_t> image_size;  // height and width of the ResNets' input
-  std::optional<double> bucket_cap_mb;     // DdpOptions::bucket_cap_mb
-  std::optional<int> iterations;           // timed iterations per rank and configuration
-  std::optional<int> warmup;               // untimed iterations before them
-  std::vector<int> world_sizes;            // DDP rank counts; empty: 1, 2, 4, ... up to max
-  std::optional<int> max_ranks;            // largest default world size when launching locally
-  std::string json_path;                   // empty: no JSON
-  std::string html_path;                   // empty: no page
-  std::string reference;                   // "" or "pytorch"
-  std::string python;                      // interpreter for the reference; empty: automatic
-  std::string reference_script;            // ddp_reference.py; empty: automatic
-  std::optional<int> repeat;               // sweeps (each with its reference run), alternating
-  bool interleave = false;                 // baseline and DDP on 1 rank, step by step
-  bool side_by_side = false;               // every rank trains without DDP at once
-  bool gradient_as_bucket_view = false;    // DdpOptions::gradient_as_bucket_view
-  bool no_shared_buckets = false;          // DdpOptions::shared_buckets = false
-  std::vector<std::string> backends;       // --backend gloo,shm; empty: gloo
-  std::vector<std::string> comm_hooks;     // --comm-hook allreduce,bf16; empty: allreduce
-};
-
-struct DdpSettings;
-
-// The flags, their help and their defaults in each preset (docs/benchmarks.md):
-//   default: resnet50, resnet101, resnext50_32x4d, resnext101_32x8d; batch 32, 224x224,
-//            5 warm-up + 10 timed iterations (PyTorch's benchmarks/distributed/ddp/benchmark.py)
-//   quick:   resnet18 and cnn; batch 8, 64x64, 5 warm-up + 40 timed iterations
-const OptionTable<DdpFlags, DdpSettings>& ddp_options();
-
-// Ranks started locally when neither --world-sizes nor --max-ranks says otherwise.
-inline constexpr int kDefaultMaxRanks = 2;
-
 // What runs; the defaults are the default preset's (ddp_options() has the others').
 struct DdpSettings {
   std::string preset = "default";
@@ -57,8 +21,10 @@ struct DdpSettings {
   double bucket_cap_mb = 25;
   int iterations = 10;
   int warmup = 5;
-  std::vector<int> world_sizes;  // ascending, distinct, each >= 1
-  int ranks = 1;                 // processes the sweep needs: the largest world size
+  std::vector<int> world_sizes;  // ascending, distinct, each >= 1 (--world-sizes; empty: below)
+  // The largest default world size when gradwire-bench starts the ranks: 1, 2, 4, ... up to it.
+  int max_ranks = 2;
+  int ranks = 1;  // processes the sweep needs: the largest world size
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;
@@ -86,6 +52,12 @@ struct DdpSettings {
   std::string reference_script;
 };
 
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
+//   default: resnet50, resnet101, resnext50_32x4d, resnext101_32x8d; batch 32, 224x224,
+//            5 warm-up + 10 timed iterations (PyTorch's benchmarks/distributed/ddp/benchmark.py)
+//   quick:   resnet18 and cnn; batch 8, 64x64, 5 warm-up + 40 timed iterations
+OptionTable<DdpSettings> ddp_options();
+
 // Throws InvalidArgument naming the first name that is not in the model zoo, and the known ones.
 void check_model_names(const std::vector<std::string>& names);
 
@@ -95,9 +67,10 @@ std::vector<int> default_world_sizes(int max_ranks);
 // Pure. `job_world_size` is the size of the job this process already belongs to (gradwire-run,
 // torchrun...), nullopt when gradwire-bench starts its own ranks: then world sizes default to
 // default_world_sizes(max_ranks), otherwise to default_world_sizes(job size), and larger ones are
-// an error. Throws InvalidArgument for an unknown preset, model or reference, non-positive
-// sizes or iterations, world sizes the job cannot provide, or an unknown backend or comm hook.
-DdpSettings resolve_ddp_settings(const DdpFlags& flags, std::optional<int> job_world_size);
+// an error. Throws InvalidArgument for an unknown model or comm hook, world sizes the job cannot
+// provide, or a backend given twice.
+DdpSettings resolve_ddp_settings(const OptionTable<DdpSettings>& options,
+                                 std::optional<int> job_world_size);
 
 // One line describing the settings, for stderr: "models resnet18,cnn, batch 8, 64x64, ...".
 std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_rank);

@@ -47,7 +47,7 @@ void progress(const std::string& line) {
 }
 
 struct State {
-  HybridFlags flags;
+  OptionTable<HybridSettings> options = hybrid_options();
   RankOptions ranks;
   std::string result_file;  // set in trainers started by the conductor
   int repeat_index = 1;
@@ -225,14 +225,14 @@ Subcommand hybrid_subcommand() {
           "dense part), per-trainer sec/epoch and ex/sec, optionally against PyTorch RPC",
           [](CLI::App& command) -> SubcommandRun {
             auto state = std::make_shared<State>();
-            HybridFlags& flags = state->flags;
-            hybrid_options().attach(command, flags);
+            state->options.attach(command);
             add_worker_flag(command, state->ranks);
             command.add_option(kResultFileFlag, state->result_file, "")->group("");
             command.add_option(kRepeatIndexFlag, state->repeat_index, "")->group("");
             return [state](const std::vector<std::string>& argv) {
               if (!state->ranks.worker && state->result_file.empty()) {
-                prepare_output_files({state->flags.json_path, state->flags.html_path});
+                const HybridSettings given = state->options.resolve();  // before the job's checks
+                prepare_output_files({given.json_path, given.html_path});
               }
               const EnvMap env = EnvMap::from_process();
               if (!in_launcher_environment(env)) {
@@ -241,7 +241,7 @@ Subcommand hybrid_subcommand() {
                                     " is only for the trainers gradwire-bench "
                                     "starts itself; run without it");
                 }
-                return Conductor(resolve_hybrid_settings(state->flags, std::nullopt), argv).run();
+                return Conductor(resolve_hybrid_settings(state->options, std::nullopt), argv).run();
               }
               std::optional<HybridJob> job;
               if (!state->ranks.worker) {
@@ -254,7 +254,7 @@ Subcommand hybrid_subcommand() {
                 }
                 job = HybridJob{resolve_world({}, env).world_size, servers};
               }
-              const HybridSettings settings = resolve_hybrid_settings(state->flags, job);
+              const HybridSettings settings = resolve_hybrid_settings(state->options, job);
               RankOptions ranks = state->ranks;
               ranks.ranks = settings.trainers;
               ranks.backend = settings.backend;

@@ -13,37 +13,6 @@
 
 namespace gradwire::bench {
 
-// The flags as given; unset ones come from the preset.
-struct HybridFlags {
-  std::string preset = "default";    // "default" or "quick"
-  std::optional<int> trainers;       // trainer processes (DDP ranks)
-  std::optional<int> servers;        // parameter-server processes
-  std::optional<std::int64_t> rows;  // embedding rows (ids 0..rows-1)
-  std::optional<std::int64_t>
-      dim;                     // columns per server (PyTorch's DDP + RPC benchmark: one table each)
-  std::optional<int> epochs;   // measured epochs per trainer
-  std::optional<int> warmup;   // untimed epochs before them
-  std::optional<int> batches;  // batches per epoch
-  std::optional<std::uint64_t> seed;
-  std::string mode = "async";  // "async" or "sync": when the servers apply pushed gradients
-  // The trainers' communicator for DDP: "auto", "gloo", "shm" or "hierarchical".
-  std::string backend = "auto";
-  std::string json_path;              // empty: no JSON
-  std::string html_path;              // empty: no page
-  std::string reference;              // "" or "pytorch"
-  std::string python;                 // interpreter for the reference; empty: automatic
-  std::string reference_script;       // hybrid_reference.py; empty: automatic
-  std::optional<int> repeat;          // gradwire and the reference alternately, this many times
-  std::optional<int> server_threads;  // intra-op threads per server (gradwire-ps-server --threads)
-};
-
-struct HybridSettings;
-
-// The flags, their help and their defaults in each preset (docs/benchmarks.md):
-//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (PyTorch's DDP + RPC benchmark)
-//   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
-const OptionTable<HybridFlags, HybridSettings>& hybrid_options();
-
 // The model's fixed parts (PyTorch's DDP + RPC benchmark's).
 inline constexpr int kHybridClasses = 8;
 inline constexpr std::int64_t kHybridMinIds = 20;  // ids per batch: uniform in [20, 50]
@@ -81,16 +50,21 @@ struct HybridSettings {
   std::int64_t embedding_width() const { return static_cast<std::int64_t>(servers) * dim; }
 };
 
+// The flags, their help and their defaults in each preset (docs/benchmarks.md):
+//   default: 8 trainers x 8 servers, 5 warm-up + 100 epochs (PyTorch's DDP + RPC benchmark)
+//   quick:   2 trainers x 8 servers, 2 warm-up + 20 epochs
+OptionTable<HybridSettings> hybrid_options();
+
 // Pure. `job` describes the job this process already belongs to (gradwire-run --servers): its
 // trainers (WORLD_SIZE) and servers (entries of GRADWIRE_PS_ADDRS); nullopt when gradwire-bench
 // starts its own processes. In a job the counts come from the job: --trainers/--servers that
-// disagree, --reference and --repeat are InvalidArgument. Throws InvalidArgument for an unknown
-// preset, mode, backend or reference and for counts below 1 (warm-up below 0).
+// disagree, --reference and --repeat are InvalidArgument.
 struct HybridJob {
   int trainers = 1;
   int servers = 1;
 };
-HybridSettings resolve_hybrid_settings(const HybridFlags& flags, std::optional<HybridJob> job);
+HybridSettings resolve_hybrid_settings(const OptionTable<HybridSettings>& options,
+                                       std::optional<HybridJob> job);
 
 // One line for stderr: "8 trainers x 8 servers, 300 rows x 64 per server, ...".
 std::string describe_hybrid_settings(const HybridSettings& settings);

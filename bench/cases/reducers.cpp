@@ -143,20 +143,18 @@ class ReducersStudy {
 }  // namespace
 
 Subcommand reducers_subcommand() {
-  return case_subcommand<ReducersFlags>(
+  return case_subcommand<ReducersSettings>(
       "reducers",
       "DDP forward/backward latency over bucket sizes: overlapped reduction against reducing "
       "after backward, async and sync (PyTorch's compare_ddp.py)",
-      [](CLI::App& command, CaseFlags<ReducersFlags>& state) {
-        ReducersFlags& flags = state.flags;
-        reducers_options().attach(command, flags);
-        state.ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
-        add_rank_options(command, state.ranks);
+      reducers_options,
+      [](CLI::App& command, RankOptions& ranks) {
+        ranks.bind_cores = false;  // as ddp: training, with a progress thread beside compute
+        add_rank_options(command, ranks);
       },
-      [](const CaseFlags<ReducersFlags>& state, const std::vector<std::string>& argv) {
-        const ReducersSettings settings = resolve_reducers_settings(state.flags);
-        if (!state.ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
-        RankOptions ranks = state.ranks;
+      [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
+        const ReducersSettings settings = options.resolve();
+        if (!ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
         if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kReducersTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return ReducersStudy(context, settings, argv).run();

@@ -31,40 +31,47 @@ double parse_size(const std::string& item, const std::string& text) {
   return value;
 }
 
+ddp::ReductionSchedule parse_reducer(const std::string& name) {
+  std::string known;
+  for (const auto schedule : kAllReducers) {
+    if (name == ddp::to_string(schedule)) return schedule;
+    known += (known.empty() ? "" : ", ") + std::string(ddp::to_string(schedule));
+  }
+  throw InvalidArgument("unknown reducer '" + name + "': use " + known);
+}
+
 }  // namespace
 
-const OptionTable<ReducersFlags, ReducersSettings>& reducers_options() {
-  using Flags = ReducersFlags;
+OptionTable<ReducersSettings> reducers_options() {
   using Settings = ReducersSettings;
-  static const auto table = [] {
-    OptionTable<Flags, Settings> options({"default", "quick"},
-                                         "settings preset (quick: resnet18, small)");
-    options
-        .preset_value("--model", &Flags::model, &Settings::model, {{"quick", "resnet18"}},
-                      "model of the zoo")
-        .preset_value("--batch-size", &Flags::batch_size, &Settings::batch_size, {{"quick", 8}},
-                      "examples per rank", positive_number)
-        .preset_value("--image-size", &Flags::image_size, &Settings::image_size, {{"quick", 64}},
-                      "ResNet input size", positive_number)
-        .preset_option<std::string>("--bucket-sizes", &Flags::bucket_sizes,
-                                    {"3..27", {{"quick", "1,5,25"}}},
-                                    "bucket caps in MiB, e.g. 3..27 or 1,5,25",
-                                    [](Settings& settings, const std::string& text) {
-                                      settings.bucket_sizes_mb = parse_bucket_sizes(text);
-                                    })
-        .option("--reducers", &Flags::reducers,
-                "overlapped, async, sync; the first is the delta% baseline [all three]",
-                comma_separated)
-        .preset_value("--iterations", &Flags::iterations, &Settings::iterations, {{"quick", 20}},
-                      "timed iterations", positive_number)
-        .preset_value("--warmup", &Flags::warmup, &Settings::warmup, {{"quick", 3}},
-                      "warm-up iterations", non_negative_number)
-        .option("--json", &Flags::json_path, "write the results to this JSON file")
-        .option("--html", &Flags::html_path,
-                "draw the results into this HTML page (gradwire-bench report)");
-    return options;
-  }();
-  return table;
+  OptionTable<Settings> options({"default", "quick"}, "settings preset (quick: resnet18, small)");
+  options  // --model and --bucket-sizes: an empty value is the preset's
+      .preset_value<std::string, std::string>("--model", &Settings::model, {{"quick", "resnet18"}},
+                                              "model of the zoo")
+      .preset_value("--batch-size", &Settings::batch_size, {{"quick", 8}}, "examples per rank",
+                    positive_number)
+      .preset_value("--image-size", &Settings::image_size, {{"quick", 64}}, "ResNet input size",
+                    positive_number)
+      .preset_option<std::string, std::string>("--bucket-sizes", {"3..27", {{"quick", "1,5,25"}}},
+                                               "bucket caps in MiB, e.g. 3..27 or 1,5,25",
+                                               [](Settings& s, const std::string& text) {
+                                                 s.bucket_sizes_mb = parse_bucket_sizes(text);
+                                               })
+      .option<std::vector<std::string>>(
+          "--reducers", "overlapped, async, sync; the first is the delta% baseline [all three]",
+          [](Settings& s, const std::vector<std::string>& names) {
+            check_model_names({s.model});  // errors in table order: --model before --reducers
+            s.reducers = parse_reducers(names);
+          },
+          comma_separated)
+      .preset_value("--iterations", &Settings::iterations, {{"quick", 20}}, "timed iterations",
+                    positive_number)
+      .preset_value("--warmup", &Settings::warmup, {{"quick", 3}}, "warm-up iterations",
+                    non_negative_number)
+      .option("--json", &Settings::json_path, "write the results to this JSON file")
+      .option("--html", &Settings::html_path,
+              "draw the results into this HTML page (gradwire-bench report)");
+  return options;
 }
 
 std::vector<double> parse_bucket_sizes(const std::string& text) {
@@ -95,33 +102,17 @@ std::vector<double> parse_bucket_sizes(const std::string& text) {
   return sizes;
 }
 
-ddp::ReductionSchedule parse_reducer(const std::string& name) {
-  std::string known;
-  for (const auto schedule : kAllReducers) {
-    if (name == ddp::to_string(schedule)) return schedule;
-    known += (known.empty() ? "" : ", ") + std::string(ddp::to_string(schedule));
-  }
-  throw InvalidArgument("unknown reducer '" + name + "': use " + known);
-}
-
-ReducersSettings resolve_reducers_settings(const ReducersFlags& flags) {
-  ReducersSettings settings = reducers_options().resolve(flags);
-  check_model_names({settings.model});
-  settings.reducers.assign(std::begin(kAllReducers), std::end(kAllReducers));
-  if (!flags.reducers.empty()) {
-    settings.reducers.clear();
-    for (const auto& name : flags.reducers) {
-      const auto schedule = parse_reducer(name);
-      if (std::find(settings.reducers.begin(), settings.reducers.end(), schedule) !=
-          settings.reducers.end()) {
-        throw InvalidArgument("reducer '" + name + "' is listed twice");
-      }
-      settings.reducers.push_back(schedule);
+std::vector<ddp::ReductionSchedule> parse_reducers(const std::vector<std::string>& names) {
+  if (names.empty()) return {std::begin(kAllReducers), std::end(kAllReducers)};
+  std::vector<ddp::ReductionSchedule> reducers;
+  for (const auto& name : names) {
+    const auto schedule = parse_reducer(name);
+    if (std::find(reducers.begin(), reducers.end(), schedule) != reducers.end()) {
+      throw InvalidArgument("reducer '" + name + "' is listed twice");
     }
+    reducers.push_back(schedule);
   }
-  settings.json_path = flags.json_path;
-  settings.html_path = flags.html_path;
-  return settings;
+  return reducers;
 }
 
 std::string describe_reducers_settings(const ReducersSettings& settings, int ranks,
@@ -129,17 +120,13 @@ std::string describe_reducers_settings(const ReducersSettings& settings, int ran
   std::ostringstream text;
   text << "preset " << settings.preset << ": model " << settings.model << ", batch "
        << settings.batch_size << " per rank, images " << settings.image_size << "x"
-       << settings.image_size << ", buckets ";
-  for (std::size_t i = 0; i < settings.bucket_sizes_mb.size(); ++i) {
-    text << (i > 0 ? "," : "") << settings.bucket_sizes_mb[i];
-  }
-  text << " MiB, reducers ";
+       << settings.image_size << ", buckets " << joined(settings.bucket_sizes_mb, ",")
+       << " MiB, reducers ";
   for (std::size_t i = 0; i < settings.reducers.size(); ++i) {
     text << (i > 0 ? "," : "") << ddp::to_string(settings.reducers[i]);
   }
   text << ", " << settings.warmup << " warm-up + " << settings.iterations << " timed iterations, "
-       << ranks << (ranks == 1 ? " rank, " : " ranks, ") << threads_per_rank
-       << (threads_per_rank == 1 ? " thread" : " threads") << " per rank";
+       << counted(ranks, "rank") << ", " << counted(threads_per_rank, "thread") << " per rank";
   return text.str();
 }
 

@@ -1,26 +1,26 @@
-// A benchmark case's option table: one entry per flag, naming the Flags member it parses into,
-// the Settings field it sets, the field's value in the presets where it differs from the
-// default, and a line of help. Each default is written once: the default preset's is the
-// Settings field's initialiser, the other presets' are in the table; --help shows them from
-// there ("trainer processes [8; quick 2]") and resolve() applies them. docs/benchmarks.md
-// "Adding a benchmark".
+// A benchmark case's option table: one entry per flag, the Settings field it sets (or how it sets
+// them), the field's value in the presets where it differs from the default, and a line of help.
+// Each default is written once: the default preset's is the Settings field's initialiser, the
+// other presets' are in the table; --help shows them from there ("trainer processes [8; quick 2]")
+// and resolve() applies them. docs/benchmarks.md "Adding a benchmark".
 //
-// Flags hold what the user gave (std::optional, or an empty string or list, for "not given");
-// Settings are what runs. resolve() is pure: the preset's defaults with the given flags over them;
-// the case checks the result and fills what depends on more than one flag. The table is built
-// once (a function-local static const) and shared read-only by attach() and resolve().
+// A table is one command line's: attach() binds its flags to values the table holds, which tell
+// whether a flag was given; resolve() is pure: the preset's defaults with the given flags over
+// them, applied in table order. The case then checks the result and fills what depends on more
+// than one flag. Make a new table for each command line (the case's <case>_options()); copies
+// share the given values. Checks of a single value (a positive number, a name from a list) are
+// CLI11's, declared with the flag: the command line is the only way in.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
-
-#include "gradwire/common/error.h"
 
 namespace gradwire::bench {
 
@@ -45,11 +45,21 @@ std::string default_text(const T& value) {
   text << value;
   return text.str();
 }
+// Pure: `values` as printed, separated by `separator` ("1,2,4").
+template <class T>
+std::string joined(const std::vector<T>& values, const std::string& separator) {
+  std::string text;
+  for (const auto& value : values) text += (text.empty() ? "" : separator) + default_text(value);
+  return text;
+}
 template <class T>
 std::string default_text(const std::vector<T>& values) {
-  std::string text;
-  for (const auto& value : values) text += (text.empty() ? "" : ", ") + default_text(value);
-  return text;
+  return joined(values, ", ");
+}
+
+// Pure: "1 thread", "2 threads": for the settings' one-line descriptions.
+inline std::string counted(long long count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
 // Pure: `help` followed by the defaults, "[8; quick 2]", or "[8]" when every preset agrees.
@@ -60,156 +70,180 @@ std::string help_with_defaults(const std::string& help, const PresetDefaults<T>&
   return text + "]";
 }
 
-// Extra CLI11 settings of one option (checks, a delimiter...), and the bound on a number that
-// the check sets: resolve() holds the resolved value to it too (a preset's default, or a value set
-// in Flags without the command line), so a case does not write the check a second time.
-struct ConfigureOption {
-  enum class Bound { kNone, kPositive, kNonNegative };
-  std::function<void(CLI::Option&)> cli;
-  Bound bound = Bound::kNone;
+// Extra CLI11 settings of one option: a check, a delimiter...
+using ConfigureOption = std::function<void(CLI::Option&)>;
+inline void positive_number(CLI::Option& option) { option.check(CLI::PositiveNumber); }
+inline void non_negative_number(CLI::Option& option) { option.check(CLI::NonNegativeNumber); }
+inline void comma_separated(CLI::Option& option) { option.delimiter(','); }
+// A comma-separated list of names from `names`.
+inline ConfigureOption names_from(std::vector<std::string> names) {
+  return [names](CLI::Option& option) { option.delimiter(',')->check(CLI::IsMember(names)); };
+}
 
-  ConfigureOption(std::nullptr_t = nullptr) {}  // NOLINT: no settings
-  template <class F, class = std::enable_if_t<std::is_invocable_v<F, CLI::Option&>>>
-  ConfigureOption(F configure, Bound bound = Bound::kNone)  // NOLINT: a lambda converts
-      : cli(std::move(configure)), bound(bound) {}
-
-  // Throws InvalidArgument "FLAG must be positive (got V)" when `value` breaks the bound.
-  template <class T>
-  void check(const std::string& flag, const T& value) const {
-    if constexpr (std::is_arithmetic_v<T>) {
-      const bool fine = bound == Bound::kPositive      ? value > 0
-                        : bound == Bound::kNonNegative ? value >= 0
-                                                       : true;
-      if (fine) return;
-      throw InvalidArgument(flag.substr(flag.rfind(',') + 1) + " must be " +
-                            (bound == Bound::kPositive ? "positive" : "non-negative") + " (got " +
-                            default_text(value) + ")");
+// Pure: the names of `known` that `wanted` lists, in known's order; all of them when `wanted` is
+// empty.
+inline std::vector<std::string> chosen_in_order(const std::vector<std::string>& wanted,
+                                                const std::vector<std::string>& known) {
+  std::vector<std::string> chosen;
+  for (const auto& name : known) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+      chosen.push_back(name);
     }
   }
+  return chosen;
+}
+
+// Pure: `items` without repeats, in the order of their first appearance.
+template <class T>
+std::vector<T> distinct(const std::vector<T>& items) {
+  std::vector<T> kept;
+  for (const auto& item : items) {
+    if (std::find(kept.begin(), kept.end(), item) == kept.end()) kept.push_back(item);
+  }
+  return kept;
+}
+
+// Pure: `items` ascending, without repeats.
+template <class T>
+std::vector<T> sorted_distinct(std::vector<T> items) {
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  return items;
+}
+
+// How a preset flag holds "not given": no value, or an empty list (or, chosen, an empty string).
+template <class T>
+struct GivenOf {
+  using type = std::optional<T>;
+};
+template <class T>
+struct GivenOf<std::vector<T>> {
+  using type = std::vector<T>;
 };
 
-// The usual ConfigureOptions.
-inline const ConfigureOption positive_number{
-    [](CLI::Option& option) { option.check(CLI::PositiveNumber); },
-    ConfigureOption::Bound::kPositive};
-inline const ConfigureOption non_negative_number{
-    [](CLI::Option& option) { option.check(CLI::NonNegativeNumber); },
-    ConfigureOption::Bound::kNonNegative};
-inline void comma_separated(CLI::Option& option) { option.delimiter(','); }
-
-template <class Flags, class Settings>
+template <class Settings>
 class OptionTable {
  public:
+  template <class T>
+  using Apply = std::function<void(Settings&, const T&)>;
+
   // `presets`: the preset names, the default one first; `preset_help`: --preset's help.
-  OptionTable(std::vector<std::string> presets, const std::string& preset_help)
-      : presets_(std::move(presets)) {
-    entries_.push_back({[names = presets_, preset_help](CLI::App& command, Flags& flags) {
-                          command.add_option("--preset", flags.preset, preset_help)
-                              ->check(CLI::IsMember(names))
-                              ->capture_default_str();
-                        },
-                        nullptr});
+  OptionTable(std::vector<std::string> presets, const std::string& preset_help) {
+    auto preset = std::make_shared<std::string>(presets.front());
+    add(
+        "--preset", preset, preset_help,
+        [presets](CLI::Option& option) {
+          option.check(CLI::IsMember(presets))->capture_default_str();
+        },
+        [preset](Settings& settings) { settings.preset = *preset; });
   }
 
-  // A flag whose default depends on the preset. `given` holds the flag, an std::optional or a
-  // string or list (empty: not given); `apply` sets the Settings from the given value, else from
-  // the preset's default, once it met configure's bound.
-  template <class T, class Given>
-  OptionTable& preset_option(const std::string& flag, Given Flags::*given,
-                             PresetDefaults<T> defaults, const std::string& help,
-                             std::function<void(Settings&, const T&)> apply,
+  // A flag whose default depends on the preset: `apply` sets the Settings from the given value,
+  // else from the preset's default.
+  template <class T, class Given = typename GivenOf<T>::type>
+  OptionTable& preset_option(const std::string& flag, PresetDefaults<T> defaults,
+                             const std::string& help, Apply<T> apply,
                              ConfigureOption configure = nullptr) {
-    entries_.push_back(
-        {[flag, given, help = help_with_defaults(help, defaults), configure](CLI::App& command,
-                                                                             Flags& flags) {
-           CLI::Option* option = command.add_option(flag, flags.*given, help);
-           if (configure.cli) configure.cli(*option);
-         },
-         [flag, given, defaults, apply, configure](const Flags& flags, Settings& settings) {
-           const Given& value = flags.*given;
-           const T chosen = is_given(value) ? T(given_value(value)) : defaults.in(settings.preset);
-           configure.check(flag, chosen);
-           apply(settings, chosen);
-         }});
-    return *this;
+    auto given = std::make_shared<Given>();
+    return add(
+        flag, given, help_with_defaults(help, defaults), configure,
+        [given, defaults, apply](Settings& settings) {
+          apply(settings, is_given(*given) ? T(value_of(*given)) : defaults.in(settings.preset));
+        },
+        [given] { return is_given(*given); });
   }
 
   // preset_option that copies the value into `field`. The default preset's value is the
   // field's initialiser in Settings (its documented default); `others` are the presets where it
   // differs, e.g. {{"quick", 2}}.
-  template <class Given, class T>
-  OptionTable& preset_value(const std::string& flag, Given Flags::*given, T Settings::*field,
+  template <class T, class Given = typename GivenOf<T>::type>
+  OptionTable& preset_value(const std::string& flag, T Settings::*field,
                             std::vector<std::pair<std::string, T>> others, const std::string& help,
                             ConfigureOption configure = nullptr) {
     return preset_option<T, Given>(
-        flag, given, PresetDefaults<T>{Settings{}.*field, std::move(others)}, help,
-        [field](Settings& settings, const T& value) { settings.*field = value; },
-        std::move(configure));
+        flag, PresetDefaults<T>{Settings{}.*field, std::move(others)}, help,
+        [field](Settings& settings, const T& value) { settings.*field = value; }, configure);
   }
 
   // A Settings value that depends on the preset but has no flag (e.g. a time budget).
   template <class T>
-  OptionTable& preset_setting(PresetDefaults<T> defaults,
-                              std::function<void(Settings&, const T&)> apply) {
-    entries_.push_back({nullptr, [defaults, apply](const Flags&, Settings& settings) {
-                          apply(settings, defaults.in(settings.preset));
-                        }});
+  OptionTable& preset_setting(PresetDefaults<T> defaults, Apply<T> apply) {
+    entries_.push_back(
+        {"", nullptr,
+         [defaults, apply](Settings& settings) { apply(settings, defaults.in(settings.preset)); },
+         nullptr});
     return *this;
   }
 
-  // A flag the case reads from Flags itself (no preset default), declared in table order.
-  template <class Given>
-  OptionTable& option(const std::string& flag, Given Flags::*given, const std::string& help,
+  // A flag without preset defaults: `apply` gets its value, `initial` unless given.
+  template <class T>
+  OptionTable& option(const std::string& flag, const std::string& help, Apply<T> apply,
+                      ConfigureOption configure = nullptr, T initial = T{}) {
+    auto value = std::make_shared<T>(std::move(initial));
+    return add(flag, value, help, configure,
+               [value, apply](Settings& settings) { apply(settings, *value); });
+  }
+
+  // An option that copies its value into `field` (the field's initialiser unless given).
+  template <class T>
+  OptionTable& option(const std::string& flag, T Settings::*field, const std::string& help,
                       ConfigureOption configure = nullptr) {
-    entries_.push_back({[flag, given, help, configure](CLI::App& command, Flags& flags) {
-                          CLI::Option* option = command.add_option(flag, flags.*given, help);
-                          if (configure.cli) configure.cli(*option);
-                        },
-                        nullptr});
+    return option<T>(
+        flag, help, [field](Settings& settings, const T& value) { settings.*field = value; },
+        configure, Settings{}.*field);
+  }
+
+  // An on/off flag: sets `field` to `value` when given.
+  OptionTable& switch_flag(const std::string& flag, bool Settings::*field, const std::string& help,
+                           bool value = true) {
+    auto given = std::make_shared<bool>(false);
+    entries_.push_back(
+        {flag, [flag, given, help](CLI::App& command) { command.add_flag(flag, *given, help); },
+         [given, field, value](Settings& settings) {
+           if (*given) settings.*field = value;
+         },
+         [given] { return *given; }});
     return *this;
   }
 
-  // An on/off flag (false unless given).
-  OptionTable& switch_flag(const std::string& flag, bool Flags::*given, const std::string& help) {
-    entries_.push_back({[flag, given, help](CLI::App& command, Flags& flags) {
-                          command.add_flag(flag, flags.*given, help);
-                        },
-                        nullptr});
-    return *this;
-  }
-
-  // Any other declaration, in table order (e.g. flags bound to members the case resolves).
-  OptionTable& declare(std::function<void(CLI::App&, Flags&)> attach) {
-    entries_.push_back({std::move(attach), nullptr});
-    return *this;
-  }
-
-  // Declares every entry on `command`, binding it to `flags` (which must outlive the parse).
-  void attach(CLI::App& command, Flags& flags) const {
+  // Declares every flag on `command`, in table order, bound to this table's values.
+  void attach(CLI::App& command) const {
     for (const auto& entry : entries_) {
-      if (entry.attach) entry.attach(command, flags);
+      if (entry.attach) entry.attach(command);
     }
   }
 
-  // Pure: Settings of flags.preset with the given flags applied. Throws InvalidArgument for an
-  // unknown preset.
-  Settings resolve(const Flags& flags) const {
-    bool known = false;
-    std::string names;
-    for (const auto& name : presets_) {
-      known = known || name == flags.preset;
-      names += (names.empty() ? "" : " or ") + name;
-    }
-    if (!known) throw InvalidArgument("unknown preset '" + flags.preset + "': use " + names);
+  // Parses `args` (the flags, without the program and subcommand) as gradwire-bench would, or
+  // `flags` split at spaces: for tests. Throws CLI::ParseError (e.g. CLI::ValidationError) for
+  // what CLI11 refuses.
+  OptionTable& parse(std::vector<std::string> args) {
+    CLI::App command;
+    attach(command);
+    std::reverse(args.begin(), args.end());
+    command.parse(args);
+    return *this;
+  }
+  OptionTable& parse(const std::string& flags) {
+    std::vector<std::string> args;
+    std::istringstream words(flags);
+    for (std::string word; words >> word;) args.push_back(word);
+    return parse(args);
+  }
+
+  // Pure: the preset's Settings with the given flags applied, in table order.
+  Settings resolve() const {
     Settings settings;
-    settings.preset = flags.preset;
-    for (const auto& entry : entries_) {
-      if (entry.resolve) entry.resolve(flags, settings);
-    }
+    for (const auto& entry : entries_) entry.resolve(settings);
     return settings;
   }
 
-  const std::vector<std::string>& presets() const { return presets_; }
+  // Whether the command line gave the preset flag or switch `flag` (as in the table).
+  bool given(const std::string& flag) const {
+    for (const auto& entry : entries_) {
+      if (entry.flag == flag && entry.given) return entry.given();
+    }
+    return false;
+  }
 
  private:
   template <class T>
@@ -221,19 +255,33 @@ class OptionTable {
     return !value.empty();
   }
   template <class T>
-  static const T& given_value(const std::optional<T>& value) {
+  static const T& value_of(const std::optional<T>& value) {
     return *value;
   }
   template <class T>
-  static const T& given_value(const T& value) {
+  static const T& value_of(const T& value) {
     return value;
   }
 
+  template <class Value>
+  OptionTable& add(const std::string& flag, std::shared_ptr<Value> value, const std::string& help,
+                   ConfigureOption configure, std::function<void(Settings&)> resolve,
+                   std::function<bool()> given = nullptr) {
+    entries_.push_back({flag,
+                        [flag, value, help, configure](CLI::App& command) {
+                          CLI::Option* option = command.add_option(flag, *value, help);
+                          if (configure) configure(*option);
+                        },
+                        std::move(resolve), std::move(given)});
+    return *this;
+  }
+
   struct Entry {
-    std::function<void(CLI::App&, Flags&)> attach;         // null: no flag
-    std::function<void(const Flags&, Settings&)> resolve;  // null: the case reads the flag
+    std::string flag;                        // as declared; empty: no flag
+    std::function<void(CLI::App&)> attach;   // null: no flag
+    std::function<void(Settings&)> resolve;  // sets the Settings from the value or preset
+    std::function<bool()> given;             // null: not asked
   };
-  std::vector<std::string> presets_;
   std::vector<Entry> entries_;
 };
 

@@ -47,14 +47,6 @@ struct RankOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
-// What a case's subcommand parses its command line into: its flags and the rank options. Held
-// in a shared_ptr by both the declared options and the returned run function.
-template <class Flags>
-struct CaseFlags {
-  Flags flags;
-  RankOptions ranks;
-};
-
 // Adds --ranks, --threads, --bind-cores/--no-bind-cores and the hidden kWorkerFlag to `command`,
 // bound to `options` (whose current bind_cores is the default the help shows).
 void add_rank_options(CLI::App& command, RankOptions& options);

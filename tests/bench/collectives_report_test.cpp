@@ -20,9 +20,8 @@ TEST(CollectiveRowTest, BandwidthsFromMeanTime) {
 TEST(CollectivesDocumentTest, HasSchemaSettingsAndRows) {
   RunMetadata metadata;
   metadata.memcpy_gbps = 10;
-  CollectivesFlags flags;
-  flags.max_bytes = "16";
-  const CollectivesSettings settings = resolve_collectives_settings(flags);
+  const CollectivesSettings settings =
+      resolve_collectives_settings(collectives_options().parse("-e 16"));
   CollectiveResult result{"allreduce", "sum", 1.0, {}};
   result.rows.push_back(make_collective_row(8, 2, IterationCounts{1, 2}, {1e-6, 1e-6}, 1.0, 0));
   result.rows.push_back(make_collective_row(16, 4, IterationCounts{1, 2}, {1e-6, 1e-6}, 1.0, 2));

@@ -8,53 +8,51 @@
 namespace gradwire::bench {
 namespace {
 
+CollectivesSettings resolve(const std::string& flags) {
+  return resolve_collectives_settings(collectives_options().parse(flags));
+}
+
 TEST(CollectivesSettingsTest, DefaultPresetCovers8BytesTo256MiB) {
-  const CollectivesSettings settings = resolve_collectives_settings({});
+  const CollectivesSettings settings = resolve("");
   ASSERT_EQ(settings.sizes.size(), 26u);
   EXPECT_EQ(settings.sizes.front(), 8u);
   EXPECT_EQ(settings.sizes.back(), std::uint64_t{256} << 20);
   EXPECT_EQ(settings.policy.iters, 50);
   EXPECT_EQ(settings.ops,
             (std::vector<std::string>{"allreduce", "broadcast", "allgather", "reduce_scatter"}));
+  EXPECT_EQ(settings.backends, std::vector<std::string>{"gloo"});
+  EXPECT_EQ(settings.buffers, std::vector<std::string>{"ordinary"});
 }
 
-TEST(CollectivesSettingsTest, FlagsOverrideThePreset) {
-  CollectivesFlags flags;
-  flags.preset = "quick";
-  flags.max_bytes = "4K";
-  flags.iters = 2;
-  flags.warmup = 0;
-  flags.ops = {"allgather", "allreduce"};
-  const CollectivesSettings settings = resolve_collectives_settings(flags);
+TEST(CollectivesSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
+  const CollectivesSettings quick = resolve("--preset quick");
+  EXPECT_EQ(quick.sizes.back(), std::uint64_t{16} << 20);
+  EXPECT_LT(quick.policy.bytes_per_size, resolve("").policy.bytes_per_size);
+  EXPECT_LT(quick.policy.min_warmup_seconds, resolve("").policy.min_warmup_seconds);
+
+  const CollectivesSettings settings = resolve(
+      "--preset quick -e 4K -n 2 -w 0 --ops allgather,allreduce --backend shm,gloo --buffers "
+      "shared,ordinary");
   EXPECT_EQ(settings.sizes.back(), 4096u);
   EXPECT_EQ(settings.policy.iters, 2);
   EXPECT_EQ(settings.policy.warmup, 0);
   EXPECT_EQ(settings.policy.min_iters, 2);  // lowered to --iters
   EXPECT_EQ(settings.ops, (std::vector<std::string>{"allreduce", "allgather"}));  // table order
-}
-
-TEST(CollectivesSettingsTest, QuickPresetIsSmaller) {
-  CollectivesFlags flags;
-  flags.preset = "quick";
-  const CollectivesSettings settings = resolve_collectives_settings(flags);
-  EXPECT_EQ(settings.sizes.back(), std::uint64_t{16} << 20);
-  EXPECT_LT(settings.policy.bytes_per_size, resolve_collectives_settings({}).policy.bytes_per_size);
+  EXPECT_EQ(settings.backends, (std::vector<std::string>{"shm", "gloo"}));        // as given
+  EXPECT_EQ(settings.buffers, (std::vector<std::string>{"shared", "ordinary"}));
+  EXPECT_EQ(join_backends(settings.backends), "shm,gloo");
 }
 
 TEST(CollectivesSettingsTest, RejectsBadInput) {
-  CollectivesFlags flags;
-  flags.preset = "huge";
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
-  flags = {};
-  flags.min_bytes = "1M";
-  flags.max_bytes = "1K";
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
-  flags = {};
-  flags.ops = {"alltoall"};
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
-  flags = {};
-  flags.iters = 0;
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
+  EXPECT_THROW(resolve("-b 1M -e 1K"), InvalidArgument);
+  EXPECT_THROW(resolve("-b lots"), InvalidArgument);
+  EXPECT_THROW(  // given, and not a size
+      resolve_collectives_settings(collectives_options().parse(std::vector<std::string>{"-e", ""})),
+      InvalidArgument);
+  EXPECT_THROW(resolve("--backend shm,shm"), InvalidArgument);
+  EXPECT_THROW(resolve("--ops alltoall"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--backend gloo,shmem"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--buffers registered"), CLI::ValidationError);
 }
 
 TEST(CollectiveOpsTest, SizesFollowNcclTests) {
@@ -81,33 +79,6 @@ TEST(CollectiveOpsTest, RankValuesDifferPerRankAndAreExact) {
   EXPECT_NE(rank_value(0, 5), rank_value(1, 5));
   EXPECT_EQ(rank_value(1, 1021 + 3), rank_value(1, 3));
   EXPECT_EQ(rank_value(0, 0), 1.0f);
-}
-
-TEST(CollectivesSettingsTest, BackendListKeepsOrderAndDefaultsToGloo) {
-  EXPECT_EQ(resolve_collectives_settings({}).backends, std::vector<std::string>{"gloo"});
-  CollectivesFlags flags;
-  flags.backends = {"shm", "gloo"};
-  EXPECT_EQ(resolve_collectives_settings(flags).backends,
-            (std::vector<std::string>{"shm", "gloo"}));
-  EXPECT_EQ(join_backends({"gloo", "shm"}), "gloo,shm");
-}
-
-TEST(CollectivesSettingsTest, UnknownOrRepeatedBackendIsRefused) {
-  CollectivesFlags flags;
-  flags.backends = {"gloo", "shmem"};
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
-  flags.backends = {"shm", "shm"};
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
-}
-
-TEST(CollectivesSettingsTest, BufferKindsDefaultToOrdinaryAndUnknownOnesAreRefused) {
-  EXPECT_EQ(resolve_collectives_settings({}).buffers, std::vector<std::string>{"ordinary"});
-  CollectivesFlags flags;
-  flags.buffers = {"shared", "ordinary"};
-  EXPECT_EQ(resolve_collectives_settings(flags).buffers,
-            (std::vector<std::string>{"shared", "ordinary"}));
-  flags.buffers = {"registered"};
-  EXPECT_THROW(resolve_collectives_settings(flags), InvalidArgument);
 }
 
 TEST(CollectivesSettingsTest, OnlyInPlaceOpsTakeSharedBuffers) {

@@ -8,8 +8,12 @@
 namespace gradwire::bench {
 namespace {
 
+DataSettings resolve(const std::string& flags, int max_ranks = 2) {
+  return resolve_data_settings(data_options().parse(flags), max_ranks);
+}
+
 TEST(DataBenchSettingsTest, DefaultPresetMeasuresBothSetsBothCompressionsOneAndTwoRanks) {
-  const DataSettings settings = resolve_data_settings(DataFlags{}, 2);
+  const DataSettings settings = resolve("");
   ASSERT_EQ(settings.sets.size(), 2u);
   EXPECT_EQ(settings.sets[0].name, "fashion-mnist");
   EXPECT_EQ(settings.sets[0].source, DataSource::kFashionMnist);
@@ -28,22 +32,15 @@ TEST(DataBenchSettingsTest, DefaultPresetMeasuresBothSetsBothCompressionsOneAndT
 }
 
 TEST(DataBenchSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
-  DataFlags flags;
-  flags.preset = "quick";
-  DataSettings settings = resolve_data_settings(flags, 2);
+  DataSettings settings = resolve("--preset quick");
   EXPECT_EQ(settings.generated.bytes, 32u << 20);
   EXPECT_EQ(settings.generated.files, 4);
   EXPECT_EQ(settings.epochs, 2);
 
-  flags.generated_bytes = "2M";
-  flags.generated_files = 3;
-  flags.record_bytes = "1K";
-  flags.epochs = 4;
-  flags.warmup = 0;
-  flags.repeat = 3;
-  flags.prefetch = 2;
-  flags.rank_counts = {2, 1, 2};
-  settings = resolve_data_settings(flags, 2);
+  settings = resolve(
+      "--preset quick --generated-bytes 2M --generated-files 3 --record-bytes 1K --epochs 4 "
+      "--warmup 0 --repeat 3 --prefetch 2 --rank-counts 2,1,2 --sets generated --compressions "
+      "zstd,none --scratch /s --json d.json");
   EXPECT_EQ(settings.generated.bytes, 2u << 20);
   EXPECT_EQ(settings.generated.files, 3);
   EXPECT_EQ(settings.generated.mean_record_bytes, 1024u);
@@ -52,12 +49,15 @@ TEST(DataBenchSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
   EXPECT_EQ(settings.repeat, 3);
   EXPECT_EQ(settings.prefetch, 2);
   EXPECT_EQ(settings.rank_counts, (std::vector<int>{1, 2}));  // sorted, duplicates dropped
+  ASSERT_EQ(settings.sets.size(), 1u);
+  EXPECT_EQ(settings.sets[0].source, DataSource::kGenerated);
+  EXPECT_EQ(settings.compressions, (std::vector<std::string>{"none", "zstd"}));  // known order
+  EXPECT_EQ(settings.scratch_dir, "/s");
+  EXPECT_EQ(settings.json_path, "d.json");
 }
 
 TEST(DataBenchSettingsTest, DataDirectoryReplacesFashionMnist) {
-  DataFlags flags;
-  flags.data_dir = "/some/dir";
-  const DataSettings settings = resolve_data_settings(flags, 2);
+  const DataSettings settings = resolve("--data /some/dir");
   ASSERT_EQ(settings.sets.size(), 2u);
   EXPECT_EQ(settings.sets[0].name, "data");
   EXPECT_EQ(settings.sets[0].source, DataSource::kDirectory);
@@ -65,45 +65,31 @@ TEST(DataBenchSettingsTest, DataDirectoryReplacesFashionMnist) {
 }
 
 TEST(DataBenchSettingsTest, RejectsBadValuesNamingThem) {
-  const auto message_of = [](const DataFlags& flags, int max_ranks = 2) -> std::string {
+  const auto message_of = [](const std::string& flags) -> std::string {
     try {
-      resolve_data_settings(flags, max_ranks);
+      resolve(flags);
     } catch (const InvalidArgument& e) {
       return e.what();
     }
     return "";
   };
-  DataFlags flags;
-  flags.preset = "huge";
-  EXPECT_NE(message_of(flags).find("unknown preset 'huge'"), std::string::npos);
-  flags = {};
-  flags.sets = {"imagenet"};
-  EXPECT_NE(message_of(flags).find("unknown data set 'imagenet'"), std::string::npos);
-  flags = {};
-  flags.compressions = {"lz4"};
-  EXPECT_NE(message_of(flags).find("unknown compression 'lz4'"), std::string::npos);
-  flags = {};
-  flags.partitions = {"random"};
-  EXPECT_NE(message_of(flags).find("unknown partition 'random'"), std::string::npos);
-  flags = {};
-  flags.rank_counts = {4};
-  EXPECT_NE(message_of(flags).find("rank count 4 is outside 1..2"), std::string::npos);
-  flags = {};
-  flags.epochs = 0;
-  EXPECT_NE(message_of(flags).find("--epochs"), std::string::npos);
-  flags = {};
-  flags.generated_bytes = "1K";
-  EXPECT_NE(message_of(flags).find("less than one record per file"), std::string::npos);
-  flags = {};
-  flags.generated_bytes = "lots";
-  EXPECT_FALSE(message_of(flags).empty());
+  EXPECT_EQ(message_of("--rank-counts 4"), "rank count 4 is outside 1..2");
+  EXPECT_EQ(message_of("--generated-files 0"), "--generated-files must be at least 1 (got 0)");
+  EXPECT_EQ(message_of("--record-bytes 1"), "--record-bytes must be at least 2");
+  EXPECT_NE(message_of("--generated-bytes 1K").find("less than one record per file"),
+            std::string::npos);
+  EXPECT_FALSE(message_of("--generated-bytes lots").empty());
+  EXPECT_THROW(  // given, and not a size
+      resolve_data_settings(data_options().parse(std::vector<std::string>{"--generated-bytes", ""}),
+                            2),
+      InvalidArgument);
+  for (const char* flag : {"--sets", "--compressions", "--partitions"}) {
+    EXPECT_THROW(resolve(std::string(flag) + " other"), CLI::ValidationError) << flag;
+  }
 }
 
 TEST(DataBenchSettingsTest, CasesPutTheRawReadBeforeEachPartition) {
-  DataFlags flags;
-  flags.sets = {"generated"};
-  flags.compressions = {"zstd"};
-  const std::vector<DataCase> cases = data_cases(resolve_data_settings(flags, 2));
+  const std::vector<DataCase> cases = data_cases(resolve("--sets generated --compressions zstd"));
   ASSERT_EQ(cases.size(), 8u);
   const std::vector<std::pair<int, std::string>> expected = {
       {1, "raw"}, {1, "raw+crc"}, {1, "static"}, {1, "dynamic"},
@@ -117,11 +103,8 @@ TEST(DataBenchSettingsTest, CasesPutTheRawReadBeforeEachPartition) {
 }
 
 TEST(DataBenchSettingsTest, DataDirectoryIsMeasuredOnceAsItIs) {
-  DataFlags flags;
-  flags.data_dir = "/d";
-  flags.partitions = {"static"};
-  flags.rank_counts = {1};
-  const std::vector<DataCase> cases = data_cases(resolve_data_settings(flags, 2));
+  const std::vector<DataCase> cases =
+      data_cases(resolve("--data /d --partitions static --rank-counts 1"));
   // data: as-is; generated: none and zstd; each raw, raw+crc and static on 1 rank.
   ASSERT_EQ(cases.size(), 9u);
   EXPECT_EQ(cases[0].set, "data");

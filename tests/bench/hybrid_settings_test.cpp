@@ -12,8 +12,12 @@
 namespace gradwire::bench {
 namespace {
 
+HybridSettings resolve(const std::string& flags, std::optional<HybridJob> job = std::nullopt) {
+  return resolve_hybrid_settings(hybrid_options().parse(flags), job);
+}
+
 TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
-  const HybridSettings s = resolve_hybrid_settings({}, std::nullopt);
+  const HybridSettings s = resolve("");
   EXPECT_EQ(s.trainers, 8);
   EXPECT_EQ(s.servers, 8);
   EXPECT_EQ(s.rows, 300);
@@ -30,23 +34,14 @@ TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
 }
 
 TEST(HybridSettings, QuickPresetAndFlagsOverride) {
-  HybridFlags flags;
-  flags.preset = "quick";
-  HybridSettings s = resolve_hybrid_settings(flags, std::nullopt);
+  HybridSettings s = resolve("--preset quick");
   EXPECT_EQ(s.trainers, 2);
   EXPECT_EQ(s.servers, 8);
   EXPECT_EQ(s.epochs, 20);
   EXPECT_EQ(s.warmup, 2);
-  flags.trainers = 3;
-  flags.servers = 2;
-  flags.dim = 16;
-  flags.epochs = 4;
-  flags.warmup = 0;
-  flags.seed = 7;
-  flags.mode = "sync";
-  flags.reference = "pytorch";
-  flags.repeat = 3;
-  s = resolve_hybrid_settings(flags, std::nullopt);
+  s = resolve(
+      "--preset quick --trainers 3 --servers 2 --dim 16 --epochs 4 --warmup 0 --seed 7 --mode sync "
+      "--reference pytorch --repeat 3 --backend gloo");
   EXPECT_EQ(s.trainers, 3);
   EXPECT_EQ(s.servers, 2);
   EXPECT_EQ(s.embedding_width(), 32);
@@ -56,47 +51,25 @@ TEST(HybridSettings, QuickPresetAndFlagsOverride) {
   EXPECT_EQ(s.mode, HybridMode::kSync);
   EXPECT_TRUE(s.reference_pytorch);
   EXPECT_EQ(s.repeat, 3);
-  EXPECT_NE(describe_hybrid_settings(s).find("3 trainers x 2 servers"), std::string::npos);
-}
-
-TEST(HybridSettings, RejectsBadValues) {
-  HybridFlags flags;
-  flags.preset = "huge";
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
-  flags = {};
-  flags.mode = "eventually";
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
-  flags = {};
-  flags.backend = "mpi";
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
-  flags = {};
-  flags.backend = "shm";
-  EXPECT_EQ(resolve_hybrid_settings(flags, std::nullopt).backend, "shm");
-  flags.backend = "gloo";
-  EXPECT_EQ(resolve_hybrid_settings(flags, std::nullopt).backend, "gloo");
-  flags.backend = "auto";  // inside a job the library decides by the job's hosts
-  EXPECT_EQ(resolve_hybrid_settings(flags, HybridJob{2, 2}).backend, "auto");
-  flags = {};
-  flags.reference = "tensorflow";
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
-  flags = {};
-  flags.trainers = 0;
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
-  flags = {};
-  flags.warmup = -1;
-  EXPECT_THROW(resolve_hybrid_settings(flags, std::nullopt), InvalidArgument);
+  EXPECT_EQ(s.backend, "gloo");
+  EXPECT_EQ(describe_hybrid_settings(s),
+            "preset quick: 3 trainers x 2 servers, 300 rows x 16 per server (32 wide), 0 warm-up "
+            "+ 4 epochs of 10 batches, seed 7, sync updates, gloo allreduce, reference pytorch, 3 "
+            "repeats");
+  EXPECT_THROW(resolve("--mode eventually"), CLI::ValidationError);
+  EXPECT_THROW(resolve("--backend mpi"), CLI::ValidationError);
 }
 
 TEST(HybridSettings, AJobDecidesTheCounts) {
-  HybridSettings s = resolve_hybrid_settings({}, HybridJob{4, 3});
+  HybridSettings s = resolve("", HybridJob{4, 3});
   EXPECT_EQ(s.trainers, 4);
   EXPECT_EQ(s.servers, 3);
-  HybridFlags flags;
-  flags.servers = 2;
-  EXPECT_THROW(resolve_hybrid_settings(flags, HybridJob{4, 3}), InvalidArgument);
-  flags = {};
-  flags.reference = "pytorch";
-  EXPECT_THROW(resolve_hybrid_settings(flags, HybridJob{4, 3}), InvalidArgument);
+  EXPECT_EQ(s.backend, "auto");  // inside a job the library decides by the job's hosts
+  EXPECT_EQ(resolve("--servers 3", HybridJob{4, 3}).servers, 3);
+  EXPECT_THROW(resolve("--servers 2", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--trainers 8", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--reference pytorch", HybridJob{4, 3}), InvalidArgument);
+  EXPECT_THROW(resolve("--repeat 2", HybridJob{4, 3}), InvalidArgument);
 }
 
 TEST(HybridBatches, SplitMix64Stream) {

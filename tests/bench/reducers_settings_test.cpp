@@ -9,8 +9,12 @@ namespace {
 
 using ddp::ReductionSchedule;
 
+ReducersSettings resolve(const std::string& flags) {
+  return reducers_options().parse(flags).resolve();
+}
+
 TEST(ReducersSettingsTest, DefaultPresetIsCompareDdps) {
-  const ReducersSettings settings = resolve_reducers_settings({});
+  const ReducersSettings settings = resolve("");
   EXPECT_EQ(settings.model, "resnet50");
   EXPECT_EQ(settings.batch_size, 32);
   EXPECT_EQ(settings.image_size, 224);
@@ -23,23 +27,24 @@ TEST(ReducersSettingsTest, DefaultPresetIsCompareDdps) {
                                             ReductionSchedule::kAfterBackwardSync}));
   EXPECT_EQ(settings.warmup, 20);
   EXPECT_EQ(settings.iterations, 100);
+  // An empty --model or --bucket-sizes is the preset's.
+  const std::vector<std::string> empty = {"--model", "", "--bucket-sizes", ""};
+  EXPECT_EQ(reducers_options().parse(empty).resolve().bucket_sizes_mb.size(), 25u);
 }
 
 TEST(ReducersSettingsTest, QuickPresetAndOverrides) {
-  ReducersFlags flags;
-  flags.preset = "quick";
-  ReducersSettings settings = resolve_reducers_settings(flags);
+  ReducersSettings settings = resolve("--preset quick");
   EXPECT_EQ(settings.model, "resnet18");
   EXPECT_EQ(settings.batch_size, 8);
   EXPECT_EQ(settings.bucket_sizes_mb, (std::vector<double>{1, 5, 25}));
+  EXPECT_EQ(describe_reducers_settings(settings, 2, 1),
+            "preset quick: model resnet18, batch 8 per rank, images 64x64, buckets 1,5,25 MiB, "
+            "reducers overlapped,async,sync, 3 warm-up + 20 timed iterations, 2 ranks, 1 thread "
+            "per rank");
 
-  flags.model = "mlp";
-  flags.bucket_sizes = "0.5,2..4";
-  flags.reducers = {"sync", "overlapped"};
-  flags.iterations = 3;
-  flags.warmup = 0;
-  flags.json_path = "out.json";
-  settings = resolve_reducers_settings(flags);
+  settings = resolve(
+      "--preset quick --model mlp --bucket-sizes 0.5,2..4 --reducers sync,overlapped --iterations "
+      "3 --warmup 0 --json out.json");
   EXPECT_EQ(settings.model, "mlp");
   EXPECT_EQ(settings.bucket_sizes_mb, (std::vector<double>{0.5, 2, 3, 4}));
   EXPECT_EQ(settings.reducers,
@@ -66,44 +71,22 @@ TEST(ReducersSettingsTest, BucketSizeLists) {
   }
 }
 
-TEST(ReducersSettingsTest, ReducerNames) {
-  EXPECT_EQ(parse_reducer("overlapped"), ReductionSchedule::kOverlapped);
-  EXPECT_EQ(parse_reducer("async"), ReductionSchedule::kAfterBackward);
-  EXPECT_EQ(parse_reducer("sync"), ReductionSchedule::kAfterBackwardSync);
-  try {
-    parse_reducer("eager");
-    FAIL() << "no exception";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("overlapped, async, sync"), std::string::npos) << e.what();
-  }
-}
-
-TEST(ReducersSettingsTest, BadSettingsAreRefused) {
-  ReducersFlags flags;
-  flags.preset = "slow";
-  EXPECT_THROW(resolve_reducers_settings(flags), InvalidArgument);
-  flags = {};
-  flags.model = "resnet9000";
-  EXPECT_THROW(resolve_reducers_settings(flags), InvalidArgument);
-  flags = {};
-  flags.reducers = {"sync", "sync"};
-  EXPECT_THROW(resolve_reducers_settings(flags), InvalidArgument);
-  flags = {};
-  flags.iterations = 0;
-  EXPECT_THROW(resolve_reducers_settings(flags), InvalidArgument);
-  flags = {};
-  flags.warmup = -1;
-  EXPECT_THROW(resolve_reducers_settings(flags), InvalidArgument);
-}
-
-TEST(ReducersSettingsTest, Description) {
-  ReducersFlags flags;
-  flags.preset = "quick";
-  const std::string text = describe_reducers_settings(resolve_reducers_settings(flags), 2, 1);
-  EXPECT_EQ(text,
-            "preset quick: model resnet18, batch 8 per rank, images 64x64, buckets 1,5,25 MiB, "
-            "reducers overlapped,async,sync, 3 warm-up + 20 timed iterations, 2 ranks, 1 thread "
-            "per rank");
+TEST(ReducersSettingsTest, BadSettingsAreRefusedInTableOrder) {
+  const auto message_of = [](const std::string& flags) -> std::string {
+    try {
+      resolve(flags);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message_of("--reducers eager"), "unknown reducer 'eager': use overlapped, async, sync");
+  EXPECT_EQ(message_of("--reducers sync,sync"), "reducer 'sync' is listed twice");
+  EXPECT_NE(message_of("--model resnet9000 --reducers eager").find("unknown model"),
+            std::string::npos);
+  EXPECT_NE(message_of("--model resnet9000 --bucket-sizes x").find("bucket sizes"),
+            std::string::npos);
+  EXPECT_THROW(resolve("--iterations 0"), CLI::ValidationError);
 }
 
 }  // namespace
