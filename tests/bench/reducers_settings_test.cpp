@@ -5,6 +5,8 @@
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
+// A namespace of its own: in the unity build its helpers meet other files'.
+namespace reducers_settings_test {
 namespace {
 
 using ddp::ReductionSchedule;
@@ -90,4 +92,5 @@ TEST(ReducersSettingsTest, BadSettingsAreRefusedInTableOrder) {
 }
 
 }  // namespace
+}  // namespace reducers_settings_test
 }  // namespace gradwire::bench
