@@ -2,7 +2,7 @@
 // GRADWIRE_BENCH_PATH, outside any job: RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK, SLURM_PROCID and
 // GRADWIRE_PS_ADDRS removed, collectives limited to 60 s) under coreutils `timeout` (SIGKILL 5 s
 // after it), so a stuck rank fails the test instead of hanging it; the fixtures
-// (GRADWIRE_BENCH_FIXTURES); temporary paths; counting.
+// (GRADWIRE_BENCH_FIXTURES); temporary paths; counting; the message of a refused setting.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "gradwire/common/error.h"
 #include "harness/report.h"  // read_text_file, read_json_document
 
 namespace gradwire::bench::testing {
@@ -23,6 +24,17 @@ struct BenchRun {
   std::string output;  // stdout, and stderr unless kept apart
   std::string errors;  // stderr when kept apart
 };
+
+// The message of the InvalidArgument that `call` throws; empty when it throws none.
+template <class F>
+std::string invalid_argument_message(F&& call) {
+  try {
+    call();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A path in the test's temporary directory, unique to this process.
 inline std::string temp_path(const std::string& name) {

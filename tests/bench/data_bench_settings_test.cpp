@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench_process.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
@@ -65,13 +66,8 @@ TEST(DataBenchSettingsTest, DataDirectoryReplacesFashionMnist) {
 }
 
 TEST(DataBenchSettingsTest, RejectsBadValuesNamingThem) {
-  const auto message_of = [](const std::string& flags) -> std::string {
-    try {
-      resolve(flags);
-    } catch (const InvalidArgument& e) {
-      return e.what();
-    }
-    return "";
+  const auto message_of = [](const std::string& flags) {
+    return testing::invalid_argument_message([&] { resolve(flags); });
   };
   EXPECT_EQ(message_of("--rank-counts 4"), "rank count 4 is outside 1..2");
   EXPECT_EQ(message_of("--generated-files 0"), "--generated-files must be at least 1 (got 0)");

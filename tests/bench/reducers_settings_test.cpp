@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench_process.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
@@ -74,13 +75,8 @@ TEST(ReducersSettingsTest, BucketSizeLists) {
 }
 
 TEST(ReducersSettingsTest, BadSettingsAreRefusedInTableOrder) {
-  const auto message_of = [](const std::string& flags) -> std::string {
-    try {
-      resolve(flags);
-    } catch (const InvalidArgument& e) {
-      return e.what();
-    }
-    return "";
+  const auto message_of = [](const std::string& flags) {
+    return testing::invalid_argument_message([&] { resolve(flags); });
   };
   EXPECT_EQ(message_of("--reducers eager"), "unknown reducer 'eager': use overlapped, async, sync");
   EXPECT_EQ(message_of("--reducers sync,sync"), "reducer 'sync' is listed twice");
