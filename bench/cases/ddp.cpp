@@ -50,10 +50,6 @@ std::string reference_json_path(const std::string& json_path) {
   return (has_extension ? json_path.substr(0, dot) : json_path) + ".pytorch.json";
 }
 
-// Idle ranks wait in a barrier while others train, which for a large model on a CPU can take
-// many minutes; unless GRADWIRE_TIMEOUT says otherwise, collectives may wait this long.
-constexpr std::chrono::hours kDefaultTimeout{1};
-
 void progress(const std::string& line) { std::cerr << "gradwire-bench ddp: " << line << std::endl; }
 
 std::string milliseconds(double seconds) { return format_fixed(seconds * 1e3, 1) + " ms"; }
@@ -446,7 +442,7 @@ Subcommand ddp_subcommand() {
         }
         ranks.ranks = settings.ranks;
         ranks.backend = settings.backends.front();
-        if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kDefaultTimeout;
+        if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kTrainingTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return DdpSweep(context, settings, argv, ranks.timeout).run();
         });

@@ -25,10 +25,6 @@ namespace gradwire::bench {
 
 namespace {
 
-// Large models on a CPU take minutes per configuration; unless GRADWIRE_TIMEOUT says otherwise,
-// collectives may wait this long.
-constexpr std::chrono::hours kReducersTimeout{1};
-
 void reducers_progress(const std::string& line) {
   std::cerr << "gradwire-bench reducers: " << line << std::endl;
 }
@@ -155,7 +151,7 @@ Subcommand reducers_subcommand() {
       [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
         const ReducersSettings settings = options.resolve();
         if (!ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
-        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kReducersTimeout;
+        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kTrainingTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return ReducersStudy(context, settings, argv).run();
         });

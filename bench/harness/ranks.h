@@ -47,6 +47,11 @@ struct RankOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
+// The training cases' timeout (ddp, reducers): idle ranks wait in a barrier while others train,
+// which for a large model on a CPU can take many minutes; unless GRADWIRE_TIMEOUT says otherwise,
+// collectives may wait this long.
+constexpr std::chrono::hours kTrainingTimeout{1};
+
 // Adds --ranks, --threads, --bind-cores/--no-bind-cores and the hidden kWorkerFlag to `command`,
 // bound to `options` (whose current bind_cores is the default the help shows).
 void add_rank_options(CLI::App& command, RankOptions& options);

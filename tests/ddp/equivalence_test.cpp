@@ -15,7 +15,6 @@ namespace {
 constexpr int kSteps = 4;
 constexpr int64_t kRowsPerRank = 4;
 
-Mlp small_mlp() { return Mlp(std::vector<int64_t>{5, 12, 8, 3}); }
 // Six layers of 16: each Linear is 1,088 bytes (weight 1,024 + bias 64).
 Mlp deep_mlp() { return Mlp(std::vector<int64_t>{16, 16, 16, 16, 16, 16, 4}); }
 

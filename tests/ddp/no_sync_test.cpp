@@ -11,8 +11,6 @@
 #include "test_models.h"
 
 namespace gradwire::ddp::testing {
-// A namespace of its own: in the unity build its helpers meet other files'.
-namespace no_sync {
 namespace {
 
 constexpr int kOuterSteps = 3;
@@ -20,7 +18,6 @@ constexpr int kUnsyncedMicroSteps = 2;  // k
 constexpr int kMicroSteps = kUnsyncedMicroSteps + 1;
 constexpr int64_t kRowsPerMicroBatch = 3;
 
-Mlp small_mlp() { return Mlp(std::vector<int64_t>{5, 12, 8, 3}); }
 
 // Micro-batch `micro` of `rank`: the global batch is split into kMicroSteps parts, each into
 // `world` rank chunks.
@@ -78,5 +75,4 @@ INSTANTIATE_TEST_SUITE_P(BucketView, NoSync, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "bucket_view" : "copy"; });
 
 }  // namespace
-}  // namespace no_sync
 }  // namespace gradwire::ddp::testing

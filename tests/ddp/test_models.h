@@ -87,4 +87,7 @@ struct TiedImpl : torch::nn::Module {
 };
 TORCH_MODULE(Tied);
 
+// The small MLP of the equivalence and no_sync tests: 5 -> 12 -> 8 -> 3.
+inline Mlp small_mlp() { return Mlp(std::vector<int64_t>{5, 12, 8, 3}); }
+
 }  // namespace gradwire::ddp::testing

@@ -8,15 +8,12 @@
 #include <string>
 
 #include "gradwire/common/error.h"
+#include "parameter_count.h"
 
 namespace gradwire::models {
 namespace {
 
-int64_t count_parameters(const torch::nn::Module& module) {
-  int64_t total = 0;
-  for (const auto& parameter : module.parameters()) total += parameter.numel();
-  return total;
-}
+using testing::count_parameters;
 
 TEST(ResNet, ParameterCountsMatchTorchvision) {
   struct Case {

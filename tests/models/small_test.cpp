@@ -4,17 +4,12 @@
 #include <torch/torch.h>
 
 #include "gradwire/common/error.h"
+#include "parameter_count.h"
 
 namespace gradwire::models {
-// A namespace of its own: in the unity build its helpers meet other files'.
-namespace small_test {
 namespace {
 
-int64_t count_parameters(const torch::nn::Module& module) {
-  int64_t total = 0;
-  for (const auto& parameter : module.parameters()) total += parameter.numel();
-  return total;
-}
+using testing::count_parameters;
 
 TEST(Mlp, DefaultShapesAndSize) {
   Mlp model;
@@ -90,5 +85,4 @@ TEST(SmallCnn, RejectsBadOptionsAndInputs) {
 }
 
 }  // namespace
-}  // namespace small_test
 }  // namespace gradwire::models

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "id_tensors.h"
 #include "gradwire/ps/server.h"
 #include "gradwire/ps/table.h"
+#include "id_tensors.h"
 #include "rpc/channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 
@@ -25,8 +25,6 @@ inline constexpr char kToken[] = "server-test-token";
 // A name x rows x dim table: SGD lr 0.5, normal rows (seed 7), one trainer, async.
 TableConfig table_config(const std::string& name = "emb", int64_t rows = 10, int64_t dim = 4,
                          UpdateMode mode = UpdateMode::kAsync, int num_trainers = 1);
-
-// int64 1-D tensor.
 
 // A client of one server: every call carries `token` and a deadline of `timeout`.
 class ServerClient {
