@@ -101,6 +101,13 @@ void throw_rpc_error(const grpc::Status& status, const std::string& operation,
       throw BackendError("gradwire: server " + address + " cannot do the " + operation +
                          " in its current state (after " + time + ")." + said +
                          " Check the server's options (e.g. --checkpoint-dir).");
+    case grpc::StatusCode::ABORTED:
+      throw BackendError(
+          "gradwire: server " + address + " aborted the " + operation + " (after " + time + ")." +
+          said +
+          " This process belongs to an attempt of the job (or is a trainer "
+          "process) that a restart replaced, or the step was discarded; "
+          "restarted trainers resume with Client::resume (docs/ps.md \"Restarts\").");
     default:
       throw BackendError("gradwire: " + operation + " on server " + address + " failed after " +
                          time + " with " + status_code_name(status.error_code()) + "." + said +

@@ -15,3 +15,19 @@ gradwire_add_test(ps_client_test
 # detector); no server runs.
 gradwire_add_test(ps_client_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_env_test.cpp
   LIBS gradwire_ps_client LABELS ps)
+
+# Faults end to end: a hybrid trainer (ps_fault_trainer) under gradwire-run --servers 2
+# --max-restarts 2, with a trainer or a server SIGKILLed mid-step, ends bit-identical to an
+# uninterrupted run (docs/ps.md "Restarts").
+add_executable(ps_fault_trainer ${CMAKE_CURRENT_LIST_DIR}/fault_trainer.cpp)
+target_link_libraries(ps_fault_trainer PRIVATE gradwire::gradwire gradwire::ps)
+gradwire_add_test(ps_fault_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/fault_restart_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
+  LABELS ps)
+target_compile_definitions(ps_fault_test PRIVATE
+  GRADWIRE_RUN_PATH="$<TARGET_FILE:gradwire-run>"
+  GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>"
+  PS_FAULT_TRAINER_PATH="$<TARGET_FILE:ps_fault_trainer>")
+add_dependencies(ps_fault_test gradwire-run gradwire-ps-server ps_fault_trainer)

@@ -4,21 +4,23 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "../launch/test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "ps/core/checkpoint.h"
-#include "../launch/test_support.h"
+#include "ps/server/server_checkpoints.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {
 namespace {
 
 using namespace std::chrono_literals;
+using launch::testing::TempDir;
 using testing::ids_tensor;
 using testing::ServerClient;
 using testing::table_config;
-using launch::testing::TempDir;
 
 ServerOptions options_with_dir(const std::string& dir, int64_t every_steps = 0) {
   ServerOptions options = testing::test_server_options();
@@ -61,7 +63,7 @@ TEST(ServerCheckpoint, ANewServerContinuesFromTheCheckpointCall) {
     ASSERT_EQ(files.size(), 1u);
     EXPECT_TRUE(std::filesystem::exists(files[0])) << files[0];
     EXPECT_EQ(std::filesystem::path(files[0]).filename().string(),
-              checkpoint_file_name("emb", 0, 1));
+              generation_file_name("emb", 0, 1, 3));
     server->shutdown(1s);
   }
   auto server = start_server(options_with_dir(dir.path()));
@@ -88,7 +90,9 @@ TEST(ServerCheckpoint, ANewServerContinuesFromTheCheckpointCall) {
 TEST(ServerCheckpoint, ShutdownWritesTheTablesAndPeriodicCheckpointsFollowSteps) {
   TempDir dir;
   const TableConfig config = adagrad_config();
-  const std::string file = dir.path() + "/" + checkpoint_file_name("emb", 0, 1);
+  const auto file = [&](int64_t step) {
+    return dir.path() + "/" + generation_file_name("emb", 0, 1, step);
+  };
   const at::Tensor all = at::arange(12, at::kLong);
   at::Tensor trained;
   {
@@ -96,16 +100,17 @@ TEST(ServerCheckpoint, ShutdownWritesTheTablesAndPeriodicCheckpointsFollowSteps)
     ServerClient client(server->address());
     ASSERT_TRUE(client.create(config).ok());
     train(client, ids_tensor({2}), 0, 1);
-    EXPECT_FALSE(std::filesystem::exists(file));
+    EXPECT_TRUE(list_checkpoints(dir.path()).empty());
     train(client, ids_tensor({2}), 1, 1);
-    ASSERT_TRUE(std::filesystem::exists(file));
-    EXPECT_EQ(read_checkpoint(file).step, 2);
+    ASSERT_TRUE(std::filesystem::exists(file(2)));
+    EXPECT_EQ(read_checkpoint(file(2)).step, 2);
     train(client, ids_tensor({3}), 2, 1);
-    EXPECT_EQ(read_checkpoint(file).step, 2);
+    EXPECT_EQ(list_checkpoints(dir.path()), std::vector<std::string>{file(2)});
     trained = client.rows("emb", all);
     server->shutdown(1s);
   }
-  EXPECT_EQ(read_checkpoint(file).step, 3);
+  EXPECT_EQ(read_checkpoint(file(3)).step, 3);
+  EXPECT_TRUE(std::filesystem::exists(file(2)));  // the two newest stay
   auto server = start_server(options_with_dir(dir.path(), 2));
   ServerClient client(server->address());
   EXPECT_TRUE(at::equal(client.rows("emb", all), trained));
@@ -147,7 +152,7 @@ TEST(ServerCheckpoint, ADamagedFileStopsTheServerFromStartingNamingIt) {
     ASSERT_TRUE(client.checkpoint().ok());
     server->shutdown(1s);
   }
-  const std::string file = dir.path() + "/" + checkpoint_file_name("emb", 0, 1);
+  const std::string file = dir.path() + "/" + generation_file_name("emb", 0, 1, 0);
   {
     std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
     stream.seekg(0, std::ios::end);
@@ -165,9 +170,85 @@ TEST(ServerCheckpoint, ADamagedFileStopsTheServerFromStartingNamingIt) {
     start_server(options_with_dir(dir.path()));
     FAIL() << "a damaged checkpoint was accepted";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(checkpoint_file_name("emb", 0, 1)), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find(generation_file_name("emb", 0, 1, 0)),
+              std::string::npos)
         << error.what();
   }
+}
+
+TEST(ServerCheckpoint, KeepsTheNewestGenerationsAndResumesFromOne) {
+  TempDir dir;
+  const TableConfig config = adagrad_config();
+  const at::Tensor all = at::arange(12, at::kLong);
+  const auto file = [&](int64_t step) {
+    return dir.path() + "/" + generation_file_name("emb", 0, 1, step);
+  };
+  auto server = start_server(options_with_dir(dir.path(), 1));
+  ServerClient client(server->address());
+  ASSERT_TRUE(client.create(config).ok());
+  train(client, ids_tensor({4}), 0, 2);
+  const at::Tensor at_two = client.rows("emb", all);
+  train(client, ids_tensor({4, 6}), 2, 1);
+  EXPECT_EQ(list_checkpoints(dir.path()), (std::vector<std::string>{file(2), file(3)}));
+  // A restarted group (attempt 1) resumes at step 2: the table is rewound, bit for bit, and the
+  // file of the abandoned step 3 goes.
+  int64_t step = -1;
+  grpc::Status status = client.resume("emb", 0, 2, 1, &step);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(step, 2);
+  EXPECT_TRUE(at::equal(client.rows("emb", all), at_two));
+  EXPECT_EQ(list_checkpoints(dir.path()), std::vector<std::string>{file(2)});
+  // Resuming where the table is changes nothing; a step without a file is refused, naming what
+  // the server holds.
+  ASSERT_TRUE(client.resume("emb", 0, 2, 1).ok());
+  status = client.resume("emb", 0, 1, 1);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("no checkpoint of step 1 (it holds steps 2 in"),
+            std::string::npos)
+      << status.error_message();
+  // The old attempt's calls are refused.
+  EXPECT_EQ(client.resume("emb", 0, 2, 0).error_code(), grpc::StatusCode::ABORTED);
+  server->shutdown(1s);
+}
+
+TEST(ServerCheckpoint, ARestoredShardWaitsForACreateTableWithItsConfig) {
+  TempDir dir;
+  const TableConfig config = adagrad_config();
+  {
+    std::vector<std::unique_ptr<Server>> servers;
+    for (int index = 0; index < 2; ++index) {
+      servers.push_back(start_server(options_with_dir(dir.path())));
+      ServerClient client(servers.back()->address());
+      ASSERT_TRUE(client.create(config, index, 2).ok());
+      train(client, ids_tensor({index + 2}), 0, 2);
+    }
+    for (auto& server : servers) server->shutdown(1s);
+  }
+  auto server = start_server(options_with_dir(dir.path()));
+  ServerClient client(server->address());
+  TableConfig other = config;
+  other.optimizer.lr = 0.2;
+  const grpc::Status refused = client.create(other, 0, 2);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("the checkpoint is kept"), std::string::npos)
+      << refused.error_message();
+  // Eight trainers creating the table at once all get the restored shard.
+  std::vector<std::thread> creators;
+  std::vector<grpc::Status> statuses(8);
+  std::vector<v1::CreateTableResponse> responses(8);
+  for (int i = 0; i < 8; ++i) {
+    creators.emplace_back([&, i] {
+      ServerClient own(server->address());
+      statuses[i] = own.create(config, 0, 2, &responses[i]);
+    });
+  }
+  for (auto& thread : creators) thread.join();
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    EXPECT_FALSE(responses[i].created()) << i;
+    EXPECT_EQ(responses[i].step(), 2) << i;
+  }
+  server->shutdown(1s);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "ps/core/checkpoint.h"
+#include "ps/server/server_checkpoints.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {
@@ -113,7 +114,7 @@ TEST_F(ServerProcessTest, KilledServerRestartsFromItsCheckpointWithIdenticalTabl
   ASSERT_TRUE(stopped.has_value()) << "the server did not stop after SIGTERM";
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << read_file(err_);
   EXPECT_TRUE(launch::testing::process_gone(second));
-  EXPECT_EQ(read_checkpoint(checkpoints + "/" + checkpoint_file_name("emb", 0, 1)).step, 4);
+  EXPECT_EQ(read_checkpoint(checkpoints + "/" + generation_file_name("emb", 0, 1, 4)).step, 4);
 }
 
 TEST_F(ServerProcessTest, WrongTokenIsRejectedAndMissingTokenIsAUsageError) {

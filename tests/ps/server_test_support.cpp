@@ -93,6 +93,19 @@ grpc::Status ServerClient::checkpoint(std::vector<std::string>* files) {
   return status;
 }
 
+grpc::Status ServerClient::resume(const std::string& table, int trainer, int64_t step,
+                                  int64_t restart, int64_t* new_step) {
+  v1::ResumeRequest request;
+  request.set_table(table);
+  request.set_trainer(trainer);
+  request.set_step(step);
+  request.mutable_attempt()->set_restart(restart);
+  v1::ResumeResponse response;
+  const grpc::Status status = stub_->Resume(context().get(), request, &response);
+  if (status.ok() && new_step) *new_step = response.step();
+  return status;
+}
+
 at::Tensor ServerClient::rows(const std::string& table, const at::Tensor& ids) {
   at::Tensor rows;
   const grpc::Status status = lookup(table, ids, &rows);

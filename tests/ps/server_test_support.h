@@ -1,5 +1,5 @@
 // Helpers for the parameter-server tests: small table configs, an in-process server with its
-// generated stub, and the five calls made with the job token and a bounded deadline.
+// generated stub, and the six calls made with the job token and a bounded deadline.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -44,6 +44,9 @@ class ServerClient {
   grpc::Status step(const std::string& table, int trainer, int64_t step,
                     std::chrono::milliseconds timeout = 10s, int64_t* new_step = nullptr);
   grpc::Status checkpoint(std::vector<std::string>* files = nullptr);
+  // Resume of `table` at `step` by `trainer` of attempt `restart` (incarnation 0).
+  grpc::Status resume(const std::string& table, int trainer, int64_t step, int64_t restart = 0,
+                      int64_t* new_step = nullptr);
 
   // lookup() that must succeed (ADD_FAILURE and an undefined tensor otherwise).
   at::Tensor rows(const std::string& table, const at::Tensor& ids);

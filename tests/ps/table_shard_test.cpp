@@ -71,7 +71,8 @@ TEST(TableShardTest, ContentIndependentOfServerCount) {
     // Two steps of the same gradients, routed to the owners (ids 0, 2, 4... in step 1).
     for (int64_t step = 0; step < 2; ++step) {
       for (int64_t id = step; id < config.num_rows; id += 1 + (step == 0)) {
-        shards[owner_of(id, servers)]->push(0, step, ids_tensor({id}), grads[step][id].unsqueeze(0));
+        shards[owner_of(id, servers)]->push(0, step, ids_tensor({id}),
+                                            grads[step][id].unsqueeze(0));
       }
       for (auto& shard : shards) EXPECT_TRUE(shard->finish_step(0, step, Clock::now()).applied);
     }

@@ -1,7 +1,8 @@
 // gradwire-ps-server: a parameter server for gradwire trainers (docs/ps.md).
 //
 //   gradwire-ps-server [--listen HOST:PORT] [--token-file F] [--checkpoint-dir D]
-//                      [--checkpoint-every N] [--threads T] [--tls-cert F --tls-key F]
+//                      [--checkpoint-every N] [--checkpoint-keep K] [--threads T] [--tls-cert F
+//                      --tls-key F]
 //                      [--max-message-bytes N]
 //
 // The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When ready it
@@ -35,6 +36,11 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
                  "Also checkpoint a table after every N applied steps (0: never)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-keep", options.checkpoint_keep,
+                 "Checkpoint files kept per table shard, newest first (a restarted group may "
+                 "resume from the one before the newest)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", options.threads,
                  "Threads for tensor work: row gathers and optimizer updates (ATen intra-op)")
       ->capture_default_str()

@@ -33,6 +33,13 @@ struct ClientOptions {
   // launcher's variables is a ConfigError naming them.
   std::optional<int> rank;
   std::optional<int> world_size;
+  // The job's attempt: how often the trainers' group was restarted (docs/ps.md "Restarts"). Unset:
+  // TORCHELASTIC_RESTART_COUNT (gradwire-run, torchrun), else SLURM_RESTART_COUNT, else 0.
+  std::optional<int64_t> attempt;
+  // This trainer's process among the processes that played its rank; a later one must be larger.
+  // Unset: the time this process first connected, in ns since the epoch (the same for every
+  // client of the process).
+  std::optional<uint64_t> incarnation;
   // Deadline of each call (lookups, pushes, table creation).
   std::chrono::milliseconds call_deadline{30000};
   // How long step() waits for the other trainers in sync mode. Unset: GRADWIRE_TIMEOUT, else
@@ -50,7 +57,8 @@ struct ClientOptions {
 };
 
 // Pure: `options` with every field that defaults from the environment filled from `env`
-// (servers, token, rank, world_size, step_timeout), as connect() uses them. Throws ConfigError
+// (servers, token, rank, world_size, attempt, step_timeout), as connect() uses them; the
+// incarnation stays unset (connect() takes the process's). Throws ConfigError
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
 
@@ -66,9 +74,17 @@ class Client {
 
   // Creates the table on every server, or checks that it exists with an equal config (then keeps
   // its content: a restarted server's restored rows stay). A different config is InvalidArgument.
-  // Sets this client's step counter for a sync table to the servers' step (they must agree), for
-  // an async one to 0. Blocks.
+  // Sets this client's step counter for a sync table to the servers' step, for an async one to 0.
+  // Sync servers that disagree on the step (a group restarted mid-step, a server restored from an
+  // older checkpoint) make every later call on the table a BackendError until resume(). Blocks.
   virtual void create_table(const TableConfig& config) = 0;
+  // A restarted trainer resumes at `step`, its own checkpoint's (0 without one): every sync table
+  // this client created is brought to that step on every server (a server whose table is
+  // elsewhere reloads its checkpoint file of that step; BackendError naming the steps it holds
+  // when it has none), and what an earlier attempt left of a step in progress is discarded. The
+  // step counters become `step` (async tables: only the counter). Every trainer of the group
+  // calls it with the same step before training on (docs/ps.md "Restarts"). Blocks.
+  virtual void resume(int64_t step) = 0;
   virtual const TableConfig& table(const std::string& name) const = 0;
 
   // Rows of `ids` (int64, 1-D, duplicates allowed) as an ids.size(0) x dim float tensor. Ids are

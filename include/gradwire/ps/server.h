@@ -28,6 +28,10 @@ struct ServerOptions {
   std::string checkpoint_dir;
   // Also checkpoint a table after every this many applied steps (0: only on request).
   int64_t checkpoint_every_steps = 0;
+  // Checkpoint files kept per table shard (each write is a new file; older ones go). A restarted
+  // group resumes from its trainers' checkpoint, which can be one older than the servers' newest
+  // (docs/ps.md "Restarts"): keep at least 2.
+  int checkpoint_keep = 2;
   // ATen intra-op threads for the server's tensor work (row gathers, optimizer updates). Calls
   // run on gRPC's handler threads, one per call in flight (docs/ps.md "Threads and locks").
   // 1 suits servers that share a host with trainers.

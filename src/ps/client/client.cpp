@@ -37,6 +37,7 @@ using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
 using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
 using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
 using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
+using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
 
 // The stub's PrepareAsync<Method> for each call type.
 auto prepare_lookup(Stub& stub) {
@@ -68,6 +69,23 @@ auto prepare_checkpoint(Stub& stub) {
                  grpc::CompletionQueue* queue) {
     return stub.PrepareAsyncCheckpoint(context, request, queue);
   };
+}
+
+auto prepare_resume(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::ResumeRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncResume(context, request, queue);
+  };
+}
+
+// This process's incarnation: the time it first asked, in ns since the epoch (a restarted
+// trainer's new process gets a later one).
+uint64_t process_incarnation() {
+  static const uint64_t incarnation =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  return incarnation;
 }
 
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
@@ -124,6 +142,8 @@ class ClientImpl final : public Client {
     trainer_rank_ = *options.rank;
     num_trainers_ = *options.world_size;
     step_timeout_ = *options.step_timeout;
+    attempt_.restart = options.attempt.value_or(0);
+    attempt_.incarnation = options.incarnation.value_or(process_incarnation());
     retry_.max_retries = options.max_retries;
     retry_.initial_backoff = options.retry_backoff;
     rpc::ChannelOptions channel;
@@ -167,17 +187,49 @@ class ClientImpl final : public Client {
     // counts its own steps from 0.
     const bool sync = config.mode == UpdateMode::kSync;
     const int64_t step = sync ? calls.front()->response.step() : 0;
+    TableState state{config, step, ""};
     for (const auto& call : calls) {
-      if (sync && call->response.step() != step) {
-        throw BackendError("gradwire: the servers disagree on the step of table '" + config.name +
-                           "': " + std::to_string(step) + " on " + addresses_.front() + ", " +
-                           std::to_string(call->response.step()) + " on " + call->address +
-                           ". Were they restored from checkpoints of different steps? Restore "
-                           "all servers from the same checkpoint.");
+      if (sync && call->response.step() != step && state.disagreement.empty()) {
+        state.disagreement =
+            "gradwire: the servers disagree on the step of table '" + config.name +
+            "': " + std::to_string(step) + " on " + addresses_.front() + ", " +
+            std::to_string(call->response.step()) + " on " + call->address +
+            ". A restarted trainer calls Client::resume(step) with its own checkpoint's step "
+            "(docs/ps.md \"Restarts\"); otherwise restore all servers from the same checkpoint.";
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    tables_[config.name] = TableState{config, step};
+    tables_[config.name] = std::move(state);
+  }
+
+  void resume(int64_t step) override {
+    if (step < 0) {
+      throw InvalidArgument("gradwire: resume at step " + std::to_string(step) + "; need >= 0");
+    }
+    flush();
+    std::vector<std::pair<std::string, TableState>> tables;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tables.assign(tables_.begin(), tables_.end());
+    }
+    for (const auto& [name, state] : tables) {
+      if (state.config.mode == UpdateMode::kSync) {
+        std::vector<std::unique_ptr<ResumeCall>> requests;
+        for (int server = 0; server < num_servers(); ++server) {
+          auto call = std::make_unique<ResumeCall>();
+          call->request.set_table(name);
+          call->request.set_trainer(trainer_rank_);
+          call->request.set_step(step);
+          *call->request.mutable_attempt() = to_message(attempt_);
+          requests.push_back(std::move(call));
+        }
+        CallQueue<ResumeCall> queue;
+        run_idempotent(queue, std::move(requests), all_servers(), table_op("resume", name),
+                       [](Stub& stub) { return prepare_resume(stub); });
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      tables_[name] = TableState{state.config, step, ""};
+    }
   }
 
   const TableConfig& table(const std::string& name) const override {
@@ -186,7 +238,7 @@ class ClientImpl final : public Client {
   }
 
   at::Tensor lookup(const std::string& name, const at::Tensor& ids) override {
-    const TableConfig config = table(name);
+    const TableConfig config = usable_table(name).config;
     if (ids.dim() != 1) {
       check_ids(ids, config.num_rows, "lookup of", name);
       throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
@@ -236,14 +288,9 @@ class ClientImpl final : public Client {
   }
 
   void push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) override {
-    int64_t step = 0;
-    TableConfig config;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const TableState& state = find_table(name);
-      config = state.config;
-      step = state.step;
-    }
+    const TableState state = usable_table(name);
+    const TableConfig& config = state.config;
+    const int64_t step = state.step;
     if (ids.dim() != 1 || grads.dim() != 2 || grads.size(0) != ids.size(0) ||
         grads.size(1) != config.dim || grads.scalar_type() != at::kFloat) {
       check_ids(ids, config.num_rows, "push to", name);
@@ -265,6 +312,7 @@ class ClientImpl final : public Client {
       call->request.set_table(name);
       call->request.set_trainer(trainer_rank_);
       call->request.set_step(step);
+      *call->request.mutable_attempt() = to_message(attempt_);
       rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
       rpc::encode_tensor(gather_rows(rows.values, share.positions), call->request.mutable_grads(),
                          "push.grads");
@@ -291,6 +339,7 @@ class ClientImpl final : public Client {
       tables.assign(tables_.begin(), tables_.end());
     }
     for (const auto& [name, state] : tables) {
+      if (!state.disagreement.empty()) throw BackendError(state.disagreement);
       if (state.config.mode == UpdateMode::kSync) {
         CallQueue<StepCall> queue;
         for (int server = 0; server < num_servers(); ++server) {
@@ -299,6 +348,7 @@ class ClientImpl final : public Client {
           call->request.set_table(name);
           call->request.set_trainer(trainer_rank_);
           call->request.set_step(state.step);
+          *call->request.mutable_attempt() = to_message(attempt_);
           rpc::prepare_context(call->context, token_,
                                std::chrono::system_clock::now() + step_timeout_);
           queue.start(std::move(call), prepare_step(*stubs_[server]));
@@ -331,7 +381,16 @@ class ClientImpl final : public Client {
   struct TableState {
     TableConfig config;
     int64_t step = 0;
+    std::string disagreement;  // non-empty: the servers' steps differ (see create_table)
   };
+
+  // The table's state, BackendError while its servers disagree on the step.
+  TableState usable_table(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const TableState& state = find_table(name);
+    if (!state.disagreement.empty()) throw BackendError(state.disagreement);
+    return state;
+  }
 
   const TableState& find_table(const std::string& name) const {
     auto found = tables_.find(name);
@@ -416,6 +475,7 @@ class ClientImpl final : public Client {
   int trainer_rank_ = 0;
   int num_trainers_ = 1;
   milliseconds step_timeout_{0};
+  Attempt attempt_;
   rpc::RetryPolicy retry_;
   std::vector<std::unique_ptr<Stub>> stubs_;
 
@@ -447,6 +507,20 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     const LauncherRank launcher = launcher_rank(env);
     if (!resolved.rank) resolved.rank = launcher.rank;
     if (!resolved.world_size) resolved.world_size = launcher.world_size;
+  }
+  if (!resolved.attempt) {
+    for (const char* variable : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
+      if (const std::optional<std::string> text = env.get(variable)) {
+        const int64_t count = env.get_int(variable).value_or(0);
+        if (count < 0) {
+          throw ConfigError("gradwire: " + std::string(variable) + "='" + *text +
+                            "' is not a restart count (need an integer >= 0)");
+        }
+        resolved.attempt = count;
+        break;
+      }
+    }
+    if (!resolved.attempt) resolved.attempt = 0;
   }
   if (!resolved.step_timeout) {
     const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");

@@ -66,7 +66,9 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers, Re
       server_index_(server_index),
       num_servers_(num_servers),
       rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),
-      finished_trainers_(config_.num_trainers, false) {}
+      pending_(static_cast<size_t>(config_.num_trainers)),
+      finished_trainers_(config_.num_trainers, false),
+      incarnations_(static_cast<size_t>(config_.num_trainers), 0) {}
 
 TableShard::TableShard(TableConfig config, int server_index, int num_servers)
     : TableShard(std::move(config), server_index, num_servers, RestoreTag{}) {
@@ -174,7 +176,8 @@ at::Tensor TableShard::lookup(const at::Tensor& ids) const {
   return out;
 }
 
-void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads) {
+void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
+                      Attempt attempt) {
   check_trainer(trainer, "push");
   check_ids(ids, "push");
   if (!grads.defined() || grads.scalar_type() != at::kFloat || grads.dim() != 2 ||
@@ -188,11 +191,6 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
                           "; nothing was changed");
   }
   const at::Tensor dense_grads = grads.contiguous();
-  if (grads.numel() > 0 && !all_finite(dense_grads)) {
-    throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
-                          " has gradients that are not finite (NaN or infinity); nothing was "
-                          "changed. Check the trainer's loss.");
-  }
   const at::Tensor dense_ids = ids.contiguous();
   // Sorted unique ids (what the client sends) need no coalescing. Async applies them at once and
   // keeps nothing; sync keeps copies.
@@ -201,11 +199,19 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
   SparseRows rows = !coalesced ? coalesce(dense_ids, dense_grads)
                     : keep     ? SparseRows{dense_ids.clone(), dense_grads.clone()}
                                : SparseRows{dense_ids, dense_grads};
+  // Checked once duplicates are summed: finite gradients of one id can add up to infinity.
+  if (rows.values.numel() > 0 && !all_finite(rows.values)) {
+    throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
+                          " has gradients that are not finite (NaN or infinity" +
+                          (coalesced ? std::string() : ", once duplicate ids are summed") +
+                          "); nothing was changed. Check the trainer's loss.");
+  }
   const std::unique_lock<std::shared_mutex> lock(mutex_);
   if (config_.mode == UpdateMode::kAsync) {
     apply_locked(std::move(rows));
     return;
   }
+  admit_locked(trainer, attempt);
   if (step != step_) {
     throw InvalidArgument(table_prefix(config_) + ": push for step " + std::to_string(step) +
                           " from trainer " + std::to_string(trainer) +
@@ -217,7 +223,45 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
                           " pushed for step " + std::to_string(step) +
                           " after finishing it; push before finish_step");
   }
-  if (rows.ids.numel() > 0) pending_.push_back(std::move(rows));
+  if (rows.ids.numel() > 0) pending_[static_cast<size_t>(trainer)].push_back(std::move(rows));
+}
+
+void TableShard::admit_locked(int trainer, Attempt attempt) {
+  if (attempt.restart < restart_) {
+    throw StaleAttemptError(table_prefix(config_) + ": a call of trainer " +
+                            std::to_string(trainer) + " from attempt " +
+                            std::to_string(attempt.restart) + " of the job was refused: attempt " +
+                            std::to_string(restart_) + " has started (the job was restarted)");
+  }
+  if (attempt.restart > restart_) {
+    discard_step_locked("attempt " + std::to_string(attempt.restart) +
+                        " of the job has started (the job was restarted) and redoes step " +
+                        std::to_string(step_));
+    restart_ = attempt.restart;
+    incarnations_.assign(incarnations_.size(), 0);
+  }
+  uint64_t& newest = incarnations_[static_cast<size_t>(trainer)];
+  if (attempt.incarnation < newest) {
+    throw StaleAttemptError(table_prefix(config_) + ": a call of an earlier process of trainer " +
+                            std::to_string(trainer) +
+                            " was refused: the trainer was restarted and its new process "
+                            "redoes step " +
+                            std::to_string(step_));
+  }
+  if (attempt.incarnation > newest) {
+    // The trainer was restarted alone: what its earlier process sent for this step goes.
+    newest = attempt.incarnation;
+    pending_[static_cast<size_t>(trainer)].clear();
+    finished_trainers_[trainer] = false;
+  }
+}
+
+void TableShard::discard_step_locked(std::string reason) {
+  for (auto& pushes : pending_) pushes.clear();
+  finished_trainers_.assign(finished_trainers_.size(), false);
+  ++discards_;
+  discard_reason_ = std::move(reason);
+  step_applied_.notify_all();
 }
 
 void TableShard::apply_locked(SparseRows rows) {
@@ -232,28 +276,41 @@ void TableShard::apply_locked(SparseRows rows) {
 }
 
 void TableShard::reduce_and_apply_locked() {
-  SparseRows reduced{at::empty({0}, at::kLong), at::empty({0, config_.dim}, at::kFloat)};
-  if (pending_.size() == 1) {
-    reduced = std::move(pending_.front());
-  } else if (pending_.size() > 1) {
-    std::vector<at::Tensor> ids;
-    std::vector<at::Tensor> values;
-    for (const SparseRows& rows : pending_) {
+  // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
+  std::vector<at::Tensor> ids;
+  std::vector<at::Tensor> values;
+  for (const auto& pushes : pending_) {
+    for (const SparseRows& rows : pushes) {
       ids.push_back(rows.ids);
       values.push_back(rows.values);
     }
+  }
+  SparseRows reduced{at::empty({0}, at::kLong), at::empty({0, config_.dim}, at::kFloat)};
+  if (ids.size() == 1) {
+    reduced = SparseRows{ids.front(), values.front()};
+  } else if (ids.size() > 1) {
     reduced = coalesce(at::cat(ids), at::cat(values));
   }
-  pending_.clear();
-  apply_locked(std::move(reduced));
+  if (reduced.values.numel() > 0 && !all_finite(reduced.values)) {
+    const std::string message = "the summed gradients of step " + std::to_string(step_) +
+                                " are not finite (each trainer's were); nothing was applied and "
+                                "the step's pushes were discarded";
+    discard_step_locked(table_prefix(config_) + ": " + message);
+    throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
+  }
+  for (auto& pushes : pending_) pushes.clear();
   finished_trainers_.assign(finished_trainers_.size(), false);
+  apply_locked(std::move(reduced));
 }
 
 StepOutcome TableShard::finish_step(int trainer, int64_t step,
-                                    std::chrono::steady_clock::time_point deadline) {
+                                    std::chrono::steady_clock::time_point deadline, Attempt attempt,
+                                    const std::function<bool()>& cancelled) {
   check_trainer(trainer, "finish_step");
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (config_.mode == UpdateMode::kAsync || step < step_) return StepOutcome{true, step_, {}};
+  if (config_.mode == UpdateMode::kAsync) return StepOutcome{true, false, step_, {}};
+  admit_locked(trainer, attempt);
+  if (step < step_) return StepOutcome{true, false, step_, {}};
   if (step > step_) {
     throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
                           " finished step " + std::to_string(step) + ", but the table is at step " +
@@ -265,15 +322,67 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step,
   if (all_finished) {
     reduce_and_apply_locked();
     step_applied_.notify_all();
-    return StepOutcome{true, step_, {}};
+    return StepOutcome{true, false, step_, {}};
   }
-  const bool applied = step_applied_.wait_until(lock, deadline, [&] { return step_ > step; });
-  if (applied) return StepOutcome{true, step_, {}};
-  StepOutcome outcome{false, step_, {}};
+  const uint64_t discards = discards_;
+  const uint64_t incarnation = incarnations_[static_cast<size_t>(trainer)];
+  for (;;) {
+    const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+    step_applied_.wait_until(lock, slice_end, [&] {
+      return step_ > step || discards_ != discards ||
+             incarnations_[static_cast<size_t>(trainer)] != incarnation;
+    });
+    if (step_ > step) return StepOutcome{true, false, step_, {}};
+    if (discards_ != discards) {
+      throw StaleAttemptError(table_prefix(config_) + ": step " + std::to_string(step) +
+                              " was discarded while trainer " + std::to_string(trainer) +
+                              " waited for it: " + discard_reason_);
+    }
+    if (incarnations_[static_cast<size_t>(trainer)] != incarnation) {
+      throw StaleAttemptError(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                              " was restarted while its earlier process waited for step " +
+                              std::to_string(step));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (cancelled && cancelled()) return StepOutcome{false, true, step_, {}};
+  }
+  StepOutcome outcome{false, false, step_, {}};
   for (int t = 0; t < config_.num_trainers; ++t) {
     if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
   }
   return outcome;
+}
+
+bool TableShard::admit_at(int trainer, int64_t step, Attempt attempt) {
+  check_trainer(trainer, "resume");
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) return true;
+  admit_locked(trainer, attempt);
+  return step_ == step;
+}
+
+int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt) {
+  check_trainer(trainer, "resume");
+  if (!same_table(snapshot.config, config_) || snapshot.server_index != server_index_ ||
+      snapshot.num_servers != num_servers_) {
+    throw InvalidArgument(table_prefix(config_) + ": cannot rewind shard " +
+                          std::to_string(server_index_) + " of " + std::to_string(num_servers_) +
+                          " to a snapshot of " + describe(snapshot.config) + ", shard " +
+                          std::to_string(snapshot.server_index) + " of " +
+                          std::to_string(snapshot.num_servers));
+  }
+  // Checked and built before the lock: a restored shard whose state is then taken over.
+  const std::unique_ptr<TableShard> restored = restore(std::move(snapshot));
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) return step_;
+  admit_locked(trainer, attempt);
+  if (step_ == restored->step_) return step_;
+  discard_step_locked("the table was rewound from step " + std::to_string(step_) + " to step " +
+                      std::to_string(restored->step_) + " (a restarted group resumed there)");
+  weights_ = std::move(restored->weights_);
+  optimizer_ = std::move(restored->optimizer_);
+  step_ = restored->step_;
+  return step_;
 }
 
 ShardSnapshot TableShard::snapshot() const {

@@ -8,14 +8,23 @@
 //   kAsync: each push is coalesced, scaled (1 / num_trainers for kMean) and applied at once;
 //           step() counts the pushes applied to this shard (so Adam's bias correction, which
 //           uses it, depends on how pushes spread over servers). finish_step() returns at once.
-//   kSync:  pushes for step s (s == step()) are kept; when all num_trainers trainers called
-//           finish_step(s), the step's gradients are reduced once (concatenated, coalesced,
-//           scaled), the optimizer runs with update count s + 1, step() becomes s + 1 and the
-//           waiting finish_step calls return. Lookups before that see the rows of before step s.
+//   kSync:  pushes for step s (s == step()) are kept per trainer; when all num_trainers trainers
+//           called finish_step(s), the step's gradients are reduced once (in trainer order, then
+//           coalesced and scaled), the optimizer runs with update count s + 1, step() becomes
+//           s + 1 and the waiting finish_step calls return. Lookups before that see the rows of
+//           before step s.
+//
+// Attempts (sync; docs/ps.md "Restarts"): every push, finish_step and resume names the job's
+// attempt (its restart count) and the trainer's process (its incarnation). The step in progress
+// belongs to the newest attempt seen: a call of a newer attempt discards every trainer's pushes
+// and finished marks of the step (the group was restarted and redoes it); a newer incarnation of
+// one trainer discards that trainer's own (it was restarted alone). Calls of an older attempt or
+// incarnation are refused with StaleAttemptError, and waiting ones stop with it, so nothing of an
+// abandoned step is ever applied and a redone step is applied exactly once.
 //
 // Thread model: every member may be called from any thread. One std::shared_mutex guards the
-// rows, the optimizer, the step count and the pending gradients: lookup() and snapshot() share
-// it, push() and finish_step() take it alone. Input validation and coalescing run before the
+// rows, the optimizer, the step count, the attempts and the pending gradients: lookup() and
+// snapshot() share it, the others take it alone. Input validation and coalescing run before the
 // lock is taken. The only wait is finish_step()'s, on a condition variable, which releases the
 // lock; nothing else blocks. Errors are thrown on the calling thread and leave the shard
 // unchanged.
@@ -26,25 +35,44 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gradwire/common/error.h"
 #include "gradwire/ps/table.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/sparse_optimizer.h"
 
 namespace gradwire::ps {
 
+// Who sends a push, a step or a resume (see the top).
+struct Attempt {
+  int64_t restart = 0;       // the job's restart count (TORCHELASTIC_RESTART_COUNT), >= 0
+  uint64_t incarnation = 0;  // the trainer's process: a later process of a trainer is larger
+};
+
+// A call of an attempt or a trainer process that a newer one replaced, or a step discarded while
+// the call waited for it (the message says which). The service answers ABORTED.
+class StaleAttemptError : public Error {
+ public:
+  using Error::Error;
+};
+
 // What finish_step() saw.
 struct StepOutcome {
-  bool applied = false;  // the awaited step has been applied
-  int64_t step = 0;      // the table's step() when the call returned
+  bool applied = false;    // the awaited step has been applied
+  bool cancelled = false;  // finish_step's `cancelled` said true before it was
+  int64_t step = 0;        // the table's step() when the call returned
   // When not applied: the trainers that never finished the awaited step, ascending.
   std::vector<int> missing_trainers;
 };
+
+// A waiting finish_step() checks its `cancelled` this often.
+inline constexpr std::chrono::milliseconds kStepWaitSlice{200};
 
 // A consistent deep copy of a shard (its own tensors), for checkpoints and restore().
 struct ShardSnapshot {
@@ -83,19 +111,38 @@ class TableShard {
   at::Tensor lookup(const at::Tensor& ids) const;
 
   // Gradients of `trainer` for rows `ids` (as in lookup; duplicates are summed). Validates first
-  // (ids int64 1-D, grads float32 [n, dim] and finite, 0 <= trainer < num_trainers) and throws
-  // InvalidArgument with the shard unchanged. async: applied now (step ignored). sync: `step`
-  // must equal step(), and the trainer must not have finished it yet; kept until the step ends.
-  // The shard keeps no reference to the caller's tensors.
-  void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads);
+  // (ids int64 1-D, grads float32 [n, dim], finite also once duplicates are summed,
+  // 0 <= trainer < num_trainers) and throws InvalidArgument with the shard unchanged. async:
+  // applied now (step and attempt ignored). sync: `attempt` is admitted (see the top:
+  // StaleAttemptError for an old one); `step` must equal step(), and the trainer must not have
+  // finished it yet; kept until the step ends. The shard keeps no reference to the caller's
+  // tensors.
+  void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
+            Attempt attempt = {});
 
-  // sync: records that `trainer` finished `step` (idempotent); the last of the num_trainers
-  // applies the step (see the top). Then blocks until `step` is applied or `deadline` passes
-  // (applied = false, missing_trainers = those that did not finish it; calling again later is
-  // fine). A step older than step() returns applied = true at once; a newer one is
-  // InvalidArgument. async: returns applied = true at once. InvalidArgument for a bad trainer.
-  StepOutcome finish_step(int trainer, int64_t step,
-                          std::chrono::steady_clock::time_point deadline);
+  // sync: admits `attempt`, records that `trainer` finished `step` (idempotent); the last of the
+  // num_trainers applies the step (see the top). Then blocks until `step` is applied, `deadline`
+  // passes (applied = false, missing_trainers = those that did not finish it; calling again
+  // later is fine) or `cancelled` (checked every kStepWaitSlice; may be empty) says true
+  // (applied = false, cancelled = true). StaleAttemptError when a newer attempt or incarnation
+  // replaced this one, before or while waiting, or the step was discarded meanwhile;
+  // InvalidArgument when the reduced gradients of the step are not finite (nothing is applied,
+  // the step's pushes are discarded, the other waiters get StaleAttemptError saying so). A step
+  // older than step() returns applied = true at once; a newer one is InvalidArgument. async:
+  // returns applied = true at once. InvalidArgument for a bad trainer.
+  StepOutcome finish_step(int trainer, int64_t step, std::chrono::steady_clock::time_point deadline,
+                          Attempt attempt = {}, const std::function<bool()>& cancelled = {});
+
+  // Resuming a restarted group at `step` (docs/ps.md "Restarts"). sync: admits `attempt` and
+  // answers whether the table is at `step`; if not, the caller loads the checkpoint of that step
+  // and calls rewind(). async: true (async tables are not rewound).
+  bool admit_at(int trainer, int64_t step, Attempt attempt);
+  // sync: replaces rows, optimizer state and step by the snapshot's (checked as restore() checks
+  // it) and discards the step in progress, unless the table is already at snapshot.step (then
+  // only `attempt` is admitted: a second trainer resuming the same group changes nothing).
+  // Returns step(). StaleAttemptError for an old attempt, InvalidArgument for a snapshot of
+  // another table or shard position.
+  int64_t rewind(ShardSnapshot snapshot, int trainer, Attempt attempt);
 
   // A consistent deep copy, taken under the shared lock. Pending sync gradients of the current
   // step are not part of it.
@@ -109,6 +156,11 @@ class TableShard {
   void check_ids(const at::Tensor& ids, const char* what) const;
   void check_trainer(int trainer, const char* operation) const;
   at::Tensor local_rows(const at::Tensor& ids) const;
+  // Admits `attempt` of `trainer` (see the top). Requires mutex_ held exclusively.
+  void admit_locked(int trainer, Attempt attempt);
+  // Drops every trainer's pushes and finished marks of the step in progress and wakes the
+  // waiters, who throw StaleAttemptError with `reason`. Requires mutex_ held exclusively.
+  void discard_step_locked(std::string reason);
   // Scales (kMean) and applies coalesced gradients as update step_ + 1. Requires mutex_ held
   // exclusively.
   void apply_locked(SparseRows rows);
@@ -125,8 +177,12 @@ class TableShard {
   at::Tensor weights_;
   std::unique_ptr<SparseOptimizer> optimizer_;
   int64_t step_ = 0;
-  std::vector<SparseRows> pending_;      // sync: coalesced pushes of step_
-  std::vector<bool> finished_trainers_;  // sync: who finished step_
+  std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
+  std::vector<bool> finished_trainers_;           // sync: who finished step_
+  int64_t restart_ = 0;                           // sync: the newest attempt seen
+  std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process
+  uint64_t discards_ = 0;                         // sync: discard_step_locked() calls so far
+  std::string discard_reason_;                    // sync: why the last discard happened
 };
 
 }  // namespace gradwire::ps

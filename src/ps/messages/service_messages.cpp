@@ -154,4 +154,24 @@ int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers
   return rows * config.dim * per_row;
 }
 
+Attempt from_message(const v1::Attempt& message) {
+  if (message.restart() < 0) {
+    throw InvalidArgument("gradwire: attempt.restart is " + std::to_string(message.restart()) +
+                          "; need >= 0 (the job's restart count)");
+  }
+  return Attempt{message.restart(), message.incarnation()};
+}
+
+v1::Attempt to_message(const Attempt& attempt) {
+  v1::Attempt message;
+  message.set_restart(attempt.restart);
+  message.set_incarnation(attempt.incarnation);
+  return message;
+}
+
+std::string quoted_name(const std::string& name, size_t limit) {
+  if (name.size() <= limit) return "'" + name + "'";
+  return "'" + name.substr(0, limit) + "...' (" + std::to_string(name.size()) + " characters)";
+}
+
 }  // namespace gradwire::ps

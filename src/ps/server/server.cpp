@@ -58,7 +58,8 @@ class ServerImpl final : public Server {
   explicit ServerImpl(const ServerOptions& options)
       : options_(options),
         listen_(parse_listen_address(options.listen)),
-        checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps) {
+        checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps,
+                     options.checkpoint_keep) {
     tables_.add_restored(checkpoints_.read_all());
     at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(

@@ -1,16 +1,28 @@
 // When and where a parameter server writes its checkpoint files (server-internal): on request
 // (the Checkpoint call), after every `every_steps` applied steps of a table, and at shutdown;
-// and reading them all back at start. The file format is the core's (ps/checkpoint.h).
+// reading the newest back at start, and an older one when a restarted group resumes there. The
+// file format is the core's (ps/checkpoint.h).
 //
-// Thread safety: every member may be called from any thread; mutex_ serialises writes (two
-// handler threads never write the same file at once) and guards the last checkpointed steps.
-// Blocking: writes run on the calling thread (a handler thread or shutdown()).
+// Generations: each write is a file of its own, "emb.shard0of2.step12.gwps", and the newest
+// `keep` files of a shard stay (older ones are removed after a write). A restarted group's
+// trainers resume from their own checkpoint, which may be one generation older than the servers'
+// newest (a trainer killed between the servers' write and its own), so keep >= 2. Files of an
+// abandoned timeline (steps after the one a group resumed at) are removed by forget_after().
+// Files named without a step (written before generations existed) are read as one more
+// generation.
+//
+// Thread safety: every member may be called from any thread. Writes of one table are serialised
+// by that table's own mutex (a checkpoint of one table never waits for another's);
+// mutex_ guards only the map of those mutexes and the last checkpointed steps. Lock order:
+// table mutex, then mutex_; a shard's lock is taken inside both (snapshot()). Blocking: writes
+// and reads run on the calling thread (a handler thread or shutdown()).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,16 +31,21 @@
 
 namespace gradwire::ps {
 
+// "emb.shard0of2.step12.gwps".
+std::string generation_file_name(const std::string& table, int server_index, int num_servers,
+                                 int64_t step);
+
 class ServerCheckpoints {
  public:
-  // `dir` empty: checkpoints are off. every_steps 0: only on request and at shutdown.
-  ServerCheckpoints(std::string dir, int64_t every_steps);
+  // `dir` empty: checkpoints are off. every_steps 0: only on request and at shutdown. keep >= 1
+  // generations per shard (ConfigError otherwise).
+  ServerCheckpoints(std::string dir, int64_t every_steps, int keep = 2);
 
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
-  // Creates the directory when missing (ConfigError when it cannot) and reads every checkpoint
-  // in it; the first damaged file throws gradwire::Error naming it.
+  // Creates the directory when missing (ConfigError when it cannot) and reads the newest file of
+  // every shard in it; the first damaged one throws gradwire::Error naming it.
   std::vector<ShardSnapshot> read_all() const;
 
   // Writes each shard's file now; returns the paths. Throws the first write error.
@@ -40,12 +57,28 @@ class ServerCheckpoints {
   // again after the next step.
   void after_update(const TableShard& shard);
 
+  // The shard's file of `step`, read and checked; nullopt when there is none (or checkpoints are
+  // off). Error for a damaged file.
+  std::optional<ShardSnapshot> read_step(const std::string& table, int server_index,
+                                         int num_servers, int64_t step) const;
+  // The steps of the shard's files, ascending.
+  std::vector<int64_t> steps_held(const std::string& table, int server_index,
+                                  int num_servers) const;
+  // The table was rewound to `step`: removes the shard's files of later steps (an abandoned
+  // timeline) and counts periodic checkpoints from `step`.
+  void forget_after(const std::string& table, int server_index, int num_servers, int64_t step);
+
  private:
-  std::string write_locked(const TableShard& shard);  // requires mutex_
+  // The mutex that serialises writes of `table`.
+  std::shared_ptr<std::mutex> table_mutex(const std::string& table);
+  // Requires the table's mutex.
+  std::string write_locked(const TableShard& shard);
 
   const std::string dir_;
   const int64_t every_steps_;
+  const int keep_;
   std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<std::mutex>> table_mutexes_;  // by mutex_
   std::map<std::string, int64_t> written_step_;  // table -> step of its last file; by mutex_
 };
 

@@ -19,6 +19,10 @@ grpc::Status guarded(const char* method, Body&& body) {
     return body();
   } catch (const InvalidArgument& error) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, error.what());
+  } catch (const StaleAttemptError& error) {
+    return grpc::Status(grpc::StatusCode::ABORTED, error.what());
+  } catch (const TimeoutError& error) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, error.what());
   } catch (const std::exception& error) {
     return grpc::Status(grpc::StatusCode::INTERNAL,
                         std::string(method) + " failed on the server: " + error.what());
@@ -67,9 +71,9 @@ std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string
                                                                grpc::Status* status) const {
   std::shared_ptr<TableShard> shard = tables_.find(name);
   if (!shard) {
-    *status = grpc::Status(
-        grpc::StatusCode::NOT_FOUND,
-        "table '" + name + "' does not exist on this server; create it first (CreateTable)");
+    *status = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                           "table " + quoted_name(name) +
+                               " does not exist on this server; create it first (CreateTable)");
   }
   return shard;
 }
@@ -97,7 +101,10 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                               std::to_string(limits_.max_table_bytes) +
                               "; use more servers or raise the limit");
     }
-    const CreatedTable table = tables_.create(config, index, count);
+    const CreatedTable table =
+        tables_.create(config, index, count,
+                       step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
+                                          std::chrono::steady_clock::now()));
     response->set_step(table.shard->step());
     response->set_created(table.created);
     return grpc::Status::OK;
@@ -113,14 +120,17 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
     const at::Tensor ids = rpc::decode_tensor(request->ids(), "lookup.ids", {at::kLong, 1});
-    const int64_t answer_bytes = ids.numel() * shard->config().dim * 4;
-    if (answer_bytes > limits_.max_message_bytes) {
-      return grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          "lookup of " + std::to_string(ids.numel()) + " ids of table '" + request->table() +
-              "' (dim " + std::to_string(shard->config().dim) + ") needs an answer of " +
-              std::to_string(answer_bytes) + " bytes, above max_message_bytes " +
-              std::to_string(limits_.max_message_bytes) + "; look up fewer ids per call");
+    // Compared by division: ids x dim x 4 can overflow int64 for a huge dim.
+    const int64_t row_bytes = shard->config().dim * 4;
+    if (ids.numel() > limits_.max_message_bytes / row_bytes) {
+      const int64_t answer_bytes = ids.numel() * row_bytes;
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "lookup of " + std::to_string(ids.numel()) + " ids of table " +
+                              quoted_name(request->table()) + " (dim " +
+                              std::to_string(shard->config().dim) + ") needs an answer of " +
+                              std::to_string(answer_bytes) + " bytes, above max_message_bytes " +
+                              std::to_string(limits_.max_message_bytes) +
+                              "; look up fewer ids per call");
     }
     rpc::encode_tensor(shard->lookup(ids), response->mutable_rows(), "lookup.rows");
     return grpc::Status::OK;
@@ -137,7 +147,7 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
     if (!shard) return status;
     const at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
     const at::Tensor grads = rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2});
-    shard->push(request->trainer(), request->step(), ids, grads);
+    shard->push(request->trainer(), request->step(), ids, grads, from_message(request->attempt()));
     if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });
@@ -154,26 +164,23 @@ grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
     const auto start = std::chrono::steady_clock::now();
     const auto deadline =
         step_wait_deadline(context->deadline(), std::chrono::system_clock::now(), start);
-    // Note [step slices]: the wait is cut into slices so that a cancelled call (the caller went
-    // away, or shutdown's grace passed) frees its thread instead of holding shutdown() until the
-    // deadline. finish_step is called again for the same trainer and step after each slice.
-    StepOutcome outcome;
-    for (;;) {
-      const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
-      outcome = shard->finish_step(request->trainer(), request->step(), slice_end);
-      if (outcome.applied || std::chrono::steady_clock::now() >= deadline) break;
-      if (context->IsCancelled()) {
-        return grpc::Status(grpc::StatusCode::CANCELLED,
-                            "step " + std::to_string(request->step()) + " of table '" +
-                                request->table() +
-                                "' was cancelled (the caller went away or the server is "
-                                "shutting down)");
-      }
+    // Note [step slices]: the shard waits in slices and asks whether the call was cancelled (the
+    // caller went away, or shutdown's grace passed), so that such a call frees its thread instead
+    // of holding shutdown() until the deadline.
+    const StepOutcome outcome = shard->finish_step(request->trainer(), request->step(), deadline,
+                                                   from_message(request->attempt()),
+                                                   [&] { return context->IsCancelled(); });
+    if (outcome.cancelled) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "step " + std::to_string(request->step()) + " of table " +
+                              quoted_name(request->table()) +
+                              " was cancelled (the caller went away or the server is "
+                              "shutting down)");
     }
     if (!outcome.applied) {
       return grpc::Status(
           grpc::StatusCode::DEADLINE_EXCEEDED,
-          describe_missing_trainers(request->table(), request->step(), outcome.missing_trainers,
+          describe_missing_trainers(shard->config().name, request->step(), outcome.missing_trainers,
                                     shard->config().num_trainers, since(start)));
     }
     response->set_step(outcome.step);
@@ -195,6 +202,50 @@ grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
     for (const std::string& path : checkpoints_.write_all(tables_.all())) {
       response->add_files(path);
     }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
+                                            const v1::ResumeRequest* request,
+                                            v1::ResumeResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Resume", [&] {
+    grpc::Status status;
+    const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
+    if (!shard) return status;
+    const Attempt attempt = from_message(request->attempt());
+    const int trainer = request->trainer();
+    const int64_t step = request->step();
+    if (step < 0) throw InvalidArgument("resume at step " + std::to_string(step) + "; need >= 0");
+    if (shard->admit_at(trainer, step, attempt)) {
+      response->set_step(shard->step());
+      return grpc::Status::OK;
+    }
+    const TableConfig& config = shard->config();
+    const int index = shard->server_index();
+    const int count = shard->num_servers();
+    std::optional<ShardSnapshot> snapshot = checkpoints_.read_step(config.name, index, count, step);
+    if (!snapshot) {
+      std::string held;
+      for (const int64_t s : checkpoints_.steps_held(config.name, index, count)) {
+        held += (held.empty() ? "" : ", ") + std::to_string(s);
+      }
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          "table '" + config.name + "' (shard " + std::to_string(index) + " of " +
+              std::to_string(count) + ") is at step " + std::to_string(shard->step()) +
+              " and this server holds no checkpoint of step " + std::to_string(step) +
+              (checkpoints_.enabled()
+                   ? " (it holds " + (held.empty() ? std::string("none") : "steps " + held) +
+                         " in " + checkpoints_.dir() + ")"
+                   : " (it has no --checkpoint-dir)") +
+              "; resume from a step the servers checkpointed (checkpoint the trainers and the "
+              "servers at the same steps: --checkpoint-every N, or Client::checkpoint())");
+    }
+    const int64_t now = shard->rewind(std::move(*snapshot), trainer, attempt);
+    checkpoints_.forget_after(config.name, index, count, now);
+    response->set_step(now);
     return grpc::Status::OK;
   });
 }

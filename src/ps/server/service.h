@@ -4,8 +4,9 @@
 // rpc/wire.h and maps failures to statuses: malformed input, bad ids or shapes -> INVALID_ARGUMENT
 // (the table is unchanged), unknown table -> NOT_FOUND, oversize tables or answers ->
 // RESOURCE_EXHAUSTED, a sync step some trainers did not finish in time -> DEADLINE_EXCEEDED
-// naming them, Checkpoint without a directory -> FAILED_PRECONDITION. No exception leaves a
-// handler.
+// naming them, a call of a replaced attempt or trainer process -> ABORTED, Checkpoint without a
+// directory or Resume at a step with no checkpoint -> FAILED_PRECONDITION. No exception leaves a
+// handler. Names from requests appear in messages cut to 64 characters.
 //
 // Thread safety: handlers run on gRPC's sync-server threads, any number at once; the service
 // itself holds no mutable state (TableRegistry and ServerCheckpoints lock their own). Blocking:
@@ -25,9 +26,6 @@ namespace gradwire::ps {
 
 // Longest a Step call waits for the other trainers, whatever its deadline says.
 inline constexpr std::chrono::seconds kMaxStepWait{300};
-
-// A waiting Step call checks this often whether it was cancelled.
-inline constexpr std::chrono::milliseconds kStepWaitSlice{200};
 
 struct ServiceLimits {
   int64_t max_message_bytes = int64_t{64} << 20;
@@ -63,6 +61,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                     v1::StepResponse* response) override;
   grpc::Status Checkpoint(grpc::ServerContext* context, const v1::CheckpointRequest* request,
                           v1::CheckpointResponse* response) override;
+  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+                      v1::ResumeResponse* response) override;
 
  private:
   // The shard of `name`, or nullptr with *status set to NOT_FOUND.

@@ -37,23 +37,28 @@ void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   }
 }
 
-std::unique_ptr<ShardSnapshot> TableRegistry::take_pending(const std::string& name,
-                                                           int server_index, int num_servers) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  const auto found = pending_.find(name);
+std::unique_ptr<ShardSnapshot> TableRegistry::take_pending_locked(const TableConfig& config,
+                                                                  int server_index,
+                                                                  int num_servers) {
+  const auto found = pending_.find(config.name);
   if (found == pending_.end()) return nullptr;
   auto& group = found->second;
   for (auto it = group.begin(); it != group.end(); ++it) {
-    if (it->server_index == server_index && it->num_servers == num_servers) {
-      auto snapshot = std::make_unique<ShardSnapshot>(std::move(*it));
-      pending_.erase(found);  // the others belong to other servers
-      return snapshot;
+    if (it->server_index != server_index || it->num_servers != num_servers) continue;
+    if (!same_table(it->config, config)) {
+      throw InvalidArgument(describe_conflict(it->config, it->server_index, it->num_servers, config,
+                                              server_index, num_servers) +
+                            " in its checkpoint; the checkpoint is kept");
     }
+    auto snapshot = std::make_unique<ShardSnapshot>(std::move(*it));
+    pending_.erase(found);  // the others belong to other servers
+    return snapshot;
   }
   return nullptr;
 }
 
-CreatedTable TableRegistry::create(const TableConfig& config, int server_index, int num_servers) {
+CreatedTable TableRegistry::create(const TableConfig& config, int server_index, int num_servers,
+                                   std::chrono::steady_clock::time_point deadline) {
   const auto existing_result = [&](const std::shared_ptr<TableShard>& shard) {
     if (!same_table(shard->config(), config) || shard->server_index() != server_index ||
         shard->num_servers() != num_servers) {
@@ -63,29 +68,44 @@ CreatedTable TableRegistry::create(const TableConfig& config, int server_index, 
     }
     return CreatedTable{shard, false};
   };
-  if (std::shared_ptr<TableShard> shard = find(config.name)) return existing_result(shard);
-
-  // Built outside the lock: initialising rows can take a while.
-  std::shared_ptr<TableShard> shard;
-  bool created = true;
-  if (std::unique_ptr<ShardSnapshot> snapshot =
-          take_pending(config.name, server_index, num_servers)) {
-    if (!same_table(snapshot->config, config)) {
-      throw InvalidArgument(describe_conflict(snapshot->config, snapshot->server_index,
-                                              snapshot->num_servers, config, server_index,
-                                              num_servers) +
-                            " in its checkpoint");
+  for (;;) {
+    std::promise<std::shared_ptr<TableShard>> built;
+    std::unique_ptr<ShardSnapshot> snapshot;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (const auto found = tables_.find(config.name); found != tables_.end()) {
+        return existing_result(found->second);
+      }
+      if (const auto found = building_.find(config.name); found != building_.end()) {
+        const std::shared_future<std::shared_ptr<TableShard>> other = found->second;
+        lock.unlock();
+        if (other.wait_until(deadline) != std::future_status::ready) {
+          throw TimeoutError("gradwire: table '" + config.name +
+                             "' is still being built by another CreateTable call; try again");
+        }
+        continue;  // built (then found above) or failed (then built here)
+      }
+      snapshot = take_pending_locked(config, server_index, num_servers);
+      building_[config.name] = built.get_future().share();
     }
-    shard = TableShard::restore(std::move(*snapshot));
-    created = false;
-  } else {
-    shard = std::make_shared<TableShard>(config, server_index, num_servers);
+    // Built outside the lock: initialising rows can take a while.
+    std::shared_ptr<TableShard> shard;
+    try {
+      shard = snapshot ? std::shared_ptr<TableShard>(TableShard::restore(*snapshot))
+                       : std::make_shared<TableShard>(config, server_index, num_servers);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (snapshot) pending_[config.name].push_back(std::move(*snapshot));
+      building_.erase(config.name);
+      built.set_value(nullptr);
+      throw;
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    tables_[config.name] = shard;
+    building_.erase(config.name);
+    built.set_value(shard);
+    return CreatedTable{shard, snapshot == nullptr};
   }
-
-  const std::lock_guard<std::mutex> lock(mutex_);
-  const auto [it, inserted] = tables_.emplace(config.name, shard);
-  if (!inserted) return existing_result(it->second);  // another call created it meanwhile
-  return CreatedTable{shard, created};
 }
 
 std::shared_ptr<TableShard> TableRegistry::find(const std::string& name) const {

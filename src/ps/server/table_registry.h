@@ -1,16 +1,23 @@
 // The tables of one parameter server: name -> TableShard, created by CreateTable calls or
 // restored from checkpoint files at start (server-internal).
 //
-// Restored shards: when the checkpoint directory holds exactly one file of a table, its shard is
-// served at once (Lookup works before any CreateTable). When it holds several (servers sharing a
-// directory), they wait as snapshots until a CreateTable names this server's index and count.
+// Restored shards: when the checkpoint directory holds exactly one shard of a table, it is served
+// at once (Lookup works before any CreateTable). When it holds several (servers sharing a
+// directory), they wait as snapshots until a CreateTable with an equal config names this
+// server's index and count; a CreateTable with another config is refused and the snapshots stay.
+//
+// One build per table: the first CreateTable of a name builds (or restores) its shard; creators
+// arriving meanwhile wait for that build instead of building their own (one allocation), then
+// compare configs. A failed build leaves nothing behind (a taken snapshot goes back).
 //
 // Thread safety: every member may be called from any thread. mutex_ guards only the maps; shards
 // are created and restored outside it and handed out as shared_ptr, so calls on different tables
 // never wait for each other (each TableShard has its own lock). Blocking: create() initialises a
-// table's rows on the calling thread.
+// table's rows on the calling thread, or waits for another call's build of the same table.
 #pragma once
 
+#include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,9 +41,12 @@ class TableRegistry {
 
   // The shard of `config` on server `server_index` of `num_servers`: the existing one when its
   // config is the same table, else a restored or a new one. InvalidArgument naming the
-  // difference when a table of that name exists with another config or shard position.
-  // Preconditions: validate(config) passed, 0 <= server_index < num_servers.
-  CreatedTable create(const TableConfig& config, int server_index, int num_servers);
+  // difference when a table of that name exists (or waits restored) with another config or
+  // shard position. TimeoutError when another call's build of the table is not done by
+  // `deadline`. Preconditions: validate(config) passed, 0 <= server_index < num_servers.
+  CreatedTable create(const TableConfig& config, int server_index, int num_servers,
+                      std::chrono::steady_clock::time_point deadline =
+                          std::chrono::steady_clock::time_point::max());
 
   // nullptr when no table of that name is served.
   std::shared_ptr<TableShard> find(const std::string& name) const;
@@ -44,13 +54,16 @@ class TableRegistry {
   std::vector<std::shared_ptr<TableShard>> all() const;
 
  private:
-  // nullopt-like empty pointer when no pending snapshot of `name` is this shard's.
-  std::unique_ptr<ShardSnapshot> take_pending(const std::string& name, int server_index,
-                                              int num_servers);
+  // Takes this shard's pending snapshot of `config.name` (empty pointer when there is none);
+  // InvalidArgument, the snapshot kept, when its config differs. Requires mutex_.
+  std::unique_ptr<ShardSnapshot> take_pending_locked(const TableConfig& config, int server_index,
+                                                     int num_servers);
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<TableShard>> tables_;  // guarded by mutex_
   std::map<std::string, std::vector<ShardSnapshot>> pending_;  // guarded by mutex_
+  // Builds in progress: name -> the shard when done (nullptr when the build failed).
+  std::map<std::string, std::shared_future<std::shared_ptr<TableShard>>> building_;  // by mutex_
 };
 
 // "table 'emb' exists with 300 x 64, asked 300 x 32" (or the shard position that differs).

@@ -1,0 +1,110 @@
+// Parameter servers under faults, end to end (docs/ps.md "Restarts"): a hybrid job (remote
+// embedding bags + a DDP dense layer, sync, deterministic) runs under
+// `gradwire-run --servers 2 --max-restarts 2`, and a trainer or a server is SIGKILLed in the
+// middle of a step. The job must end with tables and dense parameters bit for bit equal to an
+// uninterrupted run's.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../launch/test_support.h"
+
+namespace gradwire::ps {
+namespace {
+
+using namespace std::chrono_literals;
+using launch::testing::Child;
+using launch::testing::contains;
+using launch::testing::read_file;
+using launch::testing::TempDir;
+
+constexpr int kSteps = 12;
+constexpr int kEvery = 3;  // trainers and servers checkpoint every 3 steps
+
+struct JobResult {
+  int status = -1;     // gradwire-run's wait status
+  std::string stderr;  // gradwire-run's, with the workers' and servers' prefixed lines
+  std::string output;  // what rank 0 wrote: dense parameters and every row, raw float32
+};
+
+JobResult run_job(const std::vector<std::string>& faults) {
+  TempDir dir;
+  std::vector<std::string> argv{GRADWIRE_RUN_PATH,
+                                "--servers",
+                                "2",
+                                "--server-program",
+                                GRADWIRE_PS_SERVER_PATH,
+                                "--server-arg=--checkpoint-dir",
+                                "--server-arg=" + dir.file("servers"),
+                                "--server-arg=--checkpoint-every",
+                                "--server-arg=" + std::to_string(kEvery),
+                                "--nproc-per-node",
+                                "2",
+                                "--max-restarts",
+                                "2",
+                                PS_FAULT_TRAINER_PATH,
+                                std::to_string(kSteps),
+                                std::to_string(kEvery),
+                                dir.path(),
+                                dir.file("out")};
+  argv.insert(argv.end(), faults.begin(), faults.end());
+  JobResult result;
+  {
+    Child job(argv, dir.file("stdout"), dir.file("stderr"));
+    const std::optional<int> status = job.wait(240s);
+    result.status = status.value_or(-1);
+  }
+  result.stderr = read_file(dir.file("stderr"));
+  result.output = read_file(dir.file("out"));
+  return result;
+}
+
+// Succeeded after exactly `restarts` restarts (a redo that goes wrong shows as another failure).
+bool succeeded(const JobResult& job, int restarts = 0) {
+  size_t count = 0;
+  for (size_t at = job.stderr.find("; restarting "); at != std::string::npos;
+       at = job.stderr.find("; restarting ", at + 1)) {
+    ++count;
+  }
+  return WIFEXITED(job.status) && WEXITSTATUS(job.status) == 0 &&
+         count == static_cast<size_t>(restarts);
+}
+
+class FaultRestart : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { uninterrupted_ = new JobResult(run_job({})); }
+  static void TearDownTestSuite() {
+    delete uninterrupted_;
+    uninterrupted_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(succeeded(*uninterrupted_)) << uninterrupted_->stderr;
+    ASSERT_FALSE(uninterrupted_->output.empty());
+  }
+  static JobResult* uninterrupted_;
+};
+JobResult* FaultRestart::uninterrupted_ = nullptr;
+
+TEST_F(FaultRestart, ATrainerKilledMidStepEndsBitIdentical) {
+  // Trainer 1 dies after its backward of step 6 pushed its gradients, before its step: the
+  // servers hold half of step 6, and trainer 0 waits in it. The trainers' checkpoint is of step
+  // 6 too, so the restarted group redoes step 6 on the same tables: what attempt 0 left of it
+  // must go (else trainer 1's gradients count twice, or its push is refused).
+  const JobResult job = run_job({"die:1:6"});
+  ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "killed by signal 9")) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "restart 1 of 2")) << job.stderr;
+  EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
+TEST_F(FaultRestart, TrainersKilledStepsAfterTheirCheckpointEndBitIdentical) {
+  // Both trainers die in step 7 after their backward. Their checkpoint is of step 6, the tables
+  // are at step 7: the servers rewind to their own checkpoint of step 6.
+  const JobResult job = run_job({"die:0:7", "die:1:7"});
+  ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
+}  // namespace
+}  // namespace gradwire::ps

@@ -1,0 +1,193 @@
+// Sync steps that can be redone (docs/ps.md "Restarts"): a newer attempt of the job or a newer
+// process of one trainer discards what the replaced one left of the step in progress, so the step
+// is applied exactly once; replaced callers are refused and waiting ones stop; rewinding to a
+// snapshot; sums that overflow; a reduction whose bits do not depend on arrival order.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "gradwire/common/error.h"
+#include "id_tensors.h"
+#include "ps/core/table_shard.h"
+
+namespace gradwire::ps {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using testing::ids_tensor;
+
+// rows x 2, zeros, SGD lr 1, sync, mean over `trainers`: one applied step with gradient g on
+// every trainer moves a row to exactly -g.
+TableConfig sgd_table(int trainers, int64_t rows = 4) {
+  TableConfig config;
+  config.name = "emb";
+  config.num_rows = rows;
+  config.dim = 2;
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.lr = 1.0;
+  config.initializer.kind = InitializerKind::kZeros;
+  config.mode = UpdateMode::kSync;
+  config.num_trainers = trainers;
+  return config;
+}
+
+at::Tensor row(const TableShard& shard, int64_t id) { return shard.lookup(ids_tensor({id}))[0]; }
+
+template <typename Call>
+std::string stale_message(Call call) {
+  try {
+    call();
+  } catch (const StaleAttemptError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+const Clock::time_point kNow{};  // a deadline already passed: finish_step does not wait
+
+TEST(StepAttempts, ARestartedGroupRedoesTheStepExactlyOnce) {
+  TableShard shard(sgd_table(2), 0, 1);
+  // Attempt 0: both trainers push for step 0, trainer 0 finishes, trainer 1 dies before its step.
+  shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 10});
+  shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 20});
+  EXPECT_FALSE(shard.finish_step(0, 0, kNow, Attempt{0, 10}).applied);
+  // Attempt 1 (the whole group restarted) redoes step 0: each trainer pushes once more.
+  shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{1, 11});
+  shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{1, 21});
+  EXPECT_FALSE(shard.finish_step(0, 0, kNow, Attempt{1, 11}).applied);
+  EXPECT_TRUE(shard.finish_step(1, 0, kNow, Attempt{1, 21}).applied);
+  // Applied once: -1, not -2 (both attempts' gradients) and not refused as "after finishing it".
+  EXPECT_TRUE(at::equal(row(shard, 0), at::full({2}, -1.0f)));
+  EXPECT_EQ(shard.step(), 1);
+  // The old attempt's calls are refused, naming both attempts.
+  EXPECT_THAT(stale_message([&] {
+                shard.push(1, 1, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 20});
+              }),
+              HasSubstr("from attempt 0 of the job was refused: attempt 1 has started"));
+  EXPECT_THAT(stale_message([&] {
+                shard.finish_step(0, 1, kNow, Attempt{0, 10});
+              }),
+              HasSubstr("attempt 1 has started"));
+}
+
+TEST(StepAttempts, ARestartedTrainerReplacesOnlyItsOwnPushes) {
+  TableShard shard(sgd_table(2), 0, 1);
+  shard.push(0, 0, ids_tensor({1}), at::ones({1, 2}), Attempt{0, 10});
+  EXPECT_FALSE(shard.finish_step(0, 0, kNow, Attempt{0, 10}).applied);
+  // Trainer 1's first process pushed and died before finishing; its new process pushes again.
+  shard.push(1, 0, ids_tensor({1}), at::full({1, 2}, 5.0f), Attempt{0, 20});
+  shard.push(1, 0, ids_tensor({1}), at::ones({1, 2}), Attempt{0, 21});
+  EXPECT_THAT(stale_message([&] {
+                shard.finish_step(1, 0, kNow, Attempt{0, 20});
+              }),
+              HasSubstr("earlier process of trainer 1"));
+  EXPECT_TRUE(shard.finish_step(1, 0, kNow, Attempt{0, 21}).applied);
+  // Trainer 0's push and finish stayed; trainer 1's first push went: mean of 1 and 1.
+  EXPECT_TRUE(at::equal(row(shard, 1), at::full({2}, -1.0f)));
+}
+
+TEST(StepAttempts, AWaiterOfAReplacedAttemptStops) {
+  TableShard shard(sgd_table(2), 0, 1);
+  shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 10});
+  auto waiter = std::async(std::launch::async, [&] {
+    return stale_message([&] {
+      shard.finish_step(0, 0, Clock::now() + std::chrono::seconds(60), Attempt{0, 10});
+    });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // most likely waiting by now
+  // The group restarts; the new trainer 1 calls first. The old waiter stops well before 60 s.
+  shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{1, 21});
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // Whether the waiter was still arriving or already waiting, it stops naming the new attempt.
+  EXPECT_THAT(waiter.get(),
+              ::testing::AnyOf(HasSubstr("was discarded while trainer 0 waited for it: attempt 1"),
+                               HasSubstr("attempt 1 has started")));
+  EXPECT_EQ(shard.step(), 0);
+}
+
+TEST(StepAttempts, ACancelledWaiterReturns) {
+  TableShard shard(sgd_table(2), 0, 1);
+  const StepOutcome outcome = shard.finish_step(0, 0, Clock::now() + std::chrono::seconds(60),
+                                                Attempt{}, [] { return true; });
+  EXPECT_FALSE(outcome.applied);
+  EXPECT_TRUE(outcome.cancelled);
+}
+
+TEST(StepAttempts, GradientsThatOverflowWhenSummedAreRefused) {
+  TableShard shard(sgd_table(1), 0, 1);
+  const float big = 3e38f;
+  const std::string message = [&] {
+    try {
+      shard.push(0, 0, ids_tensor({0, 0}), at::full({2, 2}, big));
+    } catch (const InvalidArgument& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  }();
+  EXPECT_THAT(message, HasSubstr("once duplicate ids are summed"));
+  // Across trainers: each push is finite, their sum is not; nothing is applied.
+  TableShard two(sgd_table(2), 0, 1);
+  two.push(0, 0, ids_tensor({0}), at::full({1, 2}, big));
+  two.push(1, 0, ids_tensor({0}), at::full({1, 2}, big));
+  EXPECT_FALSE(two.finish_step(0, 0, kNow).applied);
+  EXPECT_THROW(two.finish_step(1, 0, kNow), InvalidArgument);
+  EXPECT_EQ(two.step(), 0);
+  EXPECT_TRUE(at::equal(row(two, 0), at::zeros({2})));
+  EXPECT_TRUE(std::isfinite(row(shard, 0)[0].item<float>()));
+}
+
+TEST(StepAttempts, ReductionDoesNotDependOnArrivalOrder) {
+  // Float sums depend on their order: (1e8 + 1) - 1e8 = 0 but (1e8 - 1e8) + 1 = 1.
+  const std::vector<float> values{1e8f, 1.0f, -1e8f};
+  const auto run = [&](const std::vector<int>& arrival) {
+    TableShard shard(sgd_table(3), 0, 1);
+    for (const int trainer : arrival) {
+      shard.push(trainer, 0, ids_tensor({2}), at::full({1, 2}, values[trainer]));
+    }
+    for (const int trainer : arrival) shard.finish_step(trainer, 0, kNow);
+    return row(shard, 2);
+  };
+  const at::Tensor first = run({0, 1, 2});
+  EXPECT_TRUE(at::equal(run({2, 1, 0}), first));
+  EXPECT_TRUE(at::equal(run({1, 2, 0}), first));
+}
+
+TEST(StepAttempts, RewindReplacesTheStateOnce) {
+  TableShard shard(sgd_table(2), 0, 1);
+  const auto step = [&](float gradient) {
+    const int64_t at = shard.step();
+    shard.push(0, at, ids_tensor({3}), at::full({1, 2}, gradient));
+    shard.push(1, at, ids_tensor({3}), at::full({1, 2}, gradient));
+    shard.finish_step(0, at, kNow);
+    EXPECT_TRUE(shard.finish_step(1, at, kNow).applied);
+  };
+  step(1.0f);
+  const ShardSnapshot at_one = shard.snapshot();
+  step(2.0f);
+  EXPECT_TRUE(at::equal(row(shard, 3), at::full({2}, -3.0f)));
+  EXPECT_FALSE(shard.admit_at(0, 1, Attempt{1, 1}));
+  EXPECT_EQ(shard.rewind(at_one, 0, Attempt{1, 1}), 1);
+  EXPECT_TRUE(at::equal(row(shard, 3), at::full({2}, -1.0f)));
+  // Trainer 0 pushes for step 1; trainer 1 then resumes too: the table is at step 1 already, so
+  // nothing is replaced and trainer 0's push stays.
+  shard.push(0, 1, ids_tensor({3}), at::full({1, 2}, 2.0f), Attempt{1, 1});
+  EXPECT_TRUE(shard.admit_at(1, 1, Attempt{1, 2}));
+  EXPECT_EQ(shard.rewind(at_one, 1, Attempt{1, 2}), 1);
+  shard.push(1, 1, ids_tensor({3}), at::full({1, 2}, 2.0f), Attempt{1, 2});
+  shard.finish_step(0, 1, kNow, Attempt{1, 1});
+  EXPECT_TRUE(shard.finish_step(1, 1, kNow, Attempt{1, 2}).applied);
+  EXPECT_TRUE(at::equal(row(shard, 3), at::full({2}, -3.0f)));
+  // A snapshot of another table is refused.
+  ShardSnapshot other = at_one;
+  other.config.name = "other";
+  EXPECT_THROW(shard.rewind(other, 0, Attempt{1, 1}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::ps
