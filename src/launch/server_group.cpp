@@ -70,6 +70,57 @@ std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
       {});
 }
 
+// Starts server `index` of `plan` under `supervisor`; returns its pid.
+int start_server(const ServerPlan& plan, size_t index,
+                 const std::map<std::string, std::string>& env, const sigset_t& signal_mask,
+                 UniqueFd log_file, Supervisor& supervisor) {
+  ProcessIdentity who;
+  who.role = ProcessRole::kServer;
+  who.index = who.rank = static_cast<int>(index);
+  who.address = plan.addresses[index];
+  SpawnRequest request;
+  request.argv = server_argv(plan.command, plan.addresses[index]);
+  request.env = env;
+  request.signal_mask = signal_mask;
+  return supervisor.start(who, request, std::move(log_file));
+}
+
+// Supervises until each server of `indices` (started as `pids`) accepts connections; the
+// outcomes of start_servers().
+std::optional<LaunchResult> wait_until_ready(const ServerPlan& plan,
+                                             const std::vector<size_t>& indices,
+                                             const std::vector<int>& pids,
+                                             const LaunchOptions& options, Supervisor& supervisor) {
+  // Servers are tried in order; a server found ready is not tried again.
+  size_t ready = 0;
+  auto all_ready = [&] {
+    while (ready < indices.size() &&
+           accepts_connections(plan.host, plan.ports[indices[ready]], kConnectTimeout)) {
+      ++ready;
+    }
+    return ready == indices.size();
+  };
+  const auto started = Supervisor::Clock::now();
+  const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
+      all_ready, started + options.server_ready_timeout, kReadyCheckInterval);
+  if (outcome == Supervisor::WaitOutcome::kDone) return std::nullopt;
+
+  supervisor.stop_all();
+  LaunchResult result = supervisor.run();
+  if (const ServerExit* failed =
+          result.first_failed_server >= 0 ? &result.servers[result.first_failed_server] : nullptr) {
+    throw_server_exited(plan, *failed);
+  }
+  if (outcome == Supervisor::WaitOutcome::kDeadline) {
+    throw TimeoutError("gradwire-run: " + describe_server(plan, indices[ready], pids[ready]) +
+                       " did not accept connections within " +
+                       format_duration(options.server_ready_timeout) +
+                       "; the trainers were not started. Check that the server program listens "
+                       "on the address given with --listen, or raise --server-ready-timeout.");
+  }
+  return result;  // a signal arrived: the launch ends as interrupted
+}
+
 }  // namespace
 
 std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
@@ -141,48 +192,26 @@ std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOp
                                           const std::map<std::string, std::string>& env,
                                           const sigset_t& signal_mask,
                                           std::vector<UniqueFd> log_files, Supervisor& supervisor) {
+  std::vector<size_t> indices;
   std::vector<int> pids;
   for (size_t index = 0; index < plan.addresses.size(); ++index) {
-    ProcessIdentity who;
-    who.role = ProcessRole::kServer;
-    who.index = who.rank = static_cast<int>(index);
-    who.address = plan.addresses[index];
-    SpawnRequest request;
-    request.argv = server_argv(plan.command, plan.addresses[index]);
-    request.env = env;
-    request.signal_mask = signal_mask;
     UniqueFd log_file = index < log_files.size() ? std::move(log_files[index]) : UniqueFd();
-    pids.push_back(supervisor.start(who, request, std::move(log_file)));
+    indices.push_back(index);
+    pids.push_back(start_server(plan, index, env, signal_mask, std::move(log_file), supervisor));
   }
+  return wait_until_ready(plan, indices, pids, options, supervisor);
+}
 
-  // Servers are tried in index order; a server found ready is not tried again.
-  size_t ready = 0;
-  auto all_ready = [&] {
-    while (ready < plan.ports.size() &&
-           accepts_connections(plan.host, plan.ports[ready], kConnectTimeout)) {
-      ++ready;
-    }
-    return ready == plan.ports.size();
-  };
-  const auto started = Supervisor::Clock::now();
-  const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
-      all_ready, started + options.server_ready_timeout, kReadyCheckInterval);
-  if (outcome == Supervisor::WaitOutcome::kDone) return std::nullopt;
-
-  supervisor.stop_all();
-  LaunchResult result = supervisor.run();
-  if (const ServerExit* failed =
-          result.first_failed_server >= 0 ? &result.servers[result.first_failed_server] : nullptr) {
-    throw_server_exited(plan, *failed);
-  }
-  if (outcome == Supervisor::WaitOutcome::kDeadline) {
-    throw TimeoutError("gradwire-run: " + describe_server(plan, ready, pids[ready]) +
-                       " did not accept connections within " +
-                       format_duration(options.server_ready_timeout) +
-                       "; the trainers were not started. Check that the server program listens "
-                       "on the address given with --listen, or raise --server-ready-timeout.");
-  }
-  return result;  // a signal arrived: the launch ends as interrupted
+std::optional<LaunchResult> restart_server(const ServerPlan& plan, int index,
+                                           const LaunchOptions& options,
+                                           const std::map<std::string, std::string>& env,
+                                           const sigset_t& signal_mask, Supervisor& supervisor) {
+  GRADWIRE_CHECK_GE(index, 0);
+  GRADWIRE_CHECK_LT(static_cast<size_t>(index), plan.addresses.size());
+  const size_t which = static_cast<size_t>(index);
+  // The pump still holds the log file opened for "server INDEX": the new process appends to it.
+  const int pid = start_server(plan, which, env, signal_mask, UniqueFd(), supervisor);
+  return wait_until_ready(plan, {which}, {pid}, options, supervisor);
 }
 
 }  // namespace gradwire::launch::detail

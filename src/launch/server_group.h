@@ -1,6 +1,7 @@
 // The parameter servers of a launch (LaunchOptions::servers): which program they run, where they
-// listen, starting them under the Supervisor and waiting until each accepts connections
-// (launch-internal). The workers start only after that; see docs/launcher.md.
+// listen, starting them under the Supervisor and waiting until each accepts connections, and
+// starting one again after it exited while the workers ran (launch-internal). The workers start
+// only after that; see docs/launcher.md.
 #pragma once
 
 #include <signal.h>
@@ -56,5 +57,16 @@ std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOp
                                           const std::map<std::string, std::string>& env,
                                           const sigset_t& signal_mask,
                                           std::vector<UniqueFd> log_files, Supervisor& supervisor);
+
+// Starts server `index` of `plan` again, with the same argv (the same --listen address) and
+// `env`, after it exited while the workers ran and the workers were stopped; its output keeps
+// its prefix and log file. Then waits as start_servers() does, with the same outcomes
+// (nullopt when it accepts connections; the finished launch on a signal; PeerLostError or
+// TimeoutError, everything stopped, when it or another server exits first or it times out).
+// Precondition: no worker runs and the supervisor does not allow restarts.
+std::optional<LaunchResult> restart_server(const ServerPlan& plan, int index,
+                                           const LaunchOptions& options,
+                                           const std::map<std::string, std::string>& env,
+                                           const sigset_t& signal_mask, Supervisor& supervisor);
 
 }  // namespace gradwire::launch::detail

@@ -1,6 +1,7 @@
-// The gradwire-run executable with parameter servers: the server flags, a server failing or
-// never accepting connections, and servers stopped with the trainers or dying with a SIGKILLed
-// launcher. Uses the stand-in server of fake_ps_server.cpp.
+// The gradwire-run executable with parameter servers: the server flags, a server failing
+// or never accepting connections, a SIGKILLed server restarted with --max-restarts (and ending
+// the launch without), and servers stopped with the trainers or dying with a SIGKILLed launcher.
+// Uses the stand-in server of fake_ps_server.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -42,6 +43,64 @@ class GradwireRunServersTest : public testing::GradwireRunTest {
     worker_pids_.push_back(server);
     return launcher;
   }
+  // The pids "[server 0] pid=N" lines name, oldest first.
+  std::vector<pid_t> printed_server_pids() const {
+    std::vector<pid_t> pids;
+    const std::string text = out();
+    const std::regex pid_line(R"(\[server 0\] pid=(\d+))");
+    for (std::sregex_iterator it(text.begin(), text.end(), pid_line), end; it != end; ++it) {
+      pids.push_back(std::stoi((*it)[1]));
+    }
+    return pids;
+  }
+  // Starts gradwire-run with one fake server and 2 workers (extra launcher flags `flags`) whose
+  // first attempt writes DIR/pid<rank> and sleeps, and whose later attempts greet the server and
+  // print "restart N addrs=ADDRS"; SIGKILLs the server once both workers run. Returns the
+  // launcher's exit status (-1 if it did not exit within 30 s) and stores the killed server's
+  // pid in killed_server_ and its address in server_address_.
+  int kill_the_server_while_workers_run(const std::vector<std::string>& flags) {
+    const std::string script =
+        "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then echo $$ > " + dir_.path() +
+        "/pid$RANK; exec sleep 30; fi; " + FAKE_PS_SERVER_PATH +
+        " --send \"$GRADWIRE_PS_ADDRS\" \"again $RANK\" && "
+        "echo \"restart $TORCHELASTIC_RESTART_COUNT addrs=$GRADWIRE_PS_ADDRS\"";
+    std::vector<std::string> argv{GRADWIRE_RUN_PATH,   "--servers", "1", "--server-program",
+                                  FAKE_PS_SERVER_PATH, "-n",        "2"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"/bin/sh", "-c", script});
+    Child launcher(argv, dir_.file("stdout"), dir_.file("stderr"));
+    for (pid_t pid : worker_pids()) {
+      if (pid <= 0) ADD_FAILURE() << "a worker did not start: " << out() << err();
+    }
+    // The server's lines may be copied after the workers started.
+    const bool listening = testing::wait_until([&] {
+      std::smatch match;
+      const std::string text = out();
+      if (!std::regex_search(text, match,
+                             std::regex(R"(\[server 0\] gradwire-ps-server listening on (\S+))"))) {
+        return false;
+      }
+      server_address_ = match[1];
+      return true;
+    });
+    if (!listening) {
+      ADD_FAILURE() << "the server did not say it listens:\n" << out();
+      return -1;
+    }
+    killed_server_ = printed_server_pids().at(0);
+    worker_pids_.push_back(killed_server_);
+    EXPECT_EQ(::kill(killed_server_, SIGKILL), 0);
+    const std::optional<int> status = launcher.wait(30s);
+    for (pid_t pid : printed_server_pids()) worker_pids_.push_back(pid);
+    if (!status || !WIFEXITED(*status)) {
+      ADD_FAILURE() << "gradwire-run did not exit normally within 30 s";
+      return -1;
+    }
+    return WEXITSTATUS(*status);
+  }
+
+  pid_t killed_server_ = -1;
+  std::string server_address_;
 };
 
 TEST_F(GradwireRunServersTest, ServersFlagsStartServersBesideTheTrainers) {
@@ -103,6 +162,44 @@ TEST_F(GradwireRunServersTest, ServerUsageErrors) {
   EXPECT_EQ(run({"--servers", "1", "--server-program", "gradwire-no-such-server", "/bin/true"}),
             127);
   EXPECT_TRUE(contains(err(), "could not execute gradwire-no-such-server")) << err();
+}
+
+TEST_F(GradwireRunServersTest, KilledServerIsRestartedOnItsPortWithMaxRestarts) {
+  ASSERT_EQ(kill_the_server_while_workers_run({"--max-restarts", "1"}), 0) << out() << err();
+  const std::vector<pid_t> servers = printed_server_pids();
+  ASSERT_EQ(servers.size(), 2u) << out();
+  EXPECT_EQ(servers[0], killed_server_);
+  EXPECT_NE(servers[1], killed_server_);
+  const std::string text = out();
+  const std::string listening = "[server 0] gradwire-ps-server listening on " + server_address_;
+  EXPECT_NE(text.find(listening), text.rfind(listening)) << "listened once only:\n" << text;
+  EXPECT_TRUE(contains(text, "[server 0] received: again 0")) << text;
+  EXPECT_TRUE(contains(text, "[rank 0] restart 1 addrs=" + server_address_ + "\n")) << text;
+  EXPECT_TRUE(contains(text, "[rank 1] restart 1 addrs=" + server_address_ + "\n")) << text;
+  const std::string server =
+      "server 0 (" + server_address_ + ", pid " + std::to_string(killed_server_) + ")";
+  EXPECT_TRUE(contains(err(), "gradwire-run: " + server +
+                                  " killed by signal 9 (SIGKILL) while the trainers ran; "
+                                  "restarting it and the workers (restart 1 of 1)\n"))
+      << err();
+  EXPECT_TRUE(contains(err(), ") failed: " + server +
+                                  " killed by signal 9 (SIGKILL) while the trainers ran; the "
+                                  "server and the workers were restarted\n"))
+      << err();
+  EXPECT_TRUE(contains(err(), ", the last) succeeded")) << err();
+  for (pid_t pid : worker_pids_) EXPECT_TRUE(testing::process_gone(pid)) << pid << " runs";
+}
+
+TEST_F(GradwireRunServersTest, KilledServerEndsTheLaunchWithoutMaxRestarts) {
+  EXPECT_EQ(kill_the_server_while_workers_run({}), 128 + SIGKILL) << out() << err();
+  EXPECT_EQ(printed_server_pids().size(), 1u) << out();
+  EXPECT_TRUE(contains(err(), "gradwire-run: server 0 (" + server_address_ + ", pid " +
+                                  std::to_string(killed_server_) +
+                                  ") killed by signal 9 (SIGKILL) while the trainers ran\n"))
+      << err();
+  EXPECT_FALSE(contains(err(), "restarting")) << err();
+  EXPECT_FALSE(contains(out(), "restart 1")) << out();
+  for (pid_t pid : worker_pids_) EXPECT_TRUE(testing::process_gone(pid)) << pid << " runs";
 }
 
 TEST_F(GradwireRunServersTest, SigtermStopsServersAndTrainers) {

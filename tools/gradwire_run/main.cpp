@@ -12,6 +12,8 @@
 // (default program: gradwire-ps-server beside gradwire-run, else on PATH) start first, each with
 // the --server-arg values and "--listen H:PORT"; once all accept connections the workers start
 // with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN; the servers are stopped when the workers are done.
+// With --max-restarts, a server that exits while the workers run is started again on its
+// address, then the workers.
 // Exit status: 0 when every worker succeeded; the first failed worker's exit code (128+signal
 // when killed by a signal), or a failed server's; 128+signal when gradwire-run itself was
 // interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
@@ -73,7 +75,8 @@ void add_options(CLI::App& app, CommandLine& line) {
                "defaults to the block size, GRADWIRE_BOUND_CPUS lists the worker's CPUs. Default: "
                "off, workers may run on every CPU (as with torchrun)");
   app.add_option("--max-restarts,--max_restarts", options.max_restarts,
-                 "Start the workers again after a worker fails, up to this many times (new "
+                 "Start the workers again after a worker fails, or a server exits while they "
+                 "run (that server first, on the same address), up to this many times (new "
                  "rendezvous, same job token; never after a signal to gradwire-run)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
