@@ -1,8 +1,10 @@
 #include "server_group.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +70,24 @@ std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
           "(prefixed [server " +
           std::to_string(server.index) + "]) says why.",
       {});
+}
+
+// Throws InvalidArgument naming `flag` unless `path` can be opened for reading (and is no
+// directory). The servers read the files themselves; this only refuses an obvious mistake
+// before anything starts.
+void require_readable(const std::string& path, const std::string& flag) {
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  std::string problem;
+  struct stat info {};
+  if (!file.valid() || ::fstat(file.get(), &info) != 0) {
+    problem = errno_text(errno);
+  } else if (S_ISDIR(info.st_mode)) {
+    problem = "it is a directory";
+  }
+  if (!problem.empty()) {
+    throw InvalidArgument("gradwire-run: " + flag + " file '" + path +
+                          "' cannot be read: " + problem);
+  }
 }
 
 // Starts server `index` of `plan` under `supervisor`; returns its pid.
@@ -154,6 +174,12 @@ ServerPlan plan_servers(const LaunchOptions& options, int master_port) {
   std::error_code error;
   const std::filesystem::path own = std::filesystem::read_symlink("/proc/self/exe", error);
   plan.command = resolve_server_command(options.server_command, error ? "" : own.string());
+  if (!options.tls_cert_file.empty()) {
+    require_readable(options.tls_cert_file, "--tls-cert");
+    require_readable(options.tls_key_file, "--tls-key");
+    plan.command.insert(plan.command.end(),
+                        {"--tls-cert", options.tls_cert_file, "--tls-key", options.tls_key_file});
+  }
   plan.host = options.server_host;
   plan.ports = pick_distinct_ports(options.server_host, options.servers, master_port);
   for (int port : plan.ports) plan.addresses.push_back(host_port(plan.host, port));

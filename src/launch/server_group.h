@@ -23,7 +23,8 @@ inline constexpr char kDefaultServerProgram[] = "gradwire-ps-server";
 
 // Where and how the servers run, decided before anything starts.
 struct ServerPlan {
-  std::vector<std::string> command;    // program and arguments, without --listen
+  // Program and arguments (with --tls-cert/--tls-key last when given), without --listen.
+  std::vector<std::string> command;
   std::string host;                    // what they listen on
   std::vector<int> ports;              // by server index
   std::vector<std::string> addresses;  // HOST:PORT by server index (GRADWIRE_PS_ADDRS order)
@@ -39,9 +40,11 @@ std::vector<std::string> resolve_server_command(const std::vector<std::string>& 
 std::vector<std::string> server_argv(const std::vector<std::string>& command,
                                      const std::string& address);
 
-// Resolves the command (own executable: /proc/self/exe) and picks options.servers distinct free
-// ports on options.server_host, none equal to `master_port`. Empty plan without servers. Throws
-// InvalidArgument when server_host cannot be resolved, gradwire::Error when no ports are free.
+// Resolves the command (own executable: /proc/self/exe; options.tls_cert_file and tls_key_file
+// appended as --tls-cert/--tls-key) and picks options.servers distinct free ports on
+// options.server_host, none equal to `master_port`. Empty plan without servers. Throws
+// InvalidArgument when a TLS file cannot be read (naming its flag) or server_host cannot be
+// resolved, gradwire::Error when no ports are free.
 ServerPlan plan_servers(const LaunchOptions& options, int master_port);
 
 // True when a TCP connection to host:port succeeds within `timeout` (closed at once).

@@ -1,4 +1,4 @@
-// The gradwire-run executable with parameter servers: the server flags, a server failing
+// The gradwire-run executable with parameter servers: the server and TLS flags, a server failing
 // or never accepting connections, a SIGKILLed server restarted with --max-restarts (and ending
 // the launch without), and servers stopped with the trainers or dying with a SIGKILLed launcher.
 // Uses the stand-in server of fake_ps_server.cpp.
@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -162,6 +163,56 @@ TEST_F(GradwireRunServersTest, ServerUsageErrors) {
   EXPECT_EQ(run({"--servers", "1", "--server-program", "gradwire-no-such-server", "/bin/true"}),
             127);
   EXPECT_TRUE(contains(err(), "could not execute gradwire-no-such-server")) << err();
+}
+
+TEST_F(GradwireRunServersTest, TlsFlagsReachTheServersAndTheTrainers) {
+  const std::string cert = dir_.file("cert.pem");
+  const std::string key = dir_.file("key.pem");
+  std::ofstream(cert) << "certificate\n";
+  std::ofstream(key) << "key\n";
+  ASSERT_EQ(run({"--servers", "1", "--server-program", FAKE_PS_SERVER_PATH, "--server-arg=--tag",
+                 "--server-arg", "x", "--tls-cert", cert, "--tls-key", key, "-n", "2", "/bin/sh",
+                 "-c", "echo \"roots=$GRADWIRE_TLS_ROOTS addrs=$GRADWIRE_PS_ADDRS\""}),
+            0)
+      << out() << err();
+  const std::string text = out();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(text, match, std::regex(R"(\[rank 0\] roots=\S+ addrs=(\S+))")))
+      << text;
+  const std::string address = match[1];
+  EXPECT_TRUE(contains(text, "[server 0] args: --tag x --tls-cert " + cert + " --tls-key " + key +
+                                 " --listen " + address + "\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "[rank 0] roots=" + cert + " ")) << text;
+  EXPECT_TRUE(contains(text, "[rank 1] roots=" + cert + " ")) << text;
+}
+
+TEST_F(GradwireRunServersTest, TlsUsageErrorsExit2NamingTheFlag) {
+  const std::string cert = dir_.file("cert.pem");
+  const std::string key = dir_.file("key.pem");
+  std::ofstream(cert) << "certificate\n";
+  std::ofstream(key) << "key\n";
+  const std::vector<std::string> servers{"--servers", "1", "--server-program", FAKE_PS_SERVER_PATH};
+  auto refused = [&](std::vector<std::string> args, const std::string& message) {
+    args.insert(args.end(), {"/bin/sh", "-c", "echo trainer ran"});
+    EXPECT_EQ(run(args), 2) << message;
+    EXPECT_TRUE(contains(err(), message)) << err();
+    EXPECT_FALSE(contains(out(), "trainer ran")) << out();
+    EXPECT_FALSE(contains(out(), "[server 0]")) << out();
+  };
+  std::vector<std::string> args = servers;
+  args.insert(args.end(), {"--tls-cert", cert});
+  refused(args, "--tls-cert (tls_cert_file) needs --tls-key");
+  args = servers;
+  args.insert(args.end(), {"--tls-key", key});
+  refused(args, "--tls-key (tls_key_file) needs --tls-cert");
+  refused({"--tls-cert", cert, "--tls-key", key}, "pass them with --servers");
+  args = servers;
+  args.insert(args.end(), {"--tls-cert", dir_.file("missing.pem"), "--tls-key", key});
+  refused(args, "--tls-cert file '" + dir_.file("missing.pem") + "' cannot be read");
+  args = servers;
+  args.insert(args.end(), {"--tls-cert", cert, "--tls-key", dir_.file("missing.key")});
+  refused(args, "--tls-key file '" + dir_.file("missing.key") + "' cannot be read");
 }
 
 TEST_F(GradwireRunServersTest, KilledServerIsRestartedOnItsPortWithMaxRestarts) {

@@ -90,6 +90,13 @@ struct LaunchOptions {
   std::string server_host = "127.0.0.1";
   // How long each server may take to accept connections before the launch fails.
   std::chrono::milliseconds server_ready_timeout{30000};
+  // TLS for the servers: both or neither, only with servers, readable files. Every server gets
+  // "--tls-cert CERT --tls-key KEY" after server_command's arguments (before --listen); every
+  // worker gets GRADWIRE_TLS_ROOTS = tls_cert_file (the certificate its client trusts as root: a
+  // self-signed one works). Paths are passed as given. Empty: the servers speak plain text (and
+  // workers of a launch with servers get no GRADWIRE_TLS_ROOTS, not even an inherited one).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 
   // How often the worker group is started again after a worker fails or a server exits while
   // the workers run (torchrun's --max-restarts; such a server is started again first, on the
@@ -175,7 +182,8 @@ class ProgramNotExecutable : public Error {
 
 // Starts the servers (if any) and the workers and blocks until all have exited. Throws
 // gradwire::InvalidArgument for bad options (empty command, nproc < 1, node_rank out of range,
-// port 0 with nnodes > 1, servers with nnodes > 1), ProgramNotExecutable when the program (or
+// port 0 with nnodes > 1, servers with nnodes > 1, TLS files given alone, without servers or
+// unreadable), ProgramNotExecutable when the program (or
 // the server program) cannot be executed, gradwire::PeerLostError when a server exits before it
 // accepts connections, gradwire::TimeoutError when one does not within server_ready_timeout
 // (both name the server and its address; the workers are then never started), and
