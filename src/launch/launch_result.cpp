@@ -63,6 +63,12 @@ std::string LaunchResult::summary() const {
     const RestartedAttempt& attempt = restarted_attempts[i];
     attempts << "gradwire-run: attempt " << i + 1 << " (MASTER_PORT " << attempt.master_port
              << ") failed: ";
+    if (attempt.failed_server) {
+      attempts << describe_server(*attempt.failed_server) << " "
+               << describe_exit(ended(*attempt.failed_server))
+               << " while the trainers ran; the server and the workers were restarted\n";
+      continue;
+    }
     if (const WorkerExit* first = at(attempt.workers, attempt.first_failed_local_rank)) {
       attempts << describe_worker(*first) << " " << describe_exit(ended(*first));
     } else {

@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -137,19 +139,38 @@ void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvCon
 }
 
 // "gradwire-run: rank 1 (pid 123) killed by signal 9 (SIGKILL); restarting the workers
-// (restart 1 of 3)" on the launcher's stderr.
+// (restart 1 of 3)" on the launcher's stderr, or for a server "gradwire-run: server 0
+// (127.0.0.1:4000, pid 124) killed by signal 9 (SIGKILL) while the trainers ran; restarting it
+// and the workers (restart 1 of 3)".
 void announce_restart(const LaunchOptions& options, const RestartedAttempt& attempt,
                       int restart_count) {
-  std::string who = "a worker failed";
-  if (attempt.first_failed_local_rank >= 0) {
+  std::string what = "a worker failed; restarting the workers";
+  if (const std::optional<ServerExit>& failed = attempt.failed_server) {
+    what = "server " + std::to_string(failed->index) + " (" + failed->address + ", pid " +
+           std::to_string(failed->pid) + ") " +
+           detail::describe_exit(detail::ProcessExit{failed->exit_code, failed->signal}) +
+           " while the trainers ran; restarting it and the workers";
+  } else if (attempt.first_failed_local_rank >= 0) {
     const WorkerExit& failed = attempt.workers[attempt.first_failed_local_rank];
-    who = "rank " + std::to_string(failed.rank) + " (pid " + std::to_string(failed.pid) + ") " +
-          detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal});
+    what = "rank " + std::to_string(failed.rank) + " (pid " + std::to_string(failed.pid) + ") " +
+           detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal}) +
+           "; restarting the workers";
   }
-  const std::string line = "gradwire-run: " + who + "; restarting the workers (restart " +
-                           std::to_string(restart_count) + " of " +
-                           std::to_string(options.max_restarts) + ")\n";
+  const std::string line = "gradwire-run: " + what + " (restart " + std::to_string(restart_count) +
+                           " of " + std::to_string(options.max_restarts) + ")\n";
   write_fully(options.stderr_fd, line.data(), line.size());
+}
+
+// A fresh rendezvous port for a restart (torchrun's c10d rendezvous picks one each round), never
+// a server's: a server that died frees its port until it is started again.
+int pick_master_port(const LaunchOptions& options, const detail::ServerPlan& servers) {
+  constexpr int kAttempts = 100;
+  for (int attempt = 0;; ++attempt) {
+    const int port = pick_free_port(options.master_addr);
+    const bool taken =
+        std::find(servers.ports.begin(), servers.ports.end(), port) != servers.ports.end();
+    if (!taken || attempt == kAttempts) return port;
+  }
 }
 
 }  // namespace
@@ -193,10 +214,11 @@ LaunchResult run_workers(const LaunchOptions& options) {
   supervision.signals = forwarding ? &*forwarding : nullptr;
   detail::Supervisor supervisor(pump, supervision);
 
+  // The same for every server, also one started again.
+  const std::map<std::string, std::string> server_env = detail::server_env(options, context);
   if (options.servers > 0) {
-    std::optional<LaunchResult> interrupted =
-        detail::start_servers(servers, options, detail::server_env(options, context),
-                              sigpipe_block.original(), std::move(server_logs), supervisor);
+    std::optional<LaunchResult> interrupted = detail::start_servers(
+        servers, options, server_env, sigpipe_block.original(), std::move(server_logs), supervisor);
     if (interrupted) {
       interrupted->master_port = context.master_port;
       return *interrupted;
@@ -212,10 +234,21 @@ LaunchResult run_workers(const LaunchOptions& options) {
     RestartedAttempt attempt = supervisor.finish_attempt();
     attempt.master_port = context.master_port;
     // torchrun's rendezvous: a picked port is picked again, a given one is kept.
-    if (options.master_port == 0) context.master_port = pick_free_port(options.master_addr);
+    if (options.master_port == 0) context.master_port = pick_master_port(options, servers);
     ++context.restart_count;
     announce_restart(options, attempt, context.restart_count);
+    const std::optional<ServerExit> failed_server = attempt.failed_server;
     restarted.push_back(std::move(attempt));
+    if (failed_server) {
+      // Same command line, address and environment; it restores its own state.
+      std::optional<LaunchResult> interrupted = detail::restart_server(
+          servers, failed_server->index, options, server_env, sigpipe_block.original(), supervisor);
+      if (interrupted) {
+        interrupted->master_port = context.master_port;
+        interrupted->restarted_attempts = std::move(restarted);
+        return *interrupted;
+      }
+    }
   }
 
   LaunchResult result = supervisor.run();

@@ -1,8 +1,10 @@
 #include "server_group.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +72,75 @@ std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
       {});
 }
 
+// Throws InvalidArgument naming `flag` unless `path` can be opened for reading (and is no
+// directory). The servers read the files themselves; this only refuses an obvious mistake
+// before anything starts.
+void require_readable(const std::string& path, const std::string& flag) {
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  std::string problem;
+  struct stat info {};
+  if (!file.valid() || ::fstat(file.get(), &info) != 0) {
+    problem = errno_text(errno);
+  } else if (S_ISDIR(info.st_mode)) {
+    problem = "it is a directory";
+  }
+  if (!problem.empty()) {
+    throw InvalidArgument("gradwire-run: " + flag + " file '" + path +
+                          "' cannot be read: " + problem);
+  }
+}
+
+// Starts server `index` of `plan` under `supervisor`; returns its pid.
+int start_server(const ServerPlan& plan, size_t index,
+                 const std::map<std::string, std::string>& env, const sigset_t& signal_mask,
+                 UniqueFd log_file, Supervisor& supervisor) {
+  ProcessIdentity who;
+  who.role = ProcessRole::kServer;
+  who.index = who.rank = static_cast<int>(index);
+  who.address = plan.addresses[index];
+  SpawnRequest request;
+  request.argv = server_argv(plan.command, plan.addresses[index]);
+  request.env = env;
+  request.signal_mask = signal_mask;
+  return supervisor.start(who, request, std::move(log_file));
+}
+
+// Supervises until each server of `indices` (started as `pids`) accepts connections; the
+// outcomes of start_servers().
+std::optional<LaunchResult> wait_until_ready(const ServerPlan& plan,
+                                             const std::vector<size_t>& indices,
+                                             const std::vector<int>& pids,
+                                             const LaunchOptions& options, Supervisor& supervisor) {
+  // Servers are tried in order; a server found ready is not tried again.
+  size_t ready = 0;
+  auto all_ready = [&] {
+    while (ready < indices.size() &&
+           accepts_connections(plan.host, plan.ports[indices[ready]], kConnectTimeout)) {
+      ++ready;
+    }
+    return ready == indices.size();
+  };
+  const auto started = Supervisor::Clock::now();
+  const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
+      all_ready, started + options.server_ready_timeout, kReadyCheckInterval);
+  if (outcome == Supervisor::WaitOutcome::kDone) return std::nullopt;
+
+  supervisor.stop_all();
+  LaunchResult result = supervisor.run();
+  if (const ServerExit* failed =
+          result.first_failed_server >= 0 ? &result.servers[result.first_failed_server] : nullptr) {
+    throw_server_exited(plan, *failed);
+  }
+  if (outcome == Supervisor::WaitOutcome::kDeadline) {
+    throw TimeoutError("gradwire-run: " + describe_server(plan, indices[ready], pids[ready]) +
+                       " did not accept connections within " +
+                       format_duration(options.server_ready_timeout) +
+                       "; the trainers were not started. Check that the server program listens "
+                       "on the address given with --listen, or raise --server-ready-timeout.");
+  }
+  return result;  // a signal arrived: the launch ends as interrupted
+}
+
 }  // namespace
 
 std::vector<std::string> resolve_server_command(const std::vector<std::string>& server_command,
@@ -103,6 +174,12 @@ ServerPlan plan_servers(const LaunchOptions& options, int master_port) {
   std::error_code error;
   const std::filesystem::path own = std::filesystem::read_symlink("/proc/self/exe", error);
   plan.command = resolve_server_command(options.server_command, error ? "" : own.string());
+  if (!options.tls_cert_file.empty()) {
+    require_readable(options.tls_cert_file, "--tls-cert");
+    require_readable(options.tls_key_file, "--tls-key");
+    plan.command.insert(plan.command.end(),
+                        {"--tls-cert", options.tls_cert_file, "--tls-key", options.tls_key_file});
+  }
   plan.host = options.server_host;
   plan.ports = pick_distinct_ports(options.server_host, options.servers, master_port);
   for (int port : plan.ports) plan.addresses.push_back(host_port(plan.host, port));
@@ -141,48 +218,26 @@ std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOp
                                           const std::map<std::string, std::string>& env,
                                           const sigset_t& signal_mask,
                                           std::vector<UniqueFd> log_files, Supervisor& supervisor) {
+  std::vector<size_t> indices;
   std::vector<int> pids;
   for (size_t index = 0; index < plan.addresses.size(); ++index) {
-    ProcessIdentity who;
-    who.role = ProcessRole::kServer;
-    who.index = who.rank = static_cast<int>(index);
-    who.address = plan.addresses[index];
-    SpawnRequest request;
-    request.argv = server_argv(plan.command, plan.addresses[index]);
-    request.env = env;
-    request.signal_mask = signal_mask;
     UniqueFd log_file = index < log_files.size() ? std::move(log_files[index]) : UniqueFd();
-    pids.push_back(supervisor.start(who, request, std::move(log_file)));
+    indices.push_back(index);
+    pids.push_back(start_server(plan, index, env, signal_mask, std::move(log_file), supervisor));
   }
+  return wait_until_ready(plan, indices, pids, options, supervisor);
+}
 
-  // Servers are tried in index order; a server found ready is not tried again.
-  size_t ready = 0;
-  auto all_ready = [&] {
-    while (ready < plan.ports.size() &&
-           accepts_connections(plan.host, plan.ports[ready], kConnectTimeout)) {
-      ++ready;
-    }
-    return ready == plan.ports.size();
-  };
-  const auto started = Supervisor::Clock::now();
-  const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
-      all_ready, started + options.server_ready_timeout, kReadyCheckInterval);
-  if (outcome == Supervisor::WaitOutcome::kDone) return std::nullopt;
-
-  supervisor.stop_all();
-  LaunchResult result = supervisor.run();
-  if (const ServerExit* failed =
-          result.first_failed_server >= 0 ? &result.servers[result.first_failed_server] : nullptr) {
-    throw_server_exited(plan, *failed);
-  }
-  if (outcome == Supervisor::WaitOutcome::kDeadline) {
-    throw TimeoutError("gradwire-run: " + describe_server(plan, ready, pids[ready]) +
-                       " did not accept connections within " +
-                       format_duration(options.server_ready_timeout) +
-                       "; the trainers were not started. Check that the server program listens "
-                       "on the address given with --listen, or raise --server-ready-timeout.");
-  }
-  return result;  // a signal arrived: the launch ends as interrupted
+std::optional<LaunchResult> restart_server(const ServerPlan& plan, int index,
+                                           const LaunchOptions& options,
+                                           const std::map<std::string, std::string>& env,
+                                           const sigset_t& signal_mask, Supervisor& supervisor) {
+  GRADWIRE_CHECK_GE(index, 0);
+  GRADWIRE_CHECK_LT(static_cast<size_t>(index), plan.addresses.size());
+  const size_t which = static_cast<size_t>(index);
+  // The pump still holds the log file opened for "server INDEX": the new process appends to it.
+  const int pid = start_server(plan, which, env, signal_mask, UniqueFd(), supervisor);
+  return wait_until_ready(plan, {which}, {pid}, options, supervisor);
 }
 
 }  // namespace gradwire::launch::detail

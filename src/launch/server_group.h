@@ -1,6 +1,7 @@
 // The parameter servers of a launch (LaunchOptions::servers): which program they run, where they
-// listen, starting them under the Supervisor and waiting until each accepts connections
-// (launch-internal). The workers start only after that; see docs/launcher.md.
+// listen, starting them under the Supervisor and waiting until each accepts connections, and
+// starting one again after it exited while the workers ran (launch-internal). The workers start
+// only after that; see docs/launcher.md.
 #pragma once
 
 #include <signal.h>
@@ -22,7 +23,8 @@ inline constexpr char kDefaultServerProgram[] = "gradwire-ps-server";
 
 // Where and how the servers run, decided before anything starts.
 struct ServerPlan {
-  std::vector<std::string> command;    // program and arguments, without --listen
+  // Program and arguments (with --tls-cert/--tls-key last when given), without --listen.
+  std::vector<std::string> command;
   std::string host;                    // what they listen on
   std::vector<int> ports;              // by server index
   std::vector<std::string> addresses;  // HOST:PORT by server index (GRADWIRE_PS_ADDRS order)
@@ -38,9 +40,11 @@ std::vector<std::string> resolve_server_command(const std::vector<std::string>& 
 std::vector<std::string> server_argv(const std::vector<std::string>& command,
                                      const std::string& address);
 
-// Resolves the command (own executable: /proc/self/exe) and picks options.servers distinct free
-// ports on options.server_host, none equal to `master_port`. Empty plan without servers. Throws
-// InvalidArgument when server_host cannot be resolved, gradwire::Error when no ports are free.
+// Resolves the command (own executable: /proc/self/exe; options.tls_cert_file and tls_key_file
+// appended as --tls-cert/--tls-key) and picks options.servers distinct free ports on
+// options.server_host, none equal to `master_port`. Empty plan without servers. Throws
+// InvalidArgument when a TLS file cannot be read (naming its flag) or server_host cannot be
+// resolved, gradwire::Error when no ports are free.
 ServerPlan plan_servers(const LaunchOptions& options, int master_port);
 
 // True when a TCP connection to host:port succeeds within `timeout` (closed at once).
@@ -56,5 +60,16 @@ std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOp
                                           const std::map<std::string, std::string>& env,
                                           const sigset_t& signal_mask,
                                           std::vector<UniqueFd> log_files, Supervisor& supervisor);
+
+// Starts server `index` of `plan` again, with the same argv (the same --listen address) and
+// `env`, after it exited while the workers ran and the workers were stopped; its output keeps
+// its prefix and log file. Then waits as start_servers() does, with the same outcomes
+// (nullopt when it accepts connections; the finished launch on a signal; PeerLostError or
+// TimeoutError, everything stopped, when it or another server exits first or it times out).
+// Precondition: no worker runs and the supervisor does not allow restarts.
+std::optional<LaunchResult> restart_server(const ServerPlan& plan, int index,
+                                           const LaunchOptions& options,
+                                           const std::map<std::string, std::string>& env,
+                                           const sigset_t& signal_mask, Supervisor& supervisor);
 
 }  // namespace gradwire::launch::detail

@@ -115,7 +115,9 @@ void Supervisor::reap_exited() {
   const bool worker_failed = processes_[newly_failed].who.role == ProcessRole::kWorker;
   if (phase_ == Phase::kRunning) {
     first_failed_ = newly_failed;
-    if (worker_failed && restart_allowed_) {
+    // A server that exits once every worker is done (in the same wake-up) restarts nothing: the
+    // job is over.
+    if (restart_allowed_ && (worker_failed || !workers_reaped())) {
       begin_restarting();
     } else {
       begin_stopping(SIGTERM);
@@ -212,17 +214,21 @@ RestartedAttempt Supervisor::finish_attempt() {
   std::vector<Supervised> servers;
   for (size_t i = 0; i < processes_.size(); ++i) {
     Supervised& supervised = processes_[i];
+    const bool first_failure = first_failed_ == static_cast<int>(i);
     if (supervised.who.role != ProcessRole::kWorker) {
-      servers.push_back(std::move(supervised));
+      if (first_failure) {
+        attempt.failed_server = server_exit(supervised);  // reaped; the caller restarts it
+      } else {
+        servers.push_back(std::move(supervised));
+      }
       continue;
     }
-    if (first_failed_ == static_cast<int>(i)) {
-      attempt.first_failed_local_rank = static_cast<int>(attempt.workers.size());
-    }
+    if (first_failure) attempt.first_failed_local_rank = static_cast<int>(attempt.workers.size());
     attempt.workers.push_back(worker_exit(supervised));
   }
   processes_ = std::move(servers);
   first_failed_ = -1;
+  restart_allowed_ = false;
   transition(Phase::kRunning);
   return attempt;
 }
@@ -241,6 +247,13 @@ WorkerExit Supervisor::worker_exit(const Supervised& supervised) {
   auto exit = exit_record<WorkerExit>(supervised);
   exit.rank = supervised.who.rank;
   exit.local_rank = supervised.who.index;
+  return exit;
+}
+
+ServerExit Supervisor::server_exit(const Supervised& supervised) {
+  auto exit = exit_record<ServerExit>(supervised);
+  exit.index = supervised.who.index;
+  exit.address = supervised.who.address;
   return exit;
 }
 
@@ -280,21 +293,28 @@ LaunchResult Supervisor::run() {
 
 LaunchResult Supervisor::collect() const {
   LaunchResult result;
+  std::vector<size_t> servers;  // indices into processes_
   for (size_t i = 0; i < processes_.size(); ++i) {
     const Supervised& supervised = processes_[i];
     GRADWIRE_CHECK(supervised.exit.has_value());
-    const bool first_failure = first_failed_ == static_cast<int>(i);
-    if (supervised.who.role == ProcessRole::kWorker) {
-      const WorkerExit exit = worker_exit(supervised);
-      if (first_failure) result.first_failed_local_rank = static_cast<int>(result.workers.size());
-      result.workers.push_back(exit);
-    } else {
-      auto exit = exit_record<ServerExit>(supervised);
-      exit.index = supervised.who.index;
-      exit.address = supervised.who.address;
-      if (first_failure) result.first_failed_server = static_cast<int>(result.servers.size());
-      result.servers.push_back(exit);
+    if (supervised.who.role != ProcessRole::kWorker) {
+      servers.push_back(i);
+      continue;
     }
+    if (first_failed_ == static_cast<int>(i)) {
+      result.first_failed_local_rank = static_cast<int>(result.workers.size());
+    }
+    result.workers.push_back(worker_exit(supervised));
+  }
+  // A restarted server was started after the others: report them in index order.
+  std::stable_sort(servers.begin(), servers.end(), [this](size_t a, size_t b) {
+    return processes_[a].who.index < processes_[b].who.index;
+  });
+  for (size_t i : servers) {
+    if (first_failed_ == static_cast<int>(i)) {
+      result.first_failed_server = static_cast<int>(result.servers.size());
+    }
+    result.servers.push_back(server_exit(processes_[i]));
   }
   result.received_signal = received_signal_;
   return result;

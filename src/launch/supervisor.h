@@ -8,9 +8,11 @@
 //             normal end of a job with servers)
 //   kStopping --grace period over / second signal-->  kKilling (SIGKILL sent to every group)
 //   kRunning  --grace period 0-->  kKilling
-//   kRunning  --a worker failed while a restart is allowed-->  kRestarting  (SIGTERM to the
-//             workers only; SIGKILL to them after the grace period)
-//   kRestarting --every worker reaped, finish_attempt()-->  kRunning (new workers are started)
+//   kRunning  --a worker failed, or a server failed while workers run, and a restart is
+//             allowed-->  kRestarting  (SIGTERM to the workers only; SIGKILL to them after the
+//             grace period; the other servers keep running)
+//   kRestarting --every worker reaped, finish_attempt()-->  kRunning (the caller starts the
+//             failed server again, if a server failed, then new workers)
 //   kRestarting --signal received / a server failed / stop_all()-->  kStopping
 // A process reaped after it was sent a stop signal counts as stopped by the launcher. A worker
 // fails when it exits non-zero or is killed; a server fails when it exits before being told to.
@@ -75,17 +77,20 @@ class Supervisor {
   WaitOutcome supervise_until(const std::function<bool()>& done, Clock::time_point deadline,
                               std::chrono::milliseconds check_interval);
 
-  // Whether the next worker failure stops only the workers (kRestarting) instead of everything.
-  // Default false.
+  // Whether the next failure of a worker, or of a server while some worker runs, stops only the
+  // workers (kRestarting) instead of everything. Default false; finish_attempt() resets it.
   void set_restart_allowed(bool allowed) { restart_allowed_ = allowed; }
 
   // Supervises the current worker group. Returns true when it failed, a restart was allowed and
   // every worker of it is reaped (call finish_attempt(), then start the next group); false when
-  // the launch is ending (all workers done, a signal, a server failure...: call run()). Blocks.
+  // the launch is ending (all workers done, a signal, a server failure without a restart...:
+  // call run()). Blocks.
   bool supervise_attempt();
 
-  // After supervise_attempt() returned true: the failed group's exits (not master_port), which
-  // are forgotten; back to kRunning with only the servers supervised.
+  // After supervise_attempt() returned true: the failed group's exits and, when a server's exit
+  // ended the attempt, that server's (not master_port), which are forgotten; back to kRunning
+  // with only the servers still running supervised and restarts not allowed. The caller starts
+  // the failed server again (same identity) before the next group.
   RestartedAttempt finish_attempt();
 
   // Sends SIGTERM to every process and starts the grace period; they count as stopped by the
@@ -116,6 +121,7 @@ class Supervisor {
   template <typename Exit>
   static Exit exit_record(const Supervised& supervised);
   static WorkerExit worker_exit(const Supervised& supervised);
+  static ServerExit server_exit(const Supervised& supervised);
   void step(Clock::time_point wake_by);
   int poll_timeout_ms(Clock::time_point now, Clock::time_point wake_by) const;
   void wait_for_events(int timeout_ms);

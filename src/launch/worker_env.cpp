@@ -60,6 +60,17 @@ void validate_launch_options(const LaunchOptions& options) {
   require(options.servers == 0 || !options.server_host.empty(), "server_host must not be empty");
   require(options.servers == 0 || options.server_ready_timeout.count() > 0,
           "server_ready_timeout must be positive");
+  const bool has_cert = !options.tls_cert_file.empty();
+  const bool has_key = !options.tls_key_file.empty();
+  require(has_cert || !has_key,
+          "--tls-key (tls_key_file) needs --tls-cert (tls_cert_file): the servers serve TLS with "
+          "both or neither");
+  require(has_key || !has_cert,
+          "--tls-cert (tls_cert_file) needs --tls-key (tls_key_file): the servers serve TLS with "
+          "both or neither");
+  require(!has_cert || options.servers > 0,
+          "--tls-cert and --tls-key (tls_cert_file, tls_key_file) are for the servers gradwire-run "
+          "starts; pass them with --servers");
   require(options.max_restarts >= 0,
           "max_restarts must not be negative, got " + std::to_string(options.max_restarts));
   for (const auto& [name, value] : options.extra_env) {
@@ -120,6 +131,9 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   if (!context.server_addresses.empty()) {
     env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);
     env["GRADWIRE_TOKEN"] = env["GRADWIRE_JOB_TOKEN"];
+    // An inherited value would describe other servers: these speak TLS only when told here.
+    env.erase("GRADWIRE_TLS_ROOTS");
+    if (!options.tls_cert_file.empty()) env["GRADWIRE_TLS_ROOTS"] = options.tls_cert_file;
   }
 
   for (const auto& [name, value] : options.extra_env) env[name] = value;

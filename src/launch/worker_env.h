@@ -42,7 +42,9 @@ int global_rank(const LaunchOptions& options, int local_rank);
 // The complete environment of local worker `local_rank`: the parent's variables, then the
 // torchrun-compatible ones, then options.extra_env. TORCHELASTIC_RUN_ID, GRADWIRE_JOB_TOKEN and
 // OMP_NUM_THREADS keep the parent's value when it is set and not empty. With servers, also
-// GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (= job_token()). With context.bound_cpus,
+// GRADWIRE_PS_ADDRS, GRADWIRE_TOKEN (= job_token()) and, with options.tls_cert_file,
+// GRADWIRE_TLS_ROOTS (that file; without it an inherited GRADWIRE_TLS_ROOTS is removed). With
+// context.bound_cpus,
 // GRADWIRE_BOUND_CPUS lists the worker's CPUs; without, an inherited GRADWIRE_BOUND_CPUS is
 // removed (it would describe another launch). Preconditions: options are valid,
 // 0 <= local_rank < nproc_per_node, and bound_cpus is empty or has nproc_per_node non-empty lists.

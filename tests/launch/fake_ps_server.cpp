@@ -6,7 +6,8 @@
 //     serve (default): prints "args: ...", "pid=N", "token=... job_token=... ps_addrs=...",
 //       (after MS milliseconds) listens on HOST:PORT, prints "gradwire-ps-server listening on
 //       HOST:PORT", then prints "received: LINE" for the first line of each connection; a line
-//       "die" makes it exit 3, a line "quit" exit 0. Exits 0 on SIGTERM (unless --ignore-term),
+//       "die" makes it exit 3, a line "quit" exit 0, a line "kill" kill itself with SIGKILL (as
+//       the OOM killer would). Exits 0 on SIGTERM (unless --ignore-term),
 //       after serving the connections already waiting.
 //       Gives up after 60 s in any case.
 //     exit-at-once: prints a line to stderr and exits 1.
@@ -129,6 +130,7 @@ bool serve_one(int listen_fd, int wait_ms) {
   ::close(client);
   if (line.empty()) return true;  // the launcher's readiness probe sends nothing
   say("received: " + line);
+  if (line == "kill") ::kill(::getpid(), SIGKILL);
   if (line == "die" || line == "quit") {
     say("exiting as asked");
     std::exit(line == "die" ? 3 : 0);

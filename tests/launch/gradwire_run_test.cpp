@@ -1,6 +1,7 @@
-// The gradwire-run executable: command-line parsing, exit codes, signal forwarding, and workers
-// dying with a launcher that is SIGKILLed. gradwire-run runs as a child of the test; every wait
-// is bounded and the Child handle kills it if a test fails half-way.
+// The gradwire-run executable: command-line parsing, exit codes, signal forwarding, restarts,
+// and workers dying with a launcher that is SIGKILLed (the server flags:
+// gradwire_run_servers_test.cpp). gradwire-run runs as a child of the test; every wait is bounded
+// and the Child handle kills it if a test fails half-way.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gradwire_run_fixture.h"
 #include "launch/core_binding.h"
 #include "test_support.h"
 
@@ -20,75 +22,10 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Child;
 using testing::contains;
+using testing::GradwireRunTest;
 using testing::read_file;
 using testing::split_lines;
 using testing::TempDir;
-
-class GradwireRunTest : public ::testing::Test {
- protected:
-  // Runs gradwire-run with `args` to completion (at most 30 s); returns its exit status.
-  int run(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{GRADWIRE_RUN_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Child child(argv, dir_.file("stdout"), dir_.file("stderr"));
-    const std::optional<int> status = child.wait(30s);
-    if (!status) {
-      ADD_FAILURE() << "gradwire-run did not exit within 30 s";
-      return -1;
-    }
-    if (!WIFEXITED(*status)) {
-      ADD_FAILURE() << "gradwire-run did not exit normally, status " << *status;
-      return -1;
-    }
-    return WEXITSTATUS(*status);
-  }
-  std::string out() const { return read_file(dir_.file("stdout")); }
-  std::string err() const { return read_file(dir_.file("stderr")); }
-
-  // Starts gradwire-run with 2 workers that run the shell commands `first`, write their pid to
-  // DIR/pid<rank> and then run `then`.
-  std::unique_ptr<Child> start_two_workers(const std::string& then,
-                                           const std::string& grace_period = "3",
-                                           const std::string& first = "") {
-    const std::string script = first + "echo $$ > " + dir_.path() + "/pid$RANK; " + then;
-    return std::make_unique<Child>(
-        std::vector<std::string>{GRADWIRE_RUN_PATH, "--nproc-per-node", "2", "--grace-period",
-                                 grace_period, "/bin/sh", "-c", script},
-        dir_.file("stdout"), dir_.file("stderr"));
-  }
-  std::vector<pid_t> worker_pids() {
-    std::vector<pid_t> pids;
-    for (int rank = 0; rank < 2; ++rank) {
-      pids.push_back(testing::wait_for_pid_file(dir_.file("pid" + std::to_string(rank))));
-    }
-    worker_pids_ = pids;
-    return pids;
-  }
-  // Starts gradwire-run with one fake server and 2 workers that write their pid to DIR/pid<rank>
-  // and sleep; returns once the workers and the server run (their pids are in worker_pids_).
-  std::unique_ptr<Child> start_with_a_server() {
-    const std::string script = "echo $$ > " + dir_.path() + "/pid$RANK; exec sleep 30";
-    auto launcher = std::make_unique<Child>(
-        std::vector<std::string>{GRADWIRE_RUN_PATH, "--servers", "1", "--server-program",
-                                 FAKE_PS_SERVER_PATH, "-n", "2", "/bin/sh", "-c", script},
-        dir_.file("stdout"), dir_.file("stderr"));
-    worker_pids();
-    pid_t server = -1;
-    testing::wait_until([&] {
-      std::smatch match;
-      const std::string text = out();
-      if (!std::regex_search(text, match, std::regex(R"(\[server 0\] pid=(\d+))"))) return false;
-      server = std::stoi(match[1]);
-      return true;
-    });
-    worker_pids_.push_back(server);
-    return launcher;
-  }
-  void TearDown() override { testing::kill_leftovers(worker_pids_); }
-
-  TempDir dir_;
-  std::vector<pid_t> worker_pids_;
-};
 
 TEST_F(GradwireRunTest, ProgramFlagsArePassedThroughUntouched) {
   ASSERT_EQ(run({"-n", "2", "/bin/sh", "-c", "echo \"args:$*\"", "sh", "--foo", "-n", "7",
@@ -248,92 +185,6 @@ TEST_F(GradwireRunTest, WorkersDieWhenLauncherIsKilled) {
   for (pid_t pid : pids) {
     EXPECT_TRUE(testing::wait_until([&] { return testing::process_gone(pid); }, 5s))
         << "worker " << pid << " outlived its launcher";
-  }
-}
-
-TEST_F(GradwireRunTest, ServersFlagsStartServersBesideTheTrainers) {
-  const std::string fake = FAKE_PS_SERVER_PATH;
-  ASSERT_EQ(run({"--servers", "2", "--server-program", fake, "--server-arg=--tag", "--server-arg",
-                 "x", "-n", "2", "/bin/sh", "-c",
-                 fake + " --send \"$GRADWIRE_PS_ADDRS\" \"hi $RANK\" && "
-                        "echo \"addrs=$GRADWIRE_PS_ADDRS\""}),
-            0)
-      << out() << err();
-  const std::string text = out();
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(text, match, std::regex(R"(\[rank 0\] addrs=(\S+),(\S+))")))
-      << text;
-  const std::string addresses[] = {match[1], match[2]};
-  EXPECT_NE(addresses[0], addresses[1]);
-  EXPECT_TRUE(contains(text, "[rank 1] addrs=" + addresses[0] + "," + addresses[1])) << text;
-  for (int index = 0; index < 2; ++index) {
-    const std::string prefix = "[server " + std::to_string(index) + "] ";
-    EXPECT_TRUE(contains(text, prefix + "args: --tag x --listen " + addresses[index] + "\n"))
-        << text;
-    EXPECT_TRUE(contains(text, prefix + "received: hi 0")) << text;
-    EXPECT_TRUE(contains(text, prefix + "received: hi 1")) << text;
-    EXPECT_TRUE(contains(text, prefix + "stopping on SIGTERM")) << text;
-  }
-  EXPECT_EQ(err(), "");
-}
-
-TEST_F(GradwireRunTest, ServerHostFlagSetsTheAddresses) {
-  ASSERT_EQ(run({"--servers", "1", "--server-program", FAKE_PS_SERVER_PATH, "--server-host",
-                 "localhost", "/bin/sh", "-c", "echo \"addrs=$GRADWIRE_PS_ADDRS\""}),
-            0)
-      << err();
-  EXPECT_TRUE(std::regex_search(out(), std::regex(R"(\[rank 0\] addrs=localhost:\d+\n)"))) << out();
-}
-
-TEST_F(GradwireRunTest, ServerFailingAtStartExits1NamingIt) {
-  EXPECT_EQ(run({"--servers", "1", "--server-program", FAKE_PS_SERVER_PATH, "--server-arg=--mode",
-                 "--server-arg", "exit-at-once", "/bin/sh", "-c", "echo trainer ran"}),
-            1);
-  EXPECT_TRUE(contains(err(), "[server 0] fake server: failing at once")) << err();
-  EXPECT_TRUE(contains(err(), "gradwire-run: server 0 (127.0.0.1:")) << err();
-  EXPECT_TRUE(contains(err(), "exited with code 1 before accepting connections")) << err();
-  EXPECT_FALSE(contains(out(), "trainer ran")) << out();
-}
-
-TEST_F(GradwireRunTest, ServerReadyTimeoutFlag) {
-  EXPECT_EQ(run({"--servers", "1", "--server-program", FAKE_PS_SERVER_PATH, "--server-arg=--mode",
-                 "--server-arg=never-listen", "--server-ready-timeout", "300ms", "/bin/true"}),
-            1);
-  EXPECT_TRUE(contains(err(), "did not accept connections within 300 ms")) << err();
-}
-
-TEST_F(GradwireRunTest, ServerUsageErrors) {
-  EXPECT_EQ(run({"--servers", "1", "--nnodes", "2", "--master-port", "29999", "/bin/true"}), 2);
-  EXPECT_TRUE(contains(err(), "multi-node jobs start their parameter servers themselves")) << err();
-  EXPECT_EQ(run({"--servers", "-1", "/bin/true"}), 2);
-  EXPECT_EQ(run({"--servers", "1", "--server-ready-timeout", "soon", "/bin/true"}), 2);
-  EXPECT_EQ(run({"--servers", "1", "--server-program", "gradwire-no-such-server", "/bin/true"}),
-            127);
-  EXPECT_TRUE(contains(err(), "could not execute gradwire-no-such-server")) << err();
-}
-
-TEST_F(GradwireRunTest, SigtermStopsServersAndTrainers) {
-  auto launcher = start_with_a_server();
-  ASSERT_EQ(worker_pids_.size(), 3u);
-  for (pid_t pid : worker_pids_) ASSERT_GT(pid, 0) << out();
-  ASSERT_EQ(::kill(launcher->pid(), SIGTERM), 0);
-  const std::optional<int> status = launcher->wait(15s);
-  ASSERT_TRUE(status.has_value()) << "gradwire-run did not exit after SIGTERM";
-  ASSERT_TRUE(WIFEXITED(*status)) << *status;
-  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM);
-  EXPECT_TRUE(contains(out(), "[server 0] stopping on SIGTERM")) << out();
-  for (pid_t pid : worker_pids_) EXPECT_TRUE(testing::process_gone(pid)) << pid << " runs";
-}
-
-TEST_F(GradwireRunTest, ServersDieWhenLauncherIsKilled) {
-  auto launcher = start_with_a_server();
-  ASSERT_EQ(worker_pids_.size(), 3u);
-  for (pid_t pid : worker_pids_) ASSERT_GT(pid, 0) << out();
-  ASSERT_EQ(::kill(launcher->pid(), SIGKILL), 0);
-  ASSERT_TRUE(launcher->wait(10s).has_value());
-  for (pid_t pid : worker_pids_) {
-    EXPECT_TRUE(testing::wait_until([&] { return testing::process_gone(pid); }, 5s))
-        << "process " << pid << " outlived its launcher";
   }
 }
 

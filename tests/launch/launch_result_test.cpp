@@ -116,5 +116,23 @@ TEST(LaunchResultTest, FailedTrainerDecidesOverServers) {
       << result.summary();
 }
 
+TEST(LaunchResultTest, AttemptEndedByAServerNamesIt) {
+  LaunchResult result;
+  RestartedAttempt attempt;
+  attempt.master_port = 41235;
+  attempt.workers = {worker(0, 0, SIGTERM, true), worker(1, 0, SIGTERM, true)};
+  attempt.failed_server = server(1, 0, SIGKILL, false);
+  result.restarted_attempts = {attempt};
+  result.master_port = 38117;
+  result.workers = {worker(0, 0), worker(1, 0)};
+  result.servers = {server(0, 0), server(1, 0)};
+  EXPECT_EQ(result.exit_code(), 0);
+  EXPECT_EQ(result.summary(),
+            "gradwire-run: attempt 1 (MASTER_PORT 41235) failed: server 1 (127.0.0.1:7001, pid "
+            "2001) killed by signal 9 (SIGKILL) while the trainers ran; the server and the "
+            "workers were restarted\n"
+            "gradwire-run: attempt 2 (MASTER_PORT 38117, the last) succeeded\n");
+}
+
 }  // namespace
 }  // namespace gradwire::launch

@@ -1,10 +1,12 @@
 // run_workers with LaunchOptions::max_restarts, using real /bin/sh workers: a group that fails
 // is started again with the truthful TORCHELASTIC_* variables, a new rendezvous port (or the
-// given one), the same job token; the limit is respected; servers stay up across restarts; the
+// given one), the same job token; the limit is respected; servers stay up across restarts; a
+// server that dies while the workers run is started again on its port, then the workers; the
 // summary lists every attempt. Each worker records its environment in DIR/env<RANK>, one line
 // per attempt.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +43,18 @@ const std::string kFailFirstAttempt =
     "exit 3; fi; "
     "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then exec sleep 30; fi; exit 0";
 
+// On attempts before ATTEMPTS (a variable of the script's environment), rank 0 makes server 1
+// SIGKILL itself (the fake's "kill" line) once rank 1 has recorded its environment, and both
+// ranks wait to be stopped; on later attempts both greet every server and exit 0.
+const std::string kKillServerOne =
+    kRecordEnv +
+    "if [ \"$TORCHELASTIC_RESTART_COUNT\" -lt \"$ATTEMPTS\" ]; then "
+    "if [ \"$RANK\" = 0 ]; then "
+    "i=0; while [ ! -s \"$DIR/env1\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
+    "\"$FAKE\" --send \"$(echo $GRADWIRE_PS_ADDRS | cut -d, -f2)\" kill; fi; "
+    "exec sleep 30; fi; "
+    "\"$FAKE\" --send \"$GRADWIRE_PS_ADDRS\" \"again $RANK\"";
+
 struct EnvLine {
   std::string restart_count, max_restarts, master_port, job_token, run_id, ps_addrs;
 };
@@ -71,6 +85,37 @@ class RestartsTest : public ::testing::Test {
       lines.push_back(line);
     }
     return lines;
+  }
+  // options_for(kKillServerOne) with two fake servers; server 1 is killed on attempts before
+  // `killed_attempts`.
+  LaunchOptions killing_server_one(int max_restarts, int killed_attempts) {
+    LaunchOptions options = options_for(kKillServerOne, max_restarts);
+    options.servers = 2;
+    options.server_command = {FAKE_PS_SERVER_PATH};
+    options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
+    options.extra_env["ATTEMPTS"] = std::to_string(killed_attempts);
+    return options;
+  }
+  // The pids server `index` printed ("[server I] pid=N"), one per start, oldest first.
+  std::vector<pid_t> printed_server_pids(int index) const {
+    std::vector<pid_t> pids;
+    const std::string text = out();
+    const std::regex pid_line("\\[server " + std::to_string(index) + "\\] pid=(\\d+)");
+    for (std::sregex_iterator it(text.begin(), text.end(), pid_line), end; it != end; ++it) {
+      pids.push_back(std::stoi((*it)[1]));
+    }
+    return pids;
+  }
+  // Every process the launch started, restarted attempts included, no longer exists.
+  void expect_all_gone(const LaunchResult& result) {
+    std::vector<pid_t> pids = printed_server_pids(0);
+    for (pid_t pid : printed_server_pids(1)) pids.push_back(pid);
+    for (const WorkerExit& worker : result.workers) pids.push_back(worker.pid);
+    for (const RestartedAttempt& attempt : result.restarted_attempts) {
+      for (const WorkerExit& worker : attempt.workers) pids.push_back(worker.pid);
+    }
+    for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << "process " << pid;
+    testing::kill_leftovers(pids);
   }
   std::string out() const { return read_file(dir_.file("stdout")); }
   std::string err() const { return read_file(dir_.file("stderr")); }
@@ -194,6 +239,144 @@ TEST_F(RestartsTest, ServersStayUpAcrossRestarts) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].ps_addrs, "x" + result.servers[0].address);
   EXPECT_EQ(lines[1].ps_addrs, lines[0].ps_addrs);
+}
+
+TEST_F(RestartsTest, ServerKilledWhileWorkersRunIsRestartedOnItsPort) {
+  LaunchOptions options = killing_server_one(1, 1);
+  options.log_dir = dir_.file("logs");
+  const LaunchResult result = run_workers(options);
+  ASSERT_EQ(result.exit_code(), 0) << result.summary() << out() << err();
+
+  ASSERT_EQ(result.restarted_attempts.size(), 1u);
+  const RestartedAttempt& first = result.restarted_attempts[0];
+  ASSERT_TRUE(first.failed_server.has_value());
+  const ServerExit& killed = *first.failed_server;
+  EXPECT_EQ(killed.index, 1);
+  EXPECT_EQ(killed.signal, SIGKILL);
+  EXPECT_FALSE(killed.stopped_by_launcher);
+  EXPECT_EQ(first.first_failed_local_rank, -1);
+  ASSERT_EQ(first.workers.size(), 2u);
+  for (const WorkerExit& worker : first.workers) EXPECT_TRUE(worker.stopped_by_launcher);
+
+  // Server 1 runs again on the same address as a new process; server 0 is the same process.
+  ASSERT_EQ(result.servers.size(), 2u);
+  EXPECT_EQ(result.servers[1].index, 1);
+  EXPECT_EQ(result.servers[1].address, killed.address);
+  EXPECT_NE(result.servers[1].pid, killed.pid);
+  EXPECT_EQ(printed_server_pids(1), (std::vector<pid_t>{killed.pid, result.servers[1].pid}));
+  EXPECT_EQ(printed_server_pids(0), (std::vector<pid_t>{result.servers[0].pid}));
+  for (const ServerExit& server : result.servers) EXPECT_TRUE(server.stopped_by_launcher);
+  const std::string text = out();
+  const std::string args = "[server 1] args: --listen " + killed.address + "\n";
+  EXPECT_NE(text.find(args), text.rfind(args)) << "server 1 started once only:\n" << text;
+  // The restarted server appends to its predecessor's log.
+  const std::string log = read_file(dir_.file("logs/server_1.log"));
+  EXPECT_TRUE(contains(log, "pid=" + std::to_string(killed.pid) + "\n")) << log;
+  EXPECT_TRUE(contains(log, "pid=" + std::to_string(result.servers[1].pid) + "\n")) << log;
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_TRUE(contains(text, "[server 0] received: again " + rank)) << text;
+    EXPECT_TRUE(contains(text, "[server 1] received: again " + rank)) << text;
+  }
+
+  // The workers ran again, as after a worker failure, with the same servers' addresses.
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<EnvLine> lines = env_lines(rank);
+    ASSERT_EQ(lines.size(), 2u) << "rank " << rank;
+    EXPECT_EQ(lines[0].restart_count, "0");
+    EXPECT_EQ(lines[1].restart_count, "1");
+    EXPECT_EQ(lines[0].ps_addrs, "x" + result.servers[0].address + "," + result.servers[1].address);
+    EXPECT_EQ(lines[1].ps_addrs, lines[0].ps_addrs);
+  }
+  const std::string server_one =
+      "server 1 (" + killed.address + ", pid " + std::to_string(killed.pid) + ")";
+  EXPECT_TRUE(contains(err(), "gradwire-run: " + server_one +
+                                  " killed by signal 9 (SIGKILL) while the trainers ran; "
+                                  "restarting it and the workers (restart 1 of 1)\n"))
+      << err();
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary, "gradwire-run: attempt 1 (MASTER_PORT " +
+                                    std::to_string(first.master_port) + ") failed: " + server_one +
+                                    " killed by signal 9 (SIGKILL) while the trainers ran; the "
+                                    "server and the workers were restarted\n"))
+      << summary;
+  EXPECT_TRUE(contains(summary, "attempt 2 (MASTER_PORT " + std::to_string(result.master_port) +
+                                    ", the last) succeeded"))
+      << summary;
+  expect_all_gone(result);
+}
+
+TEST_F(RestartsTest, ServerKilledWithoutMaxRestartsEndsTheLaunch) {
+  const LaunchResult result = run_workers(killing_server_one(0, 1));
+  EXPECT_EQ(result.exit_code(), 128 + SIGKILL) << result.summary() << err();
+  EXPECT_TRUE(result.restarted_attempts.empty());
+  EXPECT_EQ(result.first_failed_server, 1);
+  EXPECT_EQ(result.first_failed_local_rank, -1);
+  EXPECT_EQ(printed_server_pids(1).size(), 1u) << out();
+  EXPECT_EQ(env_lines(0).size(), 1u);
+  EXPECT_FALSE(contains(err(), "restarting")) << err();
+  EXPECT_TRUE(
+      contains(result.summary(), "server 1 (" + result.servers[1].address + ", pid " +
+                                     std::to_string(result.servers[1].pid) +
+                                     ") killed by signal 9 (SIGKILL) while the trainers ran"))
+      << result.summary();
+  expect_all_gone(result);
+}
+
+TEST_F(RestartsTest, ServerKilledAfterTheLastRestartFailsNamingIt) {
+  // Killed on every attempt: one restart, then the launch fails.
+  const LaunchResult result = run_workers(killing_server_one(1, 2));
+  EXPECT_EQ(result.exit_code(), 128 + SIGKILL) << result.summary() << err();
+  ASSERT_EQ(result.restarted_attempts.size(), 1u);
+  EXPECT_TRUE(result.restarted_attempts[0].failed_server.has_value());
+  EXPECT_EQ(result.first_failed_server, 1);
+  ASSERT_EQ(result.servers.size(), 2u);
+  const std::vector<pid_t> pids = printed_server_pids(1);
+  ASSERT_EQ(pids.size(), 2u) << out();
+  EXPECT_EQ(result.servers[1].pid, pids[1]);
+  EXPECT_FALSE(result.servers[1].stopped_by_launcher);
+  EXPECT_TRUE(result.servers[0].stopped_by_launcher);
+  EXPECT_EQ(env_lines(0).size(), 2u);
+  EXPECT_FALSE(contains(err(), "(restart 2 of 1)")) << err();
+  const std::string summary = result.summary();
+  EXPECT_TRUE(contains(summary, "attempt 2 (MASTER_PORT " + std::to_string(result.master_port) +
+                                    ", the last) failed"))
+      << summary;
+  EXPECT_TRUE(contains(summary, "gradwire-run: server 1 (" + result.servers[1].address + ", pid " +
+                                    std::to_string(pids[1]) +
+                                    ") killed by signal 9 (SIGKILL) while the trainers ran"))
+      << summary;
+  expect_all_gone(result);
+}
+
+TEST_F(RestartsTest, ServerDyingWhileTheWorkersStopForARestartEndsTheLaunch) {
+  // Rank 1 fails once rank 0 is ready; rank 0, told to stop for the restart, makes the server
+  // SIGKILL itself and waits until it no longer accepts connections (at most 10 s).
+  const std::string script =
+      "if [ \"$RANK\" = 1 ]; then "
+      "i=0; while [ ! -s \"$DIR/ready\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
+      "exit 3; fi; "
+      "trap '\"$FAKE\" --send \"$GRADWIRE_PS_ADDRS\" kill; i=0; "
+      "while \"$FAKE\" --send \"$GRADWIRE_PS_ADDRS\" ping 2>/dev/null && [ $i -lt 200 ]; "
+      "do sleep 0.05; i=$((i+1)); done; exit 0' TERM; "
+      "echo ready > \"$DIR/ready\"; while true; do sleep 30 & wait $!; done";
+  LaunchOptions options = options_for(script, 2);
+  options.servers = 1;
+  options.server_command = {FAKE_PS_SERVER_PATH};
+  options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
+  const LaunchResult result = run_workers(options);
+  EXPECT_EQ(result.exit_code(), 3) << result.summary() << err();  // rank 1 failed first
+  EXPECT_TRUE(result.restarted_attempts.empty());
+  EXPECT_EQ(result.first_failed_server, 0);
+  ASSERT_EQ(result.servers.size(), 1u);
+  EXPECT_EQ(result.servers[0].signal, SIGKILL);
+  EXPECT_EQ(printed_server_pids(0).size(), 1u) << out();
+  EXPECT_FALSE(contains(err(), "restarting")) << err();
+  EXPECT_TRUE(
+      contains(result.summary(), "server 0 (" + result.servers[0].address + ", pid " +
+                                     std::to_string(result.servers[0].pid) +
+                                     ") killed by signal 9 (SIGKILL) while the trainers ran"))
+      << result.summary();
+  expect_all_gone(result);
 }
 
 TEST_F(RestartsTest, RestartedWorkerAppendsToItsLog) {

@@ -134,6 +134,86 @@ TEST(ServerGroupTest, ValidationOfServerOptions) {
   EXPECT_THROW(validate_launch_options(options), InvalidArgument);
 }
 
+TEST(ServerGroupTest, TlsCertificateIsTheTrainersRoot) {
+  LaunchOptions options = options_with_servers();
+  options.tls_cert_file = "/certs/server.pem";
+  options.tls_key_file = "/certs/server.key";
+  const WorkerEnvContext context = context_with_servers({{"GRADWIRE_TLS_ROOTS", "/old.pem"}});
+  EXPECT_EQ(worker_env(options, context, 1).at("GRADWIRE_TLS_ROOTS"), "/certs/server.pem");
+  // Servers get the files on their command line, not in their environment.
+  EXPECT_EQ(server_env(options, context).at("GRADWIRE_TLS_ROOTS"), "/old.pem");
+
+  // Plain-text servers: an inherited root would make the trainers try TLS against them.
+  options.tls_cert_file.clear();
+  options.tls_key_file.clear();
+  EXPECT_EQ(worker_env(options, context, 0).count("GRADWIRE_TLS_ROOTS"), 0u);
+  // Without servers the launcher says nothing about TLS: the value is inherited untouched.
+  options.servers = 0;
+  WorkerEnvContext no_servers = context;
+  no_servers.server_addresses.clear();
+  EXPECT_EQ(worker_env(options, no_servers, 0).at("GRADWIRE_TLS_ROOTS"), "/old.pem");
+}
+
+// validate_launch_options(options) throws InvalidArgument whose message contains `part`.
+void expect_refused(const LaunchOptions& options, const std::string& part) {
+  try {
+    validate_launch_options(options);
+    ADD_FAILURE() << "expected InvalidArgument containing '" << part << "'";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+  }
+}
+
+TEST(ServerGroupTest, ValidationOfTlsOptions) {
+  LaunchOptions options = options_with_servers();
+  options.tls_cert_file = "cert.pem";
+  options.tls_key_file = "key.pem";
+  EXPECT_NO_THROW(validate_launch_options(options));
+  options.tls_key_file.clear();
+  expect_refused(options, "--tls-cert (tls_cert_file) needs --tls-key");
+  options.tls_key_file = "key.pem";
+  options.tls_cert_file.clear();
+  expect_refused(options, "--tls-key (tls_key_file) needs --tls-cert");
+  options.tls_cert_file = "cert.pem";
+  options.servers = 0;
+  expect_refused(options, "pass them with --servers");
+}
+
+TEST(ServerGroupTest, PlanPassesTlsFilesAfterTheServerArguments) {
+  testing::TempDir dir;
+  const std::string cert = dir.file("cert.pem");
+  const std::string key = dir.file("key.pem");
+  std::ofstream(cert) << "certificate\n";
+  std::ofstream(key) << "key\n";
+  LaunchOptions options = options_with_servers();
+  options.server_command = {"srv", "--threads", "2"};
+  options.tls_cert_file = cert;
+  options.tls_key_file = key;
+  const ServerPlan plan = plan_servers(options, 0);
+  EXPECT_EQ(plan.command, (std::vector<std::string>{"srv", "--threads", "2", "--tls-cert", cert,
+                                                    "--tls-key", key}));
+  EXPECT_EQ(server_argv(plan.command, plan.addresses[1]),
+            (std::vector<std::string>{"srv", "--threads", "2", "--tls-cert", cert, "--tls-key", key,
+                                      "--listen", plan.addresses[1]}));
+
+  // Files that cannot be read are refused naming their flag, before anything starts.
+  auto expect_unreadable = [&](const std::string& flag, const std::string& part) {
+    try {
+      plan_servers(options, 0);
+      ADD_FAILURE() << "expected InvalidArgument for " << flag;
+    } catch (const InvalidArgument& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find(flag + " file '"), std::string::npos) << message;
+      EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
+  };
+  options.tls_key_file = dir.file("missing.key");
+  expect_unreadable("--tls-key", "No such file or directory");
+  options.tls_key_file = key;
+  options.tls_cert_file = dir.path();
+  expect_unreadable("--tls-cert", "it is a directory");
+}
+
 TEST(ServerGroupTest, PlanPicksDistinctPortsAvoidingTheMasterPort) {
   LaunchOptions options = options_with_servers();
   options.servers = 4;

@@ -5,13 +5,15 @@
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
 //                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
 //                [--servers S [--server-program PATH] [--server-arg ARG]... [--server-host H]
-//                 [--server-ready-timeout TIME]]
+//                 [--server-ready-timeout TIME] [--tls-cert FILE --tls-key FILE]]
 //                PROGRAM [ARGS...]
 //
 // Everything from PROGRAM on is passed to the program untouched. With --servers, S servers
 // (default program: gradwire-ps-server beside gradwire-run, else on PATH) start first, each with
-// the --server-arg values and "--listen H:PORT"; once all accept connections the workers start
-// with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN; the servers are stopped when the workers are done.
+// the --server-arg values (then --tls-cert/--tls-key when given) and "--listen H:PORT"; once all
+// accept connections the workers start with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (and
+// GRADWIRE_TLS_ROOTS); the servers are stopped when the workers are done. With --max-restarts,
+// a server that exits while the workers run is started again on its address, then the workers.
 // Exit status: 0 when every worker succeeded; the first failed worker's exit code (128+signal
 // when killed by a signal), or a failed server's; 128+signal when gradwire-run itself was
 // interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
@@ -73,7 +75,8 @@ void add_options(CLI::App& app, CommandLine& line) {
                "defaults to the block size, GRADWIRE_BOUND_CPUS lists the worker's CPUs. Default: "
                "off, workers may run on every CPU (as with torchrun)");
   app.add_option("--max-restarts,--max_restarts", options.max_restarts,
-                 "Start the workers again after a worker fails, up to this many times (new "
+                 "Start the workers again after a worker fails, or a server exits while they "
+                 "run (that server first, on the same address), up to this many times (new "
                  "rendezvous, same job token; never after a signal to gradwire-run)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -96,6 +99,10 @@ void add_options(CLI::App& app, CommandLine& line) {
   app.add_option("--server-ready-timeout", line.server_ready_timeout,
                  "How long each server may take to accept connections (e.g. 30, 30s, 1m)")
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls_cert_file,
+                 "PEM certificate the servers serve TLS with (with --tls-key); the workers get it "
+                 "as GRADWIRE_TLS_ROOTS, the root their client trusts");
+  app.add_option("--tls-key", options.tls_key_file, "PEM private key of --tls-cert");
   app.footer(
       "PROGRAM and everything after it are passed to the workers untouched; use -- before "
       "PROGRAM if its name starts with '-'. See docs/launcher.md for the worker environment.");

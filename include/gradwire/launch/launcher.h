@@ -14,8 +14,11 @@
 // With `max_restarts` K > 0, a failed worker makes the launcher stop the other workers and start
 // the whole group again, up to K times (torchrun's --max-restarts): a new rendezvous (a new free
 // MASTER_PORT when the port was picked, the same one when given), the same job token and run id,
-// TORCHELASTIC_RESTART_COUNT = the attempt's index. Servers keep running across restarts. A
-// signal received by the launcher, or a failed server, never restarts anything.
+// TORCHELASTIC_RESTART_COUNT = the attempt's index. A server that exits while the workers run
+// uses the same budget: the workers are stopped, that server is started again on the same
+// address and waited for, then the group is started again. The other servers keep running. A
+// signal received by the launcher, or a server that exits while the workers are being stopped
+// (or once the budget is spent), never restarts anything.
 //
 // Thread safety: run_workers() may be called from any thread, but only one call per process at a
 // time installs signal forwarding (forward_signals). See docs/launcher.md.
@@ -87,9 +90,17 @@ struct LaunchOptions {
   std::string server_host = "127.0.0.1";
   // How long each server may take to accept connections before the launch fails.
   std::chrono::milliseconds server_ready_timeout{30000};
+  // TLS for the servers: both or neither, only with servers, readable files. Every server gets
+  // "--tls-cert CERT --tls-key KEY" after server_command's arguments (before --listen); every
+  // worker gets GRADWIRE_TLS_ROOTS = tls_cert_file (the certificate its client trusts as root: a
+  // self-signed one works). Paths are passed as given. Empty: the servers speak plain text (and
+  // workers of a launch with servers get no GRADWIRE_TLS_ROOTS, not even an inherited one).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 
-  // How often the worker group is started again after a worker fails (torchrun's
-  // --max-restarts). 0: never; the first failure ends the launch.
+  // How often the worker group is started again after a worker fails or a server exits while
+  // the workers run (torchrun's --max-restarts; such a server is started again first, on the
+  // same address). 0: never; the first failure ends the launch.
   int max_restarts = 0;
 };
 
@@ -118,11 +129,16 @@ struct ServerExit {
   bool failed() const { return !stopped_by_launcher; }
 };
 
-// A worker group that failed and was started again (LaunchOptions::max_restarts).
+// A worker group that failed and was started again (LaunchOptions::max_restarts), because a
+// worker failed or a server exited while the workers ran.
 struct RestartedAttempt {
-  int master_port = 0;               // the attempt's rendezvous port
-  std::vector<WorkerExit> workers;   // ordered by local rank
-  int first_failed_local_rank = -1;  // the worker whose failure ended the attempt
+  int master_port = 0;              // the attempt's rendezvous port
+  std::vector<WorkerExit> workers;  // ordered by local rank
+  // The worker whose failure ended the attempt; -1 when a server's exit did.
+  int first_failed_local_rank = -1;
+  // The server whose exit ended the attempt (its process before the restart; a new one was
+  // started on the same address); nullopt when a worker's failure did.
+  std::optional<ServerExit> failed_server;
 };
 
 struct LaunchResult {
@@ -166,7 +182,8 @@ class ProgramNotExecutable : public Error {
 
 // Starts the servers (if any) and the workers and blocks until all have exited. Throws
 // gradwire::InvalidArgument for bad options (empty command, nproc < 1, node_rank out of range,
-// port 0 with nnodes > 1, servers with nnodes > 1), ProgramNotExecutable when the program (or
+// port 0 with nnodes > 1, servers with nnodes > 1, TLS files given alone, without servers or
+// unreadable), ProgramNotExecutable when the program (or
 // the server program) cannot be executed, gradwire::PeerLostError when a server exits before it
 // accepts connections, gradwire::TimeoutError when one does not within server_ready_timeout
 // (both name the server and its address; the workers are then never started), and
@@ -174,7 +191,8 @@ class ProgramNotExecutable : public Error {
 // ignored by this process...). Processes already started when an exception is thrown are
 // stopped and reaped first. A signal received while the servers start ends the launch normally
 // (LaunchResult::received_signal, no workers). With max_restarts, each restart is announced on
-// stderr_fd ("gradwire-run: ... restarting the workers (restart 1 of K)").
+// stderr_fd ("gradwire-run: ... restarting the workers (restart 1 of K)"); a restarted server
+// that exits or times out before accepting connections throws as at the start.
 //
 // Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
 // is left in its group is killed. They receive SIGKILL if the thread that called run_workers
