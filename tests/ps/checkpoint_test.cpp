@@ -1,5 +1,6 @@
 // Checkpoint files: round trip, every flipped byte caught by the CRC, truncation named, layout
-// problems named with their byte offset, atomic writes, listing.
+// problems named with their byte offset, the header length bounded and the header's bytes checked
+// before they are parsed, atomic writes, listing.
 #include "ps/core/checkpoint.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +16,7 @@
 #include <iterator>
 #include <string>
 
+#include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::ps {
@@ -22,6 +24,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 std::string read_bytes(const std::string& path) {
@@ -145,16 +148,27 @@ TEST_F(CheckpointTest, EveryFlippedByteFailsTheCrcCheck) {
   }
 }
 
+// A file cut before the end of its header is named truncated. One cut later is a CRC mismatch:
+// only the header, which cannot be trusted before the CRC matched, says how long the file should
+// be (Note [header before CRC] in checkpoint.cpp).
 TEST_F(CheckpointTest, TruncationIsNamed) {
   const std::string good = path("good.gwps");
   write_checkpoint(good, trained_shard()->snapshot());
   const std::string bytes = read_bytes(good);
+  const size_t header_end = 20 + get_le<uint64_t>(bytes, 12);
+  ASSERT_LT(bytes.size() / 2, header_end);
   const std::string cut = path("cut.gwps");
-  for (size_t size : {size_t{0}, size_t{7}, size_t{23}, size_t{30}, bytes.size() / 2,
-                      bytes.size() - 4, bytes.size() - 1}) {
+  for (size_t size :
+       {size_t{0}, size_t{7}, size_t{23}, size_t{30}, bytes.size() / 2, header_end + 3}) {
     write_bytes(cut, bytes.substr(0, size));
     const std::string message = read_error(cut);
     EXPECT_THAT(message, HasSubstr("'" + cut + "' is truncated")) << size << " bytes";
+  }
+  for (size_t size : {header_end + 4, bytes.size() - 4, bytes.size() - 1}) {
+    write_bytes(cut, bytes.substr(0, size));
+    const std::string message = read_error(cut);
+    EXPECT_THAT(message, HasSubstr("'" + cut + "' is corrupt: CRC-32 mismatch")) << size;
+    EXPECT_THAT(message, HasSubstr("a file cut short fails this check too")) << size;
   }
 }
 
@@ -188,6 +202,62 @@ TEST_F(CheckpointTest, LayoutProblemsNameTheByteOffset) {
   write_bytes(other, "this is not a checkpoint, just some text");
   EXPECT_THAT(read_error(other), HasSubstr("bad magic"));
   EXPECT_THAT(read_error(path("missing.gwps")), HasSubstr("cannot open checkpoint"));
+}
+
+// The header length is bounded by the file's size and by kMaxHeaderBytes (1 MiB) before a byte
+// of the header is allocated or read.
+TEST_F(CheckpointTest, AHeaderLengthBeyondTheLimitIsRefusedAtItsOffset) {
+  const auto file_declaring = [](uint64_t header_length, size_t header_bytes) {
+    std::string bytes("GWPSCKPT", 8);
+    put_le<uint32_t>(bytes, 1);
+    put_le<uint64_t>(bytes, header_length);
+    bytes.append(header_bytes, ' ');
+    bytes.append("CRC!");
+    return bytes;
+  };
+  const std::string other = path("other.gwps");
+  // 4 MiB of header, all there: the file's size allows it, the limit does not.
+  write_bytes(other, with_fixed_crc(file_declaring(4 << 20, 4 << 20)));
+  std::string message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other +
+                                 "' is invalid at byte 12: the header length "
+                                 "4194304 is above the limit of 1048576 bytes"));
+  // The same, damaged: still refused at byte 12, as corrupt.
+  write_bytes(other, file_declaring(4 << 20, 4 << 20));
+  message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, HasSubstr("at byte 12: the header length 4194304 is above the limit"));
+  // A length field of 2^63 in a small file: the file cannot hold it.
+  write_bytes(other, file_declaring(uint64_t{1} << 63, 100));
+  message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other + "' is truncated"));
+  EXPECT_THAT(message, HasSubstr("at byte 12: the header length 9223372036854775808"));
+}
+
+// Note [header before CRC]: the header's bytes are CRC-checked before they are parsed, so a
+// damaged header is reported as damage, never as what a parse of the damaged bytes found.
+TEST_F(CheckpointTest, ADamagedHeaderIsNotParsed) {
+  const std::string good = path("good.gwps");
+  write_checkpoint(good, trained_shard()->snapshot());
+  const std::string bytes = read_bytes(good);
+  const std::string bad = path("bad.gwps");
+  // Not JSON any more.
+  std::string broken = bytes;
+  ASSERT_EQ(broken[20], '{');
+  broken[20] = 'X';
+  write_bytes(bad, broken);
+  std::string message = read_error(bad);
+  EXPECT_THAT(message, HasSubstr("'" + bad + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, Not(HasSubstr("JSON")));
+  // Still JSON, declaring a tensor larger than the file.
+  std::string larger = bytes;
+  const size_t shape_at = larger.find("\"shape\":[3,3]");
+  ASSERT_NE(shape_at, std::string::npos);
+  larger.replace(shape_at, 13, "\"shape\":[9,9]");
+  write_bytes(bad, larger);
+  message = read_error(bad);
+  EXPECT_THAT(message, HasSubstr("'" + bad + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, Not(HasSubstr("tensors[0].shape")));
 }
 
 TEST_F(CheckpointTest, FailedWriteLeavesTheExistingFileIntact) {
