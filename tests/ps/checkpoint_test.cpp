@@ -1,6 +1,6 @@
 // Checkpoint files: round trip, every flipped byte caught by the CRC, truncation named, layout
 // problems named with their byte offset, the header length bounded and the header's bytes checked
-// before they are parsed, atomic writes, listing.
+// before they are parsed, atomic writes, the temporary files of crashed writers, listing.
 #include "ps/core/checkpoint.h"
 
 #include <gmock/gmock.h>
@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <chrono>
@@ -18,6 +20,8 @@
 
 #include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
+#include "gradwire/common/process.h"
 
 namespace gradwire::ps {
 namespace {
@@ -292,6 +296,64 @@ TEST_F(CheckpointTest, FailedWriteLeavesTheExistingFileIntact) {
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("'" + nowhere + "'"));
   }
+}
+
+// A writer killed halfway (by SIGXFSZ at a small file-size limit, as a crash would) leaves its
+// temporary file behind, named for this host and its pid; once the writer is gone,
+// remove_stale_checkpoint_temps removes it. A live writer's file, another host's, an older
+// gradwire's (no writer in the name) and other programs' files stay.
+TEST_F(CheckpointTest, TemporaryFilesOfDeadWritersAreRemovedAndLiveOnesKept) {
+  const std::string file = path("emb.shard1of2.gwps");
+  write_checkpoint(file, trained_shard()->snapshot());
+  const std::string before = read_bytes(file);
+  const ShardSnapshot big = trained_shard(2000, 8)->snapshot();
+  const pid_t writer = ::fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    const rlimit no_core{0, 0};
+    const rlimit small{4096, 4096};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    ::signal(SIGXFSZ, SIG_DFL);
+    try {
+      write_checkpoint(file, big);
+    } catch (...) {
+    }
+    ::_exit(3);  // not reached: SIGXFSZ ends the writer
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << "status " << status;
+
+  std::string crashed;
+  for (const std::string& name : files()) {
+    if (name != "emb.shard1of2.gwps") crashed = name;
+  }
+  ASSERT_EQ(files().size(), 2u) << "the crashed writer left no temporary file";
+  const std::optional<TempFileWriter> named = temp_file_writer_here(crashed);
+  ASSERT_TRUE(named.has_value()) << crashed;
+  EXPECT_EQ(named->target, "emb.shard1of2.gwps");
+  EXPECT_EQ(named->pid, writer);
+
+  AtomicFileWriter live(path("user.shard0of1.gwps"), "checkpoint");  // this process: alive
+  live.write("half of a checkpoint");
+  const std::string dead = std::to_string(writer);
+  const std::string kept[] = {
+      ".emb.shard0of2.gwps.tmp-elsewhere.example-" + dead + "-Ab12Cd",  // another host's
+      ".emb.shard0of2.gwps.tmp-Ab12Cd",                                 // an older gradwire's
+      ".notes.txt" + crashed.substr(crashed.find(".tmp-")),             // not a checkpoint's
+  };
+  for (const std::string& name : kept) write_bytes(path(name), "x");
+  const size_t files_before = files().size();
+
+  EXPECT_THAT(remove_stale_checkpoint_temps(dir_), ElementsAre(path(crashed)));
+  EXPECT_EQ(files().size(), files_before - 1);
+  for (const std::string& name : kept) EXPECT_TRUE(fs::exists(path(name))) << name;
+  EXPECT_EQ(read_bytes(file), before);
+  EXPECT_TRUE(remove_stale_checkpoint_temps(dir_).empty());  // the live writer's stays
+  live.commit();
+  EXPECT_EQ(read_bytes(path("user.shard0of1.gwps")), "half of a checkpoint");
+  EXPECT_TRUE(remove_stale_checkpoint_temps(path("absent")).empty());
 }
 
 TEST_F(CheckpointTest, ListsCheckpointFilesSorted) {

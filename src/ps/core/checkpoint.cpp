@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
+#include "gradwire/common/process.h"
 #include "ps/core/checkpoint_header.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -391,6 +393,36 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   }
   std::sort(paths.begin(), paths.end());
   return paths;
+}
+
+std::vector<std::string> remove_stale_checkpoint_temps(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::exists(dir, error) && !error) return {};
+  std::vector<std::string> stale;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::optional<TempFileWriter> writer =
+        temp_file_writer_here(it->path().filename().string());
+    if (writer && fs::path(writer->target).extension() == ".gwps" && process_gone(writer->pid)) {
+      stale.push_back(it->path().string());
+    }
+  }
+  if (error) {
+    throw Error("gradwire: cannot look for stale checkpoint files in '" + dir +
+                "': " + error.message());
+  }
+  std::sort(stale.begin(), stale.end());
+  std::vector<std::string> removed;
+  for (const std::string& path : stale) {
+    if (::unlink(path.c_str()) == 0) {
+      removed.push_back(path);
+    } else if (errno != ENOENT) {
+      throw Error("gradwire: cannot remove the stale temporary checkpoint file '" + path +
+                  "' (its writer is gone): " + errno_text(errno) +
+                  ". Check the directory's permissions, or remove the file by hand.");
+    }
+  }
+  return removed;
 }
 
 }  // namespace gradwire::ps
