@@ -4,6 +4,7 @@
 // server.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -36,6 +37,7 @@ class ServerProcessTest : public ::testing::Test {
     ::unsetenv("GRADWIRE_TOKEN");
     ::unsetenv("GRADWIRE_JOB_TOKEN");
     std::ofstream(dir_.file("token")) << testing::kToken << "\n";
+    ::chmod(dir_.file("token").c_str(), 0600);  // a token file others can read is refused
   }
 
   // Starts the server with `args` after the defaults; returns its address once it printed the
@@ -138,6 +140,7 @@ TEST_F(ServerProcessTest, WrongTokenIsRejectedAndMissingTokenIsAUsageError) {
 TEST(ServerToken, ComesFromTheOptionTheTokenFileOrTheEnvironment) {
   TempDir dir;
   std::ofstream(dir.file("token")) << "from-file\n";
+  ::chmod(dir.file("token").c_str(), 0600);
   ServerOptions options = testing::test_server_options();
   options.token.clear();
   options.token_file = dir.file("token");
