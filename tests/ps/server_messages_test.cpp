@@ -1,5 +1,5 @@
-// The server's pure parts: table configs to and from messages, config differences, shard sizes,
-// listen addresses and whether they are loopback, how long a Step call waits and how it names
+// The server's pure parts: table configs to and from messages, config differences, listen
+// addresses and whether they are loopback, how long a Step call waits and how it names
 // missing trainers.
 #include <gtest/gtest.h>
 
@@ -81,19 +81,6 @@ TEST(ServiceMessages, DifferencesAreListed) {
             "table 'emb' exists with as server 0 of 2, asked server 1 of 2");
   EXPECT_EQ(describe_conflict(a, 0, 1, testing::table_config("emb", 300, 32), 0, 1),
             "table 'emb' exists with 300 x 64, asked 300 x 32");
-}
-
-TEST(ServiceMessages, ShardBytesCountWeightsAndOptimizerState) {
-  TableConfig config = testing::table_config("emb", 10, 4);
-  EXPECT_EQ(shard_bytes(config, 0, 1), 10 * 4 * 4);
-  EXPECT_EQ(shard_bytes(config, 1, 3), 3 * 4 * 4);  // ids 1, 4, 7
-  config.optimizer.momentum = 0.9;
-  EXPECT_EQ(shard_bytes(config, 0, 1), 2 * 10 * 4 * 4);
-  config.optimizer.kind = OptimizerKind::kAdam;
-  EXPECT_EQ(shard_bytes(config, 0, 1), 3 * 10 * 4 * 4);
-  config.num_rows = int64_t{1} << 40;
-  config.dim = int64_t{1} << 40;
-  EXPECT_EQ(shard_bytes(config, 0, 1), std::numeric_limits<int64_t>::max());
 }
 
 TEST(ServerListen, ParsesHostAndPort) {
