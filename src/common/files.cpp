@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -19,11 +20,29 @@ std::string directory_of(const std::string& path) {
   return target.has_parent_path() ? target.parent_path().string() : std::string(".");
 }
 
-// A temporary file beside `path`: ".NAME.tmp-XXXXXX" in its directory. Returns the descriptor
-// (-1 with errno set on failure) and fills `temp` with its name.
+constexpr std::string_view kTempMarker = ".tmp-";
+constexpr size_t kRandomChars = 6;  // mkostemp's XXXXXX
+
+// This host's name as temporary file names carry it: at most 64 characters of [A-Za-z0-9._-]
+// (others become '_'), "localhost" when the name cannot be read.
+std::string host_for_file_names() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  std::string host(name, ::strnlen(name, 64));
+  for (char& c : host) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    if (!plain) c = '_';
+  }
+  return host;
+}
+
+// A temporary file beside `path`: ".NAME.tmp-HOST-PID-XXXXXX" in its directory. Returns the
+// descriptor (-1 with errno set on failure) and fills `temp` with its name.
 int make_temp_beside(const std::string& path, std::string& temp) {
-  temp =
-      directory_of(path) + "/." + std::filesystem::path(path).filename().string() + ".tmp-XXXXXX";
+  temp = directory_of(path) + "/." + std::filesystem::path(path).filename().string() +
+         std::string(kTempMarker) + host_for_file_names() + "-" + std::to_string(::getpid()) +
+         "-XXXXXX";
   return ::mkostemp(temp.data(), O_CLOEXEC);
 }
 
@@ -93,6 +112,27 @@ void AtomicFileWriter::commit() {
   if (!dir.valid() || ::fsync(dir.get()) != 0) {
     fail("fsync of the directory '" + dir_ + "' after the rename", errno);
   }
+}
+
+std::optional<TempFileWriter> temp_file_writer_here(std::string_view name) {
+  // "." NAME ".tmp-" HOST "-" PID "-" XXXXXX, read from the end: HOST may hold '-' and NAME
+  // '.tmp-'.
+  const std::string host_part = std::string(kTempMarker) + host_for_file_names() + "-";
+  if (name.size() < 1 + host_part.size() + 3 + kRandomChars || name.front() != '.') {
+    return std::nullopt;
+  }
+  const size_t random_at = name.size() - kRandomChars;
+  if (name[random_at - 1] != '-') return std::nullopt;
+  size_t pid_at = random_at - 1;
+  while (pid_at > 0 && name[pid_at - 1] >= '0' && name[pid_at - 1] <= '9') --pid_at;
+  const std::string_view pid = name.substr(pid_at, random_at - 1 - pid_at);
+  if (pid.empty() || pid.size() > 18 || pid_at < 1 + host_part.size() + 1) return std::nullopt;
+  const size_t host_at = pid_at - host_part.size();
+  if (name.substr(host_at, host_part.size()) != host_part) return std::nullopt;
+  TempFileWriter writer;
+  writer.target = std::string(name.substr(1, host_at - 1));
+  writer.pid = std::stoll(std::string(pid));
+  return writer;
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes,

@@ -1,9 +1,14 @@
 #include "rpc/auth.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 
 namespace gradwire::rpc {
 namespace {
@@ -12,16 +17,39 @@ constexpr char kSources[] =
     "an explicit token, a token file (--token-file / token_file), GRADWIRE_TOKEN or "
     "GRADWIRE_JOB_TOKEN";
 
+[[noreturn]] void unreadable(const std::string& path, const std::string& why) {
+  throw ConfigError("gradwire: cannot read the token file '" + path + "': " + why +
+                    ". Check the path and its permissions, or pass the token through "
+                    "GRADWIRE_TOKEN.");
+}
+
+// Like ssh with a private key: a token others may read is no secret, and one others may write
+// lets them choose it.
+void check_private(const std::string& path, mode_t mode) {
+  if ((mode & 077) == 0) return;
+  char octal[8];
+  std::snprintf(octal, sizeof(octal), "%04o", static_cast<unsigned>(mode & 07777));
+  throw ConfigError("gradwire: the token file '" + path + "' has mode " + octal +
+                    ": group or others can read or write it, so the token is not the job's "
+                    "secret. Make it the owner's alone with: chmod 600 " +
+                    path);
+}
+
 std::string read_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError("gradwire: cannot read the token file '" + path +
-                      "'. Check the path and its permissions, or pass the token through "
-                      "GRADWIRE_TOKEN.");
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) unreadable(path, errno_text(errno));
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) unreadable(path, errno_text(errno));
+  check_private(path, info.st_mode);
+  std::string token;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) unreadable(path, errno_text(errno));
+    if (got == 0) break;
+    token.append(buffer, static_cast<size_t>(got));
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string token = content.str();
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
                             token.back() == '\t')) {
     token.pop_back();

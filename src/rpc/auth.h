@@ -21,8 +21,9 @@ inline constexpr char kBearerPrefix[] = "Bearer ";
 
 // The token, from the first source that is set: `explicit_token`, the file `token_file` (its
 // content without trailing whitespace), GRADWIRE_TOKEN, GRADWIRE_JOB_TOKEN. ConfigError naming
-// all four sources when none gives a non-empty token, or naming the file when it cannot be read
-// or is empty.
+// all four sources when none gives a non-empty token, or naming the file when it cannot be read,
+// is empty, or group or others may read or write it (mode & 077; the message gives the mode in
+// octal and the fix, chmod 600 FILE, as ssh does for private keys).
 std::string load_token(const std::string& explicit_token, const std::string& token_file,
                        const EnvMap& env);
 

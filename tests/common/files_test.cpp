@@ -1,5 +1,5 @@
-// The common file helpers: full writes, atomic replacement, output preparation; process liveness
-// and byte order.
+// The common file helpers: full writes, atomic replacement and its temporary files' names, output
+// preparation; process liveness and byte order.
 #include "gradwire/common/files.h"
 
 #include <gmock/gmock.h>
@@ -65,6 +65,26 @@ TEST_F(FilesTest, AWriterDestroyedBeforeCommitKeepsTheOldFileAndRemovesItsTempor
   }
   EXPECT_EQ(read(path), "old");
   EXPECT_EQ(entries(), 1u);
+}
+
+// A temporary file names its writer: this host and the writer's pid, read back by
+// temp_file_writer_here, so a crashed writer's leftover can be told from a live writer's.
+TEST_F(FilesTest, ATemporaryFileNamesItsWriter) {
+  const std::string path = (dir_ / "emb.tmp-7.gwps").string();
+  AtomicFileWriter writer(path, "checkpoint");
+  const std::string temp = fs::directory_iterator(dir_)->path().filename().string();
+  const std::optional<TempFileWriter> named = temp_file_writer_here(temp);
+  ASSERT_TRUE(named.has_value()) << temp;
+  EXPECT_EQ(named->target, "emb.tmp-7.gwps");
+  EXPECT_EQ(named->pid, ::getpid());
+  EXPECT_THAT(temp, HasSubstr("-" + std::to_string(::getpid()) + "-"));
+  const std::string marker = temp.substr(0, temp.rfind('-', temp.size() - 8) + 1);  // up to PID
+  for (const std::string& other :
+       {std::string("emb.gwps"), std::string(".emb.gwps.tmp-Ab12Cd"),
+        ".emb.gwps.tmp-elsewhere-" + std::to_string(::getpid()) + "-Ab12Cd", temp.substr(1),
+        marker + "x1-Ab12Cd", marker + "-Ab12Cd", marker + "12-Ab12C", temp + "x"}) {
+    EXPECT_FALSE(temp_file_writer_here(other).has_value()) << other;
+  }
 }
 
 TEST_F(FilesTest, AWriteIntoAMissingDirectoryNamesWhatAndWhere) {

@@ -1,5 +1,6 @@
 // Checkpoint files: round trip, every flipped byte caught by the CRC, truncation named, layout
-// problems named with their byte offset, atomic writes, listing.
+// problems named with their byte offset, the header length bounded and the header's bytes checked
+// before they are parsed, atomic writes, the temporary files of crashed writers, listing.
 #include "ps/core/checkpoint.h"
 
 #include <gmock/gmock.h>
@@ -7,6 +8,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <chrono>
@@ -15,13 +18,17 @@
 #include <iterator>
 #include <string>
 
+#include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
+#include "gradwire/common/process.h"
 
 namespace gradwire::ps {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 std::string read_bytes(const std::string& path) {
@@ -145,16 +152,27 @@ TEST_F(CheckpointTest, EveryFlippedByteFailsTheCrcCheck) {
   }
 }
 
+// A file cut before the end of its header is named truncated. One cut later is a CRC mismatch:
+// only the header, which cannot be trusted before the CRC matched, says how long the file should
+// be (Note [header before CRC] in checkpoint.cpp).
 TEST_F(CheckpointTest, TruncationIsNamed) {
   const std::string good = path("good.gwps");
   write_checkpoint(good, trained_shard()->snapshot());
   const std::string bytes = read_bytes(good);
+  const size_t header_end = 20 + get_le<uint64_t>(bytes, 12);
+  ASSERT_LT(bytes.size() / 2, header_end);
   const std::string cut = path("cut.gwps");
-  for (size_t size : {size_t{0}, size_t{7}, size_t{23}, size_t{30}, bytes.size() / 2,
-                      bytes.size() - 4, bytes.size() - 1}) {
+  for (size_t size :
+       {size_t{0}, size_t{7}, size_t{23}, size_t{30}, bytes.size() / 2, header_end + 3}) {
     write_bytes(cut, bytes.substr(0, size));
     const std::string message = read_error(cut);
     EXPECT_THAT(message, HasSubstr("'" + cut + "' is truncated")) << size << " bytes";
+  }
+  for (size_t size : {header_end + 4, bytes.size() - 4, bytes.size() - 1}) {
+    write_bytes(cut, bytes.substr(0, size));
+    const std::string message = read_error(cut);
+    EXPECT_THAT(message, HasSubstr("'" + cut + "' is corrupt: CRC-32 mismatch")) << size;
+    EXPECT_THAT(message, HasSubstr("a file cut short fails this check too")) << size;
   }
 }
 
@@ -190,6 +208,62 @@ TEST_F(CheckpointTest, LayoutProblemsNameTheByteOffset) {
   EXPECT_THAT(read_error(path("missing.gwps")), HasSubstr("cannot open checkpoint"));
 }
 
+// The header length is bounded by the file's size and by kMaxHeaderBytes (1 MiB) before a byte
+// of the header is allocated or read.
+TEST_F(CheckpointTest, AHeaderLengthBeyondTheLimitIsRefusedAtItsOffset) {
+  const auto file_declaring = [](uint64_t header_length, size_t header_bytes) {
+    std::string bytes("GWPSCKPT", 8);
+    put_le<uint32_t>(bytes, 1);
+    put_le<uint64_t>(bytes, header_length);
+    bytes.append(header_bytes, ' ');
+    bytes.append("CRC!");
+    return bytes;
+  };
+  const std::string other = path("other.gwps");
+  // 4 MiB of header, all there: the file's size allows it, the limit does not.
+  write_bytes(other, with_fixed_crc(file_declaring(4 << 20, 4 << 20)));
+  std::string message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other +
+                                 "' is invalid at byte 12: the header length "
+                                 "4194304 is above the limit of 1048576 bytes"));
+  // The same, damaged: still refused at byte 12, as corrupt.
+  write_bytes(other, file_declaring(4 << 20, 4 << 20));
+  message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, HasSubstr("at byte 12: the header length 4194304 is above the limit"));
+  // A length field of 2^63 in a small file: the file cannot hold it.
+  write_bytes(other, file_declaring(uint64_t{1} << 63, 100));
+  message = read_error(other);
+  EXPECT_THAT(message, HasSubstr("'" + other + "' is truncated"));
+  EXPECT_THAT(message, HasSubstr("at byte 12: the header length 9223372036854775808"));
+}
+
+// Note [header before CRC]: the header's bytes are CRC-checked before they are parsed, so a
+// damaged header is reported as damage, never as what a parse of the damaged bytes found.
+TEST_F(CheckpointTest, ADamagedHeaderIsNotParsed) {
+  const std::string good = path("good.gwps");
+  write_checkpoint(good, trained_shard()->snapshot());
+  const std::string bytes = read_bytes(good);
+  const std::string bad = path("bad.gwps");
+  // Not JSON any more.
+  std::string broken = bytes;
+  ASSERT_EQ(broken[20], '{');
+  broken[20] = 'X';
+  write_bytes(bad, broken);
+  std::string message = read_error(bad);
+  EXPECT_THAT(message, HasSubstr("'" + bad + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, Not(HasSubstr("JSON")));
+  // Still JSON, declaring a tensor larger than the file.
+  std::string larger = bytes;
+  const size_t shape_at = larger.find("\"shape\":[3,3]");
+  ASSERT_NE(shape_at, std::string::npos);
+  larger.replace(shape_at, 13, "\"shape\":[9,9]");
+  write_bytes(bad, larger);
+  message = read_error(bad);
+  EXPECT_THAT(message, HasSubstr("'" + bad + "' is corrupt: CRC-32 mismatch"));
+  EXPECT_THAT(message, Not(HasSubstr("tensors[0].shape")));
+}
+
 TEST_F(CheckpointTest, FailedWriteLeavesTheExistingFileIntact) {
   const std::string file = path("emb.shard1of2.gwps");
   write_checkpoint(file, trained_shard()->snapshot());
@@ -222,6 +296,64 @@ TEST_F(CheckpointTest, FailedWriteLeavesTheExistingFileIntact) {
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("'" + nowhere + "'"));
   }
+}
+
+// A writer killed halfway (by SIGXFSZ at a small file-size limit, as a crash would) leaves its
+// temporary file behind, named for this host and its pid; once the writer is gone,
+// remove_stale_checkpoint_temps removes it. A live writer's file, another host's, an older
+// gradwire's (no writer in the name) and other programs' files stay.
+TEST_F(CheckpointTest, TemporaryFilesOfDeadWritersAreRemovedAndLiveOnesKept) {
+  const std::string file = path("emb.shard1of2.gwps");
+  write_checkpoint(file, trained_shard()->snapshot());
+  const std::string before = read_bytes(file);
+  const ShardSnapshot big = trained_shard(2000, 8)->snapshot();
+  const pid_t writer = ::fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    const rlimit no_core{0, 0};
+    const rlimit small{4096, 4096};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    ::signal(SIGXFSZ, SIG_DFL);
+    try {
+      write_checkpoint(file, big);
+    } catch (...) {
+    }
+    ::_exit(3);  // not reached: SIGXFSZ ends the writer
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << "status " << status;
+
+  std::string crashed;
+  for (const std::string& name : files()) {
+    if (name != "emb.shard1of2.gwps") crashed = name;
+  }
+  ASSERT_EQ(files().size(), 2u) << "the crashed writer left no temporary file";
+  const std::optional<TempFileWriter> named = temp_file_writer_here(crashed);
+  ASSERT_TRUE(named.has_value()) << crashed;
+  EXPECT_EQ(named->target, "emb.shard1of2.gwps");
+  EXPECT_EQ(named->pid, writer);
+
+  AtomicFileWriter live(path("user.shard0of1.gwps"), "checkpoint");  // this process: alive
+  live.write("half of a checkpoint");
+  const std::string dead = std::to_string(writer);
+  const std::string kept[] = {
+      ".emb.shard0of2.gwps.tmp-elsewhere.example-" + dead + "-Ab12Cd",  // another host's
+      ".emb.shard0of2.gwps.tmp-Ab12Cd",                                 // an older gradwire's
+      ".notes.txt" + crashed.substr(crashed.find(".tmp-")),             // not a checkpoint's
+  };
+  for (const std::string& name : kept) write_bytes(path(name), "x");
+  const size_t files_before = files().size();
+
+  EXPECT_THAT(remove_stale_checkpoint_temps(dir_), ElementsAre(path(crashed)));
+  EXPECT_EQ(files().size(), files_before - 1);
+  for (const std::string& name : kept) EXPECT_TRUE(fs::exists(path(name))) << name;
+  EXPECT_EQ(read_bytes(file), before);
+  EXPECT_TRUE(remove_stale_checkpoint_temps(dir_).empty());  // the live writer's stays
+  live.commit();
+  EXPECT_EQ(read_bytes(path("user.shard0of1.gwps")), "half of a checkpoint");
+  EXPECT_TRUE(remove_stale_checkpoint_temps(path("absent")).empty());
 }
 
 TEST_F(CheckpointTest, ListsCheckpointFilesSorted) {

@@ -1,15 +1,20 @@
 // The client's defaults from an injected environment: the trainer's rank and count come from the
 // one launcher detector (gradwire/common/launcher_env.h), so mpirun and srun trainers are not all
-// rank 0 of 1. Connecting is lazy, so no server needs to run.
+// rank 0 of 1; the TLS roots from GRADWIRE_TLS_ROOTS. Connecting is lazy, so no server needs to
+// run, except for the one TLS server a client configured by GRADWIRE_TLS_ROOTS alone talks to.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "../rpc/test_certificates.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/client.h"
+#include "gradwire/ps/server.h"
 
 namespace gradwire::ps {
 namespace {
@@ -121,6 +126,51 @@ TEST(PsClientEnv, ResolveFillsEveryUnsetFieldFromTheEnvironmentAndKeepsTheSetOne
   EXPECT_EQ(kept.world_size, 3);
   EXPECT_EQ(kept.step_timeout, std::chrono::milliseconds(10));
   EXPECT_EQ(resolve(server_and_token(), EnvMap{}).step_timeout, std::chrono::milliseconds(300000));
+}
+
+TEST(PsClientEnv, TlsRootsComeFromGradwireTlsRootsUnlessSet) {
+  const EnvMap env({{"GRADWIRE_TLS_ROOTS", "/etc/gradwire/roots.pem"}});
+  EXPECT_EQ(resolve(server_and_token(), env).tls_root_cert_file, "/etc/gradwire/roots.pem");
+  ClientOptions set = server_and_token();
+  set.tls_root_cert_file = "/home/me/roots.pem";
+  EXPECT_EQ(resolve(set, env).tls_root_cert_file, "/home/me/roots.pem");
+  EXPECT_EQ(resolve(server_and_token(), EnvMap{}).tls_root_cert_file, "");
+  EXPECT_EQ(resolve(server_and_token(), EnvMap({{"GRADWIRE_TLS_ROOTS", ""}})).tls_root_cert_file,
+            "");
+}
+
+// End to end: a TLS server, and a client that knows its roots only from GRADWIRE_TLS_ROOTS.
+TEST(PsClientEnv, AClientTrustingGradwireTlsRootsLooksUpRowsOfATlsServer) {
+  std::string dir = (std::filesystem::temp_directory_path() / "gwps-tls-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() { std::filesystem::remove_all(path); }
+  } remove_dir{dir};
+  const auto certificate = rpc::testing::make_self_signed_certificate(dir);
+  if (!certificate) GTEST_SKIP() << "openssl is not installed";
+  ServerOptions server_options;
+  server_options.token = "tls-test-token";
+  server_options.tls_cert_file = certificate->cert_file;
+  server_options.tls_key_file = certificate->key_file;
+  const auto server = start_server(server_options, EnvMap{});
+
+  ClientOptions options;
+  options.servers = {server->address()};
+  options.token = "tls-test-token";
+  options.call_deadline = std::chrono::milliseconds(5000);
+  options.max_retries = 0;
+  TableConfig config;
+  config.name = "emb";
+  config.num_rows = 4;
+  config.dim = 3;
+  const auto client = connect(options, EnvMap({{"GRADWIRE_TLS_ROOTS", certificate->cert_file}}));
+  client->create_table(config);
+  const at::Tensor rows = client->lookup("emb", at::arange(4, at::kLong));
+  EXPECT_EQ(rows.sizes(), (std::vector<int64_t>{4, 3}));
+
+  // Without the roots the same client speaks plaintext, which the TLS server does not answer.
+  EXPECT_THROW(connect(options, EnvMap{})->create_table(config), Error);
 }
 
 }  // namespace

@@ -12,9 +12,12 @@ gradwire_add_test(ps_client_test
   LABELS ps)
 
 # The client's defaults from an injected environment (trainer rank and count from the launcher
-# detector); no server runs.
-gradwire_add_test(ps_client_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_env_test.cpp
-  LIBS gradwire_ps_client LABELS ps)
+# detector, TLS roots); one in-process TLS server for a client configured by GRADWIRE_TLS_ROOTS.
+gradwire_add_test(ps_client_env_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/client_env_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../rpc/test_certificates.cpp
+  LIBS gradwire_ps_client gradwire_ps_server LABELS ps)
 
 # Faults end to end: a hybrid trainer (ps_fault_trainer) under gradwire-run --servers 2
 # --max-restarts 2, with a trainer or a server SIGKILLed mid-step, ends bit-identical to an

@@ -106,5 +106,25 @@ TEST_F(FaultRestart, TrainersKilledStepsAfterTheirCheckpointEndBitIdentical) {
   EXPECT_EQ(job.output, uninterrupted_->output);
 }
 
+TEST_F(FaultRestart, AServerKilledMidStepEndsBitIdentical) {
+  // Rank 0 SIGKILLs server 1 after the backward of step 8. gradwire-run restarts that server from
+  // its newest checkpoint (step 6) and the trainers from theirs (step 6); server 0, still at step
+  // 8, is rewound to its checkpoint of step 6.
+  const JobResult job = run_job({"kill-server:1:8"});
+  ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "server 1 (")) << job.stderr;
+  EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
+TEST_F(FaultRestart, AServerKilledWhileWritingACheckpointUsesThePreviousOne) {
+  // As above for server 0, which also leaves the temporary file of an unfinished write of step 9:
+  // the restarted server removes it and restores its complete checkpoint of step 6.
+  const JobResult job = run_job({"torn-write:0:8"});
+  ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "left by a checkpoint write that did not finish"))
+      << job.stderr;
+  EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
 }  // namespace
 }  // namespace gradwire::ps

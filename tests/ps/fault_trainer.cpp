@@ -17,6 +17,7 @@
 //                        short in DIR/servers (what a server killed while writing leaves)
 #include <dirent.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -158,9 +159,16 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
         const std::string address =
             split(std::getenv("GRADWIRE_PS_ADDRS"), ',').at(static_cast<size_t>(fault.target));
         if (fault.kind == "torn-write") {
-          // The temporary file of the next write, cut short, as a kill in the middle leaves it.
+          // The temporary file of the next write, cut short, as a writer killed in the middle
+          // leaves it: ".NAME.tmp-HOST-PID-XXXXXX" of a process that is gone.
+          const pid_t gone = ::fork();
+          if (gone == 0) ::_exit(0);
+          ::waitpid(gone, nullptr, 0);
+          char host[256] = {};
+          ::gethostname(host, sizeof(host) - 1);
           std::ofstream(dir + "/servers/.bags.shard" + std::to_string(fault.target) + "of2.step" +
-                        std::to_string(step + 1) + ".gwps.tmp.999999")
+                        std::to_string(step + 1) + ".gwps.tmp-" + host + "-" +
+                        std::to_string(gone) + "-Ab12Cd")
               << "GWPSCKPT";
         }
         const pid_t server = listening_process(address);

@@ -1,5 +1,6 @@
-// The server's pure parts: table configs to and from messages, config differences, shard sizes,
-// listen addresses, how long a Step call waits and how it names missing trainers.
+// The server's pure parts: table configs to and from messages, config differences, listen
+// addresses and whether they are loopback, how long a Step call waits and how it names
+// missing trainers.
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
@@ -82,19 +83,6 @@ TEST(ServiceMessages, DifferencesAreListed) {
             "table 'emb' exists with 300 x 64, asked 300 x 32");
 }
 
-TEST(ServiceMessages, ShardBytesCountWeightsAndOptimizerState) {
-  TableConfig config = testing::table_config("emb", 10, 4);
-  EXPECT_EQ(shard_bytes(config, 0, 1), 10 * 4 * 4);
-  EXPECT_EQ(shard_bytes(config, 1, 3), 3 * 4 * 4);  // ids 1, 4, 7
-  config.optimizer.momentum = 0.9;
-  EXPECT_EQ(shard_bytes(config, 0, 1), 2 * 10 * 4 * 4);
-  config.optimizer.kind = OptimizerKind::kAdam;
-  EXPECT_EQ(shard_bytes(config, 0, 1), 3 * 10 * 4 * 4);
-  config.num_rows = int64_t{1} << 40;
-  config.dim = int64_t{1} << 40;
-  EXPECT_EQ(shard_bytes(config, 0, 1), std::numeric_limits<int64_t>::max());
-}
-
 TEST(ServerListen, ParsesHostAndPort) {
   EXPECT_EQ(parse_listen_address("127.0.0.1:0").host, "127.0.0.1");
   EXPECT_EQ(parse_listen_address("0.0.0.0:5000").port, 5000);
@@ -103,6 +91,26 @@ TEST(ServerListen, ParsesHostAndPort) {
        {"127.0.0.1", ":80", "host:", "host:x1", "host:65536", "::1:5", "host:123456"}) {
     EXPECT_THROW(parse_listen_address(bad), ConfigError) << bad;
   }
+}
+
+// Only loopback is safe for plaintext; the wildcard addresses listen on every interface.
+TEST(ServerListen, TellsLoopbackFromTheNetwork) {
+  for (const char* loopback : {"127.0.0.1:0", "127.255.3.4:80", "[::1]:7", "localhost:5000",
+                               "LocalHost:1", "[::ffff:127.0.0.1]:9"}) {
+    EXPECT_TRUE(is_loopback(parse_listen_address(loopback))) << loopback;
+  }
+  for (const char* network :
+       {"0.0.0.0:5000", "[::]:5000", "10.0.0.1:1", "128.0.0.1:1", "[::2]:1", "example.com:1",
+        "127.0.0.1.example.com:1", "localhost.example.com:1", "[::ffff:10.0.0.1]:1", "127.1:1"}) {
+    EXPECT_FALSE(is_loopback(parse_listen_address(network))) << network;
+  }
+  // The warning a plaintext server beyond loopback prints: one line, saying how to turn TLS on.
+  const std::string warning = plaintext_warning(parse_listen_address("0.0.0.0:5000"), false);
+  EXPECT_NE(warning.find("clear text"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("--tls-cert"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find('\n'), std::string::npos) << warning;
+  EXPECT_EQ(plaintext_warning(parse_listen_address("0.0.0.0:5000"), true), "");
+  EXPECT_EQ(plaintext_warning(parse_listen_address("[::1]:5000"), false), "");
 }
 
 TEST(StepWait, FollowsTheCallDeadlineLessAMarginAndIsCapped) {

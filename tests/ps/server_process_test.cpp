@@ -1,9 +1,10 @@
 // gradwire-ps-server as a real process: the "listening on" line, calls with the token from a
 // file, SIGKILL and a restart that continues from the checkpoint with identical tables, SIGTERM
-// shutting down with a checkpoint, a missing token; in-process: the token's sources and a TLS
-// server.
+// shutting down with a checkpoint, a missing token, the plaintext warning beyond loopback;
+// in-process: the token's sources and a TLS server.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -37,12 +38,14 @@ class ServerProcessTest : public ::testing::Test {
     ::unsetenv("GRADWIRE_TOKEN");
     ::unsetenv("GRADWIRE_JOB_TOKEN");
     std::ofstream(dir_.file("token")) << testing::kToken << "\n";
+    ::chmod(dir_.file("token").c_str(), 0600);  // a token file others can read is refused
   }
 
-  // Starts the server with `args` after the defaults; returns its address once it printed the
-  // listening line (empty when it did not within 20 s).
-  std::string start(const std::vector<std::string>& args, int run) {
-    std::vector<std::string> argv{GRADWIRE_PS_SERVER_PATH, "--listen", "127.0.0.1:0"};
+  // Starts the server on `listen` with `args` after the defaults; returns its address once it
+  // printed the listening line (empty when it did not within 20 s).
+  std::string start(const std::vector<std::string>& args, int run,
+                    const std::string& listen = "127.0.0.1:0") {
+    std::vector<std::string> argv{GRADWIRE_PS_SERVER_PATH, "--listen", listen};
     argv.insert(argv.end(), args.begin(), args.end());
     out_ = dir_.file("out" + std::to_string(run));
     err_ = dir_.file("err" + std::to_string(run));
@@ -135,10 +138,33 @@ TEST_F(ServerProcessTest, WrongTokenIsRejectedAndMissingTokenIsAUsageError) {
   EXPECT_EQ(read_file(dir_.file("out")), "");
 }
 
+// Without TLS a server listening beyond loopback says once on stderr that the token and the
+// tables cross the network in clear text; on loopback it says nothing of it.
+TEST_F(ServerProcessTest, PlaintextBeyondLoopbackIsWarnedAboutOnce) {
+  const auto warnings = [](const std::string& text) {
+    size_t count = 0;
+    for (size_t at = text.find("clear text"); at != std::string::npos;
+         at = text.find("clear text", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  ASSERT_FALSE(start({"--token-file", dir_.file("token")}, 0).empty()) << read_file(err_);
+  EXPECT_EQ(warnings(read_file(err_)), 0u) << read_file(err_);
+  child_.reset();  // SIGKILL
+
+  ASSERT_FALSE(start({"--token-file", dir_.file("token")}, 1, "0.0.0.0:0").empty())
+      << read_file(err_);
+  const std::string err = read_file(err_);
+  EXPECT_EQ(warnings(err), 1u) << err;
+  EXPECT_NE(err.find("--tls-cert"), std::string::npos) << err;
+}
+
 // ServerOptions resolves its token as ClientOptions does: the option, its file, the environment.
 TEST(ServerToken, ComesFromTheOptionTheTokenFileOrTheEnvironment) {
   TempDir dir;
   std::ofstream(dir.file("token")) << "from-file\n";
+  ::chmod(dir.file("token").c_str(), 0600);
   ServerOptions options = testing::test_server_options();
   options.token.clear();
   options.token_file = dir.file("token");

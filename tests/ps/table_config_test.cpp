@@ -1,9 +1,11 @@
-// TableConfig: validate() names the field, same_table(), describe(), to_string().
+// TableConfig: validate() names the field, same_table(), describe(), to_string(); the sharding
+// rule and shard sizes without overflow.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "gradwire/common/error.h"
@@ -125,6 +127,62 @@ TEST(TableConfigTest, ShardingRuleCoversEveryRowOnce) {
   EXPECT_EQ(rows_on_server(2, 2, 3), 0);
   EXPECT_EQ(owner_of(17, 2), 1);
   EXPECT_EQ(local_row(17, 2), 8);
+}
+
+TEST(TableConfigTest, ShardBytesCountWeightsAndOptimizerState) {
+  TableConfig config = good_config();
+  config.num_rows = 10;
+  config.dim = 4;
+  EXPECT_EQ(shard_bytes(config, 0, 1), 10 * 4 * 4);
+  EXPECT_EQ(shard_bytes(config, 1, 3), 3 * 4 * 4);  // ids 1, 4, 7
+  EXPECT_EQ(shard_bytes(config, 11, 12), 0);        // no rows there
+  config.optimizer.momentum = 0.9;
+  EXPECT_EQ(shard_bytes(config, 0, 1), 2 * 10 * 4 * 4);
+  config.optimizer.kind = OptimizerKind::kAdagrad;
+  EXPECT_EQ(shard_bytes(config, 0, 1), 2 * 10 * 4 * 4);
+  config.optimizer.kind = OptimizerKind::kAdam;
+  EXPECT_EQ(shard_bytes(config, 0, 1), 3 * 10 * 4 * 4);
+  // The largest table validate() accepts (2^56 values) fits.
+  config.num_rows = int64_t{1} << 28;
+  config.dim = int64_t{1} << 28;
+  EXPECT_EQ(shard_bytes(config, 0, 1), int64_t{3} << 58);
+}
+
+// The table's bytes are multiplied with overflow checks, and "too large" is said instead of a
+// wrapped or saturated number; a server with no rows of the table checks them too.
+TEST(TableConfigTest, ShardBytesOfAHugeTableAreTooLargeOnEveryServer) {
+  const auto message = [](int64_t rows, int64_t dim, int server, int servers) {
+    TableConfig config = good_config();
+    config.num_rows = rows;
+    config.dim = dim;
+    config.optimizer.kind = OptimizerKind::kAdam;
+    try {
+      return "returned " + std::to_string(shard_bytes(config, server, servers));
+    } catch (const InvalidArgument& error) {
+      return std::string(error.what());
+    }
+  };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(message(int64_t{1} << 40, int64_t{1} << 40, 0, 1), HasSubstr("too large"));
+  EXPECT_THAT(message(kMax, 1, 0, 2), HasSubstr("too large"));
+  EXPECT_THAT(message(1, kMax, 0, 1), HasSubstr("too large"));
+  EXPECT_THAT(message(kMax / 12 + 1, 1, 5, 7), HasSubstr("too large"));
+  EXPECT_EQ(message(kMax / 12, 1, 0, 1), "returned " + std::to_string(kMax / 12 * 12));
+  // Server 1 of 2 holds no row of a 1-row table, which is still too large.
+  EXPECT_THAT(message(1, int64_t{1} << 62, 1, 2), HasSubstr("'emb_1.v2-a': num_rows x dim"));
+  EXPECT_THAT(message(1, int64_t{1} << 62, 1, 2), HasSubstr("too large"));
+  // Neither negative sizes nor a position that is no server pass.
+  EXPECT_THAT(message(-5, 4, 0, 1), HasSubstr("num_rows x dim"));
+  EXPECT_THAT(message(5, 4, 2, 2), HasSubstr("no server"));
+}
+
+TEST(TableConfigTest, ShardingRuleDoesNotOverflowForHugeTables) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(rows_on_server(kMax, 0, 1), kMax);
+  EXPECT_EQ(rows_on_server(kMax, 0, 2), int64_t{1} << 62);
+  EXPECT_EQ(rows_on_server(kMax, 1, 2), (int64_t{1} << 62) - 1);
+  EXPECT_EQ(rows_on_server(kMax, 6, 7), kMax / 7);
+  EXPECT_EQ(rows_on_server(kMax - 1, 1000, 1001), (kMax - 1) / 1001);
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // The job token: where it comes from (explicit, file, GRADWIRE_TOKEN, GRADWIRE_JOB_TOKEN, in that
-// order), the errors when it is missing, and the comparison.
+// order), the errors when it is missing, a token file others may read, and the comparison.
 #include "rpc/auth.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -13,6 +16,9 @@
 namespace gradwire::rpc {
 namespace {
 
+using ::testing::HasSubstr;
+
+// A token file of mode 0600 (mkstemp's), removed at the end.
 class TokenFile {
  public:
   explicit TokenFile(const std::string& content) {
@@ -71,6 +77,31 @@ TEST(LoadToken, UnreadableOrEmptyFileIsNamed) {
   } catch (const ConfigError& error) {
     EXPECT_NE(std::string(error.what()).find("empty"), std::string::npos) << error.what();
   }
+}
+
+// As ssh refuses a private key others can read, a token file must be the owner's alone.
+TEST(LoadToken, AFileGroupOrOthersCanReadOrWriteIsRefused) {
+  const TokenFile file("secret\n");
+  for (const mode_t mode : {0644, 0640, 0604, 0620, 0602, 0660, 0666, 0700 | 0044}) {
+    ASSERT_EQ(::chmod(file.path().c_str(), mode), 0);
+    char octal[8];
+    std::snprintf(octal, sizeof(octal), "%04o", static_cast<unsigned>(mode));
+    try {
+      load_token("", file.path(), {});
+      FAIL() << "a token file of mode " << octal << " was read";
+    } catch (const ConfigError& error) {
+      EXPECT_THAT(error.what(), HasSubstr("'" + file.path() + "'"));
+      EXPECT_THAT(error.what(), HasSubstr(std::string("mode ") + octal));
+      EXPECT_THAT(error.what(), HasSubstr("chmod 600 " + file.path()));
+    }
+  }
+  for (const mode_t mode : {0600, 0400, 0700}) {
+    ASSERT_EQ(::chmod(file.path().c_str(), mode), 0);
+    EXPECT_EQ(load_token("", file.path(), {}), "secret") << std::oct << mode;
+  }
+  // An explicit token wins before the file is looked at.
+  ASSERT_EQ(::chmod(file.path().c_str(), 0644), 0);
+  EXPECT_EQ(load_token("explicit", file.path(), {}), "explicit");
 }
 
 TEST(TokensEqual, ComparesWholeStrings) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,8 +47,10 @@ bool write_fully(int fd, const void* data, size_t size);
 // Writes a file so that `path` holds either its old content or all of the new one, whatever
 // happens meanwhile (a crash, a full disk): the bytes go to a temporary file beside `path`,
 // which is fsynced and renamed over it, then the directory is fsynced. A writer destroyed
-// before commit() removes its temporary file. Errors throw gradwire::Error naming `what`
-// ("checkpoint", "results"), `path`, the failing step and errno's text. Blocking file I/O.
+// before commit() removes its temporary file; a writer that dies (a crash, SIGKILL) leaves it,
+// named ".NAME.tmp-HOST-PID-XXXXXX" for the file NAME it replaces, this host's name and its
+// process id (temp_file_writer_here() reads them back). Errors throw gradwire::Error naming
+// `what` ("checkpoint", "results"), `path`, the failing step and errno's text. Blocking file I/O.
 class AtomicFileWriter {
  public:
   // Creates the temporary file; the directory of `path` must exist.
@@ -70,6 +74,19 @@ class AtomicFileWriter {
   UniqueFd fd_;
   bool committed_ = false;
 };
+
+// Who writes an AtomicFileWriter's temporary file.
+struct TempFileWriter {
+  std::string target;  // the name (no directory) of the file the writer replaces
+  int64_t pid = 0;     // the writer's process id on this host
+};
+
+// The writer of the temporary file named `file_name` (no directory) when an AtomicFileWriter on
+// this host made it; nullopt for any other name, including those of writers on other hosts
+// (which may share the directory) and of gradwire versions whose names had no writer in them
+// (".NAME.tmp-XXXXXX"). With process_gone(pid) (process.h) it tells a crashed writer's leftover
+// from a file a live writer is filling.
+std::optional<TempFileWriter> temp_file_writer_here(std::string_view file_name);
 
 // write_file_atomically(path, bytes): an AtomicFileWriter holding `bytes`, committed.
 void write_file_atomically(const std::string& path, std::string_view bytes,

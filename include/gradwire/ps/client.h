@@ -50,15 +50,16 @@ struct ClientOptions {
   // allows: the default rides out about 7 s of a server that is starting or a loaded machine.
   int max_retries = 8;
   std::chrono::milliseconds retry_backoff{50};
-  // TLS: a PEM file of root certificates to trust; empty: plaintext (loopback and trusted nets).
+  // TLS: a PEM file of root certificates to trust. Empty: the file GRADWIRE_TLS_ROOTS names,
+  // else plaintext (loopback and trusted nets).
   std::string tls_root_cert_file;
   // Largest request or response, in bytes.
   int64_t max_message_bytes = 64 << 20;
 };
 
 // Pure: `options` with every field that defaults from the environment filled from `env`
-// (servers, token, rank, world_size, attempt, step_timeout), as connect() uses them; the
-// incarnation stays unset (connect() takes the process's). Throws ConfigError
+// (servers, token, rank, world_size, attempt, step_timeout, tls_root_cert_file), as connect()
+// uses them; the incarnation stays unset (connect() takes the process's). Throws ConfigError
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
 

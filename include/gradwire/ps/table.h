@@ -76,9 +76,17 @@ std::string describe(const TableConfig& config);
 // The sharding rule (see the top of this file).
 inline int owner_of(int64_t id, int num_servers) { return static_cast<int>(id % num_servers); }
 inline int64_t local_row(int64_t id, int num_servers) { return id / num_servers; }
-// Rows of a table held by server `server` of `num_servers`.
+// Rows of a table held by server `server` of `num_servers` (ceil((num_rows - server) /
+// num_servers), computed without overflow for any num_rows).
 inline int64_t rows_on_server(int64_t num_rows, int server, int num_servers) {
-  return num_rows > server ? (num_rows - server + num_servers - 1) / num_servers : 0;
+  return num_rows > server ? (num_rows - 1 - server) / num_servers + 1 : 0;
 }
+
+// Bytes of the shard that server `server_index` of `num_servers` holds: its rows x dim x 4 for
+// the weights and again for each optimizer state tensor (SGD with momentum 1, Adagrad 1, Adam 2).
+// The whole table's bytes are computed first, with checked multiplication, on every server (one
+// that holds no rows too): InvalidArgument saying the table is too large when they exceed int64,
+// or when num_rows or dim is negative. Needs 0 <= server_index < num_servers (InvalidArgument).
+int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers);
 
 }  // namespace gradwire::ps

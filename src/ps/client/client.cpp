@@ -526,6 +526,9 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
     resolved.step_timeout = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
   }
+  if (resolved.tls_root_cert_file.empty()) {
+    resolved.tls_root_cert_file = env.get("GRADWIRE_TLS_ROOTS").value_or("");
+  }
   return resolved;
 }
 

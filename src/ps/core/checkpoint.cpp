@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "gradwire/common/byte_order.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
+#include "gradwire/common/process.h"
 #include "ps/core/checkpoint_header.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -60,6 +62,15 @@ class Reader {
       size -= got;
       position_ += got;
     }
+  }
+  // Continues at byte `position`, as if the CRC of the bytes before it were `crc`.
+  void seek(int64_t position, uint32_t crc) {
+    if (::lseek(fd_, position, SEEK_SET) != position) {
+      throw Error("gradwire: cannot seek in checkpoint '" + path_ + "' to byte " +
+                  std::to_string(position) + ": " + errno_text(errno));
+    }
+    position_ = position;
+    crc_ = crc;
   }
   // Reads through byte `end`, for the CRC only.
   void skip_to(int64_t end) {
@@ -118,8 +129,17 @@ CorruptDataError crc_error(const std::string& path, int64_t size, const CrcCheck
       ")" + extra + ". Restore the file from a good copy, or delete it to start the table afresh.");
 }
 
-// Turns a layout problem into the error to throw: the CRC tells corruption (or truncation)
-// from a file that is intact but not one this code can read.
+// A layout problem in a file whose CRC-32 matches: intact, but not one this code can read.
+CorruptDataError invalid_error(const std::string& path, const fmt::FormatError& problem) {
+  return CorruptDataError("gradwire: checkpoint '" + path + "' is invalid at byte " +
+                          std::to_string(problem.offset()) + ": " + problem.what() +
+                          ". Its CRC-32 matches, so it was written by another program or "
+                          "version of gradwire; read it with that version or delete it.");
+}
+
+// Turns a problem of the fixed fields (found before the CRC was checked) into the error to
+// throw: the CRC tells corruption (or truncation) from a file that is intact but not one this
+// code can read.
 [[noreturn]] void report_problem(const std::string& path, int64_t size,
                                  const fmt::FormatError& problem) {
   const std::string where = "at byte " + std::to_string(problem.offset()) + ": " + problem.what();
@@ -129,12 +149,7 @@ CorruptDataError crc_error(const std::string& path, int64_t size, const CrcCheck
   } catch (const fmt::FormatError&) {
     crc.ok = false;  // the file shrank meanwhile
   }
-  if (crc.ok) {
-    throw CorruptDataError(
-        "gradwire: checkpoint '" + path + "' is invalid " + where +
-        ". Its CRC-32 matches, so it was written by another program or version of "
-        "gradwire; read it with that version or delete it.");
-  }
+  if (crc.ok) throw invalid_error(path, problem);
   if (problem.truncated()) {
     throw CorruptDataError("gradwire: checkpoint '" + path + "' is truncated (" +
                            std::to_string(size) + " bytes; " + where +
@@ -144,8 +159,9 @@ CorruptDataError crc_error(const std::string& path, int64_t size, const CrcCheck
   throw crc_error(path, size, crc, "; the first problem found is " + where);
 }
 
-// Reads the layout (fmt::FormatError for what does not fit) and checks the CRC.
-ShardSnapshot read_layout(const std::string& path, Reader& reader) {
+// The fixed fields: the magic, the version and the header length H, bounded by the file's size
+// and kMaxHeaderBytes before anything is allocated for the header. Returns H.
+int64_t read_preamble(Reader& reader) {
   const int64_t size = reader.size();
   unsigned char preamble[fmt::kHeaderOffset];
   reader.read(preamble, fmt::kHeaderOffset);
@@ -169,22 +185,65 @@ ShardSnapshot read_layout(const std::string& path, Reader& reader) {
                                " bytes)",
                            /*truncated=*/true);
   }
-  std::string header_text(header_length, '\0');
-  reader.read(header_text.data(), static_cast<int64_t>(header_length));
-  const fmt::Header header = fmt::decode_header(header_text, size);
-  const int64_t expected =
-      fmt::kMinFileBytes + static_cast<int64_t>(header_length) + header.data_bytes;
-  if (expected != size) {
-    throw fmt::FormatError(expected - fmt::kTrailerBytes,
-                           "sizes disagree: the header declares a file of " +
-                               std::to_string(expected) + " bytes, the file has " +
-                               std::to_string(size));
+  if (header_length > static_cast<uint64_t>(fmt::kMaxHeaderBytes)) {
+    throw fmt::FormatError(fmt::kHeaderLengthOffset,
+                           "the header length " + std::to_string(header_length) +
+                               " is above the limit of " + std::to_string(fmt::kMaxHeaderBytes) +
+                               " bytes");
+  }
+  return static_cast<int64_t>(header_length);
+}
+
+// Note [header before CRC]: the header decides every allocation and read after it, so its bytes
+// are parsed only once the file's CRC-32 (the format's only checksum, over the whole file)
+// matched. A first pass reads the header and streams the rest of the file through the CRC; a
+// second reads the tensors straight into their buffers, checking the CRC again in case the
+// file changed in between. The data region is read twice, the second time usually from the page
+// cache. A damaged header is therefore reported as a CRC mismatch, never as what a parse of it
+// found.
+ShardSnapshot read_layout(const std::string& path, Reader& reader) {
+  const int64_t size = reader.size();
+  int64_t header_length = 0;
+  try {
+    header_length = read_preamble(reader);
+  } catch (const fmt::FormatError& problem) {
+    report_problem(path, size, problem);
+  }
+  std::string header_text(static_cast<size_t>(header_length), '\0');
+  reader.read(header_text.data(), header_length);
+  const uint32_t crc_through_header = reader.crc();
+  reader.skip_to(size - fmt::kTrailerBytes);
+  CrcCheck crc;
+  crc.computed = reader.crc();
+  unsigned char trailer[4];
+  reader.read(trailer, 4);
+  crc.stored = stored_crc(trailer);
+  if (crc.stored != crc.computed) {
+    throw crc_error(path, size, crc,
+                    "; the header was not parsed, since it may be damaged (a file cut short "
+                    "fails this check too)");
+  }
+
+  fmt::Header header;
+  const int64_t data_offset = fmt::kHeaderOffset + header_length;
+  try {
+    header = fmt::decode_header(header_text, size);
+    const int64_t expected = fmt::kMinFileBytes + header_length + header.data_bytes;
+    if (expected != size) {
+      throw fmt::FormatError(expected - fmt::kTrailerBytes,
+                             "sizes disagree: the header declares a file of " +
+                                 std::to_string(expected) + " bytes, the file has " +
+                                 std::to_string(size));
+    }
+  } catch (const fmt::FormatError& problem) {
+    throw invalid_error(path, problem);
   }
   ShardSnapshot snapshot;
   snapshot.config = header.config;
   snapshot.server_index = header.server_index;
   snapshot.num_servers = header.num_servers;
   snapshot.step = header.step;
+  reader.seek(data_offset, crc_through_header);
   for (const fmt::TensorEntry& entry : header.tensors) {
     at::Tensor tensor = at::empty(entry.shape, entry.dtype);  // bounded by the file's size
     reader.read(tensor.data_ptr(), entry.length);
@@ -194,12 +253,13 @@ ShardSnapshot read_layout(const std::string& path, Reader& reader) {
       snapshot.optimizer_state.emplace_back(entry.name, tensor);
     }
   }
-  CrcCheck crc;
-  crc.computed = reader.crc();
-  unsigned char trailer[4];
-  reader.read(trailer, 4);
-  crc.stored = stored_crc(trailer);
-  if (crc.stored != crc.computed) throw crc_error(path, size, crc, "");
+  if (reader.crc() != crc.stored) {
+    throw CorruptDataError("gradwire: checkpoint '" + path +
+                           "' changed while it was being read: its bytes 0.." +
+                           std::to_string(size - fmt::kTrailerBytes - 1) +
+                           " no longer match the CRC-32 they had a moment before. Make sure "
+                           "no other program writes checkpoints in place, then read it again.");
+  }
   return snapshot;
 }
 
@@ -260,7 +320,7 @@ ShardSnapshot read_checkpoint(const std::string& path) {
   try {
     snapshot = read_layout(path, reader);
   } catch (const fmt::FormatError& problem) {
-    report_problem(path, size, problem);
+    report_problem(path, size, problem);  // the file shrank while being read
   }
   check_content(path, snapshot);
   return snapshot;
@@ -293,6 +353,7 @@ void write_checkpoint(const std::string& path, const ShardSnapshot& snapshot) {
     header.tensors.push_back(entry);
   }
   const std::string header_text = fmt::encode_header(header);
+  GRADWIRE_CHECK_LE(static_cast<int64_t>(header_text.size()), fmt::kMaxHeaderBytes);
   std::string preamble(fmt::kMagic, sizeof(fmt::kMagic));
   put_le<uint32_t>(preamble, fmt::kVersion);
   put_le<uint64_t>(preamble, header_text.size());
@@ -332,6 +393,36 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   }
   std::sort(paths.begin(), paths.end());
   return paths;
+}
+
+std::vector<std::string> remove_stale_checkpoint_temps(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::exists(dir, error) && !error) return {};
+  std::vector<std::string> stale;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::optional<TempFileWriter> writer =
+        temp_file_writer_here(it->path().filename().string());
+    if (writer && fs::path(writer->target).extension() == ".gwps" && process_gone(writer->pid)) {
+      stale.push_back(it->path().string());
+    }
+  }
+  if (error) {
+    throw Error("gradwire: cannot look for stale checkpoint files in '" + dir +
+                "': " + error.message());
+  }
+  std::sort(stale.begin(), stale.end());
+  std::vector<std::string> removed;
+  for (const std::string& path : stale) {
+    if (::unlink(path.c_str()) == 0) {
+      removed.push_back(path);
+    } else if (errno != ENOENT) {
+      throw Error("gradwire: cannot remove the stale temporary checkpoint file '" + path +
+                  "' (its writer is gone): " + errno_text(errno) +
+                  ". Check the directory's permissions, or remove the file by hand.");
+    }
+  }
+  return removed;
 }
 
 }  // namespace gradwire::ps

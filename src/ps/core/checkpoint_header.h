@@ -21,6 +21,10 @@ constexpr int64_t kHeaderLengthOffset = 12;
 constexpr int64_t kHeaderOffset = 20;  // magic (8) + version (u32) + header length (u64)
 constexpr int64_t kTrailerBytes = 4;   // CRC-32
 constexpr int64_t kMinFileBytes = kHeaderOffset + kTrailerBytes;
+// The longest header a reader accepts, checked before anything is allocated for it. Headers are
+// a few hundred bytes (a table config and up to three tensor entries); a longer length field is
+// damage or another program's file.
+constexpr int64_t kMaxHeaderBytes = int64_t{1} << 20;
 
 // One tensor of the data region: `length` bytes at `offset` from the region's start.
 struct TensorEntry {
@@ -59,7 +63,8 @@ const char* dtype_name(at::ScalarType dtype);
 
 std::string encode_header(const Header& header);
 
-// Parses and checks a header of `file_bytes` total: fields present and typed, enums known,
+// Parses and checks a header of `file_bytes` total (call it only on bytes whose CRC matched,
+// Note [header before CRC] in checkpoint.cpp): fields present and typed, enums known,
 // tensor entries whose shapes, dtypes and lengths agree, tiling [0, data_bytes) in order, no
 // data_bytes beyond what the file can hold. FormatError with the file offset otherwise.
 Header decode_header(std::string_view json, int64_t file_bytes);

@@ -61,6 +61,19 @@ void validate_optimizer(const TableConfig& config) {
   if (opt.eps <= 0) reject(config, "optimizer.eps", "is " + format_number(opt.eps) + "; need > 0");
 }
 
+// Optimizer state tensors of a table, each the shape of its weights.
+int64_t state_tensors(const OptimizerConfig& optimizer) {
+  switch (optimizer.kind) {
+    case OptimizerKind::kSgd:
+      return optimizer.momentum != 0.0 ? 1 : 0;
+    case OptimizerKind::kAdagrad:
+      return 1;
+    case OptimizerKind::kAdam:
+      return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 namespace {
@@ -126,6 +139,31 @@ void validate(const TableConfig& config) {
   if (config.num_trainers < 1) {
     reject(config, "num_trainers", "is " + std::to_string(config.num_trainers) + "; need >= 1");
   }
+}
+
+int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers) {
+  if (num_servers < 1 || server_index < 0 || server_index >= num_servers) {
+    reject(config, "shard",
+           "server " + std::to_string(server_index) + " of " + std::to_string(num_servers) +
+               " is no server (need 0 <= server_index < num_servers)");
+  }
+  if (config.num_rows < 0 || config.dim < 0) {
+    reject(config, "num_rows x dim",
+           "is " + std::to_string(config.num_rows) + " x " + std::to_string(config.dim) +
+               "; need sizes >= 0");
+  }
+  const int64_t tensors = 1 + state_tensors(config.optimizer);
+  // The table's bytes first, whether or not this server holds rows of it.
+  int64_t row_bytes = 0;
+  int64_t table_bytes = 0;
+  if (__builtin_mul_overflow(config.dim, 4 * tensors, &row_bytes) ||
+      __builtin_mul_overflow(config.num_rows, row_bytes, &table_bytes)) {
+    reject(config, "num_rows x dim",
+           "is " + std::to_string(config.num_rows) + " x " + std::to_string(config.dim) +
+               ", too large: with 4 bytes a value and " + std::to_string(tensors) +
+               " tensor(s) (weights and optimizer state) its bytes exceed 2^63 - 1");
+  }
+  return rows_on_server(config.num_rows, server_index, num_servers) * row_bytes;
 }
 
 bool same_table(const TableConfig& a, const TableConfig& b) {

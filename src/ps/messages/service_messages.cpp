@@ -1,7 +1,6 @@
 #include "ps/messages/service_messages.h"
 
 #include <array>
-#include <limits>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -131,27 +130,6 @@ std::string describe_difference(const TableConfig& existing, const TableConfig& 
   std::string text;
   for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
   return text;
-}
-
-int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const int64_t rows = rows_on_server(config.num_rows, server_index, num_servers);
-  int64_t tensors = 1;
-  switch (config.optimizer.kind) {
-    case OptimizerKind::kSgd:
-      tensors += config.optimizer.momentum != 0.0 ? 1 : 0;
-      break;
-    case OptimizerKind::kAdagrad:
-      tensors += 1;
-      break;
-    case OptimizerKind::kAdam:
-      tensors += 2;
-      break;
-  }
-  if (rows <= 0 || config.dim <= 0) return 0;
-  const int64_t per_row = 4 * tensors;
-  if (config.dim > kMax / per_row || rows > kMax / (config.dim * per_row)) return kMax;
-  return rows * config.dim * per_row;
 }
 
 Attempt from_message(const v1::Attempt& message) {

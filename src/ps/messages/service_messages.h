@@ -1,6 +1,7 @@
 // The parameter-server service's messages <-> gradwire::ps types, shared by the server and the
-// client: table configs in both directions, what differs between two configs (for "exists with
-// ..." errors), and how many bytes a table shard needs. Pure functions, no RPC calls.
+// client: table configs in both directions and what differs between two configs (for "exists
+// with ..." errors); how many bytes a shard needs is shard_bytes() of gradwire/ps/table.h. Pure
+// functions, no RPC calls.
 //
 // Thread safety: pure. Blocking: none.
 #pragma once
@@ -33,10 +34,5 @@ std::string quoted_name(const std::string& name, size_t limit = 64);
 // The first fields in which `existing` and `asked` differ, as "300 x 64, asked 300 x 32" or
 // "mode sync, asked async; num_trainers 2, asked 3". Empty when no field differs.
 std::string describe_difference(const TableConfig& existing, const TableConfig& asked);
-
-// Bytes of the shard that server `server_index` of `num_servers` holds: its rows x dim x 4 for
-// the weights and again for each optimizer state tensor (SGD with momentum 1, Adagrad 1, Adam
-// 2). Saturates at INT64_MAX instead of overflowing.
-int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers);
 
 }  // namespace gradwire::ps

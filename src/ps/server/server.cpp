@@ -103,6 +103,8 @@ class ServerImpl final : public Server {
                         (tls ? " or check the TLS files." : "."));
     }
     address_ = listen_.with_port(port);
+    const std::string warning = plaintext_warning(listen_, !options.tls_cert_file.empty());
+    if (!warning.empty()) std::cerr << warning << std::endl;
   }
 
   ~ServerImpl() override { shutdown(std::chrono::milliseconds(2000)); }

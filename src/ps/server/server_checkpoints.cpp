@@ -89,6 +89,16 @@ std::vector<ShardSnapshot> ServerCheckpoints::read_all() const {
                       "': " + (error ? error.message() : std::string("not a directory")) +
                       ". Pass a writable directory to --checkpoint-dir.");
   }
+  // What writers killed in the middle of a write left (the complete files before them are used).
+  try {
+    for (const std::string& path : remove_stale_checkpoint_temps(dir_)) {
+      std::cerr << "gradwire-ps-server: removed '" << path
+                << "', left by a checkpoint write that did not finish" << std::endl;
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "gradwire-ps-server: cannot remove what unfinished checkpoint writes left in '"
+              << dir_ << "': " << error.what() << std::endl;
+  }
   // The newest generation of each shard, and every file named without a step (read to learn it).
   std::map<ShardKey, std::pair<int64_t, std::string>> newest;
   std::vector<std::string> unnamed;

@@ -44,8 +44,9 @@ class ServerCheckpoints {
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
-  // Creates the directory when missing (ConfigError when it cannot) and reads the newest file of
-  // every shard in it; the first damaged one throws gradwire::Error naming it.
+  // Creates the directory when missing (ConfigError when it cannot), removes the temporary files
+  // of writes that did not finish (their writers are gone; reported on stderr) and reads the
+  // newest file of every shard in it; the first damaged one throws gradwire::Error naming it.
   std::vector<ShardSnapshot> read_all() const;
 
   // Writes each shard's file now; returns the paths. Throws the first write error.

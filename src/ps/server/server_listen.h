@@ -1,5 +1,5 @@
-// Parsing the server's listen address "HOST:PORT" ("[::1]:0" for IPv6) and writing it back with
-// the port actually bound (server-internal; pure).
+// Parsing the server's listen address "HOST:PORT" ("[::1]:0" for IPv6), writing it back with
+// the port actually bound, and telling loopback from the network (server-internal; pure).
 #pragma once
 
 #include <string>
@@ -14,5 +14,15 @@ struct ListenAddress {
 
 // ConfigError naming the text when it is not HOST:PORT with a port in [0, 65535].
 ListenAddress parse_listen_address(const std::string& text);
+
+// Whether the address is reachable only from this host: 127.0.0.0/8, ::1 (also as
+// ::ffff:127.x.y.z) or the name localhost. The wildcards 0.0.0.0 and [::] listen on every
+// interface, so they are not; nor is any other name (what it resolves to is not looked up).
+bool is_loopback(const ListenAddress& address);
+
+// The one line a server without TLS prints on stderr when it listens beyond loopback: the token
+// and the tables cross the network in clear text, and how to turn TLS on. Empty when `tls` or
+// the address is loopback.
+std::string plaintext_warning(const ListenAddress& address, bool tls);
 
 }  // namespace gradwire::ps
