@@ -34,7 +34,8 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
   }
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(clamp_to_int(options.max_message_bytes));
-  arguments.SetMaxSendMessageSize(clamp_to_int(options.max_message_bytes));
+  arguments.SetMaxSendMessageSize(clamp_to_int(
+      options.max_send_bytes > 0 ? options.max_send_bytes : options.max_message_bytes));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, clamp_to_int(options.keepalive_time.count()));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, clamp_to_int(options.keepalive_timeout.count()));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);

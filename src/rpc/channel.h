@@ -17,8 +17,10 @@ namespace gradwire::rpc {
 struct ChannelOptions {
   // PEM file of root certificates to trust; empty: plaintext.
   std::string tls_root_cert_file;
-  // Largest message sent or received, in bytes (the server must allow at least as much).
+  // Largest message received, and sent unless max_send_bytes is set, in bytes.
   int64_t max_message_bytes = int64_t{64} << 20;
+  // Largest message sent, in bytes (the server must read at least as much); 0: max_message_bytes.
+  int64_t max_send_bytes = 0;
   // HTTP/2 keepalive pings on idle connections, so a dead server is noticed by open calls.
   std::chrono::milliseconds keepalive_time{30000};
   std::chrono::milliseconds keepalive_timeout{10000};

@@ -68,6 +68,28 @@ TEST(PsClient, AsyncPushIsAppliedAtFlushWithDuplicatesSummed) {
   EXPECT_EQ(client->step_count("emb"), 1);
 }
 
+TEST(PsClient, LargeLookupsAndPushesGoAsSeveralCallsWithinTheLimits) {
+  // Servers read requests of at most 4 MiB (gRPC's default): a push of 60000 x 32 rows (8 MB) is
+  // cut into calls below it, and a lookup whose answer (7.7 MB) exceeds the client's answer limit
+  // of 1 MiB is cut too.
+  Servers servers(2);
+  ClientOptions options;
+  options.servers = servers.addresses();
+  options.token = testing::kClientToken;
+  options.rank = 0;
+  options.world_size = 1;
+  options.max_message_bytes = 1 << 20;
+  auto client = connect(options);
+  TableConfig config = small_table("big", 60000, 32, UpdateMode::kSync, 1);
+  config.optimizer.lr = 1.0;
+  config.initializer.kind = InitializerKind::kZeros;
+  client->create_table(config);
+  const at::Tensor all = at::arange(60000, at::kLong);
+  client->push("big", all, at::ones({60000, 32}));
+  client->step();
+  EXPECT_TRUE(at::equal(client->lookup("big", all), at::full({60000, 32}, -1.0f)));
+}
+
 // Async servers count the pushes they applied, so they differ: here only server 0 owns the
 // pushed ids. A trainer creating the table after another pushed (the race of two trainers
 // starting) must not take that for servers restored from different checkpoints.

@@ -121,8 +121,7 @@ TEST_F(FaultRestart, AServerKilledWhileWritingACheckpointUsesThePreviousOne) {
   // the restarted server removes it and restores its complete checkpoint of step 6.
   const JobResult job = run_job({"torn-write:0:8"});
   ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
-  EXPECT_TRUE(contains(job.stderr, "left by a checkpoint write that did not finish"))
-      << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "left by a checkpoint write that did not finish")) << job.stderr;
   EXPECT_EQ(job.output, uninterrupted_->output);
 }
 

@@ -50,5 +50,20 @@ TEST(IdRouting, OutOfRangeIdsAreNamed) {
   EXPECT_THROW(check_ids(at::tensor({1}, at::kInt), 10, "lookup of", "emb"), InvalidArgument);
 }
 
+TEST(IdRouting, SharesAboveTheLimitAreCutInOrder) {
+  std::vector<RoutedIds> shares(2);
+  shares[0] = RoutedIds{0, {0, 2, 4, 6, 8}, {0, 1, 2, 3, 4}};
+  shares[1] = RoutedIds{1, {1}, {5}};
+  const std::vector<RoutedIds> cut = split_shares(shares, 2);
+  ASSERT_EQ(cut.size(), 4u);
+  EXPECT_EQ(cut[0].server, 0);
+  EXPECT_EQ(cut[0].ids, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(cut[1].ids, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(cut[2].ids, (std::vector<int64_t>{8}));
+  EXPECT_EQ(cut[2].positions, (std::vector<int64_t>{4}));
+  EXPECT_EQ(cut[3].server, 1);
+  EXPECT_EQ(cut[3].positions, (std::vector<int64_t>{5}));
+}
+
 }  // namespace
 }  // namespace gradwire::ps

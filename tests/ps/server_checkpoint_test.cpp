@@ -10,6 +10,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "ps/core/checkpoint.h"
+#include "ps/core/table_shard.h"
 #include "ps/server/server_checkpoints.h"
 #include "server_test_support.h"
 
@@ -249,6 +250,33 @@ TEST(ServerCheckpoint, ARestoredShardWaitsForACreateTableWithItsConfig) {
     EXPECT_EQ(responses[i].step(), 2) << i;
   }
   server->shutdown(1s);
+}
+
+TEST(ServerCheckpoint, AWriteOfOneTableDoesNotStallAnother) {
+  // Table "big" (256 MiB) is being written; a periodic checkpoint of table "small" completes
+  // meanwhile: the writes are serialised per table, not by one lock for all.
+  TempDir dir;
+  ServerCheckpoints checkpoints(dir.path(), 1);
+  TableConfig big = table_config("big", 1 << 16, 1024, UpdateMode::kSync, 1);
+  big.initializer.kind = InitializerKind::kZeros;
+  const auto big_shard = std::make_shared<TableShard>(big, 0, 1);
+  TableShard small(table_config("small", 4, 2, UpdateMode::kSync, 1), 0, 1);
+  small.push(0, 0, ids_tensor({1}), at::ones({1, 2}));
+  ASSERT_TRUE(small.finish_step(0, 0, std::chrono::steady_clock::now()).applied);
+
+  const auto big_temp_exists = [&] {
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      if (entry.path().filename().string().rfind(".big.", 0) == 0) return true;
+    }
+    return false;
+  };
+  std::thread writer([&] { checkpoints.write_all({big_shard}); });
+  ASSERT_TRUE(launch::testing::wait_until(big_temp_exists, 60s));
+  checkpoints.after_update(small);  // writes "small" at step 1
+  const bool big_still_writing = big_temp_exists();
+  writer.join();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/" + generation_file_name("small", 0, 1, 1)));
+  EXPECT_TRUE(big_still_writing) << "the small table's write waited for the big one's";
 }
 
 }  // namespace

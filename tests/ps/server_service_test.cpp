@@ -340,6 +340,7 @@ TEST_F(ServiceTest, MalformedRequestsAreRejectedAndLeaveTheTableUnchanged) {
 TEST_F(ServiceTest, OversizeRequestsAreRejectedWithTheServerStillServing) {
   ServerOptions options = testing::test_server_options();
   options.max_message_bytes = 64 << 10;
+  options.max_request_bytes = 64 << 10;
   start(options);
   const TableConfig config = table_config("emb", 2000, 64);
   ASSERT_TRUE(client_->create(config).ok());
@@ -356,6 +357,23 @@ TEST_F(ServiceTest, OversizeRequestsAreRejectedWithTheServerStillServing) {
   EXPECT_EQ(lookup.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << lookup.error_message();
 
   EXPECT_TRUE(at::equal(client_->rows("emb", probe), before));
+}
+
+TEST_F(ServiceTest, RequestsAboveGrpcsDefaultAreNotReadWithOrWithoutTheToken) {
+  // The default request limit is gRPC's 4 MiB: what a caller can make the server read before
+  // its token is checked. A 5 MiB push is refused whoever sends it.
+  const TableConfig config = table_config("emb", 40000, 32);
+  ASSERT_TRUE(client_->create(config).ok());
+  const at::Tensor ids = at::arange(40000, at::kLong);  // 40000 x (8 + 32 x 4) bytes = 5.2 MB
+  const at::Tensor grads = at::ones({40000, 32});
+  EXPECT_EQ(client_->push("emb", 0, 0, ids, grads).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  testing::ServerClient stranger(server_->address(), "not-the-token");
+  EXPECT_EQ(stranger.push("emb", 0, 0, ids, grads).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Below the limit the token decides.
+  EXPECT_EQ(stranger.push("emb", 0, 0, ids_tensor({1}), at::ones({1, 32})).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(ServiceTest, CheckpointWithoutADirectoryIsAFailedPrecondition) {

@@ -47,8 +47,12 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
       ->check(CLI::PositiveNumber);
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain: serve TLS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key of --tls-cert");
-  app.add_option("--max-message-bytes", options.max_message_bytes,
-                 "Largest request or answer in bytes")
+  app.add_option("--max-message-bytes", options.max_message_bytes, "Largest answer in bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{2147483647}));
+  app.add_option("--max-request-bytes", options.max_request_bytes,
+                 "Largest request in bytes, read before the token is checked (clients split "
+                 "larger lookups and pushes)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1024}, int64_t{2147483647}));
   app.footer("Every call must carry the job's token. See docs/ps.md.");

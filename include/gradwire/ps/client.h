@@ -53,8 +53,12 @@ struct ClientOptions {
   // TLS: a PEM file of root certificates to trust. Empty: the file GRADWIRE_TLS_ROOTS names,
   // else plaintext (loopback and trusted nets).
   std::string tls_root_cert_file;
-  // Largest request or response, in bytes.
+  // Largest response, in bytes (lookups ask for at most this much per call).
   int64_t max_message_bytes = 64 << 20;
+  // Largest request, in bytes: larger lookups and pushes go as several calls. At most the
+  // servers' --max-request-bytes (4 MiB by default, gRPC's default: what any caller, token or
+  // not, can make a server read).
+  int64_t max_request_bytes = 4 << 20;
 };
 
 // Pure: `options` with every field that defaults from the environment filled from `env`

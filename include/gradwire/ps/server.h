@@ -39,8 +39,12 @@ struct ServerOptions {
   // TLS: both set = serve TLS with this certificate chain and private key (PEM files).
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Largest request or response accepted, in bytes.
+  // Largest answer sent, in bytes (a lookup whose answer would be larger is refused).
   int64_t max_message_bytes = 64 << 20;
+  // Largest request read, in bytes: gRPC reads a request before its token can be checked, so this
+  // bounds what any caller can make the server read per call. gRPC's default; clients split
+  // larger lookups and pushes (ClientOptions::max_request_bytes, the same default).
+  int64_t max_request_bytes = 4 << 20;
   // Largest table this server accepts (rows held here x dim x 4 bytes, optimizer state included).
   int64_t max_table_bytes = int64_t{8} << 30;
 };

@@ -88,6 +88,10 @@ uint64_t process_incarnation() {
   return incarnation;
 }
 
+// Bytes of a request besides its tensors' data: the table name (at most 64 characters), the
+// tensors' shapes and the small fields, with room to spare.
+constexpr int64_t kRequestOverhead = 4096;
+
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
 constexpr milliseconds kCompletionMargin{5000};
 
@@ -149,6 +153,7 @@ class ClientImpl final : public Client {
     rpc::ChannelOptions channel;
     channel.tls_root_cert_file = options.tls_root_cert_file;
     channel.max_message_bytes = options.max_message_bytes;
+    channel.max_send_bytes = options.max_request_bytes;
     for (const std::string& address : addresses_) {
       stubs_.push_back(v1::ParameterServer::NewStub(rpc::make_channel(address, channel)));
     }
@@ -249,7 +254,13 @@ class ClientImpl final : public Client {
     // RemoteEmbeddingBag passes unique sorted ids: no deduplication needed then.
     const bool unique_already = strictly_increasing(dense);
     const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
-    std::vector<RoutedIds> shares = route_ids(unique.ids.contiguous(), num_servers());
+    // Each call's request (8 bytes an id) and answer (dim floats an id) within the limits.
+    const int64_t ids_per_call =
+        std::max<int64_t>(1, std::min((options_.max_request_bytes - kRequestOverhead) / 8,
+                                      (options_.max_message_bytes - kRequestOverhead) /
+                                          std::max<int64_t>(1, config.dim * 4)));
+    std::vector<RoutedIds> shares =
+        split_shares(route_ids(unique.ids.contiguous(), num_servers()), ids_per_call);
     std::vector<std::unique_ptr<LookupCall>> requests;
     std::vector<int> servers;
     for (RoutedIds& share : shares) {
@@ -306,7 +317,9 @@ class ClientImpl final : public Client {
                                 ? SparseRows{dense_ids, grads.contiguous()}
                                 : coalesce(dense_ids, grads.contiguous());
     auto queue = std::make_unique<CallQueue<PushCall>>();
-    for (RoutedIds& share : route_ids(rows.ids, num_servers())) {
+    const int64_t rows_per_call = std::max<int64_t>(
+        1, (options_.max_request_bytes - kRequestOverhead) / (8 + config.dim * 4));
+    for (RoutedIds& share : split_shares(route_ids(rows.ids, num_servers()), rows_per_call)) {
       auto call = std::make_unique<PushCall>();
       call->address = addresses_[share.server];
       call->request.set_table(name);

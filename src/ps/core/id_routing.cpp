@@ -1,5 +1,6 @@
 #include "ps/core/id_routing.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gradwire/common/error.h"
@@ -24,6 +25,27 @@ std::vector<RoutedIds> route_ids(const at::Tensor& ids, int num_servers) {
     routed.push_back(std::move(share));
   }
   return routed;
+}
+
+std::vector<RoutedIds> split_shares(std::vector<RoutedIds> shares, int64_t max_ids) {
+  GRADWIRE_CHECK(max_ids >= 1);
+  std::vector<RoutedIds> out;
+  for (RoutedIds& share : shares) {
+    const auto count = static_cast<int64_t>(share.ids.size());
+    if (count <= max_ids) {
+      out.push_back(std::move(share));
+      continue;
+    }
+    for (int64_t first = 0; first < count; first += max_ids) {
+      const int64_t last = std::min(count, first + max_ids);
+      RoutedIds part;
+      part.server = share.server;
+      part.ids.assign(share.ids.begin() + first, share.ids.begin() + last);
+      part.positions.assign(share.positions.begin() + first, share.positions.begin() + last);
+      out.push_back(std::move(part));
+    }
+  }
+  return out;
 }
 
 UniqueIds unique_ids(const at::Tensor& ids) {

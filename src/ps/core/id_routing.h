@@ -22,6 +22,11 @@ struct RoutedIds {
 // dozen ids (Note [raw loops] in client.cpp).
 std::vector<RoutedIds> route_ids(const at::Tensor& ids, int num_servers);
 
+// The same shares cut so that none holds more than `max_ids` ids (>= 1): a share above it becomes
+// several of the same server, each a consecutive run of its ids and positions, in order. Requests
+// are bounded (docs/ps.md "Limits"), so large lookups and pushes go as several calls.
+std::vector<RoutedIds> split_shares(std::vector<RoutedIds> shares, int64_t max_ids);
+
 // Unique ids (ascending) and, for every input id, the index of its unique id.
 struct UniqueIds {
   at::Tensor ids;

@@ -40,6 +40,10 @@ void check_options(const ServerOptions& options) {
     throw ConfigError("gradwire: the parameter server needs at least 1 handler thread, got " +
                       std::to_string(options.threads) + " (--threads)");
   }
+  if (options.max_request_bytes < 1024) {
+    throw ConfigError("gradwire: max_request_bytes " + std::to_string(options.max_request_bytes) +
+                      " is too small for any call; use at least 1024 (--max-request-bytes)");
+  }
   if (options.max_message_bytes < 1024) {
     throw ConfigError("gradwire: max_message_bytes " + std::to_string(options.max_message_bytes) +
                       " is too small for any call; use at least 1024 (--max-message-bytes)");
@@ -73,7 +77,11 @@ class ServerImpl final : public Server {
         options.listen, rpc::make_server_credentials(options.tls_cert_file, options.tls_key_file),
         &port);
     builder.RegisterService(service_.get());
-    builder.SetMaxReceiveMessageSize(clamp_to_int(options.max_message_bytes));
+    // Note [request limit]: gRPC's sync server reads and parses a request before any handler
+    // checks its token, so the receive limit is what a caller without the token can make the
+    // server read per call: gRPC's default, 4 MiB. Clients cut larger lookups and pushes into
+    // several calls (ClientOptions::max_request_bytes); answers may be larger.
+    builder.SetMaxReceiveMessageSize(clamp_to_int(options.max_request_bytes));
     builder.SetMaxSendMessageSize(clamp_to_int(options.max_message_bytes));
     // Note [handler threads]: no thread quota. gRPC's sync server refuses a call ("Server
     // Threadpool Exhausted") rather than queue it when a quota is reached, and sync Step calls
