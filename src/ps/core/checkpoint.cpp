@@ -103,13 +103,9 @@ struct CrcCheck {
   uint32_t computed = 0;
 };
 
-// The CRC-32 of the first size - 4 bytes against the trailer, reading the file from the start.
-CrcCheck check_crc(const std::string& path, int64_t size) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    throw Error("gradwire: cannot open checkpoint '" + path + "': " + errno_text(errno));
-  }
-  Reader reader(path, fd.get(), size);
+// Reads on from the reader's position to the trailer and compares the CRC-32 of everything
+// before it (the reader's running CRC) with the trailer's.
+CrcCheck crc_to_trailer(Reader& reader, int64_t size) {
   reader.skip_to(size - fmt::kTrailerBytes);
   CrcCheck check;
   check.computed = reader.crc();
@@ -118,6 +114,16 @@ CrcCheck check_crc(const std::string& path, int64_t size) {
   check.stored = stored_crc(trailer);
   check.ok = check.stored == check.computed;
   return check;
+}
+
+// The CRC-32 of the first size - 4 bytes against the trailer, reading the file from the start.
+CrcCheck check_crc(const std::string& path, int64_t size) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    throw Error("gradwire: cannot open checkpoint '" + path + "': " + errno_text(errno));
+  }
+  Reader reader(path, fd.get(), size);
+  return crc_to_trailer(reader, size);
 }
 
 CorruptDataError crc_error(const std::string& path, int64_t size, const CrcCheck& crc,
@@ -212,13 +218,8 @@ ShardSnapshot read_layout(const std::string& path, Reader& reader) {
   std::string header_text(static_cast<size_t>(header_length), '\0');
   reader.read(header_text.data(), header_length);
   const uint32_t crc_through_header = reader.crc();
-  reader.skip_to(size - fmt::kTrailerBytes);
-  CrcCheck crc;
-  crc.computed = reader.crc();
-  unsigned char trailer[4];
-  reader.read(trailer, 4);
-  crc.stored = stored_crc(trailer);
-  if (crc.stored != crc.computed) {
+  const CrcCheck crc = crc_to_trailer(reader, size);
+  if (!crc.ok) {
     throw crc_error(path, size, crc,
                     "; the header was not parsed, since it may be damaged (a file cut short "
                     "fails this check too)");
