@@ -43,6 +43,9 @@ TEST(TableConfigTest, ErrorsNameTheField) {
   EXPECT_THAT(validate_message([](TableConfig& c) { c.name = "a/b"; }), HasSubstr("name"));
   EXPECT_THAT(validate_message([](TableConfig& c) { c.name = std::string(65, 'x'); }),
               HasSubstr("name"));
+  // A long name from a request is not echoed whole.
+  EXPECT_LT(validate_message([](TableConfig& c) { c.name = std::string(1 << 20, 'x'); }).size(),
+            1024u);
   EXPECT_THAT(validate_message([](TableConfig& c) { c.num_rows = 0; }), HasSubstr("num_rows"));
   EXPECT_THAT(validate_message([](TableConfig& c) { c.dim = -1; }), HasSubstr("dim"));
   EXPECT_THAT(validate_message([](TableConfig& c) { c.optimizer.lr = 0; }),

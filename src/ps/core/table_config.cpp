@@ -28,7 +28,11 @@ bool name_char_ok(char c) {
 
 [[noreturn]] void reject(const TableConfig& config, const std::string& field,
                          const std::string& problem) {
-  throw InvalidArgument("gradwire: table '" + config.name + "': " + field + " " + problem +
+  // A name from a request can be long: the message keeps the first kMaxNameLength characters.
+  const std::string name = config.name.size() <= kMaxNameLength
+                               ? config.name
+                               : config.name.substr(0, kMaxNameLength) + "...";
+  throw InvalidArgument("gradwire: table '" + name + "': " + field + " " + problem +
                         ". Fix the TableConfig passed to create the table.");
 }
 
