@@ -63,10 +63,17 @@ std::string LaunchResult::summary() const {
     const RestartedAttempt& attempt = restarted_attempts[i];
     attempts << "gradwire-run: attempt " << i + 1 << " (MASTER_PORT " << attempt.master_port
              << ") failed: ";
+    std::string also;
+    for (const ServerExit& server : attempt.also_failed_servers) {
+      also += "; " + describe_server(server) + " " + describe_exit(ended(server)) + " too";
+    }
+    const size_t dead = attempt.also_failed_servers.size() + (attempt.failed_server ? 1 : 0);
+    const std::string restarted = dead == 1 ? "; the server and the workers were restarted\n"
+                                            : "; the servers and the workers were restarted\n";
     if (attempt.failed_server) {
       attempts << describe_server(*attempt.failed_server) << " "
-               << describe_exit(ended(*attempt.failed_server))
-               << " while the trainers ran; the server and the workers were restarted\n";
+               << describe_exit(ended(*attempt.failed_server)) << " while the trainers ran" << also
+               << restarted;
       continue;
     }
     if (const WorkerExit* first = at(attempt.workers, attempt.first_failed_local_rank)) {
@@ -74,7 +81,7 @@ std::string LaunchResult::summary() const {
     } else {
       attempts << "a worker failed";
     }
-    attempts << "; the workers were restarted\n";
+    attempts << also << (dead == 0 ? "; the workers were restarted\n" : restarted);
   }
   if (!restarted_attempts.empty()) {
     attempts << "gradwire-run: attempt " << restarted_attempts.size() + 1 << " (MASTER_PORT "

@@ -156,8 +156,14 @@ void announce_restart(const LaunchOptions& options, const RestartedAttempt& atte
            detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal}) +
            "; restarting the workers";
   }
-  const std::string line = "gradwire-run: " + what + " (restart " + std::to_string(restart_count) +
-                           " of " + std::to_string(options.max_restarts) + ")\n";
+  std::string line = "gradwire-run: " + what + " (restart " + std::to_string(restart_count) +
+                     " of " + std::to_string(options.max_restarts) + ")\n";
+  for (const ServerExit& also : attempt.also_failed_servers) {
+    line += "gradwire-run: server " + std::to_string(also.index) + " (" + also.address + ", pid " +
+            std::to_string(also.pid) + ") " +
+            detail::describe_exit(detail::ProcessExit{also.exit_code, also.signal}) +
+            " too; restarting it with the workers\n";
+  }
   write_fully(options.stderr_fd, line.data(), line.size());
 }
 
@@ -237,12 +243,13 @@ LaunchResult run_workers(const LaunchOptions& options) {
     if (options.master_port == 0) context.master_port = pick_master_port(options, servers);
     ++context.restart_count;
     announce_restart(options, attempt, context.restart_count);
-    const std::optional<ServerExit> failed_server = attempt.failed_server;
+    std::vector<ServerExit> dead_servers = attempt.also_failed_servers;
+    if (attempt.failed_server) dead_servers.insert(dead_servers.begin(), *attempt.failed_server);
     restarted.push_back(std::move(attempt));
-    if (failed_server) {
+    for (const ServerExit& dead : dead_servers) {
       // Same command line, address and environment; it restores its own state.
       std::optional<LaunchResult> interrupted = detail::restart_server(
-          servers, failed_server->index, options, server_env, sigpipe_block.original(), supervisor);
+          servers, dead.index, options, server_env, sigpipe_block.original(), supervisor);
       if (interrupted) {
         interrupted->master_port = context.master_port;
         interrupted->restarted_attempts = std::move(restarted);

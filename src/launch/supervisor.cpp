@@ -122,11 +122,9 @@ void Supervisor::reap_exited() {
     } else {
       begin_stopping(SIGTERM);
     }
-  } else if (phase_ == Phase::kRestarting && !worker_failed) {
-    // A server died while the workers were being restarted: the job cannot go on.
-    first_failed_ = newly_failed;
-    begin_stopping(SIGTERM);
   }
+  // In kRestarting a server that dies (while the workers are being stopped) is started again with
+  // the next group: finish_attempt() hands it back with the one that ended the attempt.
 }
 
 void Supervisor::stop_servers_after_workers() {
@@ -216,8 +214,12 @@ RestartedAttempt Supervisor::finish_attempt() {
     Supervised& supervised = processes_[i];
     const bool first_failure = first_failed_ == static_cast<int>(i);
     if (supervised.who.role != ProcessRole::kWorker) {
+      // Reaped servers died on their own (servers are not told to stop for a restart): the caller
+      // starts them again.
       if (first_failure) {
-        attempt.failed_server = server_exit(supervised);  // reaped; the caller restarts it
+        attempt.failed_server = server_exit(supervised);
+      } else if (supervised.exit) {
+        attempt.also_failed_servers.push_back(server_exit(supervised));
       } else {
         servers.push_back(std::move(supervised));
       }
@@ -226,6 +228,8 @@ RestartedAttempt Supervisor::finish_attempt() {
     if (first_failure) attempt.first_failed_local_rank = static_cast<int>(attempt.workers.size());
     attempt.workers.push_back(worker_exit(supervised));
   }
+  std::sort(attempt.also_failed_servers.begin(), attempt.also_failed_servers.end(),
+            [](const ServerExit& a, const ServerExit& b) { return a.index < b.index; });
   processes_ = std::move(servers);
   first_failed_ = -1;
   restart_allowed_ = false;

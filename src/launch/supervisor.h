@@ -13,7 +13,8 @@
 //             grace period; the other servers keep running)
 //   kRestarting --every worker reaped, finish_attempt()-->  kRunning (the caller starts the
 //             failed server again, if a server failed, then new workers)
-//   kRestarting --signal received / a server failed / stop_all()-->  kStopping
+//   kRestarting --signal received / stop_all()-->  kStopping  (a server that dies meanwhile is
+//             started again with the next group)
 // A process reaped after it was sent a stop signal counts as stopped by the launcher. A worker
 // fails when it exits non-zero or is killed; a server fails when it exits before being told to.
 #pragma once
@@ -88,9 +89,10 @@ class Supervisor {
   bool supervise_attempt();
 
   // After supervise_attempt() returned true: the failed group's exits and, when a server's exit
-  // ended the attempt, that server's (not master_port), which are forgotten; back to kRunning
-  // with only the servers still running supervised and restarts not allowed. The caller starts
-  // the failed server again (same identity) before the next group.
+  // ended the attempt, that server's, and those of servers that also died (not master_port),
+  // which are forgotten; back to kRunning with only the servers still running supervised and
+  // restarts not allowed. The caller starts the dead servers again (same identity) before the
+  // next group.
   RestartedAttempt finish_attempt();
 
   // Sends SIGTERM to every process and starts the grace period; they count as stopped by the

@@ -348,10 +348,12 @@ TEST_F(RestartsTest, ServerKilledAfterTheLastRestartFailsNamingIt) {
   expect_all_gone(result);
 }
 
-TEST_F(RestartsTest, ServerDyingWhileTheWorkersStopForARestartEndsTheLaunch) {
-  // Rank 1 fails once rank 0 is ready; rank 0, told to stop for the restart, makes the server
-  // SIGKILL itself and waits until it no longer accepts connections (at most 10 s).
+TEST_F(RestartsTest, ServerDyingWhileTheWorkersStopForARestartIsRestartedWithThem) {
+  // Attempt 0: rank 1 fails once rank 0 is ready; rank 0, told to stop for the restart, makes the
+  // server SIGKILL itself and waits until it no longer accepts connections (at most 10 s).
+  // Attempt 1: both succeed, against the server started again.
   const std::string script =
+      "if [ \"$TORCHELASTIC_RESTART_COUNT\" != 0 ]; then exit 0; fi; "
       "if [ \"$RANK\" = 1 ]; then "
       "i=0; while [ ! -s \"$DIR/ready\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
       "exit 3; fi; "
@@ -359,22 +361,25 @@ TEST_F(RestartsTest, ServerDyingWhileTheWorkersStopForARestartEndsTheLaunch) {
       "while \"$FAKE\" --send \"$GRADWIRE_PS_ADDRS\" ping 2>/dev/null && [ $i -lt 200 ]; "
       "do sleep 0.05; i=$((i+1)); done; exit 0' TERM; "
       "echo ready > \"$DIR/ready\"; while true; do sleep 30 & wait $!; done";
-  LaunchOptions options = options_for(script, 2);
+  LaunchOptions options = options_for(script, 1);
   options.servers = 1;
   options.server_command = {FAKE_PS_SERVER_PATH};
   options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
   const LaunchResult result = run_workers(options);
-  EXPECT_EQ(result.exit_code(), 3) << result.summary() << err();  // rank 1 failed first
-  EXPECT_TRUE(result.restarted_attempts.empty());
-  EXPECT_EQ(result.first_failed_server, 0);
-  ASSERT_EQ(result.servers.size(), 1u);
-  EXPECT_EQ(result.servers[0].signal, SIGKILL);
-  EXPECT_EQ(printed_server_pids(0).size(), 1u) << out();
-  EXPECT_FALSE(contains(err(), "restarting")) << err();
-  EXPECT_TRUE(
-      contains(result.summary(), "server 0 (" + result.servers[0].address + ", pid " +
-                                     std::to_string(result.servers[0].pid) +
-                                     ") killed by signal 9 (SIGKILL) while the trainers ran"))
+  EXPECT_EQ(result.exit_code(), 0) << result.summary() << err();
+  ASSERT_EQ(result.restarted_attempts.size(), 1u) << result.summary();
+  const RestartedAttempt& first = result.restarted_attempts[0];
+  EXPECT_FALSE(first.failed_server.has_value());  // rank 1 failed first
+  ASSERT_GE(first.first_failed_local_rank, 0);
+  EXPECT_EQ(first.workers[first.first_failed_local_rank].rank, 1);
+  ASSERT_EQ(first.also_failed_servers.size(), 1u);
+  EXPECT_EQ(first.also_failed_servers[0].index, 0);
+  EXPECT_EQ(first.also_failed_servers[0].signal, SIGKILL);
+  EXPECT_EQ(printed_server_pids(0).size(), 2u) << out();  // started again
+  EXPECT_TRUE(contains(err(), "(SIGKILL) too; restarting it with the workers")) << err();
+  EXPECT_TRUE(contains(result.summary(),
+                       "killed by signal 9 (SIGKILL) too; the server and the "
+                       "workers were restarted"))
       << result.summary();
   expect_all_gone(result);
 }

@@ -139,6 +139,9 @@ struct RestartedAttempt {
   // The server whose exit ended the attempt (its process before the restart; a new one was
   // started on the same address); nullopt when a worker's failure did.
   std::optional<ServerExit> failed_server;
+  // Other servers that died before the next group started (in the same moment, or while the
+  // workers were being stopped), by index; each was started again too.
+  std::vector<ServerExit> also_failed_servers;
 };
 
 struct LaunchResult {
