@@ -4,6 +4,7 @@ gradwire_add_test(ps_server_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/server_messages_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_service_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_fuzz_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_checkpoint_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_process_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_registry_test.cpp
