@@ -129,6 +129,12 @@ TEST(StepWait, MissingTrainersAreNamed) {
             "step 12 of table 'emb': trainer(s) 1 of 2 did not finish it within 5.00 s");
   EXPECT_EQ(describe_missing_trainers("emb", 0, {0, 3}, 4, 250ms),
             "step 0 of table 'emb': trainer(s) 0, 3 of 4 did not finish it within 250 ms");
+  // Thousands missing: sixteen by number, then a count.
+  std::vector<int> many(3000);
+  for (int i = 0; i < 3000; ++i) many[i] = i + 1;
+  EXPECT_EQ(describe_missing_trainers("emb", 0, many, 3001, 250ms),
+            "step 0 of table 'emb': trainer(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, "
+            "16 and 2984 more of 3001 did not finish it within 250 ms");
 }
 
 }  // namespace

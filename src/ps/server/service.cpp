@@ -52,9 +52,14 @@ std::chrono::steady_clock::time_point step_wait_deadline(
 std::string describe_missing_trainers(const std::string& table, int64_t step,
                                       const std::vector<int>& missing, int num_trainers,
                                       milliseconds waited) {
+  // At most kNamedTrainers by number: the message stays small for any number of trainers.
+  constexpr size_t kNamedTrainers = 16;
   std::string trainers;
-  for (const int trainer : missing) {
-    trainers += (trainers.empty() ? "" : ", ") + std::to_string(trainer);
+  for (size_t i = 0; i < missing.size() && i < kNamedTrainers; ++i) {
+    trainers += (trainers.empty() ? "" : ", ") + std::to_string(missing[i]);
+  }
+  if (missing.size() > kNamedTrainers) {
+    trainers += " and " + std::to_string(missing.size() - kNamedTrainers) + " more";
   }
   if (trainers.empty()) trainers = "(unknown)";
   return "step " + std::to_string(step) + " of table '" + table + "': trainer(s) " + trainers +

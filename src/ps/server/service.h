@@ -40,7 +40,8 @@ std::chrono::steady_clock::time_point step_wait_deadline(
     std::chrono::system_clock::time_point system_now,
     std::chrono::steady_clock::time_point steady_now);
 
-// "step 12 of table 'emb': trainer(s) 1 of 2 did not finish it within 5.00 s".
+// "step 12 of table 'emb': trainer(s) 1 of 2 did not finish it within 5.00 s"; at most 16
+// trainers by number, then "and N more".
 std::string describe_missing_trainers(const std::string& table, int64_t step,
                                       const std::vector<int>& missing, int num_trainers,
                                       std::chrono::milliseconds waited);
