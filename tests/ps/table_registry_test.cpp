@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -115,15 +116,22 @@ TableConfig small_table(const std::string& name, int64_t rows) {
 
 TEST(TableRegistry, ConcurrentCreatorsOfDifferentTablesCannotOvershootTheTotalBytes) {
   constexpr int kCreators = 8;
+  constexpr int64_t kRows = 1 << 15;
+  constexpr int64_t kTableBytes = kRows * 64 * 4;  // 8 MiB each: builds that overlap
   RegistryLimits limits;
-  limits.max_total_table_bytes = 3 * (4096 * 16) + 100;  // three tables of 4096 rows fit
+  limits.max_total_table_bytes = 3 * kTableBytes + kTableBytes / 2;  // three tables fit
   TableRegistry registry(limits);
   std::vector<std::string> outcomes(kCreators);
+  std::atomic<int> ready{0};
   std::vector<std::thread> creators;
   for (int i = 0; i < kCreators; ++i) {
     creators.emplace_back([&, i] {
+      TableConfig config = small_table("t" + std::to_string(i), kRows);
+      config.dim = 64;
+      ready.fetch_add(1);
+      while (ready.load() < kCreators) std::this_thread::yield();  // start together
       try {
-        registry.create(small_table("t" + std::to_string(i), 4096), 0, 1);
+        registry.create(config, 0, 1);
         outcomes[i] = "created";
       } catch (const ResourceLimitError& error) {
         outcomes[i] = error.what();
@@ -141,7 +149,7 @@ TEST(TableRegistry, ConcurrentCreatorsOfDifferentTablesCannotOvershootTheTotalBy
   }
   EXPECT_EQ(created, 3);
   EXPECT_EQ(registry.held().tables, 3);
-  EXPECT_EQ(registry.held().bytes, 3 * 4096 * 16);
+  EXPECT_EQ(registry.held().bytes, 3 * kTableBytes);
 }
 
 TEST(TableRegistry, AFailedBuildReleasesItsPlaceAndBytes) {
