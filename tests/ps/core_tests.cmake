@@ -1,5 +1,5 @@
 # Parameter-server core: table configs, the row initialiser, coalescing, sparse optimizers
-# against torch::optim, table shards (sharding, sync steps, threads) and checkpoint files.
+# against torch::optim, table shards (sharding, sync steps, threads, limits) and checkpoint files.
 gradwire_add_test(ps_core_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/table_config_test.cpp
@@ -7,6 +7,7 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/coalesce_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/sparse_optimizer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/table_shard_limits_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/step_attempts_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
   LIBS gradwire_ps_core_internal ZLIB::ZLIB

@@ -1,7 +1,7 @@
 // gradwire-ps-server as a real process: the "listening on" line, calls with the token from a
 // file, SIGKILL and a restart that continues from the checkpoint with identical tables, SIGTERM
-// shutting down with a checkpoint, a missing token, the plaintext warning beyond loopback;
-// in-process: the token's sources and a TLS server.
+// shutting down with a checkpoint, a missing token, the plaintext warning beyond loopback, the
+// limit flags; in-process: the token's sources and a TLS server.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -158,6 +158,31 @@ TEST_F(ServerProcessTest, PlaintextBeyondLoopbackIsWarnedAboutOnce) {
   const std::string err = read_file(err_);
   EXPECT_EQ(warnings(err), 1u) << err;
   EXPECT_NE(err.find("--tls-cert"), std::string::npos) << err;
+}
+
+// The limit flags reach the server: a table above --max-trainers or one above --max-tables is
+// refused naming the flag; a limit below 1 is a usage error.
+TEST_F(ServerProcessTest, LimitFlagsBoundTheServer) {
+  const std::string address =
+      start({"--token-file", dir_.file("token"), "--max-trainers", "2", "--max-tables", "1"}, 0);
+  ASSERT_FALSE(address.empty()) << read_file(err_);
+  ServerClient client(address);
+  const grpc::Status trainers = client.create(table_config("emb", 10, 4, UpdateMode::kSync, 3));
+  EXPECT_EQ(trainers.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(trainers.error_message().find("--max-trainers"), std::string::npos);
+  ASSERT_TRUE(client.create(table_config("emb", 10, 4, UpdateMode::kSync, 2)).ok());
+  const grpc::Status tables = client.create(table_config("other"));
+  EXPECT_EQ(tables.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(tables.error_message().find("--max-tables"), std::string::npos);
+  child_.reset();  // SIGKILL
+
+  child_ = std::make_unique<Child>(
+      std::vector<std::string>{GRADWIRE_PS_SERVER_PATH, "--token-file", dir_.file("token"),
+                               "--max-waiting-steps", "0"},
+      dir_.file("out"), dir_.file("err"));
+  const std::optional<int> status = child_->wait(20s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2);
 }
 
 // ServerOptions resolves its token as ClientOptions does: the option, its file, the environment.

@@ -1,10 +1,11 @@
 # Parameter server: pure parts, the service in-process (tokens, tables, malformed and oversize
-# requests, sync steps), checkpoints, and gradwire-ps-server as a real process.
+# requests, sync steps), its configured limits, checkpoints, and gradwire-ps-server as a real process.
 gradwire_add_test(ps_server_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/server_messages_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_service_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_fuzz_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_limits_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_checkpoint_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_process_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_registry_test.cpp

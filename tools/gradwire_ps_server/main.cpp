@@ -3,7 +3,9 @@
 //   gradwire-ps-server [--listen HOST:PORT] [--token-file F] [--checkpoint-dir D]
 //                      [--checkpoint-every N] [--checkpoint-keep K] [--threads T] [--tls-cert F
 //                      --tls-key F]
-//                      [--max-message-bytes N]
+//                      [--max-message-bytes N] [--max-trainers N] [--max-tables N]
+//                      [--max-total-table-bytes N] [--max-pending-bytes N]
+//                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
 //
 // The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When ready it
 // prints exactly one line, "gradwire-ps-server listening on HOST:PORT", on stdout. SIGTERM or
@@ -55,6 +57,32 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
                  "larger lookups and pushes)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1024}, int64_t{2147483647}));
+  // Limits (docs/ps.md "Limits"): a request above one is refused with RESOURCE_EXHAUSTED.
+  app.add_option("--max-trainers", options.max_trainers,
+                 "Most trainers (num_trainers) a table may have")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-tables", options.max_tables,
+                 "Most tables this server holds (served, being built, restored and waiting)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-total-table-bytes", options.max_total_table_bytes,
+                 "Most bytes of all tables held here together (rows and optimizer state)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-pending-bytes", options.max_pending_bytes,
+                 "Most bytes of sync pushes (ids and gradients) a table holds for one step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-waiting-steps", options.max_waiting_steps,
+                 "Most sync Step calls waiting for other trainers at once, all tables together")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-grpc-memory-bytes", options.max_grpc_memory_bytes,
+                 "Memory gRPC may use for connections and calls in flight (0: 64 x "
+                 "--max-message-bytes, at least 256 MiB)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.footer("Every call must carry the job's token. See docs/ps.md.");
 }
 

@@ -47,7 +47,36 @@ struct ServerOptions {
   int64_t max_request_bytes = 4 << 20;
   // Largest table this server accepts (rows held here x dim x 4 bytes, optimizer state included).
   int64_t max_table_bytes = int64_t{8} << 30;
+
+  // Limits on what requests can make the server hold (docs/ps.md "Limits"). A request above one
+  // is refused with RESOURCE_EXHAUSTED naming the limit, its value, what was asked and the flag
+  // that raises it; nothing is changed. Each must be >= 1 (ConfigError otherwise).
+  //
+  // Most trainers a table may have (TableConfig::num_trainers): a sync table keeps state per
+  // trainer. --max-trainers.
+  int max_trainers = 1024;
+  // Most tables this server holds: served, being built, or restored from checkpoints and waiting
+  // for CreateTable. Tables restored at start are never refused, but count. --max-tables.
+  int max_tables = 1024;
+  // Most bytes of all those tables together, each counted as for max_table_bytes; a new table's
+  // bytes are reserved before it is built. --max-total-table-bytes.
+  int64_t max_total_table_bytes = int64_t{16} << 30;
+  // Most bytes (ids and gradients) of sync pushes one table shard holds for the step in progress,
+  // all trainers together; released when the step is applied or discarded. --max-pending-bytes.
+  int64_t max_pending_bytes = int64_t{1} << 30;
+  // Most sync Step calls waiting for other trainers at once, all tables together (each holds a
+  // handler thread). The call that completes a step never waits, so it is never refused.
+  // --max-waiting-steps.
+  int max_waiting_steps = 1024;
+  // Memory gRPC may use for connections and calls in flight (its ResourceQuota): near it gRPC
+  // slows reading, at it closes idle connections and cancels calls. 0: 64 x max_message_bytes,
+  // at least 256 MiB (4 GiB with the defaults); else at least max_message_bytes.
+  // --max-grpc-memory-bytes.
+  int64_t max_grpc_memory_bytes = 0;
 };
+
+// The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).
+int64_t grpc_memory_bytes(const ServerOptions& options);
 
 class Server {
  public:

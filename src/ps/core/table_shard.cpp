@@ -50,6 +50,12 @@ bool strictly_increasing(const at::Tensor& ids) {
   return true;
 }
 
+// Bytes a push holds while its step is in progress.
+int64_t bytes_of(const SparseRows& rows) {
+  return rows.ids.numel() * static_cast<int64_t>(sizeof(int64_t)) +
+         rows.values.numel() * static_cast<int64_t>(sizeof(float));
+}
+
 bool all_finite(const at::Tensor& values) {
   const float* data = values.data_ptr<float>();
   const int64_t count = values.numel();
@@ -61,17 +67,20 @@ bool all_finite(const at::Tensor& values) {
 
 }  // namespace
 
-TableShard::TableShard(TableConfig config, int server_index, int num_servers, RestoreTag)
+TableShard::TableShard(TableConfig config, int server_index, int num_servers,
+                       int64_t max_pending_bytes, RestoreTag)
     : config_((validate(config), check_position(config, server_index, num_servers), config)),
       server_index_(server_index),
       num_servers_(num_servers),
       rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),
+      max_pending_bytes_(max_pending_bytes),
       pending_(static_cast<size_t>(config_.num_trainers)),
       finished_trainers_(config_.num_trainers, false),
       incarnations_(static_cast<size_t>(config_.num_trainers), 0) {}
 
-TableShard::TableShard(TableConfig config, int server_index, int num_servers)
-    : TableShard(std::move(config), server_index, num_servers, RestoreTag{}) {
+TableShard::TableShard(TableConfig config, int server_index, int num_servers,
+                       int64_t max_pending_bytes)
+    : TableShard(std::move(config), server_index, num_servers, max_pending_bytes, RestoreTag{}) {
   // Global ids of the local rows: server_index, server_index + S, ...
   const at::Tensor ids =
       at::arange(0, rows_here_, at::kLong).mul_(num_servers_).add_(server_index_);
@@ -79,9 +88,10 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers)
   optimizer_ = make_sparse_optimizer(config_.optimizer, rows_here_, config_.dim);
 }
 
-std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot) {
-  std::unique_ptr<TableShard> shard(
-      new TableShard(snapshot.config, snapshot.server_index, snapshot.num_servers, RestoreTag{}));
+std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot, int64_t max_pending_bytes) {
+  std::unique_ptr<TableShard> shard(new TableShard(snapshot.config, snapshot.server_index,
+                                                   snapshot.num_servers, max_pending_bytes,
+                                                   RestoreTag{}));
   const at::Tensor& weights = snapshot.weights;
   if (!weights.defined() || weights.scalar_type() != at::kFloat || weights.dim() != 2 ||
       weights.size(0) != shard->rows_here_ || weights.size(1) != shard->config_.dim) {
@@ -108,6 +118,11 @@ std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot) {
 int64_t TableShard::step() const {
   const std::shared_lock<std::shared_mutex> lock(mutex_);
   return step_;
+}
+
+int64_t TableShard::pending_bytes() const {
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  return pending_bytes_;
 }
 
 void TableShard::check_ids(const at::Tensor& ids, const char* what) const {
@@ -223,7 +238,26 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
                           " pushed for step " + std::to_string(step) +
                           " after finishing it; push before finish_step");
   }
-  if (rows.ids.numel() > 0) pending_[static_cast<size_t>(trainer)].push_back(std::move(rows));
+  if (rows.ids.numel() == 0) return;
+  const int64_t bytes = bytes_of(rows);
+  if (bytes > max_pending_bytes_ - pending_bytes_) {
+    throw ResourceLimitError(
+        table_prefix(config_) + ": push of " + std::to_string(bytes) +
+        " bytes (ids and gradients) from trainer " + std::to_string(trainer) + " for step " +
+        std::to_string(step) + " refused: the step's pushes would hold " +
+        std::to_string(pending_bytes_) + " + " + std::to_string(bytes) +
+        " bytes on this server, above its max_pending_bytes " + std::to_string(max_pending_bytes_) +
+        "; nothing was changed. Push fewer rows per step, use more servers, or raise "
+        "--max-pending-bytes (ServerOptions::max_pending_bytes)");
+  }
+  pending_bytes_ += bytes;
+  pending_[static_cast<size_t>(trainer)].push_back(std::move(rows));
+}
+
+void TableShard::drop_pending_locked(int trainer) {
+  auto& pushes = pending_[static_cast<size_t>(trainer)];
+  for (const SparseRows& rows : pushes) pending_bytes_ -= bytes_of(rows);
+  pushes.clear();
 }
 
 void TableShard::admit_locked(int trainer, Attempt attempt) {
@@ -251,13 +285,14 @@ void TableShard::admit_locked(int trainer, Attempt attempt) {
   if (attempt.incarnation > newest) {
     // The trainer was restarted alone: what its earlier process sent for this step goes.
     newest = attempt.incarnation;
-    pending_[static_cast<size_t>(trainer)].clear();
+    drop_pending_locked(trainer);
     finished_trainers_[trainer] = false;
   }
 }
 
 void TableShard::discard_step_locked(std::string reason) {
   for (auto& pushes : pending_) pushes.clear();
+  pending_bytes_ = 0;
   finished_trainers_.assign(finished_trainers_.size(), false);
   ++discards_;
   discard_reason_ = std::move(reason);
@@ -299,13 +334,15 @@ void TableShard::reduce_and_apply_locked() {
     throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
   }
   for (auto& pushes : pending_) pushes.clear();
+  pending_bytes_ = 0;
   finished_trainers_.assign(finished_trainers_.size(), false);
   apply_locked(std::move(reduced));
 }
 
 StepOutcome TableShard::finish_step(int trainer, int64_t step,
                                     std::chrono::steady_clock::time_point deadline, Attempt attempt,
-                                    const std::function<bool()>& cancelled) {
+                                    const std::function<bool()>& cancelled,
+                                    const std::function<bool()>& may_wait) {
   check_trainer(trainer, "finish_step");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (config_.mode == UpdateMode::kAsync) return StepOutcome{true, false, step_, {}};
@@ -316,9 +353,14 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step,
                           " finished step " + std::to_string(step) + ", but the table is at step " +
                           std::to_string(step_) + "; finish the steps in order");
   }
-  finished_trainers_[trainer] = true;
   bool all_finished = true;
-  for (bool finished : finished_trainers_) all_finished = all_finished && finished;
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    all_finished = all_finished && (t == trainer || finished_trainers_[t]);
+  }
+  if (!all_finished && may_wait && !may_wait()) {
+    return StepOutcome{false, false, step_, {}, true};
+  }
+  finished_trainers_[trainer] = true;
   if (all_finished) {
     reduce_and_apply_locked();
     step_applied_.notify_all();

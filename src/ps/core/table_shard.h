@@ -62,6 +62,16 @@ class StaleAttemptError : public Error {
   using Error::Error;
 };
 
+// A request that a configured limit refuses (the message names the limit, its value, what was
+// asked and the flag that raises it); nothing was changed. The service answers RESOURCE_EXHAUSTED.
+class ResourceLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Bytes of sync pushes (ids and gradients) one shard holds for its step in progress, by default.
+inline constexpr int64_t kDefaultMaxPendingBytes = int64_t{1} << 30;
+
 // What finish_step() saw.
 struct StepOutcome {
   bool applied = false;    // the awaited step has been applied
@@ -69,6 +79,7 @@ struct StepOutcome {
   int64_t step = 0;        // the table's step() when the call returned
   // When not applied: the trainers that never finished the awaited step, ascending.
   std::vector<int> missing_trainers;
+  bool refused = false;  // finish_step's `may_wait` said false: nothing was recorded
 };
 
 // A waiting finish_step() checks its `cancelled` this often.
@@ -88,12 +99,15 @@ class TableShard {
  public:
   // A new shard with rows from initial_rows(). InvalidArgument for a config that fails
   // validate() or unless 0 <= server_index < num_servers. Blocking: initialises the rows here.
-  TableShard(TableConfig config, int server_index, int num_servers);
+  // `max_pending_bytes` bounds the sync pushes held for the step in progress (see push()).
+  TableShard(TableConfig config, int server_index, int num_servers,
+             int64_t max_pending_bytes = kDefaultMaxPendingBytes);
 
   // The shard a snapshot describes (takes its tensors). InvalidArgument naming what disagrees:
   // the config, the shard position, the weights' dtype or shape, the optimizer state's names or
   // shapes, a negative step.
-  static std::unique_ptr<TableShard> restore(ShardSnapshot snapshot);
+  static std::unique_ptr<TableShard> restore(ShardSnapshot snapshot,
+                                             int64_t max_pending_bytes = kDefaultMaxPendingBytes);
 
   TableShard(const TableShard&) = delete;
   TableShard& operator=(const TableShard&) = delete;
@@ -102,8 +116,12 @@ class TableShard {
   int server_index() const { return server_index_; }
   int num_servers() const { return num_servers_; }
   int64_t rows_here() const { return rows_here_; }
+  int64_t max_pending_bytes() const { return max_pending_bytes_; }
   // Updates applied so far (sync: steps; async: pushes).
   int64_t step() const;
+  // sync: bytes of the pushes (ids and gradients, as kept: duplicates summed) held for the step
+  // in progress, every trainer's; 0 for async tables.
+  int64_t pending_bytes() const;
 
   // The rows of global ids (int64, 1-D, owned by this server, any order, duplicates fine): a new
   // float32 tensor [n, dim]. InvalidArgument naming the first bad id: negative, >= num_rows, or
@@ -115,8 +133,10 @@ class TableShard {
   // 0 <= trainer < num_trainers) and throws InvalidArgument with the shard unchanged. async:
   // applied now (step and attempt ignored). sync: `attempt` is admitted (see the top:
   // StaleAttemptError for an old one); `step` must equal step(), and the trainer must not have
-  // finished it yet; kept until the step ends. The shard keeps no reference to the caller's
-  // tensors.
+  // finished it yet; kept until the step ends. A push that would make the shard hold more than
+  // max_pending_bytes() for the step is refused with ResourceLimitError (after the attempt is
+  // admitted, as for every call; nothing of the push is kept). Pushes discarded or applied release
+  // their bytes. The shard keeps no reference to the caller's tensors.
   void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
             Attempt attempt = {});
 
@@ -130,8 +150,13 @@ class TableShard {
   // the step's pushes are discarded, the other waiters get StaleAttemptError saying so). A step
   // older than step() returns applied = true at once; a newer one is InvalidArgument. async:
   // returns applied = true at once. InvalidArgument for a bad trainer.
+  // `may_wait` (may be empty) is asked once, under the shard's lock, when this call is about to
+  // wait for other trainers (never by the call that completes the step): false returns
+  // refused = true without recording this call's finish (the service bounds the Step calls
+  // waiting at once with it).
   StepOutcome finish_step(int trainer, int64_t step, std::chrono::steady_clock::time_point deadline,
-                          Attempt attempt = {}, const std::function<bool()>& cancelled = {});
+                          Attempt attempt = {}, const std::function<bool()>& cancelled = {},
+                          const std::function<bool()>& may_wait = {});
 
   // Resuming a restarted group at `step` (docs/ps.md "Restarts"). sync: admits `attempt` and
   // answers whether the table is at `step`; if not, the caller loads the checkpoint of that step
@@ -150,7 +175,8 @@ class TableShard {
 
  private:
   struct RestoreTag {};
-  TableShard(TableConfig config, int server_index, int num_servers, RestoreTag);
+  TableShard(TableConfig config, int server_index, int num_servers, int64_t max_pending_bytes,
+             RestoreTag);
 
   // Validation of the caller's input, without the lock (config_ never changes).
   void check_ids(const at::Tensor& ids, const char* what) const;
@@ -158,6 +184,9 @@ class TableShard {
   at::Tensor local_rows(const at::Tensor& ids) const;
   // Admits `attempt` of `trainer` (see the top). Requires mutex_ held exclusively.
   void admit_locked(int trainer, Attempt attempt);
+  // Drops `trainer`'s pushes of the step in progress, releasing their bytes. Requires mutex_ held
+  // exclusively.
+  void drop_pending_locked(int trainer);
   // Drops every trainer's pushes and finished marks of the step in progress and wakes the
   // waiters, who throw StaleAttemptError with `reason`. Requires mutex_ held exclusively.
   void discard_step_locked(std::string reason);
@@ -170,6 +199,7 @@ class TableShard {
   const int server_index_;
   const int num_servers_;
   const int64_t rows_here_;
+  const int64_t max_pending_bytes_;
 
   mutable std::shared_mutex mutex_;
   std::condition_variable_any step_applied_;  // notified when step_ grows
@@ -178,6 +208,7 @@ class TableShard {
   std::unique_ptr<SparseOptimizer> optimizer_;
   int64_t step_ = 0;
   std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
+  int64_t pending_bytes_ = 0;                     // sync: bytes held in pending_
   std::vector<bool> finished_trainers_;           // sync: who finished step_
   int64_t restart_ = 0;                           // sync: the newest attempt seen
   std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process

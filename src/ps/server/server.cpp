@@ -3,6 +3,7 @@
 #include "gradwire/ps/server.h"
 
 #include <ATen/Parallel.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
@@ -52,23 +53,54 @@ void check_options(const ServerOptions& options) {
     throw ConfigError("gradwire: checkpoint_every_steps must be >= 0, got " +
                       std::to_string(options.checkpoint_every_steps));
   }
+  const std::pair<const char*, int64_t> limits[] = {
+      {"max_trainers (--max-trainers)", options.max_trainers},
+      {"max_tables (--max-tables)", options.max_tables},
+      {"max_total_table_bytes (--max-total-table-bytes)", options.max_total_table_bytes},
+      {"max_pending_bytes (--max-pending-bytes)", options.max_pending_bytes},
+      {"max_waiting_steps (--max-waiting-steps)", options.max_waiting_steps},
+  };
+  for (const auto& [name, value] : limits) {
+    if (value < 1) {
+      throw ConfigError(std::string("gradwire: the parameter server's ") + name +
+                        " must be >= 1, got " + std::to_string(value));
+    }
+  }
+  if (options.max_grpc_memory_bytes != 0 &&
+      options.max_grpc_memory_bytes < options.max_message_bytes) {
+    throw ConfigError("gradwire: max_grpc_memory_bytes " +
+                      std::to_string(options.max_grpc_memory_bytes) +
+                      " cannot hold one message of max_message_bytes " +
+                      std::to_string(options.max_message_bytes) +
+                      "; use 0 (64 x max_message_bytes) or at least max_message_bytes "
+                      "(--max-grpc-memory-bytes)");
+  }
 }
 
 // Idle handler threads a server keeps (Note [idle pollers]).
 constexpr int kIdlePollers = 16;
+
+// The derived default of max_grpc_memory_bytes: room for this many largest messages, at least
+// kMinGrpcMemoryBytes (connections need buffers even when messages are small).
+constexpr int64_t kGrpcMemoryMessages = 64;
+constexpr int64_t kMinGrpcMemoryBytes = int64_t{256} << 20;
 
 class ServerImpl final : public Server {
  public:
   explicit ServerImpl(const ServerOptions& options)
       : options_(options),
         listen_(parse_listen_address(options.listen)),
+        tables_(RegistryLimits{options.max_tables, options.max_total_table_bytes,
+                               options.max_pending_bytes}),
         checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps,
                      options.checkpoint_keep) {
     tables_.add_restored(checkpoints_.read_all());
     at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(
-        options.token, ServiceLimits{options.max_message_bytes, options.max_table_bytes}, tables_,
-        checkpoints_);
+        options.token,
+        ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
+                      options.max_waiting_steps},
+        tables_, checkpoints_);
 
     rpc::disable_abseil_deadlock_detection();
     grpc::ServerBuilder builder;
@@ -87,8 +119,15 @@ class ServerImpl final : public Server {
     // Threadpool Exhausted") rather than queue it when a quota is reached, and sync Step calls
     // hold their thread until every trainer arrived. Threads follow the calls in flight, which the
     // clients bound (per trainer and table: one lookup, one step's pushes, one step); streams per
-    // connection are capped so no single peer can open more.
+    // connection are capped so no single peer can open more. The Step calls that wait (and so
+    // hold threads) are bounded by the service instead, which refuses only calls that would wait
+    // and names the limit (Note [waiting steps] in service.cpp).
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
+    // gRPC's own memory (buffers of connections and of calls in flight) is bounded by a quota;
+    // only its memory: SetMaxThreads would be the thread quota refused above.
+    grpc::ResourceQuota quota("gradwire-ps-server");
+    quota.Resize(static_cast<size_t>(grpc_memory_bytes(options)));
+    builder.SetResourceQuota(quota);
     // Without this gRPC sets SO_REUSEPORT, and a second server could bind a port in use.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
@@ -163,6 +202,15 @@ class ServerImpl final : public Server {
 };
 
 }  // namespace
+
+int64_t grpc_memory_bytes(const ServerOptions& options) {
+  if (options.max_grpc_memory_bytes > 0) return options.max_grpc_memory_bytes;
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(options.max_message_bytes, kGrpcMemoryMessages, &bytes)) {
+    bytes = std::numeric_limits<int64_t>::max();
+  }
+  return std::max(bytes, kMinGrpcMemoryBytes);
+}
 
 std::unique_ptr<Server> start_server(const ServerOptions& options) {
   return start_server(options, EnvMap::from_process());

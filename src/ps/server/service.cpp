@@ -21,6 +21,8 @@ grpc::Status guarded(const char* method, Body&& body) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, error.what());
   } catch (const StaleAttemptError& error) {
     return grpc::Status(grpc::StatusCode::ABORTED, error.what());
+  } catch (const ResourceLimitError& error) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, error.what());
   } catch (const TimeoutError& error) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, error.what());
   } catch (const std::exception& error) {
@@ -32,6 +34,48 @@ grpc::Status guarded(const char* method, Body&& body) {
 milliseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
 }
+
+// Note [waiting steps]: a sync Step call that waits for other trainers holds a gRPC handler
+// thread (and its stack) until the step is applied, for up to kMaxStepWait. The server has no
+// thread quota (Note [handler threads] in server.cpp: at a quota gRPC refuses any call, the one
+// that would complete a barrier included). Instead the service counts the Step calls waiting in
+// any shard's barrier and refuses one more than max_waiting_steps with RESOURCE_EXHAUSTED naming
+// the limit. Only a call that is about to wait takes a place (the shard asks, under its lock,
+// through finish_step's may_wait): the call that completes a step never waits and is never
+// refused, so the limit cannot keep a barrier from completing, and the waiters it releases free
+// their places. Lookups and pushes do not block and are not counted.
+
+// One Step call's place among the waiting ones: taken when its shard is about to wait, given
+// back when the call returns.
+class WaitingPlace {
+ public:
+  WaitingPlace(std::atomic<int64_t>& waiting, int64_t max) : waiting_(waiting), max_(max) {}
+  WaitingPlace(const WaitingPlace&) = delete;
+  WaitingPlace& operator=(const WaitingPlace&) = delete;
+  ~WaitingPlace() {
+    if (taken_) waiting_.fetch_sub(1);
+  }
+
+  // True when the call holds a place now; false when max_ calls already wait (seen() says how
+  // many were counted).
+  bool take() {
+    if (taken_) return true;
+    int64_t now = waiting_.load();
+    do {
+      seen_ = now;
+      if (now >= max_) return false;
+    } while (!waiting_.compare_exchange_weak(now, now + 1));
+    taken_ = true;
+    return true;
+  }
+  int64_t seen() const { return seen_; }
+
+ private:
+  std::atomic<int64_t>& waiting_;
+  const int64_t max_;
+  bool taken_ = false;
+  int64_t seen_ = 0;
+};
 
 }  // namespace
 
@@ -96,6 +140,14 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
       throw InvalidArgument("server_index " + std::to_string(index) + " and num_servers " +
                             std::to_string(count) +
                             " do not name a server (need 0 <= " + "server_index < num_servers)");
+    }
+    if (config.num_trainers > limits_.max_trainers) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          describe(config) + " has num_trainers " + std::to_string(config.num_trainers) +
+              ", above this server's max_trainers " + std::to_string(limits_.max_trainers) +
+              " (a sync table keeps state per trainer); use fewer trainers or "
+              "raise --max-trainers (ServerOptions::max_trainers)");
     }
     const int64_t bytes = shard_bytes(config, index, count);
     if (bytes > limits_.max_table_bytes) {
@@ -172,9 +224,22 @@ grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
     // Note [step slices]: the shard waits in slices and asks whether the call was cancelled (the
     // caller went away, or shutdown's grace passed), so that such a call frees its thread instead
     // of holding shutdown() until the deadline.
-    const StepOutcome outcome = shard->finish_step(request->trainer(), request->step(), deadline,
-                                                   from_message(request->attempt()),
-                                                   [&] { return context->IsCancelled(); });
+    WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);  // Note [waiting steps]
+    const StepOutcome outcome = shard->finish_step(
+        request->trainer(), request->step(), deadline, from_message(request->attempt()),
+        [&] { return context->IsCancelled(); }, [&] { return place.take(); });
+    if (outcome.refused) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "step " + std::to_string(request->step()) + " of table " + quoted_name(request->table()) +
+              " from trainer " + std::to_string(request->trainer()) +
+              " was refused: " + std::to_string(place.seen()) +
+              " Step call(s) already wait for other trainers on this server, its "
+              "max_waiting_steps " +
+              std::to_string(limits_.max_waiting_steps) +
+              "; nothing was recorded. Call Step again later, or raise --max-waiting-steps "
+              "(ServerOptions::max_waiting_steps)");
+    }
     if (outcome.cancelled) {
       return grpc::Status(grpc::StatusCode::CANCELLED,
                           "step " + std::to_string(request->step()) + " of table " +

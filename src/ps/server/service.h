@@ -2,18 +2,21 @@
 //
 // Every method checks the job token first (UNAUTHENTICATED otherwise), decodes its tensors with
 // rpc/wire.h and maps failures to statuses: malformed input, bad ids or shapes -> INVALID_ARGUMENT
-// (the table is unchanged), unknown table -> NOT_FOUND, oversize tables or answers ->
-// RESOURCE_EXHAUSTED, a sync step some trainers did not finish in time -> DEADLINE_EXCEEDED
-// naming them, a call of a replaced attempt or trainer process -> ABORTED, Checkpoint without a
-// directory or Resume at a step with no checkpoint -> FAILED_PRECONDITION. No exception leaves a
-// handler. Names from requests appear in messages cut to 64 characters.
+// (the table is unchanged), unknown table -> NOT_FOUND, a configured limit (ServiceLimits,
+// TableRegistry's, a shard's pending bytes) or an oversize answer -> RESOURCE_EXHAUSTED naming
+// the limit and the flag that raises it, a sync step some trainers did not finish in time ->
+// DEADLINE_EXCEEDED naming them, a call of a replaced attempt or trainer process -> ABORTED,
+// Checkpoint without a directory or Resume at a step with no checkpoint -> FAILED_PRECONDITION.
+// No exception leaves a handler. Names from requests appear in messages cut to 64 characters.
 //
 // Thread safety: handlers run on gRPC's sync-server threads, any number at once; the service
-// itself holds no mutable state (TableRegistry and ServerCheckpoints lock their own). Blocking:
-// Step blocks its thread until the step is applied or the call's deadline (capped at
-// kMaxStepWait) is near; CreateTable initialises rows; Checkpoint writes files.
+// itself holds only an atomic count of the Step calls waiting (TableRegistry and
+// ServerCheckpoints lock their own state). Blocking: Step blocks its thread until the step is
+// applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable initialises rows;
+// Checkpoint writes files.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -27,9 +30,12 @@ namespace gradwire::ps {
 // Longest a Step call waits for the other trainers, whatever its deadline says.
 inline constexpr std::chrono::seconds kMaxStepWait{300};
 
+// The service's share of ServerOptions' limits (documented there).
 struct ServiceLimits {
   int64_t max_message_bytes = int64_t{64} << 20;
   int64_t max_table_bytes = int64_t{8} << 30;
+  int64_t max_trainers = 1024;
+  int64_t max_waiting_steps = 1024;  // Note [waiting steps] in service.cpp
 };
 
 // When a Step call stops waiting: the call's deadline, capped at kMaxStepWait from now, less a
@@ -73,6 +79,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   const ServiceLimits limits_;
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
+  std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
 };
 
 }  // namespace gradwire::ps

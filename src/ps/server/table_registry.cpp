@@ -1,5 +1,8 @@
 #include "ps/server/table_registry.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "gradwire/common/error.h"
 #include "ps/messages/service_messages.h"
 
@@ -18,6 +21,18 @@ std::string describe_conflict(const TableConfig& existing, int existing_index, i
   return "table '" + existing.name + "' exists with " + difference;
 }
 
+namespace {
+
+// a + b, at most INT64_MAX (both >= 0).
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+}  // namespace
+
+TableRegistry::TableRegistry(RegistryLimits limits) : limits_(limits) {}
+
 void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   std::map<std::string, std::vector<ShardSnapshot>> by_name;
   for (ShardSnapshot& snapshot : snapshots) {
@@ -26,7 +41,8 @@ void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   }
   for (auto& [name, group] : by_name) {
     if (group.size() == 1) {
-      std::shared_ptr<TableShard> shard = TableShard::restore(std::move(group.front()));
+      std::shared_ptr<TableShard> shard =
+          TableShard::restore(std::move(group.front()), limits_.max_pending_bytes);
       const std::lock_guard<std::mutex> lock(mutex_);
       tables_[name] = std::move(shard);
     } else {
@@ -77,7 +93,7 @@ CreatedTable TableRegistry::create(const TableConfig& config, int server_index, 
         return existing_result(found->second);
       }
       if (const auto found = building_.find(config.name); found != building_.end()) {
-        const std::shared_future<std::shared_ptr<TableShard>> other = found->second;
+        const std::shared_future<std::shared_ptr<TableShard>> other = found->second.shard;
         lock.unlock();
         if (other.wait_until(deadline) != std::future_status::ready) {
           throw TimeoutError("gradwire: table '" + config.name +
@@ -86,13 +102,18 @@ CreatedTable TableRegistry::create(const TableConfig& config, int server_index, 
         continue;  // built (then found above) or failed (then built here)
       }
       snapshot = take_pending_locked(config, server_index, num_servers);
-      building_[config.name] = built.get_future().share();
+      const int64_t bytes = shard_bytes(config, server_index, num_servers);
+      // A restored table counted already (as a waiting snapshot); a new one must fit.
+      if (!snapshot) check_room_locked(config, server_index, num_servers, bytes);
+      building_[config.name] = Build{built.get_future().share(), bytes};
     }
     // Built outside the lock: initialising rows can take a while.
     std::shared_ptr<TableShard> shard;
     try {
-      shard = snapshot ? std::shared_ptr<TableShard>(TableShard::restore(*snapshot))
-                       : std::make_shared<TableShard>(config, server_index, num_servers);
+      shard = snapshot ? std::shared_ptr<TableShard>(
+                             TableShard::restore(*snapshot, limits_.max_pending_bytes))
+                       : std::make_shared<TableShard>(config, server_index, num_servers,
+                                                      limits_.max_pending_bytes);
     } catch (...) {
       const std::lock_guard<std::mutex> lock(mutex_);
       if (snapshot) pending_[config.name].push_back(std::move(*snapshot));
@@ -112,6 +133,54 @@ std::shared_ptr<TableShard> TableRegistry::find(const std::string& name) const {
   const std::lock_guard<std::mutex> lock(mutex_);
   const auto found = tables_.find(name);
   return found == tables_.end() ? nullptr : found->second;
+}
+
+TableRegistry::Held TableRegistry::held() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return held_locked();
+}
+
+TableRegistry::Held TableRegistry::held_locked() const {
+  Held held;
+  held.tables = static_cast<int64_t>(tables_.size() + building_.size() + pending_.size());
+  for (const auto& [name, shard] : tables_) {
+    held.bytes = saturating_add(
+        held.bytes, shard_bytes(shard->config(), shard->server_index(), shard->num_servers()));
+  }
+  for (const auto& [name, build] : building_) held.bytes = saturating_add(held.bytes, build.bytes);
+  for (const auto& [name, group] : pending_) {
+    for (const ShardSnapshot& snapshot : group) {
+      held.bytes = saturating_add(
+          held.bytes, shard_bytes(snapshot.config, snapshot.server_index, snapshot.num_servers));
+    }
+  }
+  return held;
+}
+
+void TableRegistry::check_room_locked(const TableConfig& config, int server_index, int num_servers,
+                                      int64_t bytes) const {
+  const Held held = held_locked();
+  const std::string asked = "table '" + config.name + "' (" + describe(config) + ", server " +
+                            std::to_string(server_index) + " of " + std::to_string(num_servers) +
+                            ")";
+  const std::string counted =
+      " (tables served, being built, or restored from checkpoints and waiting for CreateTable)";
+  if (held.tables >= limits_.max_tables) {
+    throw ResourceLimitError(
+        "gradwire: " + asked + " refused: this server holds " + std::to_string(held.tables) +
+        " table(s)" + counted + ", and one more would exceed its max_tables " +
+        std::to_string(limits_.max_tables) +
+        "; spread the tables over more servers or raise --max-tables (ServerOptions::max_tables)");
+  }
+  if (bytes > limits_.max_total_table_bytes - std::min(held.bytes, limits_.max_total_table_bytes)) {
+    throw ResourceLimitError("gradwire: " + asked + " refused: it needs " + std::to_string(bytes) +
+                             " bytes here and this server holds " + std::to_string(held.bytes) +
+                             " bytes of tables" + counted +
+                             ", together above its max_total_table_bytes " +
+                             std::to_string(limits_.max_total_table_bytes) +
+                             "; use more servers or raise --max-total-table-bytes "
+                             "(ServerOptions::max_total_table_bytes)");
+  }
 }
 
 std::vector<std::shared_ptr<TableShard>> TableRegistry::all() const {

@@ -10,6 +10,13 @@
 // arriving meanwhile wait for that build instead of building their own (one allocation), then
 // compare configs. A failed build leaves nothing behind (a taken snapshot goes back).
 //
+// Limits (RegistryLimits): the tables held (served, being built, restored snapshots waiting) and
+// the sum of their shard_bytes() are bounded. A new table is counted and its bytes reserved under
+// the lock before its build starts, so concurrent creators of different tables cannot together
+// pass the limits; a failed build releases them. Above a limit create() throws ResourceLimitError
+// and nothing changes. Restored tables (at start, or a waiting snapshot a CreateTable takes) are
+// never refused, but count.
+//
 // Thread safety: every member may be called from any thread. mutex_ guards only the maps; shards
 // are created and restored outside it and handed out as shared_ptr, so calls on different tables
 // never wait for each other (each TableShard has its own lock). Blocking: create() initialises a
@@ -29,6 +36,13 @@
 
 namespace gradwire::ps {
 
+// Bounds of one server's tables (ServerOptions has the same fields, documented there).
+struct RegistryLimits {
+  int64_t max_tables = 1024;
+  int64_t max_total_table_bytes = int64_t{16} << 30;
+  int64_t max_pending_bytes = kDefaultMaxPendingBytes;  // given to every shard
+};
+
 struct CreatedTable {
   std::shared_ptr<TableShard> shard;
   bool created = false;  // false: it existed (or was restored) with an equal config
@@ -36,6 +50,8 @@ struct CreatedTable {
 
 class TableRegistry {
  public:
+  explicit TableRegistry(RegistryLimits limits = {});
+
   // Takes the snapshots read from the checkpoint directory (see the top of this file).
   void add_restored(std::vector<ShardSnapshot> snapshots);
 
@@ -43,7 +59,9 @@ class TableRegistry {
   // config is the same table, else a restored or a new one. InvalidArgument naming the
   // difference when a table of that name exists (or waits restored) with another config or
   // shard position. TimeoutError when another call's build of the table is not done by
-  // `deadline`. Preconditions: validate(config) passed, 0 <= server_index < num_servers.
+  // `deadline`. ResourceLimitError when a new table would exceed max_tables or
+  // max_total_table_bytes (see the top). Preconditions: validate(config) passed,
+  // 0 <= server_index < num_servers.
   CreatedTable create(const TableConfig& config, int server_index, int num_servers,
                       std::chrono::steady_clock::time_point deadline =
                           std::chrono::steady_clock::time_point::max());
@@ -53,17 +71,35 @@ class TableRegistry {
   // Every served shard, by name.
   std::vector<std::shared_ptr<TableShard>> all() const;
 
+  // What the limits count: tables served, being built or restored and waiting, and the sum of
+  // their shard_bytes() (the waiting snapshots of every shard position held here).
+  struct Held {
+    int64_t tables = 0;
+    int64_t bytes = 0;
+  };
+  Held held() const;
+
  private:
   // Takes this shard's pending snapshot of `config.name` (empty pointer when there is none);
   // InvalidArgument, the snapshot kept, when its config differs. Requires mutex_.
   std::unique_ptr<ShardSnapshot> take_pending_locked(const TableConfig& config, int server_index,
                                                      int num_servers);
+  Held held_locked() const;
+  // Throws ResourceLimitError unless a new table of `bytes` fits the limits. Requires mutex_.
+  void check_room_locked(const TableConfig& config, int server_index, int num_servers,
+                         int64_t bytes) const;
 
+  // A build in progress: the shard when done (nullptr when it failed), and its reserved bytes.
+  struct Build {
+    std::shared_future<std::shared_ptr<TableShard>> shard;
+    int64_t bytes = 0;
+  };
+
+  const RegistryLimits limits_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<TableShard>> tables_;  // guarded by mutex_
   std::map<std::string, std::vector<ShardSnapshot>> pending_;  // guarded by mutex_
-  // Builds in progress: name -> the shard when done (nullptr when the build failed).
-  std::map<std::string, std::shared_future<std::shared_ptr<TableShard>>> building_;  // by mutex_
+  std::map<std::string, Build> building_;                      // guarded by mutex_
 };
 
 // "table 'emb' exists with 300 x 64, asked 300 x 32" (or the shard position that differs).

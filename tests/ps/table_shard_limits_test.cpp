@@ -1,0 +1,135 @@
+// A table shard's limits: the bytes of sync pushes held for the step in progress
+// (max_pending_bytes: a push above it is refused with the shard unchanged; applied and discarded
+// pushes release their bytes) and finish_step's may_wait, asked only by a call that would wait.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "id_tensors.h"
+#include "ps/core/table_shard.h"
+
+namespace gradwire::ps {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using testing::ids_tensor;
+
+// A pushed row of dim 4 holds 8 bytes of id and 16 of gradient.
+constexpr int64_t kRowBytes = 24;
+
+TableConfig sync_table(int trainers) {
+  TableConfig config;
+  config.name = "emb";
+  config.num_rows = 10;
+  config.dim = 4;
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.lr = 0.5;
+  config.initializer.seed = 3;
+  config.mode = UpdateMode::kSync;
+  config.num_trainers = trainers;
+  return config;
+}
+
+// `rows` distinct ids from `first`, gradients of ones.
+void push_rows(TableShard& shard, int trainer, int64_t step, int64_t first, int64_t rows,
+               Attempt attempt = {}) {
+  shard.push(trainer, step, at::arange(first, first + rows, at::kLong), at::ones({rows, 4}),
+             attempt);
+}
+
+// The message of the ResourceLimitError `call` throws ("" when it does not).
+template <typename Call>
+std::string limit_message(Call call) {
+  try {
+    call();
+  } catch (const ResourceLimitError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(TableShardLimits, APushAboveMaxPendingBytesIsRefusedAndAppliedStepsReleaseTheirBytes) {
+  const TableConfig config = sync_table(2);
+  TableShard shard(config, 0, 1, 3 * kRowBytes);
+  TableShard unlimited(config, 0, 1);
+  const at::Tensor all = at::arange(0, config.num_rows, at::kLong);
+
+  push_rows(shard, 0, 0, 0, 2);
+  push_rows(unlimited, 0, 0, 0, 2);
+  EXPECT_EQ(shard.pending_bytes(), 2 * kRowBytes);
+  const std::string message = limit_message([&] { push_rows(shard, 1, 0, 4, 2); });
+  EXPECT_THAT(message, HasSubstr("max_pending_bytes " + std::to_string(3 * kRowBytes)));
+  EXPECT_THAT(message, HasSubstr(std::to_string(2 * kRowBytes) + " + " +
+                                 std::to_string(2 * kRowBytes) + " bytes"));
+  EXPECT_THAT(message, HasSubstr("--max-pending-bytes"));
+  EXPECT_EQ(shard.pending_bytes(), 2 * kRowBytes);  // nothing of the refused push kept
+  push_rows(shard, 1, 0, 4, 1);                     // what fits is still taken
+  push_rows(unlimited, 1, 0, 4, 1);
+
+  EXPECT_FALSE(shard.finish_step(0, 0, Clock::now()).applied);
+  EXPECT_TRUE(shard.finish_step(1, 0, Clock::now()).applied);
+  unlimited.finish_step(0, 0, Clock::now());
+  unlimited.finish_step(1, 0, Clock::now());
+  // The refused push was never applied: the table is the one without it.
+  EXPECT_TRUE(at::equal(shard.lookup(all), unlimited.lookup(all)));
+  EXPECT_EQ(shard.pending_bytes(), 0);
+
+  // The applied step released its bytes: the next one may hold as much again.
+  push_rows(shard, 0, 1, 0, 3);
+  EXPECT_EQ(shard.pending_bytes(), 3 * kRowBytes);
+}
+
+TEST(TableShardLimits, DiscardedPushesReleaseTheirBytes) {
+  TableShard shard(sync_table(2), 0, 1, 3 * kRowBytes);
+  push_rows(shard, 0, 0, 0, 3);
+  EXPECT_FALSE(limit_message([&] { push_rows(shard, 1, 0, 4, 1); }).empty());
+  // A new process of trainer 0 discards what its earlier one pushed.
+  push_rows(shard, 0, 0, 0, 3, Attempt{0, 1});
+  EXPECT_EQ(shard.pending_bytes(), 3 * kRowBytes);
+  // A new attempt of the job discards every trainer's pushes.
+  push_rows(shard, 1, 0, 4, 3, Attempt{1, 0});
+  EXPECT_EQ(shard.pending_bytes(), 3 * kRowBytes);
+  // Rewinding discards the step in progress too.
+  ShardSnapshot snapshot = shard.snapshot();
+  snapshot.step = 5;
+  EXPECT_EQ(shard.rewind(std::move(snapshot), 1, Attempt{1, 0}), 5);
+  EXPECT_EQ(shard.pending_bytes(), 0);
+  push_rows(shard, 0, 5, 0, 3, Attempt{1, 0});
+}
+
+TEST(TableShardLimits, MayWaitIsAskedOnlyByACallThatWouldWaitAndARefusalRecordsNothing) {
+  TableShard shard(sync_table(2), 0, 1);
+  int asked = 0;
+  const auto refuse = [&] {
+    ++asked;
+    return false;
+  };
+  const StepOutcome refused = shard.finish_step(0, 0, Clock::now(), {}, {}, refuse);
+  EXPECT_TRUE(refused.refused);
+  EXPECT_FALSE(refused.applied);
+  EXPECT_EQ(asked, 1);
+  // Trainer 0's finish was not recorded: trainer 1's call would wait too, and is refused.
+  EXPECT_TRUE(shard.finish_step(1, 0, Clock::now(), {}, {}, refuse).refused);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(shard.step(), 0);
+
+  const auto allow = [&] {
+    ++asked;
+    return true;
+  };
+  EXPECT_FALSE(shard.finish_step(0, 0, Clock::now(), {}, {}, allow).applied);
+  EXPECT_EQ(asked, 3);
+  // The call that completes the step does not wait and is not asked.
+  const StepOutcome done = shard.finish_step(1, 0, Clock::now(), {}, {}, refuse);
+  EXPECT_TRUE(done.applied);
+  EXPECT_FALSE(done.refused);
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(shard.step(), 1);
+}
+
+}  // namespace
+}  // namespace gradwire::ps
