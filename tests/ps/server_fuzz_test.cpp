@@ -171,6 +171,7 @@ class ServerFuzz : public ::testing::Test {
     ServerOptions options = testing::test_server_options();
     options.max_message_bytes = kMaxMessageBytes;
     options.max_request_bytes = kMaxMessageBytes;
+    options.max_trainers = 4096;  // MissingTrainerListsAreBounded uses 3000
     options.max_table_bytes = kMaxTableBytes;
     server_ = start_server(options);
     client_ = std::make_unique<ServerClient>(server_->address());
