@@ -113,8 +113,8 @@ TEST(StepAttempts, AWaiterOfAReplacedAttemptStops) {
 
 TEST(StepAttempts, ACancelledWaiterReturns) {
   TableShard shard(sgd_table(2), 0, 1);
-  const StepOutcome outcome = shard.finish_step(0, 0, Clock::now() + std::chrono::seconds(60),
-                                                Attempt{}, [] { return true; });
+  const StepOutcome outcome = shard.finish_step(
+      0, 0, Attempt{}, StepWait{Clock::now() + std::chrono::seconds(60), [] { return true; }, {}});
   EXPECT_FALSE(outcome.applied);
   EXPECT_TRUE(outcome.cancelled);
 }

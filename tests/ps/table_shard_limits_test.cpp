@@ -108,12 +108,13 @@ TEST(TableShardLimits, MayWaitIsAskedOnlyByACallThatWouldWaitAndARefusalRecordsN
     ++asked;
     return false;
   };
-  const StepOutcome refused = shard.finish_step(0, 0, Clock::now(), {}, {}, refuse);
+  const StepOutcome refused =
+      shard.finish_step(0, 0, Attempt{}, StepWait{Clock::now(), {}, refuse});
   EXPECT_TRUE(refused.refused);
   EXPECT_FALSE(refused.applied);
   EXPECT_EQ(asked, 1);
   // Trainer 0's finish was not recorded: trainer 1's call would wait too, and is refused.
-  EXPECT_TRUE(shard.finish_step(1, 0, Clock::now(), {}, {}, refuse).refused);
+  EXPECT_TRUE(shard.finish_step(1, 0, Attempt{}, StepWait{Clock::now(), {}, refuse}).refused);
   EXPECT_EQ(asked, 2);
   EXPECT_EQ(shard.step(), 0);
 
@@ -121,10 +122,10 @@ TEST(TableShardLimits, MayWaitIsAskedOnlyByACallThatWouldWaitAndARefusalRecordsN
     ++asked;
     return true;
   };
-  EXPECT_FALSE(shard.finish_step(0, 0, Clock::now(), {}, {}, allow).applied);
+  EXPECT_FALSE(shard.finish_step(0, 0, Attempt{}, StepWait{Clock::now(), {}, allow}).applied);
   EXPECT_EQ(asked, 3);
   // The call that completes the step does not wait and is not asked.
-  const StepOutcome done = shard.finish_step(1, 0, Clock::now(), {}, {}, refuse);
+  const StepOutcome done = shard.finish_step(1, 0, Attempt{}, StepWait{Clock::now(), {}, refuse});
   EXPECT_TRUE(done.applied);
   EXPECT_FALSE(done.refused);
   EXPECT_EQ(asked, 3);

@@ -339,10 +339,11 @@ void TableShard::reduce_and_apply_locked() {
   apply_locked(std::move(reduced));
 }
 
-StepOutcome TableShard::finish_step(int trainer, int64_t step,
-                                    std::chrono::steady_clock::time_point deadline, Attempt attempt,
-                                    const std::function<bool()>& cancelled,
-                                    const std::function<bool()>& may_wait) {
+StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
+                                    const StepWait& wait) {
+  const auto deadline = wait.deadline;
+  const std::function<bool()>& cancelled = wait.cancelled;
+  const std::function<bool()>& may_wait = wait.may_wait;
   check_trainer(trainer, "finish_step");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (config_.mode == UpdateMode::kAsync) return StepOutcome{true, false, step_, {}};

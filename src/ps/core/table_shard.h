@@ -85,6 +85,18 @@ struct StepOutcome {
 // A waiting finish_step() checks its `cancelled` this often.
 inline constexpr std::chrono::milliseconds kStepWaitSlice{200};
 
+// How a finish_step() call may wait for the other trainers.
+struct StepWait {
+  // When it stops waiting (answering applied = false and the missing trainers).
+  std::chrono::steady_clock::time_point deadline;
+  // Asked every kStepWaitSlice while waiting; true stops the wait (cancelled = true). Empty: never.
+  std::function<bool()> cancelled;
+  // Asked once, under the shard's lock, when the call is about to wait (never by the call that
+  // completes the step); false: refused = true, nothing recorded (the service bounds the Step
+  // calls waiting at once with it). Empty: always true.
+  std::function<bool()> may_wait;
+};
+
 // A consistent deep copy of a shard (its own tensors), for checkpoints and restore().
 struct ShardSnapshot {
   TableConfig config;
@@ -141,22 +153,22 @@ class TableShard {
             Attempt attempt = {});
 
   // sync: admits `attempt`, records that `trainer` finished `step` (idempotent); the last of the
-  // num_trainers applies the step (see the top). Then blocks until `step` is applied, `deadline`
-  // passes (applied = false, missing_trainers = those that did not finish it; calling again
-  // later is fine) or `cancelled` (checked every kStepWaitSlice; may be empty) says true
-  // (applied = false, cancelled = true). StaleAttemptError when a newer attempt or incarnation
+  // num_trainers applies the step (see the top). Then blocks until `step` is applied,
+  // `wait.deadline` passes (applied = false, missing_trainers = those that did not finish it;
+  // calling again later is fine) or `wait.cancelled` says true (applied = false, cancelled =
+  // true). StaleAttemptError when a newer attempt or incarnation
   // replaced this one, before or while waiting, or the step was discarded meanwhile;
   // InvalidArgument when the reduced gradients of the step are not finite (nothing is applied,
   // the step's pushes are discarded, the other waiters get StaleAttemptError saying so). A step
   // older than step() returns applied = true at once; a newer one is InvalidArgument. async:
   // returns applied = true at once. InvalidArgument for a bad trainer.
-  // `may_wait` (may be empty) is asked once, under the shard's lock, when this call is about to
-  // wait for other trainers (never by the call that completes the step): false returns
-  // refused = true without recording this call's finish (the service bounds the Step calls
-  // waiting at once with it).
+  // `wait.may_wait` false returns refused = true without recording this call's finish.
+  StepOutcome finish_step(int trainer, int64_t step, Attempt attempt, const StepWait& wait);
+  // The same with only a deadline.
   StepOutcome finish_step(int trainer, int64_t step, std::chrono::steady_clock::time_point deadline,
-                          Attempt attempt = {}, const std::function<bool()>& cancelled = {},
-                          const std::function<bool()>& may_wait = {});
+                          Attempt attempt = {}) {
+    return finish_step(trainer, step, attempt, StepWait{deadline, {}, {}});
+  }
 
   // Resuming a restarted group at `step` (docs/ps.md "Restarts"). sync: admits `attempt` and
   // answers whether the table is at `step`; if not, the caller loads the checkpoint of that step

@@ -226,8 +226,8 @@ grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
     // of holding shutdown() until the deadline.
     WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);  // Note [waiting steps]
     const StepOutcome outcome = shard->finish_step(
-        request->trainer(), request->step(), deadline, from_message(request->attempt()),
-        [&] { return context->IsCancelled(); }, [&] { return place.take(); });
+        request->trainer(), request->step(), from_message(request->attempt()),
+        StepWait{deadline, [&] { return context->IsCancelled(); }, [&] { return place.take(); }});
     if (outcome.refused) {
       return grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
