@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "../launch/test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "server_test_support.h"
@@ -14,19 +15,16 @@ namespace gradwire::ps {
 namespace {
 
 using namespace std::chrono_literals;
+using launch::testing::contains;
 using testing::ids_tensor;
 using testing::ServerClient;
 using testing::table_config;
-
-bool mentions(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // RESOURCE_EXHAUSTED whose message names every part.
 void expect_refused(const grpc::Status& status, const std::vector<std::string>& parts) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   for (const std::string& part : parts) {
-    EXPECT_TRUE(mentions(status.error_message(), part))
+    EXPECT_TRUE(contains(status.error_message(), part))
         << "'" << part << "' not in: " << status.error_message();
   }
 }
@@ -222,22 +220,22 @@ TEST(ServerLimitOptions, BadLimitsAreConfigErrors) {
   };
   ServerOptions options = testing::test_server_options();
   options.max_trainers = 0;
-  EXPECT_TRUE(mentions(rejected(options), "--max-trainers"));
+  EXPECT_TRUE(contains(rejected(options), "--max-trainers"));
   options = testing::test_server_options();
   options.max_tables = 0;
-  EXPECT_TRUE(mentions(rejected(options), "--max-tables"));
+  EXPECT_TRUE(contains(rejected(options), "--max-tables"));
   options = testing::test_server_options();
   options.max_total_table_bytes = -1;
-  EXPECT_TRUE(mentions(rejected(options), "--max-total-table-bytes"));
+  EXPECT_TRUE(contains(rejected(options), "--max-total-table-bytes"));
   options = testing::test_server_options();
   options.max_pending_bytes = 0;
-  EXPECT_TRUE(mentions(rejected(options), "--max-pending-bytes"));
+  EXPECT_TRUE(contains(rejected(options), "--max-pending-bytes"));
   options = testing::test_server_options();
   options.max_waiting_steps = 0;
-  EXPECT_TRUE(mentions(rejected(options), "--max-waiting-steps"));
+  EXPECT_TRUE(contains(rejected(options), "--max-waiting-steps"));
   options = testing::test_server_options();
   options.max_grpc_memory_bytes = options.max_message_bytes - 1;
-  EXPECT_TRUE(mentions(rejected(options), "--max-grpc-memory-bytes"));
+  EXPECT_TRUE(contains(rejected(options), "--max-grpc-memory-bytes"));
 }
 
 TEST(ServerLimitOptions, TheGrpcQuotaDefaultsFromTheMessageLimit) {

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "../launch/test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
 #include "ps/core/table_shard.h"
@@ -16,13 +17,10 @@ namespace gradwire::ps {
 namespace {
 
 using namespace std::chrono_literals;
+using launch::testing::contains;
 using testing::ids_tensor;
 using testing::ServerClient;
 using testing::table_config;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The rows a fresh table of `config` starts with (the core's initialiser, one server).
 at::Tensor initial_rows(const TableConfig& config, const at::Tensor& ids) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "error_message.h"
 #include "gradwire/common/error.h"
 #include "id_tensors.h"
 #include "ps/core/table_shard.h"
@@ -21,6 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using testing::ids_tensor;
+using testing::message_of;
 
 // rows x 2, zeros, SGD lr 1, sync, mean over `trainers`: one applied step with gradient g on
 // every trainer moves a row to exactly -g.
@@ -39,16 +41,6 @@ TableConfig sgd_table(int trainers, int64_t rows = 4) {
 
 at::Tensor row(const TableShard& shard, int64_t id) { return shard.lookup(ids_tensor({id}))[0]; }
 
-template <typename Call>
-std::string stale_message(Call call) {
-  try {
-    call();
-  } catch (const StaleAttemptError& error) {
-    return error.what();
-  }
-  return "";
-}
-
 const Clock::time_point kNow{};  // a deadline already passed: finish_step does not wait
 
 TEST(StepAttempts, ARestartedGroupRedoesTheStepExactlyOnce) {
@@ -66,11 +58,11 @@ TEST(StepAttempts, ARestartedGroupRedoesTheStepExactlyOnce) {
   EXPECT_TRUE(at::equal(row(shard, 0), at::full({2}, -1.0f)));
   EXPECT_EQ(shard.step(), 1);
   // The old attempt's calls are refused, naming both attempts.
-  EXPECT_THAT(stale_message([&] {
+  EXPECT_THAT(message_of<StaleAttemptError>([&] {
                 shard.push(1, 1, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 20});
               }),
               HasSubstr("from attempt 0 of the job was refused: attempt 1 has started"));
-  EXPECT_THAT(stale_message([&] {
+  EXPECT_THAT(message_of<StaleAttemptError>([&] {
                 shard.finish_step(0, 1, kNow, Attempt{0, 10});
               }),
               HasSubstr("attempt 1 has started"));
@@ -83,7 +75,7 @@ TEST(StepAttempts, ARestartedTrainerReplacesOnlyItsOwnPushes) {
   // Trainer 1's first process pushed and died before finishing; its new process pushes again.
   shard.push(1, 0, ids_tensor({1}), at::full({1, 2}, 5.0f), Attempt{0, 20});
   shard.push(1, 0, ids_tensor({1}), at::ones({1, 2}), Attempt{0, 21});
-  EXPECT_THAT(stale_message([&] {
+  EXPECT_THAT(message_of<StaleAttemptError>([&] {
                 shard.finish_step(1, 0, kNow, Attempt{0, 20});
               }),
               HasSubstr("earlier process of trainer 1"));
@@ -96,7 +88,7 @@ TEST(StepAttempts, AWaiterOfAReplacedAttemptStops) {
   TableShard shard(sgd_table(2), 0, 1);
   shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 10});
   auto waiter = std::async(std::launch::async, [&] {
-    return stale_message([&] {
+    return message_of<StaleAttemptError>([&] {
       shard.finish_step(0, 0, Clock::now() + std::chrono::seconds(60), Attempt{0, 10});
     });
   });
@@ -122,14 +114,9 @@ TEST(StepAttempts, ACancelledWaiterReturns) {
 TEST(StepAttempts, GradientsThatOverflowWhenSummedAreRefused) {
   TableShard shard(sgd_table(1), 0, 1);
   const float big = 3e38f;
-  const std::string message = [&] {
-    try {
-      shard.push(0, 0, ids_tensor({0, 0}), at::full({2, 2}, big));
-    } catch (const InvalidArgument& error) {
-      return std::string(error.what());
-    }
-    return std::string();
-  }();
+  const std::string message = message_of<InvalidArgument>([&] {
+    shard.push(0, 0, ids_tensor({0, 0}), at::full({2, 2}, big));
+  });
   EXPECT_THAT(message, HasSubstr("once duplicate ids are summed"));
   // Across trainers: each push is finite, their sum is not; nothing is applied.
   TableShard two(sgd_table(2), 0, 1);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "error_message.h"
 #include "gradwire/common/error.h"
 #include "id_tensors.h"
 #include "ps/core/table_shard.h"
@@ -17,6 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using testing::ids_tensor;
+using testing::message_of;
 
 // A pushed row of dim 4 holds 8 bytes of id and 16 of gradient.
 constexpr int64_t kRowBytes = 24;
@@ -41,17 +43,6 @@ void push_rows(TableShard& shard, int trainer, int64_t step, int64_t first, int6
              attempt);
 }
 
-// The message of the ResourceLimitError `call` throws ("" when it does not).
-template <typename Call>
-std::string limit_message(Call call) {
-  try {
-    call();
-  } catch (const ResourceLimitError& error) {
-    return error.what();
-  }
-  return "";
-}
-
 TEST(TableShardLimits, APushAboveMaxPendingBytesIsRefusedAndAppliedStepsReleaseTheirBytes) {
   const TableConfig config = sync_table(2);
   TableShard shard(config, 0, 1, 3 * kRowBytes);
@@ -61,7 +52,7 @@ TEST(TableShardLimits, APushAboveMaxPendingBytesIsRefusedAndAppliedStepsReleaseT
   push_rows(shard, 0, 0, 0, 2);
   push_rows(unlimited, 0, 0, 0, 2);
   EXPECT_EQ(shard.pending_bytes(), 2 * kRowBytes);
-  const std::string message = limit_message([&] { push_rows(shard, 1, 0, 4, 2); });
+  const std::string message = message_of<ResourceLimitError>([&] { push_rows(shard, 1, 0, 4, 2); });
   EXPECT_THAT(message, HasSubstr("max_pending_bytes " + std::to_string(3 * kRowBytes)));
   EXPECT_THAT(message, HasSubstr(std::to_string(2 * kRowBytes) + " + " +
                                  std::to_string(2 * kRowBytes) + " bytes"));
@@ -86,7 +77,7 @@ TEST(TableShardLimits, APushAboveMaxPendingBytesIsRefusedAndAppliedStepsReleaseT
 TEST(TableShardLimits, DiscardedPushesReleaseTheirBytes) {
   TableShard shard(sync_table(2), 0, 1, 3 * kRowBytes);
   push_rows(shard, 0, 0, 0, 3);
-  EXPECT_FALSE(limit_message([&] { push_rows(shard, 1, 0, 4, 1); }).empty());
+  EXPECT_FALSE(message_of<ResourceLimitError>([&] { push_rows(shard, 1, 0, 4, 1); }).empty());
   // A new process of trainer 0 discards what its earlier one pushed.
   push_rows(shard, 0, 0, 0, 3, Attempt{0, 1});
   EXPECT_EQ(shard.pending_bytes(), 3 * kRowBytes);

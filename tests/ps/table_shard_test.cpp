@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "error_message.h"
 #include "gradwire/common/error.h"
 #include "id_tensors.h"
 
@@ -21,6 +22,7 @@ using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 using testing::ids_tensor;
+using testing::message_of;
 
 TableConfig table(OptimizerKind kind, UpdateMode mode, int trainers) {
   TableConfig config;
@@ -33,17 +35,6 @@ TableConfig table(OptimizerKind kind, UpdateMode mode, int trainers) {
   config.mode = mode;
   config.num_trainers = trainers;
   return config;
-}
-
-// The message of the InvalidArgument `call` throws ("" when it does not).
-template <typename Call>
-std::string invalid_argument_message(Call call) {
-  try {
-    call();
-  } catch (const InvalidArgument& error) {
-    return error.what();
-  }
-  return "";
 }
 
 // The whole table as seen through `shards` (row id from its owner).
@@ -101,17 +92,17 @@ TEST(TableShardTest, LookupErrorsNameTheFirstBadId) {
   config.num_rows = 30;
   TableShard shard(config, 0, 2);
   const ShardSnapshot before = shard.snapshot();
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.lookup(ids_tensor({0, 2, 17, 3}));
               }),
               HasSubstr("id 17 belongs to server 1 of 2"));
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.lookup(ids_tensor({4, -4}));
               }),
               HasSubstr("id -4 is negative; it is at position 1"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.lookup(ids_tensor({32})); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] { shard.lookup(ids_tensor({32})); }),
               HasSubstr("id 32 is out of range"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.lookup(at::zeros({2}, at::kInt)); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] { shard.lookup(at::zeros({2}, at::kInt)); }),
               HasSubstr("int64 1-D"));
   EXPECT_TRUE(at::equal(shard.snapshot().weights, before.weights));
 }
@@ -120,27 +111,27 @@ TEST(TableShardTest, BadPushLeavesTableUnchanged) {
   TableShard shard(table(OptimizerKind::kAdagrad, UpdateMode::kAsync, 2), 0, 1);
   const ShardSnapshot before = shard.snapshot();
   const at::Tensor two_rows = at::ones({2, 4});
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1, 11}), two_rows);
               }),
               HasSubstr("id 11"));
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1, 2}), at::ones({2, 3}));
               }),
               HasSubstr("float32 [2, 4]"));
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1, 2}), two_rows.to(at::kDouble));
               }),
               HasSubstr("float32"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.push(0, 0, ids_tensor({1}), two_rows); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] { shard.push(0, 0, ids_tensor({1}), two_rows); }),
               HasSubstr("for 1 ids"));
   at::Tensor nan_grads = at::ones({2, 4});
   nan_grads[1][2] = NAN;
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1, 2}), nan_grads);
               }),
               HasSubstr("not finite"));
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(2, 0, ids_tensor({1, 2}), two_rows);
               }),
               HasSubstr("trainer 2"));
@@ -201,7 +192,7 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
   EXPECT_EQ(waiting.step, 0);
   EXPECT_THAT(waiting.missing_trainers, ElementsAre(1));
   EXPECT_TRUE(at::equal(shard.lookup(all_ids), start));
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));
               }),
               HasSubstr("after finishing it"));
@@ -217,11 +208,11 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
             1e-6);
   // Asking again about step 0 answers at once; step 0 pushes and future steps are refused.
   EXPECT_TRUE(shard.finish_step(0, 0, Clock::now()).applied);
-  EXPECT_THAT(invalid_argument_message([&] {
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
                 shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));
               }),
               HasSubstr("the table is at step 1"));
-  EXPECT_THAT(invalid_argument_message([&] { shard.finish_step(0, 3, Clock::now()); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] { shard.finish_step(0, 3, Clock::now()); }),
               HasSubstr("finished step 3, but the table is at step 1"));
 }
 
@@ -300,11 +291,12 @@ TEST(TableShardTest, SnapshotRestores) {
   EXPECT_FALSE(at::equal(snapshot.weights, shard.snapshot().weights));
   ShardSnapshot wrong = shard.snapshot();
   wrong.weights = at::zeros({3, 4});
-  EXPECT_THAT(invalid_argument_message([&] { TableShard::restore(wrong); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] { TableShard::restore(wrong); }),
               HasSubstr("float32 [4, 4]"));
   wrong = shard.snapshot();
   wrong.optimizer_state.pop_back();
-  EXPECT_THAT(invalid_argument_message([&] { TableShard::restore(wrong); }), HasSubstr("missing"));
+  EXPECT_THAT(message_of<InvalidArgument>([&] { TableShard::restore(wrong); }),
+              HasSubstr("missing"));
   EXPECT_THROW(TableShard(config, 3, 3), InvalidArgument);
 }
 
