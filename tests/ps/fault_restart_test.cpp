@@ -117,10 +117,15 @@ TEST_F(FaultRestart, AServerKilledMidStepEndsBitIdentical) {
 }
 
 TEST_F(FaultRestart, AServerKilledWhileWritingACheckpointUsesThePreviousOne) {
-  // As above for server 0, which also leaves the temporary file of an unfinished write of step 9:
-  // the restarted server removes it and restores its complete checkpoint of step 6.
-  const JobResult job = run_job({"torn-write:0:8"});
+  // Server 0 dies in the middle of writing its checkpoint of step 9 (its file-size limit is
+  // lowered during step 8, so the write gets SIGXFSZ after 1 KiB): its temporary file stays
+  // behind. gradwire-run restarts it; it removes that file and restores its complete checkpoint
+  // of step 6, and the trainers resume there.
+  const JobResult job = run_job({"die-in-write:0:8"});
   ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "server 0 (")) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "(SIGXFSZ)")) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, ".step9.gwps.tmp-")) << job.stderr;
   EXPECT_TRUE(contains(job.stderr, "left by a checkpoint write that did not finish")) << job.stderr;
   EXPECT_EQ(job.output, uninterrupted_->output);
 }

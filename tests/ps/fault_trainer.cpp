@@ -13,11 +13,11 @@
 // and before Client::step():
 //   die:RANK:S           trainer RANK kills itself with SIGKILL
 //   kill-server:I:S      rank 0 SIGKILLs server I (the process listening on GRADWIRE_PS_ADDRS[I])
-//   torn-write:I:S       the same, after leaving the temporary file of a checkpoint write cut
-//                        short in DIR/servers (what a server killed while writing leaves)
+//   die-in-write:I:S     rank 0 lowers server I's file-size limit (RLIMIT_FSIZE, 1 KiB) so that
+//                        the server's next checkpoint write kills it (SIGXFSZ) in the middle
 #include <dirent.h>
 #include <signal.h>
-#include <sys/wait.h>
+#include <sys/resource.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -158,22 +158,18 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
       if (fault.kind != "die" && rank == 0) {
         const std::string address =
             split(std::getenv("GRADWIRE_PS_ADDRS"), ',').at(static_cast<size_t>(fault.target));
-        if (fault.kind == "torn-write") {
-          // The temporary file of the next write, cut short, as a writer killed in the middle
-          // leaves it: ".NAME.tmp-HOST-PID-XXXXXX" of a process that is gone.
-          const pid_t gone = ::fork();
-          if (gone == 0) ::_exit(0);
-          ::waitpid(gone, nullptr, 0);
-          char host[256] = {};
-          ::gethostname(host, sizeof(host) - 1);
-          std::ofstream(dir + "/servers/.bags.shard" + std::to_string(fault.target) + "of2.step" +
-                        std::to_string(step + 1) + ".gwps.tmp-" + host + "-" +
-                        std::to_string(gone) + "-Ab12Cd")
-              << "GWPSCKPT";
-        }
         const pid_t server = listening_process(address);
         if (server <= 0) throw gradwire::Error("no process listens on " + address);
-        ::kill(server, SIGKILL);
+        if (fault.kind == "die-in-write") {
+          // Its checkpoint files are larger than 1 KiB: the write at the next multiple of EVERY
+          // steps gets SIGXFSZ, whose default action ends the process, after the first KiB.
+          const rlimit small{1024, RLIM_INFINITY};
+          if (::prlimit(server, RLIMIT_FSIZE, &small, nullptr) != 0) {
+            throw gradwire::Error("cannot lower the file-size limit of server " + address);
+          }
+        } else {
+          ::kill(server, SIGKILL);
+        }
       }
     }
     optimizer.step();
