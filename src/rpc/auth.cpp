@@ -41,6 +41,13 @@ std::string read_token_file(const std::string& path) {
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) unreadable(path, errno_text(errno));
   check_private(path, info.st_mode);
+  if (info.st_uid != ::geteuid()) {
+    // ssh's rule too: whoever owns the file can change the token or its mode.
+    throw ConfigError("gradwire: the token file '" + path + "' belongs to uid " +
+                      std::to_string(info.st_uid) + ", not to this process's user (uid " +
+                      std::to_string(::geteuid()) +
+                      "), who could then not keep it secret. Use a token file of your own.");
+  }
   std::string token;
   char buffer[4096];
   for (;;) {

@@ -104,6 +104,20 @@ TEST(LoadToken, AFileGroupOrOthersCanReadOrWriteIsRefused) {
   EXPECT_EQ(load_token("explicit", file.path(), {}), "explicit");
 }
 
+TEST(LoadToken, AFileOfAnotherUserIsRefused) {
+  const TokenFile file("secret\n");
+  // Giving the file away needs root (or CAP_CHOWN); 65534 is "nobody".
+  if (::chown(file.path().c_str(), 65534, static_cast<gid_t>(-1)) != 0) {
+    GTEST_SKIP() << "cannot give a file to another user here";
+  }
+  try {
+    load_token("", file.path(), {});
+    FAIL() << "a token file of another user was read";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("belongs to uid 65534"));
+  }
+}
+
 TEST(TokensEqual, ComparesWholeStrings) {
   EXPECT_TRUE(tokens_equal("secret", "secret"));
   EXPECT_TRUE(tokens_equal("", ""));
