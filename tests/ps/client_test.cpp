@@ -2,8 +2,10 @@
 // must see as errors naming the server or the missing trainer, never as a hang.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
+#include "../launch/test_support.h"
 #include "client_test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/launch/launcher.h"
@@ -17,9 +19,7 @@ using testing::make_client;
 using testing::Servers;
 using testing::small_table;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using launch::testing::contains;
 
 TEST(PsClient, LookupOfDuplicateAndMixedIdsEqualsTheInitialRows) {
   Servers servers(3);
@@ -88,6 +88,61 @@ TEST(PsClient, LargeLookupsAndPushesGoAsSeveralCallsWithinTheLimits) {
   client->push("big", all, at::ones({60000, 32}));
   client->step();
   EXPECT_TRUE(at::equal(client->lookup("big", all), at::full({60000, 32}, -1.0f)));
+}
+
+TEST(PsClient, ServersThatDisagreeOnTheStepServeNothingUntilResume) {
+  // Two servers checkpoint every step into one directory; server 1 is restarted from its
+  // checkpoint of step 1 while server 0 is at step 2, as after a server lost its newest file.
+  launch::testing::TempDir dir;
+  const auto server_options = [&] {
+    ServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.token = testing::kClientToken;
+    options.checkpoint_dir = dir.path();
+    options.checkpoint_every_steps = 1;
+    return options;
+  };
+  std::vector<std::unique_ptr<Server>> servers;
+  for (int i = 0; i < 2; ++i) servers.push_back(start_server(server_options()));
+  const auto addresses = [&] {
+    return std::vector<std::string>{servers[0]->address(), servers[1]->address()};
+  };
+  const TableConfig config = small_table("emb", 8, 2, UpdateMode::kSync, 1);
+  const at::Tensor all = at::arange(8, at::kLong);
+  at::Tensor at_one;
+  {
+    auto client = make_client(addresses());
+    client->create_table(config);
+    client->push("emb", all, at::ones({8, 2}));
+    client->step();
+    at_one = client->lookup("emb", all);
+    client->push("emb", all, at::ones({8, 2}));
+    client->step();
+  }
+  servers[1]->shutdown(std::chrono::milliseconds(500));
+  std::filesystem::remove(dir.path() + "/emb.shard1of2.step2.gwps");
+  servers[1] = start_server(server_options());
+
+  auto client = make_client(addresses());
+  client->create_table(config);  // fine: the disagreement is kept for later calls
+  try {
+    client->lookup("emb", all);
+    FAIL() << "servers at steps 2 and 1 answered a lookup";
+  } catch (const BackendError& error) {
+    EXPECT_TRUE(contains(error.what(), "disagree on the step")) << error.what();
+    EXPECT_TRUE(contains(error.what(), "Client::resume")) << error.what();
+  }
+  client->resume(1);  // server 0 reloads its file of step 1
+  EXPECT_EQ(client->step_count("emb"), 1);
+  EXPECT_TRUE(at::equal(client->lookup("emb", all), at_one));
+  // Step 0 was never checkpointed: a resume there names what the servers hold.
+  try {
+    client->resume(0);
+    FAIL() << "resumed at a step without a checkpoint";
+  } catch (const BackendError& error) {
+    EXPECT_TRUE(contains(error.what(), "no checkpoint of step 0")) << error.what();
+  }
+  for (auto& server : servers) server->shutdown(std::chrono::milliseconds(500));
 }
 
 // Async servers count the pushes they applied, so they differ: here only server 0 owns the

@@ -8,6 +8,7 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/embedding_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/hybrid_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
   LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_messages gradwire_rpc gradwire_ddp gradwire_launch gradwire_test_support
   LABELS ps)
 
