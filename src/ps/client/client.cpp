@@ -8,13 +8,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "client_queue.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/launcher_env.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/id_routing.h"
 #include "ps/messages/service_messages.h"
@@ -94,16 +92,6 @@ constexpr int64_t kRequestOverhead = 4096;
 
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
 constexpr milliseconds kCompletionMargin{5000};
-
-std::vector<std::string> split_addresses(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 std::string table_op(const char* verb, const std::string& table) {
   return std::string(verb) + " of table '" + table + "'";
@@ -212,11 +200,7 @@ class ClientImpl final : public Client {
       throw InvalidArgument("gradwire: resume at step " + std::to_string(step) + "; need >= 0");
     }
     flush();
-    std::vector<std::pair<std::string, TableState>> tables;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tables.assign(tables_.begin(), tables_.end());
-    }
+    const std::vector<std::pair<std::string, TableState>> tables = tables_now();
     for (const auto& [name, state] : tables) {
       if (state.config.mode == UpdateMode::kSync) {
         std::vector<std::unique_ptr<ResumeCall>> requests;
@@ -346,11 +330,7 @@ class ClientImpl final : public Client {
 
   void step() override {
     flush();
-    std::vector<std::pair<std::string, TableState>> tables;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tables.assign(tables_.begin(), tables_.end());
-    }
+    const std::vector<std::pair<std::string, TableState>> tables = tables_now();
     for (const auto& [name, state] : tables) {
       if (!state.disagreement.empty()) throw BackendError(state.disagreement);
       if (state.config.mode == UpdateMode::kSync) {
@@ -396,6 +376,12 @@ class ClientImpl final : public Client {
     int64_t step = 0;
     std::string disagreement;  // non-empty: the servers' steps differ (see create_table)
   };
+
+  // A copy of every table's state, taken under the lock.
+  std::vector<std::pair<std::string, TableState>> tables_now() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {tables_.begin(), tables_.end()};
+  }
 
   // The table's state, BackendError while its servers disagree on the step.
   TableState usable_table(const std::string& name) const {
@@ -501,48 +487,6 @@ class ClientImpl final : public Client {
 
 std::shared_ptr<Client> connect(const ClientOptions& options) {
   return connect(options, EnvMap::from_process());
-}
-
-ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
-  ClientOptions resolved = options;
-  if (resolved.servers.empty()) {
-    resolved.servers = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
-  }
-  if (resolved.servers.empty()) {
-    throw ConfigError(
-        "gradwire: no parameter servers: ClientOptions::servers is empty and GRADWIRE_PS_ADDRS "
-        "is unset. Start the job with gradwire-run --servers S, or list the servers' "
-        "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
-  }
-  resolved.token = rpc::load_token(options.token, options.token_file, env);
-  if (!resolved.rank || !resolved.world_size) {
-    // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
-    const LauncherRank launcher = launcher_rank(env);
-    if (!resolved.rank) resolved.rank = launcher.rank;
-    if (!resolved.world_size) resolved.world_size = launcher.world_size;
-  }
-  if (!resolved.attempt) {
-    for (const char* variable : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
-      if (const std::optional<std::string> text = env.get(variable)) {
-        const int64_t count = env.get_int(variable).value_or(0);
-        if (count < 0) {
-          throw ConfigError("gradwire: " + std::string(variable) + "='" + *text +
-                            "' is not a restart count (need an integer >= 0)");
-        }
-        resolved.attempt = count;
-        break;
-      }
-    }
-    if (!resolved.attempt) resolved.attempt = 0;
-  }
-  if (!resolved.step_timeout) {
-    const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
-    resolved.step_timeout = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
-  }
-  if (resolved.tls_root_cert_file.empty()) {
-    resolved.tls_root_cert_file = env.get("GRADWIRE_TLS_ROOTS").value_or("");
-  }
-  return resolved;
 }
 
 std::shared_ptr<Client> connect(const ClientOptions& options, const EnvMap& env) {

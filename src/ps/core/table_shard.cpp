@@ -341,9 +341,6 @@ void TableShard::reduce_and_apply_locked() {
 
 StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
                                     const StepWait& wait) {
-  const auto deadline = wait.deadline;
-  const std::function<bool()>& cancelled = wait.cancelled;
-  const std::function<bool()>& may_wait = wait.may_wait;
   check_trainer(trainer, "finish_step");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (config_.mode == UpdateMode::kAsync) return StepOutcome{true, false, step_, {}};
@@ -358,7 +355,7 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
   for (int t = 0; t < config_.num_trainers; ++t) {
     all_finished = all_finished && (t == trainer || finished_trainers_[t]);
   }
-  if (!all_finished && may_wait && !may_wait()) {
+  if (!all_finished && wait.may_wait && !wait.may_wait()) {
     return StepOutcome{false, false, step_, {}, true};
   }
   finished_trainers_[trainer] = true;
@@ -370,7 +367,8 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
   const uint64_t discards = discards_;
   const uint64_t incarnation = incarnations_[static_cast<size_t>(trainer)];
   for (;;) {
-    const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+    const auto slice_end =
+        std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
     step_applied_.wait_until(lock, slice_end, [&] {
       return step_ > step || discards_ != discards ||
              incarnations_[static_cast<size_t>(trainer)] != incarnation;
@@ -386,8 +384,8 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
                               " was restarted while its earlier process waited for step " +
                               std::to_string(step));
     }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    if (cancelled && cancelled()) return StepOutcome{false, true, step_, {}};
+    if (std::chrono::steady_clock::now() >= wait.deadline) break;
+    if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, step_, {}};
   }
   StepOutcome outcome{false, false, step_, {}};
   for (int t = 0; t < config_.num_trainers; ++t) {
