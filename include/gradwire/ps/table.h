@@ -11,7 +11,9 @@
 
 namespace gradwire::ps {
 
-enum class OptimizerKind { kSgd, kAdagrad, kAdam };
+// kAssign is the summation role of dense tables (docs/ps.md "Dense parameters"): the row becomes the
+// step's reduced gradient, and the trainers run their own optimizer on it. It needs sync mode.
+enum class OptimizerKind { kSgd, kAdagrad, kAdam, kAssign };
 const char* to_string(OptimizerKind kind);
 
 // Server-side optimizer of one table. The update is sparse: only rows that received a gradient
@@ -27,6 +29,7 @@ struct OptimizerConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;  // Adagrad uses 1e-10 in PyTorch; set it explicitly to match.
+  // Assign: row = the step's reduced gradient (lr and the rest unused).
 };
 
 enum class InitializerKind { kNormal, kUniform, kZeros };
@@ -53,7 +56,16 @@ const char* to_string(UpdateMode mode);
 enum class GradientReduction { kMean, kSum };
 const char* to_string(GradientReduction reduction);
 
-// A sparse embedding table: num_rows x dim float32 rows.
+// What a table holds (docs/ps.md).
+//  kEmbedding: rows drawn by the initializer, looked up and pushed a few at a time.
+//  kDense:     a model's dense parameters cut into blocks of whole rows (gradwire/ps/dense.h). A
+//              new dense shard waits for its values: lookups wait (up to their deadline) until
+//              trainer 0 assigned the rows it holds (Client::assign), so every trainer starts
+//              from trainer 0's parameters. A shard restored from a checkpoint has its values.
+enum class TableKind { kEmbedding, kDense };
+const char* to_string(TableKind kind);
+
+// A table: num_rows x dim float32 rows.
 struct TableConfig {
   std::string name;  // [A-Za-z0-9_.-]{1,64}
   int64_t num_rows = 0;
@@ -63,6 +75,7 @@ struct TableConfig {
   UpdateMode mode = UpdateMode::kSync;
   GradientReduction reduction = GradientReduction::kMean;
   int num_trainers = 1;  // trainers pushing to this table (the sync barrier's size)
+  TableKind kind = TableKind::kEmbedding;
 };
 
 // Throws InvalidArgument naming the field when the config cannot work (empty or bad name, rows or

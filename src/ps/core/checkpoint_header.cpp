@@ -74,7 +74,8 @@ Enum get_enum(const json& object, const std::string& key, const std::string& pat
 }
 
 constexpr OptimizerKind kOptimizerKinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
-                                             OptimizerKind::kAdam};
+                                             OptimizerKind::kAdam, OptimizerKind::kAssign};
+constexpr TableKind kTableKinds[] = {TableKind::kEmbedding, TableKind::kDense};
 constexpr InitializerKind kInitializerKinds[] = {
     InitializerKind::kNormal, InitializerKind::kUniform, InitializerKind::kZeros};
 constexpr UpdateMode kModes[] = {UpdateMode::kSync, UpdateMode::kAsync};
@@ -98,7 +99,8 @@ json encode_config(const TableConfig& config) {
                 {"seed", config.initializer.seed}}},
               {"mode", to_string(config.mode)},
               {"reduction", to_string(config.reduction)},
-              {"num_trainers", config.num_trainers}};
+              {"num_trainers", config.num_trainers},
+              {"kind", to_string(config.kind)}};
 }
 
 TableConfig decode_config(const json& table) {
@@ -120,6 +122,8 @@ TableConfig decode_config(const json& table) {
   config.mode = get_enum(table, "mode", "table.mode", kModes);
   config.reduction = get_enum(table, "reduction", "table.reduction", kReductions);
   config.num_trainers = get_small_int(table, "num_trainers", "table.num_trainers");
+  // Files written before dense tables have no "kind": embedding tables.
+  if (table.contains("kind")) config.kind = get_enum(table, "kind", "table.kind", kTableKinds);
   return config;
 }
 

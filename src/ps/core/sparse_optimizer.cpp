@@ -21,6 +21,7 @@ constexpr OptimizerEntry kOptimizers[] = {
     {OptimizerKind::kSgd, make_sgd, sgd_state_names},
     {OptimizerKind::kAdagrad, make_adagrad, adagrad_state_names},
     {OptimizerKind::kAdam, make_adam, adam_state_names},
+    {OptimizerKind::kAssign, make_assign, assign_state_names},
 };
 
 const OptimizerEntry& find_entry(OptimizerKind kind) {
@@ -28,7 +29,7 @@ const OptimizerEntry& find_entry(OptimizerKind kind) {
     if (entry.kind == kind) return entry;
   }
   throw InvalidArgument("gradwire: no sparse optimizer of kind " +
-                        std::to_string(static_cast<int>(kind)) + "; use sgd, adagrad or adam");
+                        std::to_string(static_cast<int>(kind)) + "; use sgd, adagrad, adam or assign");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 //   Adam:    m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g * g;
 //            w -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps),
 //            `step` being the table's update count (SparseAdam's semantics for the rows touched).
+//   Assign:  w = g (the summation role of dense tables: trainers run their own optimizer on it).
 //
 // Extension point: an optimizer is a SparseOptimizer and one entry of the registry in
 // sparse_optimizer.cpp (kind -> factory).

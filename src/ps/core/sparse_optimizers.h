@@ -20,8 +20,11 @@ std::vector<std::string> adagrad_state_names(const OptimizerConfig& config);
 std::unique_ptr<SparseOptimizer> make_adam(const OptimizerConfig& config, int64_t rows,
                                            int64_t dim);
 std::vector<std::string> adam_state_names(const OptimizerConfig& config);
+std::unique_ptr<SparseOptimizer> make_assign(const OptimizerConfig& config, int64_t rows,
+                                             int64_t dim);
+std::vector<std::string> assign_state_names(const OptimizerConfig& config);
 
-// What the three optimizers share: apply() checks its preconditions (GRADWIRE_CHECK) and runs
+// What the optimizers share: apply() checks its preconditions (GRADWIRE_CHECK) and runs
 // update() without autograd; the state is named float32 [rows, dim] tensors, zero at first, which
 // load_state() checks by name and shape before it copies any.
 class RowOptimizer : public SparseOptimizer {

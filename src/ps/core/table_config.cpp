@@ -43,9 +43,15 @@ void check_finite(const TableConfig& config, const std::string& field, double va
 void validate_optimizer(const TableConfig& config) {
   const OptimizerConfig& opt = config.optimizer;
   if (opt.kind != OptimizerKind::kSgd && opt.kind != OptimizerKind::kAdagrad &&
-      opt.kind != OptimizerKind::kAdam) {
+      opt.kind != OptimizerKind::kAdam && opt.kind != OptimizerKind::kAssign) {
     reject(config, "optimizer.kind",
-           "is " + std::to_string(static_cast<int>(opt.kind)) + ", not one of sgd, adagrad, adam");
+           "is " + std::to_string(static_cast<int>(opt.kind)) +
+               ", not one of sgd, adagrad, adam, assign");
+  }
+  if (opt.kind == OptimizerKind::kAssign && config.mode != UpdateMode::kSync) {
+    reject(config, "optimizer.kind",
+           "is assign (the summation role), which needs sync mode: its rows are one step's reduced "
+           "gradient");
   }
   check_finite(config, "optimizer.lr", opt.lr);
   if (opt.lr <= 0) reject(config, "optimizer.lr", "is " + format_number(opt.lr) + "; need > 0");
@@ -74,6 +80,8 @@ int64_t state_tensors(const OptimizerConfig& optimizer) {
       return 1;
     case OptimizerKind::kAdam:
       return 2;
+    case OptimizerKind::kAssign:
+      return 0;
   }
   return 0;
 }
@@ -81,9 +89,12 @@ int64_t state_tensors(const OptimizerConfig& optimizer) {
 }  // namespace
 
 namespace {
-constexpr EnumNames<OptimizerKind, 3> kOptimizerNames{{{{OptimizerKind::kSgd, "sgd"},
+constexpr EnumNames<OptimizerKind, 4> kOptimizerNames{{{{OptimizerKind::kSgd, "sgd"},
                                                         {OptimizerKind::kAdagrad, "adagrad"},
-                                                        {OptimizerKind::kAdam, "adam"}}}};
+                                                        {OptimizerKind::kAdam, "adam"},
+                                                        {OptimizerKind::kAssign, "assign"}}}};
+constexpr EnumNames<TableKind, 2> kKindNames{
+    {{{TableKind::kEmbedding, "embedding"}, {TableKind::kDense, "dense"}}}};
 constexpr EnumNames<InitializerKind, 3> kInitializerNames{{{{InitializerKind::kNormal, "normal"},
                                                             {InitializerKind::kUniform, "uniform"},
                                                             {InitializerKind::kZeros, "zeros"}}}};
@@ -96,6 +107,7 @@ constexpr EnumNames<GradientReduction, 2> kReductionNames{
 const char* to_string(OptimizerKind kind) { return kOptimizerNames.name(kind); }
 const char* to_string(InitializerKind kind) { return kInitializerNames.name(kind); }
 const char* to_string(UpdateMode mode) { return kModeNames.name(mode); }
+const char* to_string(TableKind kind) { return kKindNames.name(kind); }
 const char* to_string(GradientReduction reduction) { return kReductionNames.name(reduction); }
 
 void validate(const TableConfig& config) {
@@ -143,6 +155,10 @@ void validate(const TableConfig& config) {
   if (config.num_trainers < 1) {
     reject(config, "num_trainers", "is " + std::to_string(config.num_trainers) + "; need >= 1");
   }
+  if (config.kind != TableKind::kEmbedding && config.kind != TableKind::kDense) {
+    reject(config, "kind",
+           "is " + std::to_string(static_cast<int>(config.kind)) + ", not embedding or dense");
+  }
 }
 
 int64_t shard_bytes(const TableConfig& config, int server_index, int num_servers) {
@@ -177,12 +193,14 @@ bool same_table(const TableConfig& a, const TableConfig& b) {
          oa.lr == ob.lr && oa.momentum == ob.momentum && oa.beta1 == ob.beta1 &&
          oa.beta2 == ob.beta2 && oa.eps == ob.eps && a.initializer.kind == b.initializer.kind &&
          a.initializer.scale == b.initializer.scale && a.initializer.seed == b.initializer.seed &&
-         a.mode == b.mode && a.reduction == b.reduction && a.num_trainers == b.num_trainers;
+         a.mode == b.mode && a.reduction == b.reduction && a.num_trainers == b.num_trainers &&
+         a.kind == b.kind;
 }
 
 std::string describe(const TableConfig& config) {
   const OptimizerConfig& opt = config.optimizer;
-  std::string text = "table '" + config.name + "' (" + std::to_string(config.num_rows) + " x " +
+  std::string text = std::string(config.kind == TableKind::kDense ? "dense " : "") + "table '" +
+                     config.name + "' (" + std::to_string(config.num_rows) + " x " +
                      std::to_string(config.dim) + ", " + to_string(opt.kind) + " lr " +
                      format_number(opt.lr);
   if (opt.kind == OptimizerKind::kSgd && opt.momentum != 0) {

@@ -86,6 +86,7 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers,
       at::arange(0, rows_here_, at::kLong).mul_(num_servers_).add_(server_index_);
   weights_ = initial_rows(config_.initializer, ids, config_.dim);
   optimizer_ = make_sparse_optimizer(config_.optimizer, rows_here_, config_.dim);
+  awaiting_values_ = config_.kind == TableKind::kDense;
 }
 
 std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot, int64_t max_pending_bytes) {
@@ -173,7 +174,8 @@ at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
   return rows;
 }
 
-at::Tensor TableShard::lookup(const at::Tensor& ids) const {
+at::Tensor TableShard::lookup(const at::Tensor& ids,
+                              std::chrono::steady_clock::time_point values_deadline) const {
   check_ids(ids, "lookup");
   const at::Tensor dense = ids.contiguous();
   const int64_t count = dense.numel();
@@ -181,7 +183,14 @@ at::Tensor TableShard::lookup(const at::Tensor& ids) const {
   at::Tensor out = at::empty({count, dim}, at::kFloat);
   const int64_t* id = dense.data_ptr<int64_t>();
   float* to = out.data_ptr<float>();
-  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  if (awaiting_values_ &&
+      !step_applied_.wait_until(lock, values_deadline, [&] { return !awaiting_values_; })) {
+    throw TimeoutError(table_prefix(config_) +
+                       ": lookup before the table has its values: this server still waits for "
+                       "trainer 0 to assign them (Client::assign; DenseModel does it when it "
+                       "starts)");
+  }
   GRADWIRE_CHECK(weights_.is_contiguous());
   const float* rows = weights_.data_ptr<float>();
   for (int64_t i = 0; i < count; ++i) {
@@ -191,20 +200,60 @@ at::Tensor TableShard::lookup(const at::Tensor& ids) const {
   return out;
 }
 
+void TableShard::check_rows(const at::Tensor& ids, const at::Tensor& rows,
+                            const char* what) const {
+  if (!rows.defined() || rows.scalar_type() != at::kFloat || rows.dim() != 2 ||
+      rows.size(0) != ids.size(0) || rows.size(1) != config_.dim || !rows.device().is_cpu()) {
+    throw InvalidArgument(table_prefix(config_) + ": " + what + " must be float32 [" +
+                          std::to_string(ids.size(0)) + ", " + std::to_string(config_.dim) +
+                          "] on the CPU for " + std::to_string(ids.size(0)) + " ids, got " +
+                          (rows.defined()
+                               ? std::string(rows.toString()) + " " + c10::str(rows.sizes())
+                               : std::string("none")) +
+                          "; nothing was changed");
+  }
+}
+
+bool TableShard::awaiting_values() const {
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  return awaiting_values_;
+}
+
+void TableShard::assign(int trainer, const at::Tensor& ids, const at::Tensor& rows, bool complete) {
+  check_trainer(trainer, "assign");
+  if (trainer != 0) {
+    throw InvalidArgument(table_prefix(config_) + ": assign from trainer " +
+                          std::to_string(trainer) + "; only trainer 0 assigns a dense table's "
+                          "values, and nothing was changed");
+  }
+  check_ids(ids, "assign");
+  check_rows(ids, rows, "assign rows");
+  const at::Tensor values = rows.contiguous();
+  if (values.numel() > 0 && !all_finite(values)) {
+    throw InvalidArgument(table_prefix(config_) +
+                          ": assign rows are not finite (NaN or infinity); nothing was changed");
+  }
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (!awaiting_values_) {
+    throw InvalidArgument(table_prefix(config_) + ": assign refused: " +
+                          (config_.kind != TableKind::kDense
+                               ? std::string("only dense tables are assigned")
+                               : std::string("this shard has its values already (assigned or "
+                                             "restored from a checkpoint)")) +
+                          "; nothing was changed");
+  }
+  if (ids.numel() > 0) weights_.index_copy_(0, local_rows(ids.contiguous()), values);
+  if (complete) {
+    awaiting_values_ = false;
+    step_applied_.notify_all();
+  }
+}
+
 void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
                       Attempt attempt) {
   check_trainer(trainer, "push");
   check_ids(ids, "push");
-  if (!grads.defined() || grads.scalar_type() != at::kFloat || grads.dim() != 2 ||
-      grads.size(0) != ids.size(0) || grads.size(1) != config_.dim || !grads.device().is_cpu()) {
-    throw InvalidArgument(table_prefix(config_) + ": push grads must be float32 [" +
-                          std::to_string(ids.size(0)) + ", " + std::to_string(config_.dim) +
-                          "] on the CPU for " + std::to_string(ids.size(0)) + " ids, got " +
-                          (grads.defined()
-                               ? std::string(grads.toString()) + " " + c10::str(grads.sizes())
-                               : std::string("none")) +
-                          "; nothing was changed");
-  }
+  check_rows(ids, grads, "push grads");
   const at::Tensor dense_grads = grads.contiguous();
   const at::Tensor dense_ids = ids.contiguous();
   // Sorted unique ids (what the client sends) need no coalescing. Async applies them at once and
@@ -222,6 +271,11 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
                           "); nothing was changed. Check the trainer's loss.");
   }
   const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (awaiting_values_) {
+    throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
+                          " before the table has its values (trainer 0 assigns them first); "
+                          "nothing was changed");
+  }
   if (config_.mode == UpdateMode::kAsync) {
     apply_locked(std::move(rows));
     return;
@@ -423,6 +477,8 @@ int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt)
   weights_ = std::move(restored->weights_);
   optimizer_ = std::move(restored->optimizer_);
   step_ = restored->step_;
+  awaiting_values_ = false;
+  step_applied_.notify_all();
   return step_;
 }
 

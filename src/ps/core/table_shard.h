@@ -22,6 +22,9 @@
 // incarnation are refused with StaleAttemptError, and waiting ones stop with it, so nothing of an
 // abandoned step is ever applied and a redone step is applied exactly once.
 //
+// Dense tables (TableConfig::kind kDense) start awaiting their values: trainer 0 writes them with assign() (the last call says complete), lookups wait for that
+// up to their deadline, and pushes are refused until then. Restored shards have their values.
+//
 // Thread model: every member may be called from any thread. One std::shared_mutex guards the
 // rows, the optimizer, the step count, the attempts and the pending gradients: lookup() and
 // snapshot() share it, the others take it alone. Input validation and coalescing run before the
@@ -137,8 +140,18 @@ class TableShard {
 
   // The rows of global ids (int64, 1-D, owned by this server, any order, duplicates fine): a new
   // float32 tensor [n, dim]. InvalidArgument naming the first bad id: negative, >= num_rows, or
-  // owned by another server ("id 17 belongs to server 1 of 2").
-  at::Tensor lookup(const at::Tensor& ids) const;
+  // owned by another server ("id 17 belongs to server 1 of 2"). A dense shard awaiting its values
+  // waits for them until `values_deadline` (TimeoutError saying it still waits for trainer 0).
+  at::Tensor lookup(const at::Tensor& ids,
+                    std::chrono::steady_clock::time_point values_deadline = {}) const;
+
+  // Dense shards awaiting their values: writes `rows` (float32 [n, dim], finite) at `ids` (as in
+  // lookup); `complete` ends the waiting (lookups answer from now on). Only trainer 0 assigns.
+  // InvalidArgument for bad input, another trainer, an embedding table, or a shard that has its
+  // values already (assigned or restored) — nothing is changed then.
+  void assign(int trainer, const at::Tensor& ids, const at::Tensor& rows, bool complete);
+  // Whether a dense shard still waits for assign(..., complete = true).
+  bool awaiting_values() const;
 
   // Gradients of `trainer` for rows `ids` (as in lookup; duplicates are summed). Validates first
   // (ids int64 1-D, grads float32 [n, dim], finite also once duplicates are summed,
@@ -193,6 +206,8 @@ class TableShard {
   // Validation of the caller's input, without the lock (config_ never changes).
   void check_ids(const at::Tensor& ids, const char* what) const;
   void check_trainer(int trainer, const char* operation) const;
+  // `rows` is float32 [ids.size(0), dim] on the CPU (`what` names it in the error).
+  void check_rows(const at::Tensor& ids, const at::Tensor& rows, const char* what) const;
   at::Tensor local_rows(const at::Tensor& ids) const;
   // Admits `attempt` of `trainer` (see the top). Requires mutex_ held exclusively.
   void admit_locked(int trainer, Attempt attempt);
@@ -214,7 +229,7 @@ class TableShard {
   const int64_t max_pending_bytes_;
 
   mutable std::shared_mutex mutex_;
-  std::condition_variable_any step_applied_;  // notified when step_ grows
+  mutable std::condition_variable_any step_applied_;  // notified when step_ grows or values come
   // Guarded by mutex_:
   at::Tensor weights_;
   std::unique_ptr<SparseOptimizer> optimizer_;
@@ -222,6 +237,7 @@ class TableShard {
   std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
   int64_t pending_bytes_ = 0;                     // sync: bytes held in pending_
   std::vector<bool> finished_trainers_;           // sync: who finished step_
+  bool awaiting_values_ = false;                   // dense: values not assigned yet
   int64_t restart_ = 0;                           // sync: the newest attempt seen
   std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process
   uint64_t discards_ = 0;                         // sync: discard_step_locked() calls so far

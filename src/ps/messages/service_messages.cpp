@@ -37,11 +37,14 @@ struct EnumPairs {
   }
 };
 
-constexpr EnumPairs<OptimizerKind, v1::OptimizerKind, 3> kOptimizers{
+constexpr EnumPairs<OptimizerKind, v1::OptimizerKind, 4> kOptimizers{
     "optimizer.kind",
     {{{OptimizerKind::kSgd, v1::SGD},
       {OptimizerKind::kAdagrad, v1::ADAGRAD},
-      {OptimizerKind::kAdam, v1::ADAM}}}};
+      {OptimizerKind::kAdam, v1::ADAM},
+      {OptimizerKind::kAssign, v1::ASSIGN}}}};
+constexpr EnumPairs<TableKind, v1::TableKind, 2> kKinds{
+    "kind", {{{TableKind::kEmbedding, v1::EMBEDDING}, {TableKind::kDense, v1::DENSE}}}};
 constexpr EnumPairs<InitializerKind, v1::InitializerKind, 3> kInitializers{
     "initializer.kind",
     {{{InitializerKind::kNormal, v1::NORMAL},
@@ -82,6 +85,7 @@ v1::TableConfig to_message(const TableConfig& config) {
   message.set_mode(kModes.to(config.mode));
   message.set_reduction(kReductions.to(config.reduction));
   message.set_num_trainers(config.num_trainers);
+  message.set_kind(kKinds.to(config.kind));
   return message;
 }
 
@@ -102,6 +106,7 @@ TableConfig from_message(const v1::TableConfig& message) {
   config.mode = kModes.from(message.mode());
   config.reduction = kReductions.from(message.reduction());
   config.num_trainers = message.num_trainers();
+  config.kind = kKinds.from(message.kind());
   return config;
 }
 
@@ -127,6 +132,7 @@ std::string describe_difference(const TableConfig& existing, const TableConfig& 
   compare(parts, "reduction", std::string(to_string(existing.reduction)),
           std::string(to_string(asked.reduction)));
   compare(parts, "num_trainers", existing.num_trainers, asked.num_trainers);
+  compare(parts, "kind", std::string(to_string(existing.kind)), std::string(to_string(asked.kind)));
   std::string text;
   for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
   return text;

@@ -162,6 +162,8 @@ std::vector<std::string> ServerCheckpoints::write_all(
   GRADWIRE_CHECK(enabled());
   std::vector<std::string> paths;
   for (const auto& shard : shards) {
+    // A dense shard still awaiting trainer 0's values has nothing worth keeping.
+    if (shard->awaiting_values()) continue;
     const std::shared_ptr<std::mutex> table = table_mutex(shard->config().name);
     const std::lock_guard<std::mutex> lock(*table);
     paths.push_back(write_locked(*shard));

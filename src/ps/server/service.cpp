@@ -164,6 +164,7 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                                           std::chrono::steady_clock::now()));
     response->set_step(table.shard->step());
     response->set_created(table.created);
+    response->set_awaiting_values(table.shard->awaiting_values());
     return grpc::Status::OK;
   });
 }
@@ -189,7 +190,26 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                               std::to_string(limits_.max_message_bytes) +
                               "; look up fewer ids per call");
     }
-    rpc::encode_tensor(shard->lookup(ids), response->mutable_rows(), "lookup.rows");
+    // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
+    const at::Tensor rows = shard->lookup(
+        ids, step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
+                                std::chrono::steady_clock::now()));
+    rpc::encode_tensor(rows, response->mutable_rows(), "lookup.rows");
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
+                                            const v1::AssignRequest* request,
+                                            v1::AssignResponse* /*response*/) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return guarded("Assign", [&] {
+    grpc::Status status;
+    const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
+    if (!shard) return status;
+    const at::Tensor ids = rpc::decode_tensor(request->ids(), "assign.ids", {at::kLong, 1});
+    const at::Tensor rows = rpc::decode_tensor(request->rows(), "assign.rows", {at::kFloat, 2});
+    shard->assign(request->trainer(), ids, rows, request->complete());
     return grpc::Status::OK;
   });
 }

@@ -70,6 +70,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                           v1::CheckpointResponse* response) override;
   grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
                       v1::ResumeResponse* response) override;
+  grpc::Status Assign(grpc::ServerContext* context, const v1::AssignRequest* request,
+                      v1::AssignResponse* response) override;
 
  private:
   // The shard of `name`, or nullptr with *status set to NOT_FOUND.
