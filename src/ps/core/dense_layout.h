@@ -22,7 +22,7 @@ const char* to_string(BlockPlacement placement);
 
 struct DenseLayoutOptions {
   // A parameter is cut into at most min(S, max(1, floor(numel / min_block_elements))) blocks
-  // (Paddle's slice_variable): parameters below 2 x 8192 elements stay whole. >= 1.
+  // (Paddle's slice_variable): a parameter below 2 x min_block_elements stays whole. >= 1.
   int64_t min_block_elements = 8192;
   BlockPlacement placement = BlockPlacement::kRoundRobin;
   // float32 elements per table row (the table's dim). A block's last row is zero-padded, so a
