@@ -1,5 +1,6 @@
 # Parameter-server core: table configs, the row initialiser, coalescing, sparse optimizers
-# against torch::optim, table shards (sharding, sync steps, threads, limits) and checkpoint files.
+# against torch::optim, table shards (sharding, sync steps, threads, limits), checkpoint files and
+# the layout of dense parameters in a table.
 gradwire_add_test(ps_core_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/table_config_test.cpp
@@ -10,5 +11,6 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_limits_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/step_attempts_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/dense_layout_test.cpp
   LIBS gradwire_ps_core_internal ZLIB::ZLIB
   LABELS ps)
