@@ -1,7 +1,7 @@
 // Dense parameter layout: Paddle's block rule, placement, ids on their servers, every element in
 // exactly one block row and every row in exactly one push and one pull message, message caps and
 // orders, ResNet-18's padding, describe() and the errors for bad options.
-#include "ps/core/dense_layout.h"
+#include "gradwire/ps/dense_layout.h"
 
 #include <gtest/gtest.h>
 

@@ -67,6 +67,15 @@ struct ClientOptions {
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
 
+// A lookup in flight (Client::start_lookup).
+class PendingLookup {
+ public:
+  virtual ~PendingLookup() = default;
+  // Blocks until every owner answered (or the call deadline passed) and returns the rows as
+  // lookup() would. Throws what lookup() throws; call it once.
+  virtual at::Tensor wait() = 0;
+};
+
 class Client {
  public:
   virtual ~Client() = default;
@@ -96,6 +105,21 @@ class Client {
   // deduplicated per server and all owners are asked in parallel. Out-of-range ids are
   // InvalidArgument. Blocks until every owner answered.
   virtual at::Tensor lookup(const std::string& table, const at::Tensor& ids) = 0;
+
+  // lookup() started without waiting: the calls go out now and wait() collects them, so a trainer
+  // can compute while rows arrive (DenseModel's pulls). Unlike lookup(), an unavailable server is
+  // not retried: wait() throws. Input errors are thrown here.
+  virtual std::unique_ptr<PendingLookup> start_lookup(const std::string& table,
+                                                      const at::Tensor& ids) = 0;
+
+  // Dense tables (TableKind::kDense) start without values on a new server: trainer 0 writes them
+  // here (ids as in lookup, unique; rows float [n, dim]), and the servers' lookups wait until it
+  // did. Ends the waiting on every server, also those that own none of `ids`, so one call must
+  // carry every row. Blocks. InvalidArgument from a trainer other than 0 or for a table that has
+  // its values (awaiting_values() false).
+  virtual void assign(const std::string& table, const at::Tensor& ids, const at::Tensor& rows) = 0;
+  // Whether some server said at create_table that the dense table waits for its values.
+  virtual bool awaiting_values(const std::string& table) const = 0;
 
   // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim) to their owners without
   // waiting; duplicate ids are summed first. Errors surface from flush() or step().

@@ -36,6 +36,7 @@ using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
 using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
 using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
 using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
+using AssignCall = QueuedCall<v1::AssignRequest, v1::AssignResponse>;
 
 // The stub's PrepareAsync<Method> for each call type.
 auto prepare_lookup(Stub& stub) {
@@ -73,6 +74,13 @@ auto prepare_resume(Stub& stub) {
   return [&stub](grpc::ClientContext* context, const v1::ResumeRequest& request,
                  grpc::CompletionQueue* queue) {
     return stub.PrepareAsyncResume(context, request, queue);
+  };
+}
+
+auto prepare_assign(Stub& stub) {
+  return [&stub](grpc::ClientContext* context, const v1::AssignRequest& request,
+                 grpc::CompletionQueue* queue) {
+    return stub.PrepareAsyncAssign(context, request, queue);
   };
 }
 
@@ -182,6 +190,7 @@ class ClientImpl final : public Client {
     const int64_t step = sync ? calls.front()->response.step() : 0;
     TableState state{config, step, ""};
     for (const auto& call : calls) {
+      state.awaiting_values = state.awaiting_values || call->response.awaiting_values();
       if (sync && call->response.step() != step && state.disagreement.empty()) {
         state.disagreement =
             "gradwire: the servers disagree on the step of table '" + config.name +
@@ -217,7 +226,7 @@ class ClientImpl final : public Client {
                        [](Stub& stub) { return prepare_resume(stub); });
       }
       std::lock_guard<std::mutex> lock(mutex_);
-      tables_[name] = TableState{state.config, step, ""};
+      tables_[name] = TableState{state.config, step, "", state.awaiting_values};
     }
   }
 
@@ -227,59 +236,101 @@ class ClientImpl final : public Client {
   }
 
   at::Tensor lookup(const std::string& name, const at::Tensor& ids) override {
-    const TableConfig config = usable_table(name).config;
-    if (ids.dim() != 1) {
-      check_ids(ids, config.num_rows, "lookup of", name);
-      throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
-                            std::to_string(ids.dim()) + " dimensions");
-    }
-    const at::Tensor dense = ids.contiguous();
-    check_ids(dense, config.num_rows, "lookup of", name);
-    // RemoteEmbeddingBag passes unique sorted ids: no deduplication needed then.
-    const bool unique_already = strictly_increasing(dense);
-    const UniqueIds unique = unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
-    // Each call's request (8 bytes an id) and answer (dim floats an id) within the limits.
-    const int64_t ids_per_call =
-        std::max<int64_t>(1, std::min((options_.max_request_bytes - kRequestOverhead) / 8,
-                                      (options_.max_message_bytes - kRequestOverhead) /
-                                          std::max<int64_t>(1, config.dim * 4)));
-    std::vector<RoutedIds> shares =
-        split_shares(route_ids(unique.ids.contiguous(), num_servers()), ids_per_call);
-    std::vector<std::unique_ptr<LookupCall>> requests;
-    std::vector<int> servers;
-    for (RoutedIds& share : shares) {
-      auto call = std::make_unique<LookupCall>();
-      call->request.set_table(name);
-      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
-      requests.push_back(std::move(call));
-      servers.push_back(share.server);
-    }
+    LookupPlan plan = plan_lookup(name, ids);
+    std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, plan);
     CallQueue<LookupCall> queue;
     const std::vector<LookupCall*> calls =
-        run_idempotent(queue, std::move(requests), servers, table_op("lookup", name),
+        run_idempotent(queue, std::move(requests), plan.servers(), table_op("lookup", name),
                        [](Stub& stub) { return prepare_lookup(stub); });
-    at::Tensor rows = at::empty({unique.ids.numel(), config.dim}, at::kFloat);
-    float* to = rows.data_ptr<float>();
+    return assemble_rows(name, plan, calls);
+  }
+
+  std::unique_ptr<PendingLookup> start_lookup(const std::string& name,
+                                              const at::Tensor& ids) override {
+    auto pending = std::make_unique<Pending>();
+    pending->client = this;
+    pending->name = name;
+    pending->plan = plan_lookup(name, ids);
+    std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan);
+    const std::vector<int> servers = pending->plan.servers();
+    const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
+    pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i]->address = addresses_[servers[i]];
+      rpc::prepare_context(requests[i]->context, token_, system_deadline);
+      pending->calls.push_back(
+          &pending->queue.start(std::move(requests[i]), prepare_lookup(*stubs_[servers[i]])));
+    }
+    return pending;
+  }
+
+  void assign(const std::string& name, const at::Tensor& ids, const at::Tensor& rows) override {
+    const TableConfig config = usable_table(name).config;
+    if (trainer_rank_ != 0) {
+      throw InvalidArgument("gradwire: assign to table '" + name + "' from trainer " +
+                            std::to_string(trainer_rank_) + "; only trainer 0 assigns values");
+    }
+    if (ids.dim() != 1 || rows.dim() != 2 || rows.size(0) != ids.size(0) ||
+        rows.size(1) != config.dim || rows.scalar_type() != at::kFloat) {
+      throw InvalidArgument("gradwire: assign to table '" + name + "': expected ids [n] and " +
+                            "float rows [n, " + std::to_string(config.dim) + "], got ids " +
+                            c10::str(ids.sizes()) + " and " + c10::toString(rows.scalar_type()) +
+                            " rows " + c10::str(rows.sizes()));
+    }
+    const at::Tensor dense_ids = ids.contiguous();
+    const at::Tensor dense_rows = rows.contiguous();
+    check_ids(dense_ids, config.num_rows, "assign to", name);
+    const int64_t rows_per_call = std::max<int64_t>(
+        1, (options_.max_request_bytes - kRequestOverhead) / (8 + config.dim * 4));
+    std::vector<RoutedIds> shares =
+        split_shares(route_ids(dense_ids, num_servers()), rows_per_call);
+    // Every server ends its waiting with one complete call: the last share of each, or an empty
+    // call to a server that owns none of the ids.
+    std::vector<int> last(static_cast<size_t>(num_servers()), -1);
+    for (size_t i = 0; i < shares.size(); ++i)
+      last[static_cast<size_t>(shares[i].server)] = static_cast<int>(i);
+    std::vector<std::unique_ptr<AssignCall>> requests;
+    std::vector<int> servers;
+    auto add = [&](int server, RoutedIds* share, bool complete) {
+      auto call = std::make_unique<AssignCall>();
+      call->request.set_table(name);
+      call->request.set_trainer(trainer_rank_);
+      call->request.set_complete(complete);
+      std::vector<int64_t> none;
+      rpc::encode_tensor(view_of(share ? share->ids : none), call->request.mutable_ids(),
+                         "assign.ids");
+      rpc::encode_tensor(share ? gather_rows(dense_rows, share->positions)
+                               : at::empty({0, config.dim}, at::kFloat),
+                         call->request.mutable_rows(), "assign.rows");
+      requests.push_back(std::move(call));
+      servers.push_back(server);
+    };
+    // Non-final shares first, then the final ones: a server's values are complete only after
+    // all its rows arrived (calls to one server may run in any order).
     for (size_t i = 0; i < shares.size(); ++i) {
-      rpc::TensorExpectation expect;
-      expect.dtype = at::kFloat;
-      expect.rank = 2;
-      const at::Tensor got =
-          rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
-      const auto count = static_cast<int64_t>(shares[i].ids.size());
-      if (got.size(0) != count || got.size(1) != config.dim) {
-        throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
-                           " answered " + std::to_string(got.size(0)) + " x " +
-                           std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
-                           " ids of dim " + std::to_string(config.dim));
-      }
-      const float* from = got.data_ptr<float>();
-      for (int64_t r = 0; r < count; ++r) {
-        std::memcpy(to + shares[i].positions[static_cast<size_t>(r)] * config.dim,
-                    from + r * config.dim, static_cast<size_t>(config.dim) * sizeof(float));
+      if (last[static_cast<size_t>(shares[i].server)] != static_cast<int>(i)) {
+        add(shares[i].server, &shares[i], false);
       }
     }
-    return unique_already ? rows : rows.index_select(0, unique.inverse);
+    CallQueue<AssignCall> first;
+    run_idempotent(first, std::move(requests), servers, table_op("assignment", name),
+                   [](Stub& stub) { return prepare_assign(stub); });
+    requests.clear();
+    servers.clear();
+    for (int server = 0; server < num_servers(); ++server) {
+      const int share = last[static_cast<size_t>(server)];
+      add(server, share < 0 ? nullptr : &shares[static_cast<size_t>(share)], true);
+    }
+    CallQueue<AssignCall> final_calls;
+    run_idempotent(final_calls, std::move(requests), servers, table_op("assignment", name),
+                   [](Stub& stub) { return prepare_assign(stub); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    tables_[name].awaiting_values = false;
+  }
+
+  bool awaiting_values(const std::string& name) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return find_table(name).awaiting_values;
   }
 
   void push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) override {
@@ -374,8 +425,103 @@ class ClientImpl final : public Client {
   struct TableState {
     TableConfig config;
     int64_t step = 0;
-    std::string disagreement;  // non-empty: the servers' steps differ (see create_table)
+    std::string disagreement;      // non-empty: the servers' steps differ (see create_table)
+    bool awaiting_values = false;  // a dense table some server waits to be assigned
   };
+
+  // A lookup cut into calls: the unique ids, and each call's server, ids and their positions.
+  struct LookupPlan {
+    TableConfig config;
+    bool unique_already = false;  // the caller's ids were unique and sorted
+    UniqueIds unique;
+    std::vector<RoutedIds> shares;
+
+    std::vector<int> servers() const {
+      std::vector<int> out;
+      for (const RoutedIds& share : shares) out.push_back(share.server);
+      return out;
+    }
+  };
+
+  // start_lookup's calls in flight; wait() polls them on the caller's thread.
+  struct Pending final : PendingLookup {
+    ClientImpl* client = nullptr;
+    std::string name;
+    LookupPlan plan;
+    CallQueue<LookupCall> queue;
+    std::vector<LookupCall*> calls;
+    Clock::time_point limit;
+
+    at::Tensor wait() override {
+      queue.wait_or_cancel(limit, kCompletionMargin);
+      throw_first_failure(queue, table_op("lookup", name));
+      return client->assemble_rows(name, plan, calls);
+    }
+  };
+
+  LookupPlan plan_lookup(const std::string& name, const at::Tensor& ids) const {
+    LookupPlan plan;
+    plan.config = usable_table(name).config;
+    const TableConfig& config = plan.config;
+    if (ids.dim() != 1) {
+      check_ids(ids, config.num_rows, "lookup of", name);
+      throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
+                            std::to_string(ids.dim()) + " dimensions");
+    }
+    const at::Tensor dense = ids.contiguous();
+    check_ids(dense, config.num_rows, "lookup of", name);
+    // RemoteEmbeddingBag and DenseModel pass unique sorted ids: no deduplication needed then.
+    plan.unique_already = strictly_increasing(dense);
+    plan.unique = plan.unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
+    // Each call's request (8 bytes an id) and answer (dim floats an id) within the limits.
+    const int64_t ids_per_call =
+        std::max<int64_t>(1, std::min((options_.max_request_bytes - kRequestOverhead) / 8,
+                                      (options_.max_message_bytes - kRequestOverhead) /
+                                          std::max<int64_t>(1, config.dim * 4)));
+    plan.shares =
+        split_shares(route_ids(plan.unique.ids.contiguous(), num_servers()), ids_per_call);
+    return plan;
+  }
+
+  static std::vector<std::unique_ptr<LookupCall>> lookup_requests(const std::string& name,
+                                                                  LookupPlan& plan) {
+    std::vector<std::unique_ptr<LookupCall>> requests;
+    for (RoutedIds& share : plan.shares) {
+      auto call = std::make_unique<LookupCall>();
+      call->request.set_table(name);
+      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
+      requests.push_back(std::move(call));
+    }
+    return requests;
+  }
+
+  // The answered calls' rows in the caller's order.
+  at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
+                           const std::vector<LookupCall*>& calls) const {
+    const int64_t dim = plan.config.dim;
+    at::Tensor rows = at::empty({plan.unique.ids.numel(), dim}, at::kFloat);
+    float* to = rows.data_ptr<float>();
+    for (size_t i = 0; i < plan.shares.size(); ++i) {
+      rpc::TensorExpectation expect;
+      expect.dtype = at::kFloat;
+      expect.rank = 2;
+      const at::Tensor got =
+          rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
+      const auto count = static_cast<int64_t>(plan.shares[i].ids.size());
+      if (got.size(0) != count || got.size(1) != dim) {
+        throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
+                           " answered " + std::to_string(got.size(0)) + " x " +
+                           std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
+                           " ids of dim " + std::to_string(dim));
+      }
+      const float* from = got.data_ptr<float>();
+      for (int64_t r = 0; r < count; ++r) {
+        std::memcpy(to + plan.shares[i].positions[static_cast<size_t>(r)] * dim, from + r * dim,
+                    static_cast<size_t>(dim) * sizeof(float));
+      }
+    }
+    return plan.unique_already ? rows : rows.index_select(0, plan.unique.inverse);
+  }
 
   // A copy of every table's state, taken under the lock.
   std::vector<std::pair<std::string, TableState>> tables_now() const {

@@ -1,5 +1,6 @@
 // The summation role's "optimizer" (sparse_optimizer.h): the rows become the step's reduced
-// gradient, which the trainers pull and give to their own optimizer (docs/ps.md "Dense parameters").
+// gradient, which the trainers pull and give to their own optimizer (docs/ps.md "Dense
+// parameters").
 #include <ATen/ATen.h>
 
 #include "ps/core/sparse_optimizers.h"

@@ -1,5 +1,5 @@
-// Dense parameter layout (ps/core/dense_layout.h): blocks, placement, rows, messages.
-#include "ps/core/dense_layout.h"
+// Dense parameter layout (gradwire/ps/dense_layout.h): blocks, placement, rows, messages.
+#include "gradwire/ps/dense_layout.h"
 
 #include <algorithm>
 #include <cstdio>

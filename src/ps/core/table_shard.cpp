@@ -200,8 +200,7 @@ at::Tensor TableShard::lookup(const at::Tensor& ids,
   return out;
 }
 
-void TableShard::check_rows(const at::Tensor& ids, const at::Tensor& rows,
-                            const char* what) const {
+void TableShard::check_rows(const at::Tensor& ids, const at::Tensor& rows, const char* what) const {
   if (!rows.defined() || rows.scalar_type() != at::kFloat || rows.dim() != 2 ||
       rows.size(0) != ids.size(0) || rows.size(1) != config_.dim || !rows.device().is_cpu()) {
     throw InvalidArgument(table_prefix(config_) + ": " + what + " must be float32 [" +
@@ -223,7 +222,8 @@ void TableShard::assign(int trainer, const at::Tensor& ids, const at::Tensor& ro
   check_trainer(trainer, "assign");
   if (trainer != 0) {
     throw InvalidArgument(table_prefix(config_) + ": assign from trainer " +
-                          std::to_string(trainer) + "; only trainer 0 assigns a dense table's "
+                          std::to_string(trainer) +
+                          "; only trainer 0 assigns a dense table's "
                           "values, and nothing was changed");
   }
   check_ids(ids, "assign");
