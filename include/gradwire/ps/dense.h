@@ -45,9 +45,12 @@ struct DenseOptions {
   DenseRole role = DenseRole::kOptimizer;
   // kOptimizer: the servers' optimizer (gradwire/ps/table.h), PyTorch's arithmetic.
   OptimizerConfig optimizer;
-  // kSync (default) or kAsync (pushes applied as they arrive, step() does not wait for the other
-  // trainers; kOptimizer only).
+  // kSync (default) or kAsync (pushes applied as they arrive; kOptimizer only).
   UpdateMode mode = UpdateMode::kSync;
+  // kAsync: bounded staleness K. 0: step() never waits for the other trainers; K >= 1: a trainer's
+  // step() returns only once every trainer finished at least its step - K (stale synchronous
+  // parallel: nobody runs more than K steps ahead of the slowest). Sync is K = 0 in that sense.
+  int staleness = 0;
   // Blocks, placement, row width and message sizes (gradwire/ps/dense_layout.h).
   DenseLayoutOptions layout;
   // Forward pre-hooks installed on the model (forward_pre_hook(), e.g. through
