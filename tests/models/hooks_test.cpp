@@ -11,6 +11,7 @@
 
 #include "gradwire/models/resnet.h"
 #include "gradwire/models/small.h"
+#include "gradwire/models/vgg.h"
 #include "hook_recorder.h"
 
 namespace gradwire::models {
@@ -23,6 +24,13 @@ std::vector<std::string> numbered(const std::string& prefix, int count) {
   std::vector<std::string> names;
   for (int i = 0; i < count; ++i) names.push_back(prefix + std::to_string(i));
   return names;
+}
+
+Vgg vgg11_without_dropout(int64_t num_classes) {
+  VggOptions options;
+  options.num_classes = num_classes;
+  options.dropout = 0;
+  return Vgg(options);
 }
 
 TEST(ForwardPreHook, ResNetReportsStemBlocksAndClassifier) {
@@ -52,6 +60,18 @@ TEST(ForwardPreHook, BottleneckResNetReportsEachBlockOnce) {
   EXPECT_EQ(recorder.names_in(*model),
             (std::vector<std::string>{"conv1", "bn1", "layer1.0", "layer2.0", "layer2.1",
                                       "layer3.0", "layer4.0", "fc"}));
+  EXPECT_EQ(recorder.parameters_not_covered_once(*model), std::vector<std::string>{});
+}
+
+TEST(ForwardPreHook, VggReportsConvsAndLinears) {
+  Vgg model = vgg11_without_dropout(10);
+  HookRecorder recorder;
+  model->set_forward_pre_hook(recorder.hook());
+  model->forward(torch::randn({2, 3, 32, 32}));
+  EXPECT_EQ(recorder.names_in(*model),
+            (std::vector<std::string>{"features.0", "features.3", "features.6", "features.8",
+                                      "features.11", "features.13", "features.16", "features.18",
+                                      "classifier.0", "classifier.3", "classifier.6"}));
   EXPECT_EQ(recorder.parameters_not_covered_once(*model), std::vector<std::string>{});
 }
 
@@ -104,6 +124,8 @@ void expect_values_set_in_the_hook_are_used(Holder source, Holder target,
 TEST(ForwardPreHook, LayersRunWithTheValuesTheirHookSet) {
   auto image = torch::randn({2, 3, 32, 32});
   expect_values_set_in_the_hook_are_used(resnet18(10), resnet18(10), image);
+  expect_values_set_in_the_hook_are_used(vgg11_without_dropout(10), vgg11_without_dropout(10),
+                                         image);
   expect_values_set_in_the_hook_are_used(SmallCnn(), SmallCnn(), torch::randn({2, 1, 28, 28}));
   expect_values_set_in_the_hook_are_used(Mlp(), Mlp(), torch::randn({2, 784}));
 }
