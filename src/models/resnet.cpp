@@ -3,8 +3,10 @@
 #include <torch/nn/init.h>
 
 #include <string>
+#include <utility>
 
 #include "gradwire/common/error.h"
+#include "pre_hook.h"
 
 namespace gradwire::models {
 namespace {
@@ -186,11 +188,19 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
     throw InvalidArgument("ResNet expects input of shape [N, 3, H, W], got " + c10::str(x.sizes()) +
                           "; add a batch dimension or convert to RGB");
   }
-  x = maxpool_(relu_(bn1_(conv1_(x))));
-  x = layer4_->forward(layer3_->forward(layer2_->forward(layer1_->forward(x))));
+  detail::before_layer(pre_hook_, *conv1_);
+  x = conv1_(x);
+  detail::before_layer(pre_hook_, *bn1_);
+  x = maxpool_(relu_(bn1_(x)));
+  for (torch::nn::Sequential* stage : {&layer1_, &layer2_, &layer3_, &layer4_}) {
+    x = detail::forward_layers(*stage, std::move(x), pre_hook_);
+  }
   x = torch::flatten(avgpool_(x), 1);
+  detail::before_layer(pre_hook_, *fc_);
   return fc_(x);
 }
+
+void ResNetImpl::set_forward_pre_hook(ForwardPreHook hook) { pre_hook_ = std::move(hook); }
 
 ResNet resnet18(int64_t num_classes) {
   return make_resnet(BlockKind::kBasic, {2, 2, 2, 2}, 1, 64, num_classes);

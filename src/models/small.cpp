@@ -3,8 +3,10 @@
 #include <torch/nn/modules/activation.h>
 
 #include <string>
+#include <utility>
 
 #include "gradwire/common/error.h"
+#include "pre_hook.h"
 
 namespace gradwire::models {
 namespace {
@@ -38,8 +40,10 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
                           std::to_string(options_.in_features) + " features per example, got " +
                           c10::str(x.sizes()));
   }
-  return layers_->forward(x.flatten(1));
+  return detail::forward_layers(layers_, x.flatten(1), pre_hook_);
 }
+
+void MlpImpl::set_forward_pre_hook(ForwardPreHook hook) { pre_hook_ = std::move(hook); }
 
 SmallCnnImpl::SmallCnnImpl(SmallCnnOptions options) : options_(options) {
   require_positive(options_.in_channels, "SmallCnnOptions::in_channels");
@@ -67,9 +71,18 @@ torch::Tensor SmallCnnImpl::forward(torch::Tensor x) {
                           std::to_string(options_.image_size) + ", " +
                           std::to_string(options_.image_size) + "], got " + c10::str(x.sizes()));
   }
-  x = torch::max_pool2d(torch::relu(bn1_(conv1_(x))), 2);
-  x = torch::max_pool2d(torch::relu(bn2_(conv2_(x))), 2);
+  detail::before_layer(pre_hook_, *conv1_);
+  x = conv1_(x);
+  detail::before_layer(pre_hook_, *bn1_);
+  x = torch::max_pool2d(torch::relu(bn1_(x)), 2);
+  detail::before_layer(pre_hook_, *conv2_);
+  x = conv2_(x);
+  detail::before_layer(pre_hook_, *bn2_);
+  x = torch::max_pool2d(torch::relu(bn2_(x)), 2);
+  detail::before_layer(pre_hook_, *fc_);
   return fc_(x.flatten(1));
 }
+
+void SmallCnnImpl::set_forward_pre_hook(ForwardPreHook hook) { pre_hook_ = std::move(hook); }
 
 }  // namespace gradwire::models

@@ -12,7 +12,8 @@
 // adaptive pooling). Output: logits [N, num_classes].
 //
 // Thread safety: as any torch::nn::Module; concurrent forward() calls on one instance in training
-// mode race on the BatchNorm running statistics. See docs/models.md.
+// mode race on the BatchNorm running statistics, and set_forward_pre_hook must not race with
+// forward(). See docs/models.md.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -27,6 +28,8 @@
 
 #include <array>
 #include <cstdint>
+
+#include "gradwire/models/hooks.h"
 
 namespace gradwire::models {
 
@@ -64,6 +67,12 @@ class ResNetImpl : public torch::nn::Module {
   // when x is not 4-dimensional with 3 channels.
   torch::Tensor forward(torch::Tensor x);
 
+  // From now on forward() calls `hook` before each layer with parameters, in this order: conv1,
+  // bn1, each block of layer1 to layer4 (a BasicBlock or Bottleneck, downsample included, as one
+  // layer), fc. Not before the ReLU and the pools. Replaces an earlier hook; an empty function
+  // removes it. See hooks.h.
+  void set_forward_pre_hook(ForwardPreHook hook);
+
   const ResNetOptions& options() const { return options_; }
 
  private:
@@ -81,6 +90,7 @@ class ResNetImpl : public torch::nn::Module {
   torch::nn::Sequential layer4_{nullptr};
   torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
   torch::nn::Linear fc_{nullptr};
+  ForwardPreHook pre_hook_;
 };
 TORCH_MODULE(ResNet);
 

@@ -3,7 +3,8 @@
 // small batch in well under a millisecond, so multi-rank tests can train them for real.
 //
 // Thread safety: as any torch::nn::Module; concurrent forward() calls on one SmallCnn in training
-// mode race on the BatchNorm running statistics. See docs/models.md.
+// mode race on the BatchNorm running statistics, and set_forward_pre_hook must not race with
+// forward(). See docs/models.md.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -16,6 +17,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "gradwire/models/hooks.h"
 
 namespace gradwire::models {
 
@@ -39,11 +42,16 @@ class MlpImpl : public torch::nn::Module {
   // Throws gradwire::InvalidArgument for any other shape.
   torch::Tensor forward(const torch::Tensor& x);
 
+  // From now on forward() calls `hook` before each Linear layer ("layers.0", "layers.2"...), not
+  // before the ReLUs. Replaces an earlier hook; an empty function removes it. See hooks.h.
+  void set_forward_pre_hook(ForwardPreHook hook);
+
   const MlpOptions& options() const { return options_; }
 
  private:
   MlpOptions options_;
   torch::nn::Sequential layers_{nullptr};
+  ForwardPreHook pre_hook_;
 };
 TORCH_MODULE(Mlp);
 
@@ -68,6 +76,10 @@ class SmallCnnImpl : public torch::nn::Module {
   // gradwire::InvalidArgument for any other shape.
   torch::Tensor forward(torch::Tensor x);
 
+  // From now on forward() calls `hook` before conv1, bn1, conv2, bn2 and fc, in that order.
+  // Replaces an earlier hook; an empty function removes it. See hooks.h.
+  void set_forward_pre_hook(ForwardPreHook hook);
+
   const SmallCnnOptions& options() const { return options_; }
 
  private:
@@ -77,6 +89,7 @@ class SmallCnnImpl : public torch::nn::Module {
   torch::nn::Conv2d conv2_{nullptr};
   torch::nn::BatchNorm2d bn2_{nullptr};
   torch::nn::Linear fc_{nullptr};
+  ForwardPreHook pre_hook_;
 };
 TORCH_MODULE(SmallCnn);
 
