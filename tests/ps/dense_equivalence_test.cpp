@@ -248,7 +248,7 @@ TEST(DenseOverlap, AForwardWithoutTheHooksIsRefusedAtTheNextStep) {
   }
 }
 
-TEST(DenseAsync, TwoTrainersFitARegression) {
+TEST(DenseAsync, TwoTrainersWithBoundedStalenessFitARegression) {
   torch::set_num_threads(1);
   Servers servers(2);
   const Data data = make_data();
@@ -258,6 +258,7 @@ TEST(DenseAsync, TwoTrainersFitARegression) {
     OddNet model;
     DenseOptions options;
     options.mode = UpdateMode::kAsync;
+    options.staleness = 2;  // Step calls wait when a trainer runs 3 steps ahead
     options.optimizer = optimizer_of(OptimizerKind::kAdam);
     options.layout = small_layout();
     DenseModel dense(make_client(servers.addresses(), t, kTrainers), model, options);

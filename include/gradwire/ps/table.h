@@ -76,6 +76,10 @@ struct TableConfig {
   GradientReduction reduction = GradientReduction::kMean;
   int num_trainers = 1;  // trainers pushing to this table (the sync barrier's size)
   TableKind kind = TableKind::kEmbedding;
+  // kAsync: bounded staleness. 0: finish_step never waits. K >= 1: a trainer's step s returns
+  // once every trainer finished step s - K or later (stale synchronous parallel), so no trainer
+  // runs more than K steps ahead of the slowest. At most 1000000.
+  int staleness = 0;
 };
 
 // Throws InvalidArgument naming the field when the config cannot work (empty or bad name, rows or

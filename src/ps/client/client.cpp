@@ -384,7 +384,8 @@ class ClientImpl final : public Client {
     const std::vector<std::pair<std::string, TableState>> tables = tables_now();
     for (const auto& [name, state] : tables) {
       if (!state.disagreement.empty()) throw BackendError(state.disagreement);
-      if (state.config.mode == UpdateMode::kSync) {
+      // Async tables with bounded staleness wait in Step too (until the slowest is near).
+      if (state.config.mode == UpdateMode::kSync || state.config.staleness > 0) {
         CallQueue<StepCall> queue;
         for (int server = 0; server < num_servers(); ++server) {
           auto call = std::make_unique<StepCall>();

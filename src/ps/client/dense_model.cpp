@@ -256,6 +256,7 @@ DenseModel::DenseModel(std::shared_ptr<Client> client, std::shared_ptr<torch::nn
   if (s.options.role == DenseRole::kSum) config.optimizer = OptimizerConfig{OptimizerKind::kAssign};
   config.initializer = InitializerConfig{InitializerKind::kZeros, 0.0, 0};
   config.mode = s.options.mode;
+  config.staleness = s.options.staleness;
   config.num_trainers = s.client->world_size();
   s.client->create_table(config);
   if (s.client->rank() == 0 && s.client->awaiting_values(config.name)) s.assign_values();

@@ -100,7 +100,8 @@ json encode_config(const TableConfig& config) {
               {"mode", to_string(config.mode)},
               {"reduction", to_string(config.reduction)},
               {"num_trainers", config.num_trainers},
-              {"kind", to_string(config.kind)}};
+              {"kind", to_string(config.kind)},
+              {"staleness", config.staleness}};
 }
 
 TableConfig decode_config(const json& table) {
@@ -124,6 +125,9 @@ TableConfig decode_config(const json& table) {
   config.num_trainers = get_small_int(table, "num_trainers", "table.num_trainers");
   // Files written before dense tables have no "kind": embedding tables.
   if (table.contains("kind")) config.kind = get_enum(table, "kind", "table.kind", kTableKinds);
+  if (table.contains("staleness")) {
+    config.staleness = get_small_int(table, "staleness", "table.staleness");
+  }
   return config;
 }
 

@@ -155,6 +155,13 @@ void validate(const TableConfig& config) {
   if (config.num_trainers < 1) {
     reject(config, "num_trainers", "is " + std::to_string(config.num_trainers) + "; need >= 1");
   }
+  if (config.staleness < 0 || config.staleness > 1000000) {
+    reject(config, "staleness", "is " + std::to_string(config.staleness) + "; need 0 to 1000000");
+  }
+  if (config.staleness > 0 && config.mode != UpdateMode::kAsync) {
+    reject(config, "staleness",
+           "is " + std::to_string(config.staleness) + ", but bounds only async tables (sync is 0)");
+  }
   if (config.kind != TableKind::kEmbedding && config.kind != TableKind::kDense) {
     reject(config, "kind",
            "is " + std::to_string(static_cast<int>(config.kind)) + ", not embedding or dense");
@@ -194,7 +201,7 @@ bool same_table(const TableConfig& a, const TableConfig& b) {
          oa.beta2 == ob.beta2 && oa.eps == ob.eps && a.initializer.kind == b.initializer.kind &&
          a.initializer.scale == b.initializer.scale && a.initializer.seed == b.initializer.seed &&
          a.mode == b.mode && a.reduction == b.reduction && a.num_trainers == b.num_trainers &&
-         a.kind == b.kind;
+         a.kind == b.kind && a.staleness == b.staleness;
 }
 
 std::string describe(const TableConfig& config) {
@@ -208,6 +215,7 @@ std::string describe(const TableConfig& config) {
   }
   text += std::string(", ") + to_string(config.mode) + ", " + std::to_string(config.num_trainers) +
           (config.num_trainers == 1 ? " trainer" : " trainers");
+  if (config.staleness > 0) text += ", staleness " + std::to_string(config.staleness);
   if (config.reduction == GradientReduction::kSum) text += ", sum";
   return text + ")";
 }

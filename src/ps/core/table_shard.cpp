@@ -1,6 +1,7 @@
 // One server's shard of one table (table_shard.h).
 #include "ps/core/table_shard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -76,6 +77,7 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers,
       max_pending_bytes_(max_pending_bytes),
       pending_(static_cast<size_t>(config_.num_trainers)),
       finished_trainers_(config_.num_trainers, false),
+      clocks_(static_cast<size_t>(config_.num_trainers), 0),
       incarnations_(static_cast<size_t>(config_.num_trainers), 0) {}
 
 TableShard::TableShard(TableConfig config, int server_index, int num_servers,
@@ -397,7 +399,10 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
                                     const StepWait& wait) {
   check_trainer(trainer, "finish_step");
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (config_.mode == UpdateMode::kAsync) return StepOutcome{true, false, step_, {}};
+  if (config_.mode == UpdateMode::kAsync) {
+    if (config_.staleness == 0) return StepOutcome{true, false, step_, {}};
+    return finish_stale_locked(trainer, step, wait, lock);
+  }
   admit_locked(trainer, attempt);
   if (step < step_) return StepOutcome{true, false, step_, {}};
   if (step > step_) {
@@ -444,6 +449,41 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
   StepOutcome outcome{false, false, step_, {}};
   for (int t = 0; t < config_.num_trainers; ++t) {
     if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
+  }
+  return outcome;
+}
+
+StepOutcome TableShard::finish_stale_locked(int trainer, int64_t step, const StepWait& wait,
+                                            std::unique_lock<std::shared_mutex>& lock) {
+  if (step < 0) {
+    throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                          " finished step " + std::to_string(step) + "; need >= 0");
+  }
+  const int64_t need = step + 1 - config_.staleness;
+  const auto slowest = [&] { return *std::min_element(clocks_.begin(), clocks_.end()); };
+  int64_t& clock = clocks_[static_cast<size_t>(trainer)];
+  const int64_t before = clock;
+  clock = std::max(clock, step + 1);
+  if (slowest() >= need) {
+    step_applied_.notify_all();
+    return StepOutcome{true, false, slowest(), {}};
+  }
+  if (wait.may_wait && !wait.may_wait()) {
+    clock = before;
+    return StepOutcome{false, false, slowest(), {}, true};
+  }
+  step_applied_.notify_all();
+  for (;;) {
+    const auto slice_end =
+        std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+    step_applied_.wait_until(lock, slice_end, [&] { return slowest() >= need; });
+    if (slowest() >= need) return StepOutcome{true, false, slowest(), {}};
+    if (std::chrono::steady_clock::now() >= wait.deadline) break;
+    if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, slowest(), {}};
+  }
+  StepOutcome outcome{false, false, slowest(), {}};
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    if (clocks_[static_cast<size_t>(t)] < need) outcome.missing_trainers.push_back(t);
   }
   return outcome;
 }

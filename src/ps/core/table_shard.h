@@ -174,7 +174,10 @@ class TableShard {
   // InvalidArgument when the reduced gradients of the step are not finite (nothing is applied,
   // the step's pushes are discarded, the other waiters get StaleAttemptError saying so). A step
   // older than step() returns applied = true at once; a newer one is InvalidArgument. async:
-  // returns applied = true at once. InvalidArgument for a bad trainer.
+  // returns applied = true at once; with staleness K >= 1 it records that `trainer` finished
+  // `step` and waits until every trainer finished step - K or later (then applied = true and
+  // step = the slowest trainer's finished steps; missing_trainers on the deadline are those
+  // behind). InvalidArgument for a bad trainer.
   // `wait.may_wait` false returns refused = true without recording this call's finish.
   StepOutcome finish_step(int trainer, int64_t step, Attempt attempt, const StepWait& wait);
   // The same with only a deadline.
@@ -221,6 +224,10 @@ class TableShard {
   // exclusively.
   void apply_locked(SparseRows rows);
   void reduce_and_apply_locked();
+  // finish_step of an async table with staleness (see finish_step). Requires mutex_ held by
+  // `lock`.
+  StepOutcome finish_stale_locked(int trainer, int64_t step, const StepWait& wait,
+                                  std::unique_lock<std::shared_mutex>& lock);
 
   const TableConfig config_;
   const int server_index_;
@@ -237,6 +244,7 @@ class TableShard {
   std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
   int64_t pending_bytes_ = 0;                     // sync: bytes held in pending_
   std::vector<bool> finished_trainers_;           // sync: who finished step_
+  std::vector<int64_t> clocks_;                   // async with staleness: steps each finished
   bool awaiting_values_ = false;                   // dense: values not assigned yet
   int64_t restart_ = 0;                           // sync: the newest attempt seen
   std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process

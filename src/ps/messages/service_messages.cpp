@@ -86,6 +86,7 @@ v1::TableConfig to_message(const TableConfig& config) {
   message.set_reduction(kReductions.to(config.reduction));
   message.set_num_trainers(config.num_trainers);
   message.set_kind(kKinds.to(config.kind));
+  message.set_staleness(config.staleness);
   return message;
 }
 
@@ -107,6 +108,7 @@ TableConfig from_message(const v1::TableConfig& message) {
   config.reduction = kReductions.from(message.reduction());
   config.num_trainers = message.num_trainers();
   config.kind = kKinds.from(message.kind());
+  config.staleness = message.staleness();
   return config;
 }
 
@@ -133,6 +135,7 @@ std::string describe_difference(const TableConfig& existing, const TableConfig& 
           std::string(to_string(asked.reduction)));
   compare(parts, "num_trainers", existing.num_trainers, asked.num_trainers);
   compare(parts, "kind", std::string(to_string(existing.kind)), std::string(to_string(asked.kind)));
+  compare(parts, "staleness", existing.staleness, asked.staleness);
   std::string text;
   for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
   return text;
