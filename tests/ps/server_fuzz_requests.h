@@ -170,6 +170,16 @@ inline std::vector<std::string> valid_requests(const std::string& method, const 
     method == "Step" ? add_all(v1::StepRequest()) : add_all(v1::ResumeRequest());
   } else if (method == "Checkpoint") {
     add(v1::CheckpointRequest());
+  } else if (method == "Assign") {  // refused: the recorded tables are embedding tables
+    for (const char* name : tables) {
+      v1::AssignRequest request;
+      request.set_table(name);
+      *request.mutable_ids() = ids({1, 3});
+      *request.mutable_rows() = grads(2);
+      add(request);
+      request.set_complete(true);
+      add(request);
+    }
   }
   return serialized(out);
 }
@@ -337,6 +347,33 @@ inline std::vector<std::string> hostile_requests(const std::string& method, cons
       for (const std::string& name : bad_names) add(request(name));
     };
     method == "Step" ? add_all(v1::StepRequest()) : add_all(v1::ResumeRequest());
+  } else if (method == "Assign") {
+    const auto request = [&](const std::string& table) {
+      v1::AssignRequest message;
+      message.set_table(table);
+      message.set_complete(true);
+      *message.mutable_ids() = ids({1, 3});
+      *message.mutable_rows() = grads(2);
+      return message;
+    };
+    for (const char* table : {names.sync, names.async}) {
+      for (const v1::Tensor& hostile : hostile_tensors()) {
+        auto message = request(table);
+        *message.mutable_ids() = hostile;
+        add(message);
+      }
+      for (const v1::Tensor& hostile : hostile_grads()) {
+        auto message = request(table);
+        *message.mutable_rows() = hostile;
+        add(message);
+      }
+      for (const int32_t trainer : {-1, 1, kI32Max, kI32Min}) {
+        auto message = request(table);
+        message.set_trainer(trainer);
+        add(message);
+      }
+    }
+    for (const std::string& name : bad_names) add(request(name));
   }
   return serialized(out);
 }
