@@ -1,5 +1,6 @@
 // Parameter servers under faults, end to end (docs/ps.md "Restarts"): a hybrid job (remote
-// embedding bags + a DDP dense layer, sync, deterministic) runs under
+// embedding bags, a layer on the servers through DenseModel and a DDP dense layer, sync,
+// deterministic) runs under
 // `gradwire-run --servers 2 --max-restarts 2`, and a trainer or a server is SIGKILLed in the
 // middle of a step. The job must end with tables and dense parameters bit for bit equal to an
 // uninterrupted run's.

@@ -1,13 +1,15 @@
 // A trainer of the hybrid model that survives restarts, for the fault tests
-// (fault_restart_test.cpp): remote embedding bags on the parameter servers, a dense layer under
-// DDP, deterministic batches, and the checkpoint-and-resume pattern of docs/ps.md "Restarts".
+// (fault_restart_test.cpp): remote embedding bags on the parameter servers, a dense layer whose
+// parameters live on the servers too (DenseModel, SGD with momentum), a dense layer under DDP,
+// deterministic batches, and the checkpoint-and-resume pattern of docs/ps.md "Restarts".
 //
 //   ps_fault_trainer STEPS EVERY DIR OUT [FAULT...]
 //
 // Every EVERY steps each trainer writes its dense state (module, optimizer, step) to
 // DIR/trainer_RANK.pt; the servers run with --checkpoint-every EVERY. At start a trainer loads its
-// file when there is one and calls Client::resume with its step. At the end rank 0 writes the
-// dense parameters and every row of the table to OUT as raw float32 bytes.
+// file when there is one and resumes at its step (DenseOptions::resume_step). At the end rank 0
+// writes the DDP layer's parameters, every row of the table and the DenseModel layer's
+// parameters to OUT as raw float32 bytes.
 //
 // FAULT, in the first attempt only (TORCHELASTIC_RESTART_COUNT 0), after the backward of step S
 // and before Client::step():
@@ -130,6 +132,8 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
   torch::manual_seed(0);
   torch::nn::Linear dense(kDim, kClasses);
   torch::optim::Adam optimizer(dense->parameters(), torch::optim::AdamOptions(0.05));
+  torch::manual_seed(1 + rank);  // trainer 1 starts elsewhere: DenseModel gives it trainer 0's
+  torch::nn::Linear middle(kDim, kDim);
   const std::string mine = dir + "/trainer_" + std::to_string(rank) + ".pt";
   int64_t start = 0;
   if (::access(mine.c_str(), F_OK) == 0) {
@@ -143,14 +147,21 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
     archive.read("step", step);
     start = step.item<int64_t>();
   }
-  client->resume(start);  // the tables to this trainer's step, on every server
+  gradwire::ps::DenseOptions middle_options;
+  middle_options.table = "middle";
+  middle_options.optimizer.lr = 0.1;
+  middle_options.optimizer.momentum = 0.9;
+  middle_options.layout.row_width = 16;  // 72 values: 5 rows over both servers
+  middle_options.layout.min_block_elements = 16;
+  middle_options.resume_step = start;  // every table to this trainer's step, on every server
+  gradwire::ps::DenseModel middle_on_servers(client, middle, middle_options);
   gradwire::ddp::DistributedDataParallel ddp(dense, comm);
 
   for (int64_t step = start; step < steps; ++step) {
     const Batch batch = batch_of(step, rank);
     optimizer.zero_grad();
-    torch::Tensor loss =
-        torch::nn::functional::cross_entropy(ddp(bags(batch.ids, batch.offsets)), batch.labels);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(
+        ddp(middle(bags(batch.ids, batch.offsets))), batch.labels);
     loss.backward();
     for (const Fault& fault : faults) {
       if (restart != 0 || fault.step != step) continue;
@@ -173,7 +184,7 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
       }
     }
     optimizer.step();
-    client->step();
+    middle_on_servers.step();  // Client::step for both tables, then the new values of `middle`
     if ((step + 1) % every == 0) {
       torch::serialize::OutputArchive archive;
       dense->save(archive);
@@ -191,6 +202,7 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
     std::ofstream file(out, std::ios::binary);
     for (const auto& parameter : dense->parameters()) append_raw(file, parameter);
     append_raw(file, client->lookup("bags", torch::arange(0, kRows, torch::kLong)));
+    for (const auto& parameter : middle->parameters()) append_raw(file, parameter);
   }
   return 0;
 }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct DenseOptions {
   bool overlap_forward = false;
   // Keep a log of pushes, arrivals and layer waits (events()), for tests of the overlap.
   bool record_events = false;
+  // A restarted trainer's own checkpoint step (docs/ps.md "Restarts"): the constructor calls
+  // Client::resume(*resume_step) (every table the client created) before it pulls the values.
+  std::optional<int64_t> resume_step;
 };
 
 // What a DenseModel did so far (seconds and bytes summed over steps).

@@ -260,6 +260,7 @@ DenseModel::DenseModel(std::shared_ptr<Client> client, std::shared_ptr<torch::nn
   config.num_trainers = s.client->world_size();
   s.client->create_table(config);
   if (s.client->rank() == 0 && s.client->awaiting_values(config.name)) s.assign_values();
+  if (s.options.resume_step) s.client->resume(*s.options.resume_step);
   // Every trainer starts from the servers' values: trainer 0's parameters, or a restored
   // checkpoint's. The summation role's rows hold reduced gradients after step 0: a restarted
   // trainer there keeps its own parameters (from its own checkpoint), as with DDP.
