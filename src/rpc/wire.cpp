@@ -27,10 +27,23 @@ std::string shape_text(const v1::Tensor& message) {
 }
 
 at::ScalarType to_scalar_type(v1::DType dtype) {
-  return dtype == v1::FLOAT32 ? at::kFloat : at::kLong;
+  switch (dtype) {
+    case v1::FLOAT32:
+      return at::kFloat;
+    case v1::FLOAT16:
+      return at::kHalf;
+    case v1::BFLOAT16:
+      return at::kBFloat16;
+    default:
+      return at::kLong;
+  }
 }
 
-int64_t element_size(v1::DType dtype) { return dtype == v1::FLOAT32 ? 4 : 8; }
+int64_t element_size(v1::DType dtype) {
+  return dtype == v1::FLOAT32 ? 4 : dtype == v1::INT64 ? 8 : 2;
+}
+
+bool is_16_bit_float(int dtype) { return dtype == v1::FLOAT16 || dtype == v1::BFLOAT16; }
 
 }  // namespace
 
@@ -40,11 +53,16 @@ v1::DType to_wire_dtype(at::ScalarType type, const std::string& field) {
       return v1::FLOAT32;
     case at::kLong:
       return v1::INT64;
+    case at::kHalf:
+      return v1::FLOAT16;
+    case at::kBFloat16:
+      return v1::BFLOAT16;
     default:
       throw InvalidArgument("gradwire: tensor '" + field + "' has dtype " +
                             std::string(c10::toString(type)) +
-                            "; the parameter-server wire format carries float32 and int64 only. "
-                            "Convert it with .to(torch::kFloat) or .to(torch::kLong).");
+                            "; the parameter-server wire format carries float32, float16, "
+                            "bfloat16 and int64 only. Convert it with .to(torch::kFloat) or "
+                            ".to(torch::kLong).");
   }
 }
 
@@ -54,6 +72,10 @@ std::string wire_dtype_name(int dtype) {
       return "float32";
     case v1::INT64:
       return "int64";
+    case v1::FLOAT16:
+      return "float16";
+    case v1::BFLOAT16:
+      return "bfloat16";
     case v1::DTYPE_UNSPECIFIED:
       return "unspecified";
     default:
@@ -85,12 +107,14 @@ v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field) {
 at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
                          const TensorExpectation& expect) {
   const int dtype_value = message.dtype();
-  if (dtype_value != v1::FLOAT32 && dtype_value != v1::INT64) {
-    throw_malformed(field,
-                    "dtype " + wire_dtype_name(dtype_value) + " (expected float32 or int64)");
+  if (dtype_value != v1::FLOAT32 && dtype_value != v1::INT64 && !is_16_bit_float(dtype_value)) {
+    throw_malformed(field, "dtype " + wire_dtype_name(dtype_value) +
+                               " (expected float32, float16, bfloat16 or int64)");
   }
   const auto dtype = static_cast<v1::DType>(dtype_value);
-  if (expect.dtype && to_scalar_type(dtype) != *expect.dtype) {
+  // 16-bit floats stand in for float32 (widened below).
+  const bool widen = is_16_bit_float(dtype_value) && expect.dtype == at::kFloat;
+  if (expect.dtype && !widen && to_scalar_type(dtype) != *expect.dtype) {
     throw InvalidArgument("gradwire: tensor '" + field + "' has dtype " +
                           wire_dtype_name(dtype_value) + ", expected " +
                           wire_dtype_name(to_wire_dtype(*expect.dtype, field)));
@@ -128,7 +152,7 @@ at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
   }
   at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)));
   if (expected_bytes > 0) std::memcpy(tensor.data_ptr(), message.data().data(), expected_bytes);
-  return tensor;
+  return widen || is_16_bit_float(dtype_value) ? tensor.to(at::kFloat) : tensor;
 }
 
 }  // namespace gradwire::rpc

@@ -26,13 +26,14 @@ inline constexpr int kMaxWireRank = 8;
 // Default bound on the elements of one decoded tensor (gRPC's message size bounds it first).
 inline constexpr int64_t kMaxWireElements = int64_t{1} << 34;
 
-// The wire dtype of a tensor dtype: Float -> FLOAT32, Long -> INT64; InvalidArgument naming
-// `field` for any other.
+// The wire dtype of a tensor dtype: Float -> FLOAT32, Long -> INT64, Half -> FLOAT16, BFloat16 ->
+// BFLOAT16 (dense pushes and pulls may travel in 16 bits); InvalidArgument naming `field` for any
+// other.
 v1::DType to_wire_dtype(at::ScalarType type, const std::string& field);
 // "float32", "int64", "unspecified", "unknown(7)": for messages.
 std::string wire_dtype_name(int dtype);
 
-// Writes `tensor` (float32 or int64, any layout; CPU) into `out`. A contiguous tensor costs one
+// Writes `tensor` (float32, float16, bfloat16 or int64, any layout; CPU) into `out`. A contiguous tensor costs one
 // memcpy of its bytes. InvalidArgument naming `field` for other dtypes or non-CPU tensors.
 void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string& field = "tensor");
 v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field = "tensor");
@@ -44,7 +45,8 @@ struct TensorExpectation {
   int64_t max_elements = kMaxWireElements;
 };
 
-// A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy). Throws
+// A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy). float16 and
+// bfloat16 arrive widened to float32 (a float32 expectation accepts them). Throws
 // InvalidArgument naming `field` when the message is malformed or does not meet `expect`.
 at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
                          const TensorExpectation& expect = {});

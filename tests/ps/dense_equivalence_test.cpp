@@ -112,39 +112,40 @@ void copy_values(torch::nn::Module& module, const std::vector<at::Tensor>& value
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(values[i]);
 }
 
-using Param = std::tuple<DenseRole, OptimizerKind, int>;
-
-class DenseSync : public ::testing::TestWithParam<Param> {};
-
-TEST_P(DenseSync, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
-  torch::set_num_threads(1);
-  const DenseRole role = std::get<0>(GetParam());
-  const OptimizerKind kind = std::get<1>(GetParam());
-  const int num_servers = std::get<2>(GetParam());
-  const OptimizerConfig optimizer = optimizer_of(kind);
-  const Data data = make_data();
+// The reference's trained parameters and initial values, for `optimizer` on the whole batches.
+struct Reference {
+  std::vector<at::Tensor> initial, trained;
+};
+Reference train_reference(const OptimizerConfig& optimizer, const Data& data) {
   torch::manual_seed(3);
   OddNet reference;
-  const std::vector<at::Tensor> initial = values_of(*reference);
+  Reference out;
+  out.initial = values_of(*reference);
   auto local = local_optimizer(optimizer, reference->parameters());
   for (int s = 0; s < kSteps; ++s) {
     local->zero_grad();
     torch::mse_loss(reference(data.x[s]), data.y[s]).backward();
     local->step();
   }
+  out.trained = values_of(*reference);
+  return out;
+}
 
+// Each trainer's parameters after training on its halves of the batches; trainer 1 starts
+// elsewhere (DenseModel gives it trainer 0's values). `stats` gets trainer 0's statistics.
+std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
+                                                 const std::vector<at::Tensor>& initial,
+                                                 const Data& data, int num_servers,
+                                                 DenseStats* stats = nullptr) {
   Servers servers(num_servers);
   std::vector<std::vector<at::Tensor>> trained(kTrainers);
-  ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
-    OddNet model;  // trainer 1 starts elsewhere: DenseModel gives it trainer 0's values
+  run_trainers(kTrainers, [&](int t) {
+    OddNet model;
     if (t == 0) copy_values(*model, initial);
-    DenseOptions options;
-    options.role = role;
-    options.optimizer = optimizer;
-    options.layout = small_layout();
     DenseModel dense(make_client(servers.addresses(), t, kTrainers), model, options);
     std::unique_ptr<torch::optim::Optimizer> own;
-    if (role == DenseRole::kSum) own = local_optimizer(optimizer, model->parameters());
+    if (options.role == DenseRole::kSum)
+      own = local_optimizer(options.optimizer, model->parameters());
     for (int s = 0; s < kSteps; ++s) {
       if (own) own->zero_grad();
       const at::Tensor x = data.x[s].slice(0, t * kHalf, (t + 1) * kHalf);
@@ -154,15 +155,60 @@ TEST_P(DenseSync, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
       if (own) own->step();
     }
     trained[t] = values_of(*model);
-  }));
-  const std::vector<at::Tensor> expected = values_of(*reference);
+    if (t == 0 && stats) *stats = dense.stats();
+  });
+  return trained;
+}
+
+using Param = std::tuple<DenseRole, OptimizerKind, int>;
+
+class DenseSync : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DenseSync, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
+  torch::set_num_threads(1);
+  DenseOptions options;
+  options.role = std::get<0>(GetParam());
+  options.optimizer = optimizer_of(std::get<1>(GetParam()));
+  options.layout = small_layout();
+  const Data data = make_data();
+  const Reference reference = train_reference(options.optimizer, data);
+  std::vector<std::vector<at::Tensor>> trained;
+  ASSERT_NO_THROW(trained = train_dense(options, reference.initial, data, std::get<2>(GetParam())));
   for (int t = 0; t < kTrainers; ++t) {
-    for (size_t i = 0; i < expected.size(); ++i) {
-      EXPECT_TRUE(trained[t][i].allclose(expected[i], 1e-4, 1e-5))
+    for (size_t i = 0; i < reference.trained.size(); ++i) {
+      EXPECT_TRUE(trained[t][i].allclose(reference.trained[i], 1e-4, 1e-5))
           << "trainer " << t << " parameter " << i << " max difference "
-          << (trained[t][i] - expected[i]).abs().max().item<float>();
-      EXPECT_FALSE(trained[t][i].allclose(initial[i], 1e-4, 1e-4)) << "parameter " << i;
+          << (trained[t][i] - reference.trained[i]).abs().max().item<float>();
+      EXPECT_FALSE(trained[t][i].allclose(reference.initial[i], 1e-4, 1e-4)) << "parameter " << i;
     }
+  }
+}
+
+// 16-bit floats on the wire: half the bytes of row data, and training close to the reference
+// (each transfer rounds once; the servers keep float32).
+TEST(DenseWire, SixteenBitPushesAndPullsHalveTheBytesAndTrainClose) {
+  torch::set_num_threads(1);
+  const Data data = make_data();
+  for (const at::ScalarType wire : {at::kHalf, at::kBFloat16}) {
+    DenseOptions options;
+    options.optimizer = optimizer_of(OptimizerKind::kSgd);
+    options.layout = small_layout();
+    options.wire = wire;
+    const Reference reference = train_reference(options.optimizer, data);
+    DenseStats stats;
+    std::vector<std::vector<at::Tensor>> trained;
+    ASSERT_NO_THROW(trained = train_dense(options, reference.initial, data, 2, &stats));
+    const double tolerance = wire == at::kHalf ? 2e-3 : 2e-2;
+    for (size_t i = 0; i < reference.trained.size(); ++i) {
+      EXPECT_TRUE(trained[1][i].allclose(reference.trained[i], tolerance, tolerance))
+          << c10::toString(wire) << " parameter " << i << " max difference "
+          << (trained[1][i] - reference.trained[i]).abs().max().item<float>();
+    }
+    const DenseLayout layout =
+        make_dense_layout({{37, 13}, {37}, {5, 37}, {5, 3, 4}, {1}}, 2, small_layout());
+    int64_t rows = 0;
+    for (const DenseMessage& message : layout.push_messages) rows += message.rows;
+    EXPECT_EQ(stats.bytes_pushed, kSteps * rows * (16 * 2 + 8));
   }
 }
 

@@ -36,6 +36,22 @@ TEST(Wire, FloatMatrixRoundTripsBitForBit) {
   EXPECT_TRUE(at::equal(back, rows));
 }
 
+TEST(Wire, SixteenBitFloatsTakeTwoBytesAndArriveAsFloat32) {
+  const at::Tensor rows = at::randn({4, 3});
+  for (const at::ScalarType type : {at::kHalf, at::kBFloat16}) {
+    const v1::Tensor message = encode_tensor(rows.to(type), "rows");
+    EXPECT_EQ(message.dtype(), type == at::kHalf ? v1::FLOAT16 : v1::BFLOAT16);
+    EXPECT_EQ(message.data().size(), 4u * 3u * 2u);
+    const at::Tensor back = decode_tensor(message, "rows", {at::kFloat, 2});
+    EXPECT_EQ(back.scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(back, rows.to(type).to(at::kFloat)));
+    EXPECT_TRUE(contains(invalid_argument_message([&] {
+                           decode_tensor(message, "ids", {at::kLong, 2});
+                         }),
+                         "expected int64"));
+  }
+}
+
 TEST(Wire, Int64VectorRoundTripsIncludingExtremes) {
   const at::Tensor ids = at::tensor(std::vector<int64_t>{0, -1, INT64_MAX, INT64_MIN, 42});
   const at::Tensor back = decode_tensor(encode_tensor(ids), "ids", {at::kLong, 1});

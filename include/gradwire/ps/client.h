@@ -108,9 +108,11 @@ class Client {
 
   // lookup() started without waiting: the calls go out now and wait() collects them, so a trainer
   // can compute while rows arrive (DenseModel's pulls). Unlike lookup(), an unavailable server is
-  // not retried: wait() throws. Input errors are thrown here.
+  // not retried: wait() throws. Input errors are thrown here. `wire` at::kHalf or at::kBFloat16
+  // has the servers answer in 16 bits (half the bytes; the rows arrive widened to float32).
   virtual std::unique_ptr<PendingLookup> start_lookup(const std::string& table,
-                                                      const at::Tensor& ids) = 0;
+                                                      const at::Tensor& ids,
+                                                      at::ScalarType wire = at::kFloat) = 0;
 
   // Dense tables (TableKind::kDense) start without values on a new server: trainer 0 writes them
   // here (ids as in lookup, unique; rows float [n, dim]), and the servers' lookups wait until it
@@ -121,7 +123,8 @@ class Client {
   // Whether some server said at create_table that the dense table waits for its values.
   virtual bool awaiting_values(const std::string& table) const = 0;
 
-  // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim) to their owners without
+  // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim; float16 or bfloat16 grads
+  // travel in 16 bits and are widened on the server) to their owners without
   // waiting; duplicate ids are summed first. Errors surface from flush() or step().
   virtual void push(const std::string& table, const at::Tensor& ids, const at::Tensor& grads) = 0;
   // Waits until every push sent so far was applied (async) or accepted (sync); throws the first

@@ -58,6 +58,10 @@ struct DenseOptions {
   // gradwire::models::set_forward_pre_hook): step() returns once the pulls are sent, and each
   // layer waits for its own blocks when its forward starts. false: step() waits for every pull.
   bool overlap_forward = false;
+  // How pushed gradients and pulled values travel: at::kFloat (exact), at::kHalf or
+  // at::kBFloat16 (half the bytes; the servers keep and compute in float32, values are rounded
+  // once per transfer). The first values trainer 0 writes always travel in float32.
+  at::ScalarType wire = at::kFloat;
   // Keep a log of pushes, arrivals and layer waits (events()), for tests of the overlap.
   bool record_events = false;
   // A restarted trainer's own checkpoint step (docs/ps.md "Restarts"): the constructor calls
@@ -68,8 +72,8 @@ struct DenseOptions {
 // What a DenseModel did so far (seconds and bytes summed over steps).
 struct DenseStats {
   int64_t steps = 0;
-  int64_t bytes_pushed = 0;  // row data and ids sent by pushes
-  int64_t bytes_pulled = 0;  // row data received by pulls
+  int64_t bytes_pushed = 0;  // row data (in the wire type) and ids sent by pushes
+  int64_t bytes_pulled = 0;  // row data (in the wire type) and ids received by pulls
   double push_wait_s = 0;    // step(): waiting for the servers to accept the pushes
   double server_step_s = 0;  // step(): the servers' barrier and optimizer (sync)
   double pull_wait_s = 0;    // waiting for pulled blocks (in step() or the forward hooks)

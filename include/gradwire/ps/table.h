@@ -11,8 +11,8 @@
 
 namespace gradwire::ps {
 
-// kAssign is the summation role of dense tables (docs/ps.md "Dense parameters"): the row becomes the
-// step's reduced gradient, and the trainers run their own optimizer on it. It needs sync mode.
+// kAssign is the summation role of dense tables (docs/ps.md "Dense parameters"): the row becomes
+// the step's reduced gradient, and the trainers run their own optimizer on it. It needs sync mode.
 enum class OptimizerKind { kSgd, kAdagrad, kAdam, kAssign };
 const char* to_string(OptimizerKind kind);
 

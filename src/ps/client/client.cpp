@@ -121,15 +121,23 @@ at::Tensor view_of(std::vector<int64_t>& values) {
   return at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kLong);
 }
 
-// Rows `positions` of the contiguous float matrix `rows` (n x dim), as a new tensor.
+// Rows `positions` of the contiguous matrix `rows` (n x dim), as a new tensor of its dtype; the
+// whole matrix itself when `positions` are all its rows in order.
 at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions) {
-  const int64_t dim = rows.size(1);
-  at::Tensor out = at::empty({static_cast<int64_t>(positions.size()), dim}, at::kFloat);
-  const float* from = rows.data_ptr<float>();
-  float* to = out.data_ptr<float>();
-  for (size_t i = 0; i < positions.size(); ++i) {
-    std::memcpy(to + static_cast<int64_t>(i) * dim, from + positions[i] * dim,
-                static_cast<size_t>(dim) * sizeof(float));
+  const int64_t count = static_cast<int64_t>(positions.size());
+  if (count == rows.size(0) && (count == 0 || positions.back() == count - 1)) {
+    bool in_order = true;
+    for (int64_t i = 0; i < count && in_order; ++i)
+      in_order = positions[static_cast<size_t>(i)] == i;
+    if (in_order) return rows;
+  }
+  const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(rows.element_size());
+  at::Tensor out = at::empty({count, rows.size(1)}, rows.options());
+  const char* from = static_cast<const char*>(rows.data_ptr());
+  char* to = static_cast<char*>(out.data_ptr());
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + i * row_bytes, from + positions[static_cast<size_t>(i)] * row_bytes,
+                static_cast<size_t>(row_bytes));
   }
   return out;
 }
@@ -245,13 +253,13 @@ class ClientImpl final : public Client {
     return assemble_rows(name, plan, calls);
   }
 
-  std::unique_ptr<PendingLookup> start_lookup(const std::string& name,
-                                              const at::Tensor& ids) override {
+  std::unique_ptr<PendingLookup> start_lookup(const std::string& name, const at::Tensor& ids,
+                                              at::ScalarType wire) override {
     auto pending = std::make_unique<Pending>();
     pending->client = this;
     pending->name = name;
     pending->plan = plan_lookup(name, ids);
-    std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan);
+    std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan, wire);
     const std::vector<int> servers = pending->plan.servers();
     const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
     pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
@@ -337,8 +345,10 @@ class ClientImpl final : public Client {
     const TableState state = usable_table(name);
     const TableConfig& config = state.config;
     const int64_t step = state.step;
+    const at::ScalarType type = grads.scalar_type();
     if (ids.dim() != 1 || grads.dim() != 2 || grads.size(0) != ids.size(0) ||
-        grads.size(1) != config.dim || grads.scalar_type() != at::kFloat) {
+        grads.size(1) != config.dim ||
+        (type != at::kFloat && type != at::kHalf && type != at::kBFloat16)) {
       check_ids(ids, config.num_rows, "push to", name);
       throw InvalidArgument("gradwire: push to table '" + name + "': expected ids [n] and float " +
                             "grads [n, " + std::to_string(config.dim) + "], got ids " +
@@ -350,10 +360,11 @@ class ClientImpl final : public Client {
     // RemoteEmbeddingBag's hook pushes unique sorted ids: nothing to sum then.
     const SparseRows rows = strictly_increasing(dense_ids)
                                 ? SparseRows{dense_ids, grads.contiguous()}
-                                : coalesce(dense_ids, grads.contiguous());
+                                : coalesce(dense_ids, grads.to(at::kFloat).contiguous());
     auto queue = std::make_unique<CallQueue<PushCall>>();
     const int64_t rows_per_call = std::max<int64_t>(
-        1, (options_.max_request_bytes - kRequestOverhead) / (8 + config.dim * 4));
+        1, (options_.max_request_bytes - kRequestOverhead) /
+               (8 + config.dim * static_cast<int64_t>(rows.values.element_size())));
     for (RoutedIds& share : split_shares(route_ids(rows.ids, num_servers()), rows_per_call)) {
       auto call = std::make_unique<PushCall>();
       call->address = addresses_[share.server];
@@ -484,12 +495,17 @@ class ClientImpl final : public Client {
     return plan;
   }
 
-  static std::vector<std::unique_ptr<LookupCall>> lookup_requests(const std::string& name,
-                                                                  LookupPlan& plan) {
+  static std::vector<std::unique_ptr<LookupCall>> lookup_requests(
+      const std::string& name, LookupPlan& plan, at::ScalarType wire = at::kFloat) {
+    if (wire != at::kFloat && wire != at::kHalf && wire != at::kBFloat16) {
+      throw InvalidArgument("gradwire: lookup of table '" + name + "': rows travel as float32, " +
+                            "float16 or bfloat16, not " + c10::toString(wire));
+    }
     std::vector<std::unique_ptr<LookupCall>> requests;
     for (RoutedIds& share : plan.shares) {
       auto call = std::make_unique<LookupCall>();
       call->request.set_table(name);
+      call->request.set_rows_dtype(rpc::to_wire_dtype(wire, "lookup.rows"));
       rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
       requests.push_back(std::move(call));
     }

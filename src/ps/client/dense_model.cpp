@@ -69,6 +69,12 @@ struct DenseModel::State {
   std::vector<std::unique_ptr<PendingLookup>> pulls;
   std::vector<char> arrived;
 
+  // Row data in the wire type and 8 bytes of id per row.
+  int64_t wire_bytes(const DenseMessage& message) const {
+    return message.rows *
+           (layout.row_width * static_cast<int64_t>(c10::elementSize(options.wire)) + 8);
+  }
+
   void record(DenseEvent::Kind kind, int index) {
     if (options.record_events) events.push_back(DenseEvent{kind, index});
   }
@@ -124,11 +130,11 @@ struct DenseModel::State {
 
   // Sends push message `m` (its buffer is copied by the client before push() returns).
   void push_locked(int m) {
+    const at::Tensor& buffer = push_buffers[static_cast<size_t>(m)];
     client->push(options.table, push_ids[static_cast<size_t>(m)],
-                 push_buffers[static_cast<size_t>(m)]);
+                 options.wire == at::kFloat ? buffer : buffer.to(options.wire));
     pushed[static_cast<size_t>(m)] = 1;
-    const DenseMessage& message = layout.push_messages[static_cast<size_t>(m)];
-    stats.bytes_pushed += message.bytes;
+    stats.bytes_pushed += wire_bytes(layout.push_messages[static_cast<size_t>(m)]);
     record(DenseEvent::Kind::kPush, m);
   }
 
@@ -181,13 +187,13 @@ struct DenseModel::State {
     arrived[static_cast<size_t>(m)] = 1;
     const std::lock_guard<std::mutex> lock(mutex);
     stats.pull_wait_s += seconds_since(start);
-    stats.bytes_pulled += layout.pull_messages[static_cast<size_t>(m)].bytes;
+    stats.bytes_pulled += wire_bytes(layout.pull_messages[static_cast<size_t>(m)]);
     record(DenseEvent::Kind::kArrived, m);
   }
 
   void start_pulls() {
     for (size_t m = 0; m < pull_ids.size(); ++m) {
-      pulls[m] = client->start_lookup(options.table, pull_ids[m]);
+      pulls[m] = client->start_lookup(options.table, pull_ids[m], options.wire);
       arrived[m] = 0;
       const std::lock_guard<std::mutex> lock(mutex);
       record(DenseEvent::Kind::kPullSent, static_cast<int>(m));
@@ -222,6 +228,11 @@ DenseModel::DenseModel(std::shared_ptr<Client> client, std::shared_ptr<torch::nn
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   if (!client || !module) throw InvalidArgument("gradwire: DenseModel needs a client and a module");
+  if (options.wire != at::kFloat && options.wire != at::kHalf && options.wire != at::kBFloat16) {
+    throw InvalidArgument("gradwire: DenseOptions::wire is " +
+                          std::string(c10::toString(options.wire)) +
+                          "; use at::kFloat, at::kHalf or at::kBFloat16");
+  }
   if (options.role == DenseRole::kSum && options.mode != UpdateMode::kSync) {
     throw InvalidArgument(
         "gradwire: DenseModel: the summation role (DenseRole::kSum) needs sync mode: the servers "

@@ -191,10 +191,14 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                               "; look up fewer ids per call");
     }
     // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
-    const at::Tensor rows = shard->lookup(
-        ids, step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
-                                std::chrono::steady_clock::now()));
-    rpc::encode_tensor(rows, response->mutable_rows(), "lookup.rows");
+    const at::Tensor rows =
+        shard->lookup(ids, step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
+                                              std::chrono::steady_clock::now()));
+    const int wire = request->rows_dtype();
+    rpc::encode_tensor(wire == v1::FLOAT16    ? rows.to(at::kHalf)
+                       : wire == v1::BFLOAT16 ? rows.to(at::kBFloat16)
+                                              : rows,
+                       response->mutable_rows(), "lookup.rows");
     return grpc::Status::OK;
   });
 }
