@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""The PyTorch side of `gradwire-bench ps --reference pytorch`.
+
+Synchronous data-parallel training through parameter servers, written with PyTorch's RPC
+(TensorPipe), after the averaging parameter server of PyTorch's
+benchmarks/distributed/rpc/parameter_server, on CPU:
+  - S servers own the model's parameters. Each parameter goes whole to one server, greedily
+    balanced by bytes in parameter order (the next parameter to the server holding the fewest
+    bytes so far, the lowest index on ties; assign_parameters). Each server keeps its parameters
+    and a torch.optim.SGD(lr, momentum) over them.
+  - T trainers each run forward, cross-entropy, backward on their batch, then send every server
+    its parameters' gradients (one rpc_async per server, with the batch number) and wait.
+  - A server adds the gradients of a batch as they arrive (@rpc.functions.async_execution: each
+    call returns a future at once); when all T trainers' have come it divides by T, steps its
+    optimizer and completes every waiting future with its parameters' new values, which each
+    trainer copies into its model. So every trainer holds the same parameters after each batch
+    (trainer 0 checks that at the end and fails the run otherwise).
+  - Initial parameters: every process calls torch.manual_seed(--seed) and builds the model the
+    same way, so servers and trainers start from identical values without sending them.
+  - Models, defined below after torchvision's: resnet18 (BasicBlock; 11,689,512 parameters at
+    1000 classes), vgg11 and vgg16 (configurations A and D without batch norm; 132,863,336 and
+    138,357,544). --self-test checks those counts. BatchNorm running statistics are buffers, not
+    parameters: they stay on each trainer and are not synchronised (training-mode forward does not
+    read them).
+  - Data: synthetic, made before any clock starts: per trainer --batch-size images of
+    3 x H x H from torch.randn and labels from torch.randint, one torch.Generator seeded with
+    seed * 1000003 + trainer; the same batch is used in every iteration.
+Differences from upstream: the server steps an optimizer and answers with parameters (upstream
+answers with the averaged gradients and the trainer steps); one message per server and batch
+(upstream sends one per DDP bucket); upstream's average does not actually divide by T.
+
+Measured per trainer: --warmup iterations first, untimed; then --passes passes of --iterations
+iterations each. For every measured iteration: its seconds, and the seconds of forward (with the
+loss), backward, and comm (from the first rpc_async until every server has answered and the values
+are copied into the model). Trainer 0 writes them as JSON (write_json); every list has one value
+per measured iteration, pass after pass.
+
+Usage: ps_reference.py --trainers T --servers S --model resnet18|vgg11|vgg16 --batch-size B
+--image-size H --num-classes C --lr LR --momentum M --warmup W --iterations N --passes P --seed N
+--timeout SECONDS --json PATH; or ps_reference.py --self-test. The script starts T + S worker
+processes of itself (trainer0.., ps0..) on a loopback port free at start, waits for them at most
+--timeout seconds, and stops them all when one fails or time runs out, naming the worker that
+failed; workers die with it (PR_SET_PDEATHSIG). Every process uses one intra-op thread. Exit
+status 0 only when every worker succeeded and the JSON was written. gradwire-bench runs it with
+its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set that by hand to compare.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.distributed.rpc as rpc
+
+EXPECTED_PARAMETERS = {"resnet18": 11689512, "vgg11": 132863336, "vgg16": 138357544}
+
+
+# ---- models (torchvision's architectures and initialisation; same parameter names and order) ----
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet18(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
+        for index, (cin, cout, stride) in enumerate(widths):
+            self.add_module("layer%d" % (index + 1),
+                            nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(512, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+VGG_CONFIGS = {  # channels of each 3x3 conv; "M": 2x2 max pooling
+    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
+              512, 512, 512, "M"],
+}
+
+
+class Vgg(nn.Module):
+    def __init__(self, config, num_classes):
+        super().__init__()
+        layers, cin = [], 3
+        for item in config:
+            if item == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+            else:
+                layers += [nn.Conv2d(cin, item, 3, padding=1), nn.ReLU(inplace=True)]
+                cin = item
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
+        self.classifier = nn.Sequential(
+            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(),
+            nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(),
+            nn.Linear(4096, num_classes))
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.constant_(m.bias, 0)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+def make_model(name, num_classes, seed):
+    """The model, built the same way in every process: identical initial parameters."""
+    torch.manual_seed(seed)
+    if name == "resnet18":
+        return ResNet18(num_classes)
+    return Vgg(VGG_CONFIGS[name], num_classes)
+
+
+def assign_parameters(sizes, servers):
+    """The server of each parameter: in order, each to the server with the fewest bytes so far."""
+    load, owner = [0] * servers, []
+    for size in sizes:
+        server = min(range(servers), key=lambda s: (load[s], s))
+        owner.append(server)
+        load[server] += size
+    return owner
+
+
+def parameters_of_servers(model, servers):
+    """Per server, its parameters (in model order)."""
+    params = list(model.parameters())
+    owner = assign_parameters([p.numel() * p.element_size() for p in params], servers)
+    return [[p for p, o in zip(params, owner) if o == s] for s in range(servers)]
+
+
+# ---- parameter server ----
+
+class ParameterServer:
+    """One server's parameters, optimizer and the batch being collected (thread safe)."""
+
+    def __init__(self, params, trainers, lr, momentum):
+        self.params = params
+        self.trainers = trainers
+        self.optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum)
+        self.lock = threading.Lock()
+        self.batch = None       # the batch being collected
+        self.sums = None        # its gradients summed so far
+        self.waiting = {}       # trainer -> its future, for this batch
+
+    def push(self, batch, trainer, gradients):
+        """The future of this server's new parameter values after `batch`."""
+        future = torch.futures.Future()
+        with self.lock:
+            if self.waiting and batch != self.batch:
+                raise RuntimeError("trainer%d pushed batch %d while batch %d waits for %d more "
+                                   "trainers" % (trainer, batch, self.batch,
+                                                 self.trainers - len(self.waiting)))
+            if trainer in self.waiting:
+                raise RuntimeError("trainer%d pushed batch %d twice" % (trainer, batch))
+            if len(gradients) != len(self.params):
+                raise RuntimeError("trainer%d sent %d gradients for %d parameters"
+                                   % (trainer, len(gradients), len(self.params)))
+            if not self.waiting:
+                self.batch, self.sums = batch, gradients  # received tensors: ours to add into
+            else:
+                for total, gradient in zip(self.sums, gradients):
+                    total.add_(gradient)
+            self.waiting[trainer] = future
+            if len(self.waiting) < self.trainers:
+                return future
+            for param, total in zip(self.params, self.sums):
+                param.grad = total.div_(self.trainers)
+            self.optimizer.step()
+            waiting, self.waiting, self.sums = self.waiting, {}, None
+        # The parameters themselves, not copies: the next step needs every trainer's next push,
+        # which each sends only after it has received these values.
+        values = [p.detach() for p in self.params]
+        for f in waiting.values():
+            f.set_result(values)
+        return future
+
+
+SERVER = None  # this process's ParameterServer, when it is a server (RPC calls find it here)
+
+
+@rpc.functions.async_execution
+def push_gradients(batch, trainer, gradients):
+    return SERVER.push(batch, trainer, gradients)
+
+
+# ---- trainer ----
+
+class ResultsInbox:
+    """Trainer 0's collection of every trainer's measurements (thread safe)."""
+
+    def __init__(self, trainers):
+        self.trainers = trainers
+        self.results = {}
+        self.ready = threading.Condition()
+
+    def deliver(self, result):
+        with self.ready:
+            self.results[result["trainer"]] = result
+            self.ready.notify_all()
+
+    def wait_all(self, timeout):
+        with self.ready:
+            if not self.ready.wait_for(lambda: len(self.results) == self.trainers, timeout):
+                missing = sorted(set(range(self.trainers)) - set(self.results))
+                raise RuntimeError("no measurements from trainer(s) %s" % missing)
+            return [self.results[t] for t in range(self.trainers)]
+
+
+INBOX = None  # trainer 0's ResultsInbox
+
+
+def deliver_results(result):
+    INBOX.deliver(result)
+
+
+def train(args, rank):
+    """Trains as trainer `rank`; its measurements and a fingerprint of its final parameters."""
+    model = make_model(args.model, args.num_classes, args.seed)
+    model.train()
+    torch.manual_seed(args.seed * 1000003 + rank)  # this trainer's dropout masks
+    generator = torch.Generator().manual_seed(args.seed * 1000003 + rank)
+    images = torch.randn(args.batch_size, 3, args.image_size, args.image_size,
+                         generator=generator)
+    labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=generator)
+    owned = parameters_of_servers(model, args.servers)
+
+    seconds, phases = [], {"forward": [], "backward": [], "comm": []}
+    for batch in range(args.warmup + args.iterations * args.passes):
+        if rank == args.trainers - 1 and batch == args.fail_trainer_at:
+            os.kill(os.getpid(), signal.SIGKILL)  # --fail-trainer-at: a crash, for testing
+        t0 = time.perf_counter()
+        model.zero_grad()  # in place (1.13 default): the gradients keep their memory
+        loss = F.cross_entropy(model(images), labels)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        # The .grad tensors themselves: they are next written after every server has answered,
+        # i.e. after each has received them.
+        futures = [rpc.rpc_async("ps%d" % s, push_gradients,
+                                 args=(batch, rank, [p.grad for p in params]))
+                   for s, params in enumerate(owned)]
+        with torch.no_grad():
+            for params, future in zip(owned, futures):
+                for param, value in zip(params, future.wait()):
+                    param.copy_(value)
+        t3 = time.perf_counter()
+        if batch >= args.warmup:
+            seconds.append(t3 - t0)
+            phases["forward"].append(t1 - t0)
+            phases["backward"].append(t2 - t1)
+            phases["comm"].append(t3 - t2)
+    fingerprint = [p.detach().double().sum().item() for p in model.parameters()]
+    return {"trainer": rank, "iteration_seconds": seconds,
+            "examples_per_iteration": args.batch_size, "phase_seconds": phases}, fingerprint
+
+
+def write_json(args, results, path):
+    document = {
+        "schema_version": 1,
+        "benchmark": "ps",
+        "implementation": "pytorch",
+        "torch_version": torch.__version__,
+        "rpc_backend": "tensorpipe",
+        "threads_per_process": 1,
+        "settings": {"trainers": args.trainers, "servers": args.servers, "model": args.model,
+                     "batch_size": args.batch_size, "image_size": args.image_size,
+                     "num_classes": args.num_classes, "lr": args.lr, "momentum": args.momentum,
+                     "warmup": args.warmup, "iterations_per_pass": args.iterations,
+                     "seed": args.seed, "mode": "sync"},
+        "trainers": results,
+        "passes": args.passes,
+    }
+    with open(path + ".tmp", "w") as f:
+        json.dump(document, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+# ---- processes ----
+
+def worker_name(args, rank):
+    return "trainer%d" % rank if rank < args.trainers else "ps%d" % (rank - args.trainers)
+
+
+def die_with_parent(launcher_pid):
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    if os.getppid() != launcher_pid:  # the launcher died before prctl
+        sys.exit("ps_reference.py: the launcher is gone")
+
+
+def worker(args):
+    global SERVER, INBOX
+
+    die_with_parent(args.launcher_pid)
+    torch.set_num_threads(1)
+    rank, name = args.rank, worker_name(args, args.rank)
+    options = rpc.TensorPipeRpcBackendOptions(init_method="tcp://127.0.0.1:%d" % args.rpc_port,
+                                              rpc_timeout=args.timeout)
+    if rank >= args.trainers:  # ready before any trainer can call it: init_rpc waits for all
+        model = make_model(args.model, args.num_classes, args.seed)
+        mine = parameters_of_servers(model, args.servers)[rank - args.trainers]
+        del model
+        SERVER = ParameterServer(mine, args.trainers, args.lr, args.momentum)
+    elif rank == 0:
+        INBOX = ResultsInbox(args.trainers)
+    rpc.init_rpc(name, rank=rank, world_size=args.trainers + args.servers,
+                 rpc_backend_options=options)
+    if rank < args.trainers:
+        result, fingerprint = train(args, rank)
+        if rank == 0:
+            INBOX.deliver(dict(result, fingerprint=fingerprint))
+            results = INBOX.wait_all(args.timeout)
+            differing = [r["trainer"] for r in results if r.pop("fingerprint") != fingerprint]
+            if differing:
+                raise RuntimeError("trainers %s ended with parameters other than trainer0's"
+                                   % differing)
+            write_json(args, results, args.json)
+        else:
+            rpc.rpc_sync("trainer0", deliver_results, args=(dict(result, fingerprint=fingerprint),))
+    rpc.shutdown()  # waits until every worker is done: servers serve until then
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(processes):
+    for p in processes:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + 5
+    for p in processes:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def describe_exit(code):
+    return "was killed by signal %d" % -code if code < 0 else "exited with status %d" % code
+
+
+def supervise(args):
+    """Starts the workers and waits for them; the exit status."""
+    if os.path.exists(args.json):
+        os.remove(args.json)  # only this run's document counts as success
+    extra = ["--rpc-port", str(free_port()), "--launcher-pid", str(os.getpid())]
+    env = dict(os.environ, GLOG_minloglevel="2", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    world = args.trainers + args.servers
+    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + sys.argv[1:] +
+                                  extra + ["--rank", str(r)], stdin=subprocess.DEVNULL, env=env)
+                 for r in range(world)]
+    deadline = time.monotonic() + args.timeout
+    try:
+        while True:
+            codes = [p.poll() for p in processes]
+            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                # The first to fail is usually the cause; its peers' RPC errors follow.
+                first = min(failed, key=lambda r: (codes[r] >= 0, r))  # a signal before an error
+                others = ", ".join("%s %s" % (worker_name(args, r), describe_exit(codes[r]))
+                                   for r in failed if r != first)
+                print("ps_reference.py: %s (pid %d) %s%s; stopping the others"
+                      % (worker_name(args, first), processes[first].pid,
+                         describe_exit(codes[first]), "; also " + others if others else ""),
+                      file=sys.stderr, flush=True)
+                return 1
+            if all(c == 0 for c in codes):
+                if os.path.exists(args.json):
+                    return 0
+                print("ps_reference.py: every worker succeeded but %s was not written" % args.json,
+                      file=sys.stderr, flush=True)
+                return 1
+            if time.monotonic() > deadline:
+                running = ", ".join(worker_name(args, r) for r, c in enumerate(codes) if c is None)
+                print("ps_reference.py: not finished after %d s (still running: %s); stopping the "
+                      "workers" % (args.timeout, running), file=sys.stderr, flush=True)
+                return 1
+            time.sleep(0.05)
+    finally:
+        stop(processes)
+
+
+def self_test():
+    """Parameter counts at 1000 classes against torchvision's; assignment invariants."""
+    ok = True
+    for name, expected in EXPECTED_PARAMETERS.items():
+        count = sum(p.numel() for p in make_model(name, 1000, 0).parameters())
+        print("%-8s %11d parameters (torchvision: %d) %s"
+              % (name, count, expected, "ok" if count == expected else "MISMATCH"))
+        ok = ok and count == expected
+    owner = assign_parameters([5, 3, 3, 2, 8, 1], 3)
+    print("assign_parameters([5, 3, 3, 2, 8, 1], 3) = %s %s"
+          % (owner, "ok" if owner == [0, 1, 2, 1, 2, 0] else "WRONG (expected [0, 1, 2, 1, 2, 0])"))
+    return 0 if ok and owner == [0, 1, 2, 1, 2, 0] else 1
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trainers", type=int, default=2)
+    parser.add_argument("--servers", type=int, default=2)
+    parser.add_argument("--model", choices=sorted(EXPECTED_PARAMETERS), default="resnet18")
+    parser.add_argument("--batch-size", type=int, default=8, help="images per trainer and batch")
+    parser.add_argument("--image-size", type=int, default=64, help="height = width, at least 32")
+    parser.add_argument("--num-classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.001)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
+    parser.add_argument("--iterations", type=int, default=20, help="measured iterations per pass")
+    parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds for the whole run")
+    parser.add_argument("--json", help="where trainer 0 writes the measurements (required)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the models' parameter counts at 1000 classes, and exit")
+    parser.add_argument("--fail-trainer-at", type=int, default=-1,
+                        help="testing: the last trainer kills itself (SIGKILL) before this "
+                             "iteration (0: the first warm-up iteration)")
+    parser.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)
+    parser.add_argument("--rpc-port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--launcher-pid", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.self_test:
+        return args
+    if min(args.trainers, args.servers, args.batch_size, args.num_classes, args.iterations,
+           args.passes, args.timeout) < 1 or args.warmup < 0:
+        parser.error("trainers, servers, batch size, classes, iterations, passes and timeout must "
+                     "be positive, warmup non-negative")
+    if args.image_size < 32:
+        parser.error("--image-size must be at least 32 (five 2x2 poolings)")
+    if not args.json:
+        parser.error("--json PATH is required")
+    return args
+
+
+def main():
+    args = parse_args()
+    if args.self_test:
+        return self_test()
+    if args.rank >= 0:
+        worker(args)
+        return 0
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # run `finally`
+    return supervise(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
