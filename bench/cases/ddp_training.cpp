@@ -141,6 +141,12 @@ std::vector<double> gather_samples(Communicator& communicator, const std::vector
   return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
 }
 
+TrainerResults gather_trainer_samples(Communicator& communicator, const TrainerSamples& mine,
+                                      const SampleRows& layout, const std::string& implementation) {
+  return unflatten_samples(gather_samples(communicator, flatten_samples(mine, layout)),
+                           communicator.size(), layout, implementation);
+}
+
 nlohmann::json to_json(const ddp::DdpStats& stats) {
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& bucket : stats.buckets) {

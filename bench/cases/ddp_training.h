@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cases/trainer_results.h"
 #include "gradwire/comm/communicator.h"
 #include "gradwire/ddp/ddp.h"
 
@@ -63,6 +64,12 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup);
 // Every member's samples, rank 0's first (an allgather; collective over `communicator`, and
 // every member must pass as many samples).
 std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples);
+
+// Every trainer's samples at every trainer (gather_samples of flatten_samples, trainer_results.h),
+// named `implementation`. Collective over `communicator`, whose ranks are the trainers; every one
+// must have measured as many steps.
+TrainerResults gather_trainer_samples(Communicator& communicator, const TrainerSamples& mine,
+                                      const SampleRows& layout, const std::string& implementation);
 
 // The DDP statistics for the JSON: averages in seconds and the bucket layout (bytes per bucket).
 nlohmann::json to_json(const ddp::DdpStats& stats);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "cases/ddp_training.h"
 #include "cases/hybrid_reference.h"
 #include "cases/hybrid_report.h"
 #include "cases/hybrid_results.h"
@@ -81,7 +82,8 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
                 const std::vector<std::string>& argv) {
   const std::shared_ptr<Communicator> communicator = context.world.communicator();
   const HybridTrainerResult mine = train_hybrid(settings, communicator, state.repeat_index);
-  const HybridResult all = gather_hybrid_results(*communicator, mine);
+  const HybridResult all =
+      gather_trainer_samples(*communicator, mine, {hybrid_phases(), {}}, "gradwire");
   if (!context.reports()) return 0;
   std::ostream& out = repeat_output(settings.repeat);
   const std::string suffix = settings.repeat > 1
@@ -91,7 +93,8 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
   print_hybrid_table(out, all, "gradwire: DDP + parameter servers" + suffix);
   print_hybrid_phases(out, all, "gradwire: where an epoch goes (mean ms per epoch)" + suffix);
   if (!state.result_file.empty()) {
-    nlohmann::json document = {{"implementation", "gradwire"}, {"trainers", trainers_to_json(all)}};
+    nlohmann::json document = {{"implementation", "gradwire"},
+                               {"trainers", trainers_to_json(all, hybrid_step_names())}};
     write_json_file(state.result_file, document);
     return 0;
   }
@@ -144,7 +147,7 @@ class Conductor {
     Repeats<HybridResult> repeats;
     run_alternating(runs, repeats);
 
-    const HybridResult pooled = pool_repeats(repeats.ours);
+    const HybridResult pooled = pool_trainer_repeats(repeats.ours);
     if (settings_.repeat > 1) {
       std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
       print_hybrid_table(std::cout, pooled, "gradwire: DDP + parameter servers");
@@ -155,13 +158,13 @@ class Conductor {
     inputs.settings = settings_;
     inputs.gradwire = pooled;
     if (!repeats.reference_document.is_null()) {
-      const HybridResult reference = pool_repeats(repeats.reference);
+      const HybridResult reference = pool_trainer_repeats(repeats.reference);
       if (settings_.repeat > 1) {
         print_hybrid_table(std::cout, reference, "reference: PyTorch RPC + DDP");
         print_hybrid_phases(std::cout, reference, "reference: where an epoch goes");
       }
-      inputs.ratio_by_repeat = hybrid_ratio_by_repeat(repeats.ours, repeats.reference);
-      repeats.reference_document["trainers"] = trainers_to_json(reference);
+      inputs.ratio_by_repeat = p50_ratio_by_repeat(repeats.ours, repeats.reference);
+      repeats.reference_document["trainers"] = trainers_to_json(reference, hybrid_step_names());
       repeats.reference_document["repeat"] = settings_.repeat;
       inputs.reference = repeats.reference_document;
       print_hybrid_comparison(std::cout, pooled, reference,

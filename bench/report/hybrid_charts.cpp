@@ -1,8 +1,7 @@
-#include "report/charts.h"
-
 #include "cases/hybrid_results.h"
 #include "harness/stats.h"
 #include "harness/table.h"
+#include "report/charts.h"
 
 namespace gradwire::bench {
 
@@ -34,11 +33,11 @@ ChartSpec rates_chart(const std::vector<Side>& sides, const std::string& source)
                   "percentile of sec/epoch", "examples per second (all trainers)",
                   "th percentile",           "ex/s"};
   for (const auto& side : sides) {
-    const std::vector<double> seconds = pooled_epoch_seconds(side.result);
+    const std::vector<double> seconds = pooled_seconds(side.result);
     if (seconds.empty()) continue;
     ChartSeries series{side.result.implementation, side.result.implementation, side.dashed, {}};
     for (const auto& p :
-         rate_percentiles(seconds, total_examples_per_epoch(side.result), training_percentiles())) {
+         rate_percentiles(seconds, total_examples_per_step(side.result), training_percentiles())) {
       series.points.push_back({static_cast<double>(p.percentile), p.examples_per_second,
                                format_fixed(p.seconds, 4) + " s/epoch"});
     }
@@ -56,8 +55,8 @@ ChartSpec epochs_chart(const std::vector<Side>& sides, const std::string& source
                          side.result.implementation,
                          side.dashed,
                          {}};
-      for (std::size_t e = 0; e < trainer.epoch_seconds.size(); ++e) {
-        series.points.push_back({static_cast<double>(e + 1), trainer.epoch_seconds[e], ""});
+      for (std::size_t e = 0; e < trainer.seconds.size(); ++e) {
+        series.points.push_back({static_cast<double>(e + 1), trainer.seconds[e], ""});
       }
       chart.series.push_back(std::move(series));
     }
