@@ -9,11 +9,7 @@
 // JSON and HTML. The trainers train (hybrid_training.h), gather their measurements to trainer 0,
 // which prints gradwire's table and phase split and hands them to the conductor in a file. Under
 // gradwire-run --servers S the trainers are the job's ranks and trainer 0 also writes the JSON.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -27,11 +23,11 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
-#include "gradwire/launch/launcher.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
 #include "harness/repeats.h"
 #include "harness/report.h"
+#include "harness/trainer_jobs.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -59,18 +55,6 @@ int count_addresses(const std::string& list) {
   int count = 1;
   for (const char c : list) count += c == ',' ? 1 : 0;
   return count;
-}
-
-RunMetadata conductor_metadata(const HybridSettings& settings,
-                               const std::vector<std::string>& argv) {
-  RunMetadata metadata = collect_machine_metadata();
-  metadata.gradwire_version = version();
-  metadata.torch_version = torch_version();
-  metadata.backend = settings.backend;
-  metadata.ranks = settings.trainers;
-  metadata.threads_per_rank = 1;
-  metadata.command = user_command(argv);
-  return metadata;
 }
 
 void write_outputs(const HybridSettings& settings, const nlohmann::json& document) {
@@ -154,7 +138,7 @@ class Conductor {
       print_hybrid_phases(std::cout, pooled, "gradwire: where an epoch goes (mean ms per epoch)");
     }
     HybridDocumentInputs inputs;
-    inputs.metadata = conductor_metadata(settings_, argv_);
+    inputs.metadata = conductor_metadata(settings_.backend, settings_.trainers, 1, argv_);
     inputs.settings = settings_;
     inputs.gradwire = pooled;
     if (!repeats.reference_document.is_null()) {
@@ -178,40 +162,18 @@ class Conductor {
 
  private:
   HybridResult run_gradwire(int repeat) {
-    const std::string result_file = "/tmp/gradwire-bench-hybrid-" + std::to_string(getpid()) + "-" +
-                                    std::to_string(repeat) + ".json";
-    std::remove(result_file.c_str());
-    launch::LaunchOptions options;
-    options.nproc_per_node = settings_.trainers;
-    options.command = argv_;
-    options.command.at(0) = "/proc/self/exe";
-    options.command.insert(options.command.end(), {kWorkerFlag, kResultFileFlag, result_file,
-                                                   kRepeatIndexFlag, std::to_string(repeat)});
-    options.prefix_output = false;
-    options.threads_per_worker = 1;
-    options.extra_env["OMP_NUM_THREADS"] = "1";
-    options.servers = settings_.servers;
-    // gradwire-ps-server next to this program (else on PATH), with our intra-op threads.
-    options.server_command = {"", "--threads", std::to_string(settings_.server_threads)};
+    TrainerJob job;
+    job.argv = argv_;
+    job.flags = {kRepeatIndexFlag, std::to_string(repeat)};
+    job.result_flag = kResultFileFlag;
+    job.name = "hybrid";
+    job.trainers = settings_.trainers;
+    job.servers = settings_.servers;
+    // gradwire-ps-server with our intra-op threads.
+    job.server_arguments = {"--threads", std::to_string(settings_.server_threads)};
     progress("starting " + std::to_string(settings_.servers) + " servers and " +
              std::to_string(settings_.trainers) + " trainers");
-    const launch::LaunchResult result = launch::run_workers(options);
-    if (result.exit_code() != 0) {
-      std::remove(result_file.c_str());
-      throw Error("the gradwire run failed (exit status " + std::to_string(result.exit_code()) +
-                  "):\n" + result.summary());
-    }
-    const nlohmann::json document = read_json_file_unversioned(result_file);
-    std::remove(result_file.c_str());
-    return parse_hybrid_result(document, result_file);
-  }
-
-  static nlohmann::json read_json_file_unversioned(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("trainer 0 left no results at " + path + ": see its messages above");
-    nlohmann::json document;
-    in >> document;
-    return document;
+    return parse_hybrid_result(run_trainer_job(job, repeat), "trainer 0's results");
   }
 
   HybridSettings settings_;
