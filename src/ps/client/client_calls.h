@@ -22,51 +22,22 @@ using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>
 using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
 using AssignCall = QueuedCall<v1::AssignRequest, v1::AssignResponse>;
 
-// The stub's PrepareAsync<Method> for each call type.
-inline auto prepare_lookup(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::LookupRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncLookup(context, request, queue);
+// The stub's PrepareAsync<Method> as the function CallQueue::start takes.
+template <typename Request, typename Response>
+auto prepare(Stub& stub, std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> (Stub::*method)(
+                             grpc::ClientContext*, const Request&, grpc::CompletionQueue*)) {
+  return [&stub, method](grpc::ClientContext* context, const Request& request,
+                         grpc::CompletionQueue* queue) {
+    return (stub.*method)(context, request, queue);
   };
 }
-inline auto prepare_push(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::PushRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncPush(context, request, queue);
-  };
-}
-inline auto prepare_step(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::StepRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncStep(context, request, queue);
-  };
-}
-inline auto prepare_create(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::CreateTableRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncCreateTable(context, request, queue);
-  };
-}
-inline auto prepare_checkpoint(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::CheckpointRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncCheckpoint(context, request, queue);
-  };
-}
-
-inline auto prepare_resume(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::ResumeRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncResume(context, request, queue);
-  };
-}
-
-inline auto prepare_assign(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::AssignRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncAssign(context, request, queue);
-  };
-}
+inline auto prepare_lookup(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncLookup); }
+inline auto prepare_push(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncPush); }
+inline auto prepare_step(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncStep); }
+inline auto prepare_create(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCreateTable); }
+inline auto prepare_checkpoint(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCheckpoint); }
+inline auto prepare_resume(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncResume); }
+inline auto prepare_assign(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncAssign); }
 
 // Bytes of a request besides its tensors' data: the table name (at most 64 characters), the
 // tensors' shapes and the small fields, with room to spare.
