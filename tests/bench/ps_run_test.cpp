@@ -15,12 +15,6 @@ namespace {
 
 using namespace testing;  // bench_process.h
 
-#ifdef GRADWIRE_BENCH_WITH_PS
-constexpr bool kPsBuilt = true;
-#else
-constexpr bool kPsBuilt = false;
-#endif
-
 BenchRun run_ps(const std::string& arguments) { return run_bench("ps " + arguments, "", 110); }
 
 // Every trainer of `side` measured `iterations` iterations of `examples` images, with `phases`.
@@ -40,7 +34,7 @@ void check_side(const nlohmann::json& side, std::size_t trainers, std::size_t it
 }
 
 TEST(PsRun, QuickWithBothComparisons) {
-  if (!kPsBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
   const std::string json = temp_path("ps.json");
   const auto run =
       run_ps("--preset quick --servers 1 --threads 1 --compare local,ddp --json '" + json + "'");
@@ -86,7 +80,7 @@ TEST(PsRun, QuickWithBothComparisons) {
 }
 
 TEST(PsRun, SummationRole) {
-  if (!kPsBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
   const std::string json = temp_path("ps_sum.json");
   const auto run = run_ps(
       "--preset quick --role sum --warmup 0 --passes 1 --iterations 1 --json '" + json + "'");
@@ -100,7 +94,7 @@ TEST(PsRun, SummationRole) {
 }
 
 TEST(PsRun, RefusesABadModeAtOnce) {
-  if (!kPsBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
   const auto run = run_ps("--mode stale:soon");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("use sync, async or stale:K"), std::string::npos) << run.output;
