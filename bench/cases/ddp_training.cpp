@@ -13,15 +13,6 @@
 
 namespace gradwire::bench {
 
-namespace {
-
-// Upstream's optimizer: SGD, lr 0.001, momentum 0.9, weight decay 1e-4.
-torch::optim::SGDOptions sgd_options() {
-  return torch::optim::SGDOptions(0.001).momentum(0.9).weight_decay(1e-4);
-}
-
-}  // namespace
-
 ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   ddp::DdpOptions options;
   options.bucket_cap_mb = setup.bucket_cap_mb;
@@ -35,28 +26,43 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   return options;
 }
 
+SyntheticTraining make_synthetic_training(const TrainingSetup& setup, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  models::ModelConfig config;
+  config.image_size = setup.image_size;
+  config.num_classes = setup.num_classes;
+  SyntheticTraining training;
+  training.model = models::make_model(setup.model, config);
+  std::vector<std::int64_t> shape = {setup.batch_size};
+  for (const auto size : models::example_shape(setup.model, config)) shape.push_back(size);
+  training.input = torch::randn(shape);
+  training.target =
+      torch::randint(0, models::num_outputs(setup.model, config), {setup.batch_size}, torch::kLong);
+  return training;
+}
+
+torch::optim::SGDOptions sgd_options(const TrainingSetup& setup) {
+  return torch::optim::SGDOptions(setup.lr)
+      .momentum(setup.momentum)
+      .weight_decay(setup.weight_decay);
+}
+
 namespace {
 
 // One model with its random batch and SGD optimizer, trained plainly or through
 // DistributedDataParallel. One thread.
 class TrainingLoop {
  public:
-  // Seeds torch's generator with `seed` first (upstream seeds with the rank), so the data differs
-  // between ranks and two loops with the same seed start identical. `communicator` null: plain
-  // training; otherwise DDP over it (construction is collective over its members).
+  // make_synthetic_training(setup, seed): two loops with the same seed start identical.
+  // `communicator` null: plain training; otherwise DDP over it (construction is collective over
+  // its members).
   TrainingLoop(const TrainingSetup& setup, const std::shared_ptr<Communicator>& communicator,
                std::uint64_t seed) {
-    torch::manual_seed(seed);
-    models::ModelConfig config;
-    config.image_size = setup.image_size;
-    model_ = models::make_model(setup.model, config);
-    std::vector<std::int64_t> shape = {setup.batch_size};
-    for (const auto size : models::example_shape(setup.model, config)) shape.push_back(size);
-    // Random data, generated once.
-    input_ = torch::randn(shape);
-    target_ = torch::randint(0, models::num_outputs(setup.model, config), {setup.batch_size},
-                             torch::kLong);
-    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), sgd_options());
+    SyntheticTraining training = make_synthetic_training(setup, seed);
+    model_ = training.model;
+    input_ = training.input;  // random data, generated once
+    target_ = training.target;
+    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), sgd_options(setup));
     if (communicator) {
       ddp_ = std::make_unique<ddp::DistributedDataParallel<torch::nn::SequentialImpl>>(
           model_, communicator, benchmark_ddp_options(setup));
@@ -139,6 +145,12 @@ std::vector<double> gather_samples(Communicator& communicator, const std::vector
       at::empty({communicator.size() * static_cast<std::int64_t>(samples.size())}, at::kDouble);
   communicator.allgather(input, output)->wait();
   return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
+}
+
+TrainerResults gather_trainer_samples(Communicator& communicator, const TrainerSamples& mine,
+                                      const SampleRows& layout, const std::string& implementation) {
+  return unflatten_samples(gather_samples(communicator, flatten_samples(mine, layout)),
+                           communicator.size(), layout, implementation);
 }
 
 nlohmann::json to_json(const ddp::DdpStats& stats) {

@@ -4,6 +4,9 @@
 // without.
 #pragma once
 
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/sgd.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,24 +15,44 @@
 #include <utility>
 #include <vector>
 
+#include "cases/trainer_results.h"
 #include "gradwire/comm/communicator.h"
 #include "gradwire/ddp/ddp.h"
 
 namespace gradwire::bench {
 
 struct TrainingSetup {
-  std::string model;              // a zoo name
-  std::int64_t image_size = 224;  // ModelConfig::image_size (the ResNets)
-  std::int64_t batch_size = 32;   // examples per rank and iteration
-  int warmup = 5;                 // untimed iterations first
-  int iterations = 10;            // timed iterations
-  double bucket_cap_mb = 25;      // DdpOptions::bucket_cap_mb
+  std::string model;                // a zoo name
+  std::int64_t image_size = 224;    // ModelConfig::image_size (the ResNets)
+  std::int64_t batch_size = 32;     // examples per rank and iteration
+  std::int64_t num_classes = 1000;  // ModelConfig::num_classes (the ResNets and VGGs)
+  int warmup = 5;                   // untimed iterations first
+  int iterations = 10;              // timed iterations
+  double bucket_cap_mb = 25;        // DdpOptions::bucket_cap_mb
   // DdpOptions::schedule (gradwire-bench reducers compares them).
   ddp::ReductionSchedule schedule = ddp::ReductionSchedule::kOverlapped;
   bool gradient_as_bucket_view = false;  // DdpOptions::gradient_as_bucket_view
   bool shared_buckets = true;            // DdpOptions::shared_buckets
   std::string comm_hook = "allreduce";   // DdpOptions::comm_hook, by ddp::make_comm_hook name
+  // The SGD optimizer (upstream's by default: lr 0.001, momentum 0.9, weight decay 1e-4).
+  double lr = 0.001;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
 };
+
+// A zoo model with one random batch for it, made before any clock: torch's generator seeded with
+// `seed` (upstream seeds with the rank: the data differs between ranks, and two calls with one
+// seed give the same), then setup.model (image_size, num_classes), the images (randn) and the
+// labels (randint).
+struct SyntheticTraining {
+  torch::nn::Sequential model{nullptr};
+  torch::Tensor input;
+  torch::Tensor target;
+};
+SyntheticTraining make_synthetic_training(const TrainingSetup& setup, std::uint64_t seed);
+
+// The setup's SGD: lr, momentum, weight_decay.
+torch::optim::SGDOptions sgd_options(const TrainingSetup& setup);
 
 // Per timed iteration, in order: the whole step (zero_grad to the optimizer step), its forward
 // (the model and the loss) and its backward (loss.backward(), which includes DDP's reduction).
@@ -63,6 +86,12 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup);
 // Every member's samples, rank 0's first (an allgather; collective over `communicator`, and
 // every member must pass as many samples).
 std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples);
+
+// Every trainer's samples at every trainer (gather_samples of flatten_samples, trainer_results.h),
+// named `implementation`. Collective over `communicator`, whose ranks are the trainers; every one
+// must have measured as many steps.
+TrainerResults gather_trainer_samples(Communicator& communicator, const TrainerSamples& mine,
+                                      const SampleRows& layout, const std::string& implementation);
 
 // The DDP statistics for the JSON: averages in seconds and the bucket layout (bytes per bucket).
 nlohmann::json to_json(const ddp::DdpStats& stats);

@@ -9,15 +9,12 @@
 // JSON and HTML. The trainers train (hybrid_training.h), gather their measurements to trainer 0,
 // which prints gradwire's table and phase split and hands them to the conductor in a file. Under
 // gradwire-run --servers S the trainers are the job's ranks and trainer 0 also writes the JSON.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 
+#include "cases/ddp_training.h"
 #include "cases/hybrid_reference.h"
 #include "cases/hybrid_report.h"
 #include "cases/hybrid_results.h"
@@ -26,11 +23,11 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
-#include "gradwire/launch/launcher.h"
 #include "harness/hardware.h"
 #include "harness/ranks.h"
 #include "harness/repeats.h"
 #include "harness/report.h"
+#include "harness/trainer_jobs.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -60,18 +57,6 @@ int count_addresses(const std::string& list) {
   return count;
 }
 
-RunMetadata conductor_metadata(const HybridSettings& settings,
-                               const std::vector<std::string>& argv) {
-  RunMetadata metadata = collect_machine_metadata();
-  metadata.gradwire_version = version();
-  metadata.torch_version = torch_version();
-  metadata.backend = settings.backend;
-  metadata.ranks = settings.trainers;
-  metadata.threads_per_rank = 1;
-  metadata.command = user_command(argv);
-  return metadata;
-}
-
 void write_outputs(const HybridSettings& settings, const nlohmann::json& document) {
   write_result_files(settings.json_path, settings.html_path, document, progress);
 }
@@ -81,7 +66,8 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
                 const std::vector<std::string>& argv) {
   const std::shared_ptr<Communicator> communicator = context.world.communicator();
   const HybridTrainerResult mine = train_hybrid(settings, communicator, state.repeat_index);
-  const HybridResult all = gather_hybrid_results(*communicator, mine);
+  const HybridResult all =
+      gather_trainer_samples(*communicator, mine, {hybrid_phases(), {}}, "gradwire");
   if (!context.reports()) return 0;
   std::ostream& out = repeat_output(settings.repeat);
   const std::string suffix = settings.repeat > 1
@@ -91,7 +77,8 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
   print_hybrid_table(out, all, "gradwire: DDP + parameter servers" + suffix);
   print_hybrid_phases(out, all, "gradwire: where an epoch goes (mean ms per epoch)" + suffix);
   if (!state.result_file.empty()) {
-    nlohmann::json document = {{"implementation", "gradwire"}, {"trainers", trainers_to_json(all)}};
+    nlohmann::json document = {{"implementation", "gradwire"},
+                               {"trainers", trainers_to_json(all, hybrid_step_names())}};
     write_json_file(state.result_file, document);
     return 0;
   }
@@ -144,24 +131,24 @@ class Conductor {
     Repeats<HybridResult> repeats;
     run_alternating(runs, repeats);
 
-    const HybridResult pooled = pool_repeats(repeats.ours);
+    const HybridResult pooled = pool_trainer_repeats(repeats.ours);
     if (settings_.repeat > 1) {
       std::cout << "\n(all " << settings_.repeat << " repeats pooled)\n";
       print_hybrid_table(std::cout, pooled, "gradwire: DDP + parameter servers");
       print_hybrid_phases(std::cout, pooled, "gradwire: where an epoch goes (mean ms per epoch)");
     }
     HybridDocumentInputs inputs;
-    inputs.metadata = conductor_metadata(settings_, argv_);
+    inputs.metadata = conductor_metadata(settings_.backend, settings_.trainers, 1, argv_);
     inputs.settings = settings_;
     inputs.gradwire = pooled;
     if (!repeats.reference_document.is_null()) {
-      const HybridResult reference = pool_repeats(repeats.reference);
+      const HybridResult reference = pool_trainer_repeats(repeats.reference);
       if (settings_.repeat > 1) {
         print_hybrid_table(std::cout, reference, "reference: PyTorch RPC + DDP");
         print_hybrid_phases(std::cout, reference, "reference: where an epoch goes");
       }
-      inputs.ratio_by_repeat = hybrid_ratio_by_repeat(repeats.ours, repeats.reference);
-      repeats.reference_document["trainers"] = trainers_to_json(reference);
+      inputs.ratio_by_repeat = p50_ratio_by_repeat(repeats.ours, repeats.reference);
+      repeats.reference_document["trainers"] = trainers_to_json(reference, hybrid_step_names());
       repeats.reference_document["repeat"] = settings_.repeat;
       inputs.reference = repeats.reference_document;
       print_hybrid_comparison(std::cout, pooled, reference,
@@ -175,40 +162,18 @@ class Conductor {
 
  private:
   HybridResult run_gradwire(int repeat) {
-    const std::string result_file = "/tmp/gradwire-bench-hybrid-" + std::to_string(getpid()) + "-" +
-                                    std::to_string(repeat) + ".json";
-    std::remove(result_file.c_str());
-    launch::LaunchOptions options;
-    options.nproc_per_node = settings_.trainers;
-    options.command = argv_;
-    options.command.at(0) = "/proc/self/exe";
-    options.command.insert(options.command.end(), {kWorkerFlag, kResultFileFlag, result_file,
-                                                   kRepeatIndexFlag, std::to_string(repeat)});
-    options.prefix_output = false;
-    options.threads_per_worker = 1;
-    options.extra_env["OMP_NUM_THREADS"] = "1";
-    options.servers = settings_.servers;
-    // gradwire-ps-server next to this program (else on PATH), with our intra-op threads.
-    options.server_command = {"", "--threads", std::to_string(settings_.server_threads)};
+    TrainerJob job;
+    job.argv = argv_;
+    job.flags = {kRepeatIndexFlag, std::to_string(repeat)};
+    job.result_flag = kResultFileFlag;
+    job.name = "hybrid";
+    job.trainers = settings_.trainers;
+    job.servers = settings_.servers;
+    // gradwire-ps-server with our intra-op threads.
+    job.server_arguments = {"--threads", std::to_string(settings_.server_threads)};
     progress("starting " + std::to_string(settings_.servers) + " servers and " +
              std::to_string(settings_.trainers) + " trainers");
-    const launch::LaunchResult result = launch::run_workers(options);
-    if (result.exit_code() != 0) {
-      std::remove(result_file.c_str());
-      throw Error("the gradwire run failed (exit status " + std::to_string(result.exit_code()) +
-                  "):\n" + result.summary());
-    }
-    const nlohmann::json document = read_json_file_unversioned(result_file);
-    std::remove(result_file.c_str());
-    return parse_hybrid_result(document, result_file);
-  }
-
-  static nlohmann::json read_json_file_unversioned(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("trainer 0 left no results at " + path + ": see its messages above");
-    nlohmann::json document;
-    in >> document;
-    return document;
+    return parse_hybrid_result(run_trainer_job(job, repeat), "trainer 0's results");
   }
 
   HybridSettings settings_;

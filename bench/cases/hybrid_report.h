@@ -1,7 +1,7 @@
-// How `gradwire-bench hybrid` prints and stores its results: the header block; per trainer a row
-// of p50/p75/p90/p95 sec/epoch and ex/s plus the "All" row, laid out as PyTorch's DDP + RPC
-// benchmark (PyTorch's benchmark_ddp_rpc.py) prints them; the per-phase split; the comparison with
-// the PyTorch reference; and the JSON document. Pure formatting.
+// How `gradwire-bench hybrid` prints and stores its results: the header block; the tables of
+// trainer_report.h (per trainer p50/p75/p90/p95 sec/epoch and ex/s plus "All", as PyTorch's DDP +
+// RPC benchmark prints them; the per-phase split; the comparison with the PyTorch reference); and
+// the JSON document. Pure formatting.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@
 
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
+#include "cases/trainer_report.h"
 #include "harness/hardware.h"
 #include "harness/report.h"
 
@@ -22,22 +23,12 @@ namespace gradwire::bench {
 void print_hybrid_header(std::ostream& out, const HybridSettings& settings,
                          const std::string& reference, const HardwareInfo& hardware);
 
-// "TrainerN" rows in trainer order, then "All" (every epoch pooled, examples summed).
-std::vector<std::string> hybrid_rows(const HybridResult& result);
-// A title line, the column headers and hybrid_rows.
+// The columns of hybrid's tables: sec/epoch and ex/s without decimals (trainer_report.h).
+const RateColumns& hybrid_rate_columns();
+
+// trainer_report.h's table, phase split (hybrid_phases()) and comparison, with hybrid's columns.
 void print_hybrid_table(std::ostream& out, const HybridResult& result, const std::string& title);
-
-// The per-phase split: per trainer and for All, the mean ms per epoch of each phase of
-// hybrid_phases() with its share of the epoch ("n/a" for a phase the side does not record), and
-// what no phase covers ("other").
 void print_hybrid_phases(std::ostream& out, const HybridResult& result, const std::string& title);
-
-// Pure: gradwire's All p50 ex/s over the reference's, per repeat both measured.
-std::vector<double> hybrid_ratio_by_repeat(const std::vector<HybridResult>& gradwire,
-                                           const std::vector<HybridResult>& reference);
-
-// Both All rows and the ratio gradwire/PyTorch of ex/s at each percentile; with more than one
-// repeat also the p50 ratio of each repeat and their median.
 void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
                              const HybridResult& reference, const std::string& title,
                              const std::vector<double>& ratio_by_repeat);

@@ -1,6 +1,5 @@
 // The measurements of `gradwire-bench hybrid` (gradwire's and the PyTorch reference's, in one
-// shape), their JSON form, percentiles in PyTorch's DDP + RPC benchmark's terms, and the pooling of
-// repeats. Pure.
+// shape): trainer_results.h's, a step being an epoch of batches, with hybrid's phases. Pure.
 //
 // JSON of one side (docs/benchmarks.md): {"implementation": "gradwire", "trainers": [{"trainer": 0,
 //   "epoch_seconds": [...], "examples_per_epoch": [...], "phase_seconds": {"lookup": [...],
@@ -8,11 +7,11 @@
 //   ...]}; every list has one entry per measured epoch (the reference has no allreduce and push).
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "cases/trainer_results.h"
 
 namespace gradwire::bench {
 
@@ -32,37 +31,14 @@ namespace gradwire::bench {
 //                 SGD step; PyTorch: DistributedOptimizer.step (the servers' and the dense step)
 const std::vector<std::string>& hybrid_phases();
 
-struct HybridTrainerResult {
-  int trainer = 0;
-  std::vector<double> epoch_seconds;
-  std::vector<std::int64_t> examples_per_epoch;
-  std::map<std::string, std::vector<double>> phase_seconds;  // by hybrid_phases() name
+// A trainer's epochs, and every trainer's (trainer_results.h).
+using HybridTrainerResult = TrainerSamples;
+using HybridResult = TrainerResults;
 
-  // Mean examples per measured epoch (0 when there are none).
-  double mean_examples() const;
-};
+// The JSON keys of an epoch: "epoch_seconds", "examples_per_epoch".
+const StepNames& hybrid_step_names();
 
-struct HybridResult {
-  std::string implementation;                 // "gradwire" or "pytorch"
-  std::vector<HybridTrainerResult> trainers;  // ordered by trainer
-};
-
-// The "All" row's inputs: every trainer's epochs pooled, and the trainers' mean examples summed
-// (the job's examples per epoch).
-std::vector<double> pooled_epoch_seconds(const HybridResult& result);
-double total_examples_per_epoch(const HybridResult& result);
-
-// Pure: the p50 ex/s of the All row (0 when nothing was measured).
-double all_p50_examples_per_second(const HybridResult& result);
-
-// Repeats pooled: per trainer, every repeat's epochs in order. Throws InvalidArgument when the
-// repeats disagree on the trainers.
-HybridResult pool_repeats(const std::vector<HybridResult>& repeats);
-
-nlohmann::json to_json(const HybridTrainerResult& trainer);
-nlohmann::json trainers_to_json(const HybridResult& result);
-// Reads "implementation" and "trainers" of a document. Throws InvalidArgument naming `source`
-// and the field when one is missing, of the wrong type, or the lists' lengths disagree.
+// parse_trainer_results with hybrid_step_names().
 HybridResult parse_hybrid_result(const nlohmann::json& document, const std::string& source);
 
 }  // namespace gradwire::bench

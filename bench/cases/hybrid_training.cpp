@@ -115,51 +115,14 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
     const double allreduce =
         std::min(backward, stats.exposed_s * static_cast<double>(stats.iterations));
     if (epoch < settings.warmup) continue;
-    result.epoch_seconds.push_back(elapsed);
-    result.examples_per_epoch.push_back(examples);
+    result.seconds.push_back(elapsed);
+    result.examples.push_back(examples);
     result.phase_seconds["lookup"].push_back(lookup);
     result.phase_seconds["dense_forward"].push_back(dense_forward);
     result.phase_seconds["backward"].push_back(backward - allreduce);
     result.phase_seconds["allreduce"].push_back(allreduce);
     result.phase_seconds["push"].push_back(push);
     result.phase_seconds["step"].push_back(step);
-  }
-  return result;
-}
-
-HybridResult gather_hybrid_results(Communicator& communicator, const HybridTrainerResult& mine) {
-  // Row layout per trainer: epoch seconds, examples, then each phase; epochs columns.
-  const auto epochs = static_cast<std::int64_t>(mine.epoch_seconds.size());
-  const auto fields = static_cast<std::int64_t>(2 + hybrid_phases().size());
-  at::Tensor local = at::zeros({fields, epochs}, at::kDouble);
-  for (std::int64_t e = 0; e < epochs; ++e) {
-    local[0][e] = mine.epoch_seconds[static_cast<std::size_t>(e)];
-    local[1][e] = static_cast<double>(mine.examples_per_epoch[static_cast<std::size_t>(e)]);
-    for (std::size_t p = 0; p < hybrid_phases().size(); ++p) {
-      local[static_cast<std::int64_t>(2 + p)][e] =
-          mine.phase_seconds.at(hybrid_phases()[p])[static_cast<std::size_t>(e)];
-    }
-  }
-  at::Tensor all = at::empty({communicator.size() * fields, epochs}, at::kDouble);
-  communicator.allgather(local.reshape({-1}), all)->wait();
-  HybridResult result;
-  result.implementation = "gradwire";
-  if (communicator.rank() != 0) return result;
-  all = all.reshape({communicator.size(), fields, epochs});
-  for (int t = 0; t < communicator.size(); ++t) {
-    HybridTrainerResult trainer;
-    trainer.trainer = t;
-    const at::Tensor rows = all[t].contiguous();
-    const double* data = rows.data_ptr<double>();
-    for (std::int64_t e = 0; e < epochs; ++e) {
-      trainer.epoch_seconds.push_back(data[e]);
-      trainer.examples_per_epoch.push_back(static_cast<std::int64_t>(data[epochs + e]));
-    }
-    for (std::size_t p = 0; p < hybrid_phases().size(); ++p) {
-      const double* phase = data + static_cast<std::int64_t>(2 + p) * epochs;
-      trainer.phase_seconds[hybrid_phases()[p]] = std::vector<double>(phase, phase + epochs);
-    }
-    result.trainers.push_back(std::move(trainer));
   }
   return result;
 }

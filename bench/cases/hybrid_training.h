@@ -22,8 +22,4 @@ namespace gradwire::bench {
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat);
 
-// Every trainer's result at rank 0 (an allgather of the fixed-length measurements; every trainer
-// must have measured settings.epochs epochs). Collective; the other ranks get an empty result.
-HybridResult gather_hybrid_results(Communicator& communicator, const HybridTrainerResult& mine);
-
 }  // namespace gradwire::bench

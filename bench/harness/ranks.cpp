@@ -156,4 +156,16 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
   return metadata;
 }
 
+RunMetadata conductor_metadata(const std::string& backend, int ranks, int threads_per_rank,
+                               const std::vector<std::string>& argv) {
+  RunMetadata metadata = collect_machine_metadata();
+  metadata.gradwire_version = version();
+  metadata.torch_version = torch_version();
+  metadata.backend = backend;
+  metadata.ranks = ranks;
+  metadata.threads_per_rank = threads_per_rank;
+  metadata.command = user_command(argv);
+  return metadata;
+}
+
 }  // namespace gradwire::bench

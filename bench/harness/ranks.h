@@ -85,6 +85,10 @@ struct RankContext {
 // Where and how this run happens, for the JSON: the machine, versions, backend, world size,
 // threads per rank and the command line as the user typed it; `cores` is context.machine_cores.
 RunMetadata run_metadata(const RankContext& context, const std::vector<std::string>& argv);
+// The same for a conductor that starts trainer processes of its own (hybrid, ps): this machine,
+// the versions, `backend`, `ranks` trainers of `threads_per_rank` threads, the user's command.
+RunMetadata conductor_metadata(const std::string& backend, int ranks, int threads_per_rank,
+                               const std::vector<std::string>& argv);
 
 // Runs `body` on every rank and returns this process's exit code.
 //  - In a job (gradwire::in_launcher_environment: torchrun/gradwire-run, mpirun or an srun step;

@@ -44,6 +44,7 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
   if (kind == "ddp") return ddp_charts(parse_ddp_document(document, source), source);
   if (kind == "reducers") return reducers_charts(document, source);
   if (kind == "hybrid") return hybrid_charts(document, source);
+  if (kind == "ps") return ps_charts(document, source);
   if (document.contains("rows")) return rows_charts(document, source);
   throw InvalidArgument(source + " holds results of gradwire-bench " + kind +
                         " without a \"rows\" section, which the report cannot draw (it draws " +
@@ -53,7 +54,7 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
 }  // namespace
 
 const std::vector<std::string>& charted_benchmarks() {
-  static const std::vector<std::string> kKinds = {"ddp", "reducers", "hybrid"};
+  static const std::vector<std::string> kKinds = {"ddp", "reducers", "hybrid", "ps"};
   return kKinds;
 }
 

@@ -34,8 +34,8 @@ TEST(HybridResults, ParsesAndSortsTrainers) {
   EXPECT_EQ(result.trainers[0].trainer, 0);
   EXPECT_DOUBLE_EQ(result.trainers[1].mean_examples(), 60.0);
   EXPECT_EQ(result.trainers[0].phase_seconds.at("backward").size(), 4u);
-  EXPECT_DOUBLE_EQ(total_examples_per_epoch(result), 120.0);
-  EXPECT_EQ(pooled_epoch_seconds(result).size(), 8u);
+  EXPECT_DOUBLE_EQ(total_examples_per_step(result), 120.0);
+  EXPECT_EQ(pooled_seconds(result).size(), 8u);
   // Pooled: .01 .02 .02 .02 .02 .02 .03 .04 -> p50 0.02 s; 120 examples per epoch.
   EXPECT_NEAR(all_p50_examples_per_second(result), 6000.0, 1e-6);
 }
@@ -43,11 +43,11 @@ TEST(HybridResults, ParsesAndSortsTrainers) {
 TEST(HybridResults, RoundTripsThroughJson) {
   const HybridResult result = gradwire_fixture();
   const nlohmann::json document = {{"implementation", "gradwire"},
-                                   {"trainers", trainers_to_json(result)}};
+                                   {"trainers", trainers_to_json(result, hybrid_step_names())}};
   const HybridResult again = parse_hybrid_result(document, "again");
   ASSERT_EQ(again.trainers.size(), 2u);
-  EXPECT_EQ(again.trainers[0].epoch_seconds, result.trainers[0].epoch_seconds);
-  EXPECT_EQ(again.trainers[1].examples_per_epoch, result.trainers[1].examples_per_epoch);
+  EXPECT_EQ(again.trainers[0].seconds, result.trainers[0].seconds);
+  EXPECT_EQ(again.trainers[1].examples, result.trainers[1].examples);
   EXPECT_EQ(again.trainers[1].phase_seconds, result.trainers[1].phase_seconds);
 }
 
@@ -63,23 +63,23 @@ TEST(HybridResults, RejectsMalformedDocuments) {
 
 TEST(HybridResults, PoolsRepeatsPerTrainer) {
   const HybridResult once = gradwire_fixture();
-  const HybridResult twice = pool_repeats({once, once});
-  EXPECT_EQ(twice.trainers[0].epoch_seconds.size(), 8u);
+  const HybridResult twice = pool_trainer_repeats({once, once});
+  EXPECT_EQ(twice.trainers[0].seconds.size(), 8u);
   EXPECT_EQ(twice.trainers[1].phase_seconds.at("lookup").size(), 8u);
   HybridResult fewer = once;
   fewer.trainers.pop_back();
-  EXPECT_THROW(pool_repeats({once, fewer}), InvalidArgument);
-  EXPECT_EQ(hybrid_ratio_by_repeat({once, once}, {reference_fixture(), reference_fixture()}),
+  EXPECT_THROW(pool_trainer_repeats({once, fewer}), InvalidArgument);
+  EXPECT_EQ(p50_ratio_by_repeat({once, once}, {reference_fixture(), reference_fixture()}),
             (std::vector<double>{10.0, 10.0}));
 }
 
 TEST(HybridReport, RowsInPyTorchDdpRpcBenchmarkLayout) {
   // Trainer 0: .01 .02 .03 .04 s, 60 examples: p50 .025 s = 2400/s, p75 .0325 s = 1846/s,
   // p90 .037 s = 1622/s, p95 .0385 s = 1558/s.
-  EXPECT_EQ(hybrid_rows(gradwire_fixture()).front(),
+  EXPECT_EQ(trainer_rows(gradwire_fixture(), hybrid_rate_columns()).front(),
             "Trainer0:  p50:   0.0250s   2400/s  p75:   0.0325s   1846/s  p90:   0.0370s   "
             "1622/s  p95:   0.0385s   1558/s");
-  EXPECT_EQ(hybrid_rows(gradwire_fixture()).back(),
+  EXPECT_EQ(trainer_rows(gradwire_fixture(), hybrid_rate_columns()).back(),
             "     All:  p50:   0.0200s   6000/s  p75:   0.0225s   5333/s  p90:   0.0330s   "
             "3636/s  p95:   0.0365s   3288/s");
 }
