@@ -139,8 +139,8 @@ void print_ps_header(std::ostream& out, const PsHeader& header) {
       << "* Dense parameters: blocks on the servers (gradwire::ps::DenseModel), " << role_text(s)
       << ", " << to_string(s.mode) << " updates, forward overlapped with the pulls (forward "
       << "pre-hooks)\n"
-      << "* Iterations: " << s.warmup << " warm-up, then " << s.passes << " passes of "
-      << s.iterations << "\n";
+      << "* Iterations: " << s.warmup << " warm-up, then " << s.passes
+      << (s.passes == 1 ? " pass of " : " passes of ") << s.iterations << "\n";
   if (s.compares("ddp")) {
     out << "* Compare: gradwire DDP (backend auto), " << s.trainers << " trainers of "
         << counted(header.threads.ddp, "thread") << ", same model, batch and SGD\n";

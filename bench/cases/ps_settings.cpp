@@ -159,7 +159,8 @@ std::string describe_ps_settings(const PsSettings& s) {
        << " x " << counted(s.servers, "server") << ", batch " << s.batch_size << " per trainer, "
        << s.image_size << "x" << s.image_size << " images, " << s.num_classes << " classes, "
        << to_string(s.mode) << ", role " << to_string(s.role) << ", " << s.warmup << " warm-up + "
-       << s.passes << " passes of " << s.iterations << " iterations, seed " << s.seed;
+       << s.passes << (s.passes == 1 ? " pass of " : " passes of ") << s.iterations
+       << " iterations, seed " << s.seed;
   if (!s.compare.empty()) text << ", compare " << join(s.compare, ",");
   if (s.reference_pytorch) text << ", reference pytorch";
   if (s.repeat > 1) text << ", " << s.repeat << " repeats";

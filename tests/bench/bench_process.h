@@ -73,6 +73,14 @@ inline nlohmann::json fixture_json(const std::string& name) {
 }
 #endif
 
+// Whether gradwire-bench has the case a test binary tests (GRADWIRE_BENCH_WITH_CASE, set by
+// tests/bench/CMakeLists.txt when the case's libraries are built); its real runs skip otherwise.
+#ifdef GRADWIRE_BENCH_WITH_CASE
+constexpr bool kCaseBuilt = true;
+#else
+constexpr bool kCaseBuilt = false;
+#endif
+
 #ifdef GRADWIRE_BENCH_PATH
 // Runs `env_prefix GRADWIRE_BENCH_PATH arguments` (90 s unless `seconds` says otherwise).
 inline BenchRun run_bench(const std::string& arguments, const std::string& env_prefix = "",

@@ -14,12 +14,6 @@ namespace {
 
 using namespace testing;  // bench_process.h
 
-#ifdef GRADWIRE_BENCH_WITH_HYBRID
-constexpr bool kHybridBuilt = true;
-#else
-constexpr bool kHybridBuilt = false;
-#endif
-
 // As run_bench, with room for the PyTorch reference (under ctest's 120 s).
 BenchRun run_hybrid(const std::string& arguments) {
   return run_bench("hybrid " + arguments, "", 110);
@@ -51,7 +45,7 @@ void check_side(const nlohmann::json& side, const std::string& implementation) {
 }
 
 TEST(HybridRun, TwoTrainersTwoServers) {
-  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const std::string json = temp_path("hybrid.json");
   const auto run =
       run_hybrid("--trainers 2 --servers 2 --epochs 2 --warmup 1 --json '" + json + "'");
@@ -75,7 +69,7 @@ TEST(HybridRun, TwoTrainersTwoServers) {
 }
 
 TEST(HybridRun, WithThePyTorchReference) {
-  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   if (std::system("/usr/bin/python3 -c 'import torch.distributed.rpc' > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed.rpc";
   }
@@ -98,7 +92,7 @@ TEST(HybridRun, WithThePyTorchReference) {
 }
 
 TEST(HybridRun, MissingPythonIsAClearError) {
-  if (!kHybridBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const auto run = run_hybrid(
       "--trainers 1 --servers 1 --epochs 1 --reference pytorch "
       "--python /nonexistent/python3");

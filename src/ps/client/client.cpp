@@ -10,9 +10,10 @@
 #include <optional>
 #include <thread>
 
-#include "client_queue.h"
+#include "client_calls.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "lookup_plan.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/id_routing.h"
 #include "ps/messages/service_messages.h"
@@ -28,61 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using Stub = v1::ParameterServer::Stub;
-
-using LookupCall = QueuedCall<v1::LookupRequest, v1::LookupResponse>;
-using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
-using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
-using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
-using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
-using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
-using AssignCall = QueuedCall<v1::AssignRequest, v1::AssignResponse>;
-
-// The stub's PrepareAsync<Method> for each call type.
-auto prepare_lookup(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::LookupRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncLookup(context, request, queue);
-  };
-}
-auto prepare_push(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::PushRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncPush(context, request, queue);
-  };
-}
-auto prepare_step(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::StepRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncStep(context, request, queue);
-  };
-}
-auto prepare_create(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::CreateTableRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncCreateTable(context, request, queue);
-  };
-}
-auto prepare_checkpoint(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::CheckpointRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncCheckpoint(context, request, queue);
-  };
-}
-
-auto prepare_resume(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::ResumeRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncResume(context, request, queue);
-  };
-}
-
-auto prepare_assign(Stub& stub) {
-  return [&stub](grpc::ClientContext* context, const v1::AssignRequest& request,
-                 grpc::CompletionQueue* queue) {
-    return stub.PrepareAsyncAssign(context, request, queue);
-  };
-}
 
 // This process's incarnation: the time it first asked, in ns since the epoch (a restarted
 // trainer's new process gets a later one).
@@ -94,52 +40,11 @@ uint64_t process_incarnation() {
   return incarnation;
 }
 
-// Bytes of a request besides its tensors' data: the table name (at most 64 characters), the
-// tensors' shapes and the small fields, with room to spare.
-constexpr int64_t kRequestOverhead = 4096;
-
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
 constexpr milliseconds kCompletionMargin{5000};
 
 std::string table_op(const char* verb, const std::string& table) {
   return std::string(verb) + " of table '" + table + "'";
-}
-
-// Note [raw loops] (as in table_shard.cpp): a batch sends each server a few ids, so checking,
-// deduplicating and routing loop over the ids directly instead of running a few dozen small ATen
-// operations per call.
-
-bool strictly_increasing(const at::Tensor& ids) {
-  const int64_t* data = ids.data_ptr<int64_t>();
-  for (int64_t i = 1; i < ids.numel(); ++i) {
-    if (data[i] <= data[i - 1]) return false;
-  }
-  return true;
-}
-
-at::Tensor view_of(std::vector<int64_t>& values) {
-  return at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kLong);
-}
-
-// Rows `positions` of the contiguous matrix `rows` (n x dim), as a new tensor of its dtype; the
-// whole matrix itself when `positions` are all its rows in order.
-at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions) {
-  const int64_t count = static_cast<int64_t>(positions.size());
-  if (count == rows.size(0) && (count == 0 || positions.back() == count - 1)) {
-    bool in_order = true;
-    for (int64_t i = 0; i < count && in_order; ++i)
-      in_order = positions[static_cast<size_t>(i)] == i;
-    if (in_order) return rows;
-  }
-  const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(rows.element_size());
-  at::Tensor out = at::empty({count, rows.size(1)}, rows.options());
-  const char* from = static_cast<const char*>(rows.data_ptr());
-  char* to = static_cast<char*>(out.data_ptr());
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(to + i * row_bytes, from + positions[static_cast<size_t>(i)] * row_bytes,
-                static_cast<size_t>(row_bytes));
-  }
-  return out;
 }
 
 class ClientImpl final : public Client {
@@ -256,7 +161,6 @@ class ClientImpl final : public Client {
   std::unique_ptr<PendingLookup> start_lookup(const std::string& name, const at::Tensor& ids,
                                               at::ScalarType wire) override {
     auto pending = std::make_unique<Pending>();
-    pending->client = this;
     pending->name = name;
     pending->plan = plan_lookup(name, ids);
     std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan, wire);
@@ -441,23 +345,8 @@ class ClientImpl final : public Client {
     bool awaiting_values = false;  // a dense table some server waits to be assigned
   };
 
-  // A lookup cut into calls: the unique ids, and each call's server, ids and their positions.
-  struct LookupPlan {
-    TableConfig config;
-    bool unique_already = false;  // the caller's ids were unique and sorted
-    UniqueIds unique;
-    std::vector<RoutedIds> shares;
-
-    std::vector<int> servers() const {
-      std::vector<int> out;
-      for (const RoutedIds& share : shares) out.push_back(share.server);
-      return out;
-    }
-  };
-
   // start_lookup's calls in flight; wait() polls them on the caller's thread.
   struct Pending final : PendingLookup {
-    ClientImpl* client = nullptr;
     std::string name;
     LookupPlan plan;
     CallQueue<LookupCall> queue;
@@ -467,77 +356,13 @@ class ClientImpl final : public Client {
     at::Tensor wait() override {
       queue.wait_or_cancel(limit, kCompletionMargin);
       throw_first_failure(queue, table_op("lookup", name));
-      return client->assemble_rows(name, plan, calls);
+      return assemble_rows(name, plan, calls);
     }
   };
 
   LookupPlan plan_lookup(const std::string& name, const at::Tensor& ids) const {
-    LookupPlan plan;
-    plan.config = usable_table(name).config;
-    const TableConfig& config = plan.config;
-    if (ids.dim() != 1) {
-      check_ids(ids, config.num_rows, "lookup of", name);
-      throw InvalidArgument("gradwire: lookup of table '" + name + "': ids must be 1-D, got " +
-                            std::to_string(ids.dim()) + " dimensions");
-    }
-    const at::Tensor dense = ids.contiguous();
-    check_ids(dense, config.num_rows, "lookup of", name);
-    // RemoteEmbeddingBag and DenseModel pass unique sorted ids: no deduplication needed then.
-    plan.unique_already = strictly_increasing(dense);
-    plan.unique = plan.unique_already ? UniqueIds{dense, at::Tensor()} : unique_ids(dense);
-    // Each call's request (8 bytes an id) and answer (dim floats an id) within the limits.
-    const int64_t ids_per_call =
-        std::max<int64_t>(1, std::min((options_.max_request_bytes - kRequestOverhead) / 8,
-                                      (options_.max_message_bytes - kRequestOverhead) /
-                                          std::max<int64_t>(1, config.dim * 4)));
-    plan.shares =
-        split_shares(route_ids(plan.unique.ids.contiguous(), num_servers()), ids_per_call);
-    return plan;
-  }
-
-  static std::vector<std::unique_ptr<LookupCall>> lookup_requests(
-      const std::string& name, LookupPlan& plan, at::ScalarType wire = at::kFloat) {
-    if (wire != at::kFloat && wire != at::kHalf && wire != at::kBFloat16) {
-      throw InvalidArgument("gradwire: lookup of table '" + name + "': rows travel as float32, " +
-                            "float16 or bfloat16, not " + c10::toString(wire));
-    }
-    std::vector<std::unique_ptr<LookupCall>> requests;
-    for (RoutedIds& share : plan.shares) {
-      auto call = std::make_unique<LookupCall>();
-      call->request.set_table(name);
-      call->request.set_rows_dtype(rpc::to_wire_dtype(wire, "lookup.rows"));
-      rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
-      requests.push_back(std::move(call));
-    }
-    return requests;
-  }
-
-  // The answered calls' rows in the caller's order.
-  at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
-                           const std::vector<LookupCall*>& calls) const {
-    const int64_t dim = plan.config.dim;
-    at::Tensor rows = at::empty({plan.unique.ids.numel(), dim}, at::kFloat);
-    float* to = rows.data_ptr<float>();
-    for (size_t i = 0; i < plan.shares.size(); ++i) {
-      rpc::TensorExpectation expect;
-      expect.dtype = at::kFloat;
-      expect.rank = 2;
-      const at::Tensor got =
-          rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
-      const auto count = static_cast<int64_t>(plan.shares[i].ids.size());
-      if (got.size(0) != count || got.size(1) != dim) {
-        throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
-                           " answered " + std::to_string(got.size(0)) + " x " +
-                           std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
-                           " ids of dim " + std::to_string(dim));
-      }
-      const float* from = got.data_ptr<float>();
-      for (int64_t r = 0; r < count; ++r) {
-        std::memcpy(to + plan.shares[i].positions[static_cast<size_t>(r)] * dim, from + r * dim,
-                    static_cast<size_t>(dim) * sizeof(float));
-      }
-    }
-    return plan.unique_already ? rows : rows.index_select(0, plan.unique.inverse);
+    return ps::plan_lookup(usable_table(name).config, name, ids, num_servers(),
+                           options_.max_request_bytes, options_.max_message_bytes);
   }
 
   // A copy of every table's state, taken under the lock.

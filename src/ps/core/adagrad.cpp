@@ -14,16 +14,12 @@ class SparseAdagrad : public RowOptimizer {
         lr_(config.lr),
         eps_(config.eps) {}
 
-  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+  void update(at::Tensor& weight_rows, std::vector<at::Tensor>& state_rows, const at::Tensor& grads,
               int64_t /*step*/) override {
-    at::Tensor& sum = state_tensor(0);
-    at::Tensor sum_rows = sum.index_select(0, rows);
+    at::Tensor& sum_rows = state_rows[0];
     sum_rows.addcmul_(grads, grads, 1.0);
-    sum.index_copy_(0, rows, sum_rows);
     const at::Tensor std = sum_rows.sqrt().add_(eps_);
-    at::Tensor weight_rows = weights.index_select(0, rows);
     weight_rows.addcdiv_(grads, std, -lr_);
-    weights.index_copy_(0, rows, weight_rows);
   }
 
  private:

@@ -19,24 +19,18 @@ class SparseAdam : public RowOptimizer {
         beta2_(config.beta2),
         eps_(config.eps) {}
 
-  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+  void update(at::Tensor& weight_rows, std::vector<at::Tensor>& state_rows, const at::Tensor& grads,
               int64_t step) override {
     GRADWIRE_CHECK_GE(step, 1);
     const double bias_correction1 = 1 - std::pow(beta1_, static_cast<double>(step));
     const double bias_correction2 = 1 - std::pow(beta2_, static_cast<double>(step));
-    at::Tensor& exp_avg = state_tensor(0);
-    at::Tensor& exp_avg_sq = state_tensor(1);
-    at::Tensor avg_rows = exp_avg.index_select(0, rows);
-    at::Tensor avg_sq_rows = exp_avg_sq.index_select(0, rows);
+    at::Tensor& avg_rows = state_rows[0];
+    at::Tensor& avg_sq_rows = state_rows[1];
     avg_rows.mul_(beta1_).add_(grads, 1 - beta1_);
     avg_sq_rows.mul_(beta2_).addcmul_(grads, grads, 1 - beta2_);
-    exp_avg.index_copy_(0, rows, avg_rows);
-    exp_avg_sq.index_copy_(0, rows, avg_sq_rows);
     const at::Tensor denom = (avg_sq_rows.sqrt() / std::sqrt(bias_correction2)).add_(eps_);
     const double step_size = lr_ / bias_correction1;
-    at::Tensor weight_rows = weights.index_select(0, rows);
     weight_rows.addcdiv_(avg_rows, denom, -step_size);
-    weights.index_copy_(0, rows, weight_rows);
   }
 
  private:

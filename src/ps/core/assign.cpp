@@ -12,9 +12,9 @@ class AssignRows : public RowOptimizer {
  public:
   AssignRows(int64_t rows, int64_t dim) : RowOptimizer("assign", {}, rows, dim) {}
 
-  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
-              int64_t /*step*/) override {
-    weights.index_copy_(0, rows, grads);
+  void update(at::Tensor& weight_rows, std::vector<at::Tensor>& /*state_rows*/,
+              const at::Tensor& grads, int64_t /*step*/) override {
+    weight_rows.copy_(grads);
   }
 };
 

@@ -14,20 +14,16 @@ class SparseSgd : public RowOptimizer {
         lr_(config.lr),
         momentum_(config.momentum) {}
 
-  void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
+  void update(at::Tensor& weight_rows, std::vector<at::Tensor>& state_rows, const at::Tensor& grads,
               int64_t /*step*/) override {
-    at::Tensor change = grads;
     if (momentum_ != 0) {
-      at::Tensor& buffer = state_tensor(0);
-      // buffer starts at zero: the first touch gives buffer = grad, as PyTorch's first step.
-      at::Tensor buffer_rows = buffer.index_select(0, rows);
+      // The buffer starts at zero: the first touch gives buffer = grad, as PyTorch's first step.
+      at::Tensor& buffer_rows = state_rows[0];
       buffer_rows.mul_(momentum_).add_(grads, 1);
-      buffer.index_copy_(0, rows, buffer_rows);
-      change = buffer_rows;
+      weight_rows.add_(buffer_rows, -lr_);
+    } else {
+      weight_rows.add_(grads, -lr_);
     }
-    at::Tensor weight_rows = weights.index_select(0, rows);
-    weight_rows.add_(change, -lr_);
-    weights.index_copy_(0, rows, weight_rows);
   }
 
  private:

@@ -29,7 +29,8 @@ const OptimizerEntry& find_entry(OptimizerKind kind) {
     if (entry.kind == kind) return entry;
   }
   throw InvalidArgument("gradwire: no sparse optimizer of kind " +
-                        std::to_string(static_cast<int>(kind)) + "; use sgd, adagrad, adam or assign");
+                        std::to_string(static_cast<int>(kind)) +
+                        "; use sgd, adagrad, adam or assign");
 }
 
 }  // namespace
@@ -61,7 +62,25 @@ void RowOptimizer::apply(at::Tensor& weights, const at::Tensor& rows, const at::
   GRADWIRE_CHECK_EQ(grads.size(0), rows.size(0));
   GRADWIRE_CHECK_EQ(grads.size(1), weights.size(1));
   at::NoGradGuard no_grad;
-  update(weights, rows, grads, step);
+  const int64_t count = rows.size(0);
+  if (count == 0) return;
+  // Note [row views] in sparse_optimizers.h.
+  const at::Tensor local = rows.contiguous();
+  const int64_t* row = local.data_ptr<int64_t>();
+  bool run = true;
+  for (int64_t i = 1; i < count && run; ++i) run = row[i] == row[0] + i;
+  std::vector<at::Tensor> state_rows;
+  if (run) {
+    at::Tensor weight_rows = weights.narrow(0, row[0], count);
+    for (auto& entry : state_) state_rows.push_back(entry.second.narrow(0, row[0], count));
+    update(weight_rows, state_rows, grads, step);
+    return;
+  }
+  at::Tensor weight_rows = weights.index_select(0, local);
+  for (auto& entry : state_) state_rows.push_back(entry.second.index_select(0, local));
+  update(weight_rows, state_rows, grads, step);
+  weights.index_copy_(0, local, weight_rows);
+  for (size_t i = 0; i < state_.size(); ++i) state_[i].second.index_copy_(0, local, state_rows[i]);
 }
 
 void RowOptimizer::load_state(const OptimizerState& state) {

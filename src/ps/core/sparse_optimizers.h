@@ -24,9 +24,12 @@ std::unique_ptr<SparseOptimizer> make_assign(const OptimizerConfig& config, int6
                                              int64_t dim);
 std::vector<std::string> assign_state_names(const OptimizerConfig& config);
 
-// What the optimizers share: apply() checks its preconditions (GRADWIRE_CHECK) and runs
-// update() without autograd; the state is named float32 [rows, dim] tensors, zero at first, which
-// load_state() checks by name and shape before it copies any.
+// What the optimizers share: apply() checks its preconditions (GRADWIRE_CHECK), hands update()
+// the rows touched of the weights and of every state tensor, and writes them back, without
+// autograd; the state is named float32 [rows, dim] tensors, zero at first, which load_state()
+// checks by name and shape before it copies any. Note [row views]: when the rows are one run of
+// consecutive local rows (a dense table's push), update() gets views of that run and changes the
+// tensors in place; otherwise copies gathered by index, scattered back after update().
 class RowOptimizer : public SparseOptimizer {
  public:
   void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
@@ -37,10 +40,10 @@ class RowOptimizer : public SparseOptimizer {
  protected:
   // `name` ("sgd") names the optimizer in errors.
   RowOptimizer(const char* name, std::vector<std::string> state_names, int64_t rows, int64_t dim);
-  at::Tensor& state_tensor(size_t index) { return state_.at(index).second; }
-  // The update of the rows `rows` of `weights` by `grads` (apply()'s contract).
-  virtual void update(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,
-                      int64_t step) = 0;
+  // The update of the touched rows in place: `weight_rows` and `state_rows` (in state() order)
+  // are [n, dim] with row i the one grads row i belongs to; `step` as in apply().
+  virtual void update(at::Tensor& weight_rows, std::vector<at::Tensor>& state_rows,
+                      const at::Tensor& grads, int64_t step) = 0;
 
  private:
   const char* name_;

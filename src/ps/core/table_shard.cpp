@@ -253,6 +253,16 @@ void TableShard::assign(int trainer, const at::Tensor& ids, const at::Tensor& ro
 
 void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
                       Attempt attempt) {
+  push_rows(trainer, step, ids, grads, attempt, /*owned=*/false);
+}
+
+void TableShard::push_owned(int trainer, int64_t step, at::Tensor ids, at::Tensor grads,
+                            Attempt attempt) {
+  push_rows(trainer, step, ids, grads, attempt, /*owned=*/true);
+}
+
+void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
+                           const at::Tensor& grads, Attempt attempt, bool owned) {
   check_trainer(trainer, "push");
   check_ids(ids, "push");
   check_rows(ids, grads, "push grads");
@@ -261,7 +271,7 @@ void TableShard::push(int trainer, int64_t step, const at::Tensor& ids, const at
   // Sorted unique ids (what the client sends) need no coalescing. Async applies them at once and
   // keeps nothing; sync keeps copies.
   const bool coalesced = strictly_increasing(dense_ids);
-  const bool keep = config_.mode == UpdateMode::kSync;
+  const bool keep = config_.mode == UpdateMode::kSync && !owned;
   SparseRows rows = !coalesced ? coalesce(dense_ids, dense_grads)
                     : keep     ? SparseRows{dense_ids.clone(), dense_grads.clone()}
                                : SparseRows{dense_ids, dense_grads};
@@ -356,17 +366,80 @@ void TableShard::discard_step_locked(std::string reason) {
 }
 
 void TableShard::apply_locked(SparseRows rows) {
-  if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
-    rows.values = rows.values.div(config_.num_trainers);  // may be the caller's tensor
-  }
   const int64_t update = step_ + 1;
-  if (rows.ids.numel() > 0) {
-    optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
-  }
+  apply_rows_locked(std::move(rows), update, /*owned=*/false);
   step_ = update;
 }
 
+void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned) {
+  if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
+    // Unless owned, the values may be the caller's tensor.
+    rows.values =
+        owned ? rows.values.div_(config_.num_trainers) : rows.values.div(config_.num_trainers);
+  }
+  if (rows.ids.numel() > 0) {
+    optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
+  }
+}
+
+// Note [aligned pushes]: the trainers of a dense table push the same messages (the layout is
+// computed alike everywhere), so the i-th pending push of every trainer has the same ids, and a
+// trainer's pushes never share a row. Then each message's gradients are summed in trainer order
+// and applied by itself, without coalescing the whole step (a sort of every row).
+bool TableShard::pushes_aligned_locked() const {
+  const std::vector<SparseRows>& first = pending_[0];
+  for (const auto& pushes : pending_) {
+    if (pushes.size() != first.size()) return false;
+    for (size_t i = 0; i < first.size(); ++i) {
+      const at::Tensor& a = first[i].ids;
+      const at::Tensor& b = pushes[i].ids;
+      if (a.numel() != b.numel() ||
+          std::memcmp(a.data_ptr<int64_t>(), b.data_ptr<int64_t>(),
+                      static_cast<size_t>(a.numel()) * sizeof(int64_t)) != 0) {
+        return false;
+      }
+    }
+  }
+  std::vector<bool> seen(static_cast<size_t>(rows_here_), false);
+  for (const SparseRows& rows : first) {
+    const int64_t* id = rows.ids.data_ptr<int64_t>();
+    for (int64_t i = 0; i < rows.ids.numel(); ++i) {
+      const auto row = static_cast<size_t>(id[i] / num_servers_);
+      if (seen[row]) return false;
+      seen[row] = true;
+    }
+  }
+  return true;
+}
+
+bool TableShard::reduce_aligned_and_apply_locked() {
+  if (pending_.size() < 2 || !pushes_aligned_locked()) return false;
+  std::vector<SparseRows> sums;
+  for (size_t i = 0; i < pending_[0].size(); ++i) {
+    at::Tensor sum = pending_[0][i].values;  // the shard's own copy: summed in place
+    for (size_t t = 1; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
+    sums.push_back(SparseRows{pending_[0][i].ids, sum});
+  }
+  for (const SparseRows& rows : sums) {
+    if (rows.values.numel() > 0 && !all_finite(rows.values)) {
+      const std::string message = "the summed gradients of step " + std::to_string(step_) +
+                                  " are not finite (each trainer's were); nothing was applied and "
+                                  "the step's pushes were discarded";
+      discard_step_locked(table_prefix(config_) + ": " + message);
+      throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
+    }
+  }
+  for (auto& pushes : pending_) pushes.clear();
+  pending_bytes_ = 0;
+  finished_trainers_.assign(finished_trainers_.size(), false);
+  const int64_t update = step_ + 1;
+  for (SparseRows& rows : sums) apply_rows_locked(std::move(rows), update, /*owned=*/true);
+  step_ = update;
+  return true;
+}
+
 void TableShard::reduce_and_apply_locked() {
+  if (reduce_aligned_and_apply_locked()) return;
   // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
   std::vector<at::Tensor> ids;
   std::vector<at::Tensor> values;

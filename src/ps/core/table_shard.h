@@ -22,8 +22,9 @@
 // incarnation are refused with StaleAttemptError, and waiting ones stop with it, so nothing of an
 // abandoned step is ever applied and a redone step is applied exactly once.
 //
-// Dense tables (TableConfig::kind kDense) start awaiting their values: trainer 0 writes them with assign() (the last call says complete), lookups wait for that
-// up to their deadline, and pushes are refused until then. Restored shards have their values.
+// Dense tables (TableConfig::kind kDense) start awaiting their values: trainer 0 writes them with
+// assign() (the last call says complete), lookups wait for that up to their deadline, and pushes
+// are refused until then. Restored shards have their values.
 //
 // Thread model: every member may be called from any thread. One std::shared_mutex guards the
 // rows, the optimizer, the step count, the attempts and the pending gradients: lookup() and
@@ -164,6 +165,10 @@ class TableShard {
   // their bytes. The shard keeps no reference to the caller's tensors.
   void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
             Attempt attempt = {});
+  // push() of tensors the caller gives up (the service's freshly decoded ones): a sync shard
+  // keeps them without a copy. The caller must not touch them afterwards.
+  void push_owned(int trainer, int64_t step, at::Tensor ids, at::Tensor grads,
+                  Attempt attempt = {});
 
   // sync: admits `attempt`, records that `trainer` finished `step` (idempotent); the last of the
   // num_trainers applies the step (see the top). Then blocks until `step` is applied,
@@ -220,9 +225,16 @@ class TableShard {
   // Drops every trainer's pushes and finished marks of the step in progress and wakes the
   // waiters, who throw StaleAttemptError with `reason`. Requires mutex_ held exclusively.
   void discard_step_locked(std::string reason);
+  void push_rows(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
+                 Attempt attempt, bool owned);
   // Scales (kMean) and applies coalesced gradients as update step_ + 1. Requires mutex_ held
   // exclusively.
   void apply_locked(SparseRows rows);
+  // The same as update `update` without counting it; `owned`: the values may be scaled in place.
+  void apply_rows_locked(SparseRows rows, int64_t update, bool owned);
+  // Note [aligned pushes] in table_shard.cpp. Require mutex_ held exclusively.
+  bool pushes_aligned_locked() const;
+  bool reduce_aligned_and_apply_locked();
   void reduce_and_apply_locked();
   // finish_step of an async table with staleness (see finish_step). Requires mutex_ held by
   // `lock`.
@@ -245,7 +257,7 @@ class TableShard {
   int64_t pending_bytes_ = 0;                     // sync: bytes held in pending_
   std::vector<bool> finished_trainers_;           // sync: who finished step_
   std::vector<int64_t> clocks_;                   // async with staleness: steps each finished
-  bool awaiting_values_ = false;                   // dense: values not assigned yet
+  bool awaiting_values_ = false;                  // dense: values not assigned yet
   int64_t restart_ = 0;                           // sync: the newest attempt seen
   std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process
   uint64_t discards_ = 0;                         // sync: discard_step_locked() calls so far

@@ -226,9 +226,11 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
-    const at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
-    const at::Tensor grads = rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2});
-    shard->push(request->trainer(), request->step(), ids, grads, from_message(request->attempt()));
+    // Decoded into tensors of their own, which a sync shard keeps without a copy.
+    at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
+    at::Tensor grads = rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2});
+    shard->push_owned(request->trainer(), request->step(), std::move(ids), std::move(grads),
+                      from_message(request->attempt()));
     if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });

@@ -1,0 +1,66 @@
+// The client's calls (internal to src/ps/client): the unary call types on the completion queue,
+// the stub's PrepareAsync functions, and small helpers shared by client.cpp and lookup_plan.cpp.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "client_queue.h"
+#include "rpc/proto/ps.grpc.pb.h"
+
+namespace gradwire::ps {
+
+using Stub = v1::ParameterServer::Stub;
+
+using LookupCall = QueuedCall<v1::LookupRequest, v1::LookupResponse>;
+using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
+using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
+using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
+using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
+using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
+using AssignCall = QueuedCall<v1::AssignRequest, v1::AssignResponse>;
+
+// The stub's PrepareAsync<Method> as the function CallQueue::start takes.
+template <typename Request, typename Response>
+auto prepare(Stub& stub, std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> (Stub::*method)(
+                             grpc::ClientContext*, const Request&, grpc::CompletionQueue*)) {
+  return [&stub, method](grpc::ClientContext* context, const Request& request,
+                         grpc::CompletionQueue* queue) {
+    return (stub.*method)(context, request, queue);
+  };
+}
+inline auto prepare_lookup(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncLookup); }
+inline auto prepare_push(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncPush); }
+inline auto prepare_step(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncStep); }
+inline auto prepare_create(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCreateTable); }
+inline auto prepare_checkpoint(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCheckpoint); }
+inline auto prepare_resume(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncResume); }
+inline auto prepare_assign(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncAssign); }
+
+// Bytes of a request besides its tensors' data: the table name (at most 64 characters), the
+// tensors' shapes and the small fields, with room to spare.
+constexpr int64_t kRequestOverhead = 4096;
+
+// Note [raw loops] (as in table_shard.cpp): a batch sends each server a few ids, so checking,
+// deduplicating and routing loop over the ids directly instead of running a few dozen small ATen
+// operations per call.
+
+inline bool strictly_increasing(const at::Tensor& ids) {
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 1; i < ids.numel(); ++i) {
+    if (data[i] <= data[i - 1]) return false;
+  }
+  return true;
+}
+
+inline at::Tensor view_of(std::vector<int64_t>& values) {
+  return at::from_blob(values.data(), {static_cast<int64_t>(values.size())}, at::kLong);
+}
+
+// Rows `positions` of the contiguous matrix `rows` (n x dim), as a new tensor of its dtype; the
+// whole matrix itself when `positions` are all its rows in order.
+at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions);
+
+}  // namespace gradwire::ps
