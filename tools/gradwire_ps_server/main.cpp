@@ -12,9 +12,11 @@
 // SIGINT shut it down gracefully (tables are checkpointed first when --checkpoint-dir is set).
 // Exit status: 0 after a signal, 2 for usage and configuration errors, 1 for other failures
 // (e.g. a damaged checkpoint file).
+#include <malloc.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -130,9 +132,22 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+// Note [server memory]: the service decodes every push and encodes every answer into fresh
+// buffers of up to a request's 4 MiB, on gRPC's handler threads. With glibc's defaults each
+// handler thread gets a malloc arena of its own, and such buffers go back to the kernel when
+// freed, so every step faults its pages in again: with a dense model a quarter of a server's time,
+// and its step grows superlinearly above 16 MiB per server (docs/performance.md). The server keeps
+// one arena and keeps freed memory, unless the user set glibc's variables for them.
+void keep_freed_memory() {
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   try {
     return run(argc, argv);
   } catch (const std::exception& error) {  // a bug or out of memory: still say what happened
