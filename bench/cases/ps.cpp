@@ -137,7 +137,7 @@ class Conductor {
     PsDocumentInputs inputs;
     inputs.comparison = compare_ps(repeats.ours, reference_repeats);
     print_ps_comparisons(std::cout, pooled, reference, inputs.comparison, pytorch_title());
-    inputs.metadata = conductor_metadata("gloo", settings_.trainers, threads_.ps, argv_);
+    inputs.metadata = conductor_metadata("grpc", settings_.trainers, threads_.ps, argv_);
     inputs.settings = settings_;
     inputs.threads = threads_;
     inputs.pooled = pooled;

@@ -211,12 +211,12 @@ PsComparison compare_ps(const std::vector<PsRun>& runs,
 void print_ps_comparisons(std::ostream& out, const PsRun& pooled,
                           const std::optional<TrainerResults>& reference,
                           const PsComparison& comparison, const std::string& pytorch) {
+  // Each comparison's ratios by repeat are on its last line (ratio_text), not repeated above.
   if (pooled.ddp && comparison.ddp_seconds && comparison.ddp_images) {
     print_trainer_comparison(out, pooled.ps, *pooled.ddp,
                              "parameter servers against gradwire DDP (allreduce), same model, "
                              "batch and trainers",
-                             comparison.ddp_images->by_repeat, kDdpRateColumns,
-                             {"ps", "allreduce"});
+                             {}, kDdpRateColumns, {"ps", "allreduce"});
     out << "PS / allreduce: sec/iter p50 " << ratio_text(*comparison.ddp_seconds)
         << " (above 1: the parameter servers are slower); images/s p50 "
         << ratio_text(*comparison.ddp_images) << "\n";
@@ -224,13 +224,12 @@ void print_ps_comparisons(std::ostream& out, const PsRun& pooled,
   if (pooled.local && comparison.local_images) {
     print_trainer_comparison(out, pooled.ps, *pooled.local,
                              "the parameter-server job against one process without distribution",
-                             comparison.local_images->by_repeat, kDdpRateColumns, {"ps", "local"});
+                             {}, kDdpRateColumns, {"ps", "local"});
     out << "PS job / local: images/s p50 " << ratio_text(*comparison.local_images) << "\n";
   }
   if (reference && comparison.pytorch_images) {
-    print_trainer_comparison(out, pooled.ps, *reference, "gradwire against " + pytorch,
-                             comparison.pytorch_images->by_repeat, kDdpRateColumns,
-                             {"gradwire", "pytorch"});
+    print_trainer_comparison(out, pooled.ps, *reference, "gradwire against " + pytorch, {},
+                             kDdpRateColumns, {"gradwire", "pytorch"});
     out << "gradwire / PyTorch: images/s p50 " << ratio_text(*comparison.pytorch_images) << "\n";
   }
   out << std::flush;

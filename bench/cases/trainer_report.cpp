@@ -1,5 +1,6 @@
 #include "cases/trainer_report.h"
 
+#include <cmath>
 #include <optional>
 
 #include "harness/stats.h"
@@ -59,7 +60,9 @@ std::string phase_row(const Table& table, const std::string& label, const PhaseM
     cells.push_back(ms ? share_cell(*ms, means.step_ms) : "n/a");
     covered += ms.value_or(0.0);
   }
-  cells.push_back(share_cell(means.step_ms - covered, means.step_ms));
+  // What no phase covers; rounding can leave a side that records every part at -0.00.
+  const double other = means.step_ms - covered;
+  cells.push_back(share_cell(std::abs(other) < 5e-3 ? 0.0 : other, means.step_ms));
   return table.row(cells);
 }
 
