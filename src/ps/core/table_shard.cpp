@@ -412,13 +412,26 @@ bool TableShard::pushes_aligned_locked() const {
   return true;
 }
 
-bool TableShard::reduce_aligned_and_apply_locked() {
-  if (pending_.size() < 2 || !pushes_aligned_locked()) return false;
+void TableShard::reduce_and_apply_locked() {
+  // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
   std::vector<SparseRows> sums;
-  for (size_t i = 0; i < pending_[0].size(); ++i) {
-    at::Tensor sum = pending_[0][i].values;  // the shard's own copy: summed in place
-    for (size_t t = 1; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
-    sums.push_back(SparseRows{pending_[0][i].ids, sum});
+  if (pushes_aligned_locked()) {
+    for (size_t i = 0; i < pending_[0].size(); ++i) {
+      at::Tensor sum = pending_[0][i].values;  // the shard's own copy: summed in place
+      for (size_t t = 1; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
+      sums.push_back(SparseRows{pending_[0][i].ids, sum});
+    }
+  } else {
+    std::vector<at::Tensor> ids;
+    std::vector<at::Tensor> values;
+    for (const auto& pushes : pending_) {
+      for (const SparseRows& rows : pushes) {
+        ids.push_back(rows.ids);
+        values.push_back(rows.values);
+      }
+    }
+    if (ids.size() == 1) sums.push_back(SparseRows{ids.front(), values.front()});
+    if (ids.size() > 1) sums.push_back(coalesce(at::cat(ids), at::cat(values)));
   }
   for (const SparseRows& rows : sums) {
     if (rows.values.numel() > 0 && !all_finite(rows.values)) {
@@ -432,40 +445,10 @@ bool TableShard::reduce_aligned_and_apply_locked() {
   for (auto& pushes : pending_) pushes.clear();
   pending_bytes_ = 0;
   finished_trainers_.assign(finished_trainers_.size(), false);
+  // The sums are the shard's own tensors (kept pushes, or new ones): scaled in place.
   const int64_t update = step_ + 1;
   for (SparseRows& rows : sums) apply_rows_locked(std::move(rows), update, /*owned=*/true);
   step_ = update;
-  return true;
-}
-
-void TableShard::reduce_and_apply_locked() {
-  if (reduce_aligned_and_apply_locked()) return;
-  // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
-  std::vector<at::Tensor> ids;
-  std::vector<at::Tensor> values;
-  for (const auto& pushes : pending_) {
-    for (const SparseRows& rows : pushes) {
-      ids.push_back(rows.ids);
-      values.push_back(rows.values);
-    }
-  }
-  SparseRows reduced{at::empty({0}, at::kLong), at::empty({0, config_.dim}, at::kFloat)};
-  if (ids.size() == 1) {
-    reduced = SparseRows{ids.front(), values.front()};
-  } else if (ids.size() > 1) {
-    reduced = coalesce(at::cat(ids), at::cat(values));
-  }
-  if (reduced.values.numel() > 0 && !all_finite(reduced.values)) {
-    const std::string message = "the summed gradients of step " + std::to_string(step_) +
-                                " are not finite (each trainer's were); nothing was applied and "
-                                "the step's pushes were discarded";
-    discard_step_locked(table_prefix(config_) + ": " + message);
-    throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
-  }
-  for (auto& pushes : pending_) pushes.clear();
-  pending_bytes_ = 0;
-  finished_trainers_.assign(finished_trainers_.size(), false);
-  apply_locked(std::move(reduced));
 }
 
 StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,

@@ -232,9 +232,8 @@ class TableShard {
   void apply_locked(SparseRows rows);
   // The same as update `update` without counting it; `owned`: the values may be scaled in place.
   void apply_rows_locked(SparseRows rows, int64_t update, bool owned);
-  // Note [aligned pushes] in table_shard.cpp. Require mutex_ held exclusively.
+  // Note [aligned pushes] in table_shard.cpp. Requires mutex_ held exclusively.
   bool pushes_aligned_locked() const;
-  bool reduce_aligned_and_apply_locked();
   void reduce_and_apply_locked();
   // finish_step of an async table with staleness (see finish_step). Requires mutex_ held by
   // `lock`.
