@@ -79,6 +79,20 @@ struct DenseModel::State {
     if (options.record_events) events.push_back(DenseEvent{kind, index});
   }
 
+  // `message` with its ranges in the order of their ids (a server's ranges hold disjoint runs of
+  // its local rows), so that a push or pull carries increasing ids: the client then neither
+  // sorts nor sums them (Client::push, lookups of unique sorted ids).
+  DenseMessage in_id_order(DenseMessage message) const {
+    std::sort(message.ranges.begin(), message.ranges.end(),
+              [&](const RowRange& a, const RowRange& b) { return first_id(a) < first_id(b); });
+    return message;
+  }
+
+  int64_t first_id(const RowRange& range) const {
+    const DenseBlock& block = layout.blocks[static_cast<size_t>(range.block)];
+    return block.first_id + range.first_row * layout.num_servers;
+  }
+
   std::vector<Piece> pieces_of(const DenseMessage& message) const {
     std::vector<Piece> pieces;
     int64_t row = 0;
@@ -92,13 +106,14 @@ struct DenseModel::State {
 
   at::Tensor ids_of(const DenseMessage& message) const {
     const std::vector<int64_t> ids = message_ids(layout, message);
+    for (size_t i = 1; i < ids.size(); ++i) GRADWIRE_CHECK_LT(ids[i - 1], ids[i]);
     return at::tensor(ids, at::kLong);
   }
 
   void build_messages() {
     param_push_pieces.assign(params.size(), {});
     for (size_t m = 0; m < layout.push_messages.size(); ++m) {
-      const DenseMessage& message = layout.push_messages[m];
+      const DenseMessage message = in_id_order(layout.push_messages[m]);
       push_ids.push_back(ids_of(message));
       push_pieces.push_back(pieces_of(message));
       std::vector<int> distinct;
@@ -113,7 +128,8 @@ struct DenseModel::State {
       push_params.push_back(static_cast<int>(distinct.size()));
       push_buffers.push_back(at::zeros({message.rows, layout.row_width}, at::kFloat));
     }
-    for (const DenseMessage& message : layout.pull_messages) {
+    for (const DenseMessage& pull : layout.pull_messages) {
+      const DenseMessage message = in_id_order(pull);
       pull_ids.push_back(ids_of(message));
       pull_pieces.push_back(pieces_of(message));
     }
