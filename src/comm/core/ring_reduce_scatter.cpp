@@ -196,6 +196,10 @@ class RingReduceScatter::Run {
     recvs_[k][j].reset();
     const at::Tensor received = segment(receive_buffer(k), j);
     const at::Tensor own = segment(chunk(op_.input, ring_step(rank_, size_, k).recv_chunk), j);
+    // The accumulator of step k was sent in step k-1: that send must be done before it is reused,
+    // also in the last step when the reduction goes through it (bfloat16 and half, 4 or more
+    // ranks: without this wait the neighbour could receive the last step's sums).
+    if (k >= 2 && sends_[k - 1][j]) wait_send(k - 1, j);
     if (k + 1 == steps_) {  // the last step: this rank's chunk
       at::Tensor out = segment(op_.output, j);
       at::Tensor target = wide_ == dtype_ ? out : segment(accumulator(k), j);
@@ -204,8 +208,6 @@ class RingReduceScatter::Run {
       if (wide_ != dtype_) out.copy_(target);
       return;
     }
-    // The accumulator of step k was sent in step k-1: that send must be done before it is reused.
-    if (k >= 2 && sends_[k - 1][j]) wait_send(k - 1, j);
     at::Tensor target = segment(accumulator(k), j);
     reduce_into(target, received, own, op_.op);
     post_send(k + 1, j, target);
