@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gradwire/common/error.h"
+#include "rpc/shared_memory.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the wire format is little-endian; a big-endian host would need a byte swap here"
@@ -98,6 +99,16 @@ void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string&
   out->set_data(static_cast<const char*>(dense.data_ptr()), bytes);
 }
 
+void encode_shared_tensor(const at::Tensor& tensor, const v1::SharedBytes& where, v1::Tensor* out,
+                          const std::string& field) {
+  GRADWIRE_CHECK(out != nullptr);
+  out->set_dtype(to_wire_dtype(tensor.scalar_type(), field));
+  out->clear_shape();
+  for (const int64_t size : tensor.sizes()) out->add_shape(size);
+  out->clear_data();
+  *out->mutable_shared() = where;
+}
+
 v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field) {
   v1::Tensor message;
   encode_tensor(tensor, &message, field);
@@ -105,7 +116,7 @@ v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field) {
 }
 
 at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
-                         const TensorExpectation& expect) {
+                         const TensorExpectation& expect, SharedRegionCache* shared) {
   const int dtype_value = message.dtype();
   if (dtype_value != v1::FLOAT32 && dtype_value != v1::INT64 && !is_16_bit_float(dtype_value)) {
     throw_malformed(field, "dtype " + wire_dtype_name(dtype_value) +
@@ -145,6 +156,16 @@ at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
     numel *= size;
   }
   const int64_t expected_bytes = numel * element_size(dtype);
+  if (message.has_shared()) {
+    if (!message.data().empty()) throw_malformed(field, "both data bytes and shared bytes");
+    if (shared == nullptr) {
+      throw InvalidArgument("gradwire: tensor '" + field +
+                            "' refers to shared memory, which this receiver does not take "
+                            "(it offered none at CreateTable)");
+    }
+    const at::Tensor view = shared->view(message.shared(), sizes, to_scalar_type(dtype), field);
+    return widen || is_16_bit_float(dtype_value) ? view.to(at::kFloat) : view;
+  }
   if (static_cast<int64_t>(message.data().size()) != expected_bytes) {
     throw_malformed(field, std::to_string(message.data().size()) + " data bytes for shape " +
                                shape_text(message) + " of " + wire_dtype_name(dtype_value) +

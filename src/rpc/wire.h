@@ -19,6 +19,8 @@
 
 namespace gradwire::rpc {
 
+class SharedRegionCache;
+
 namespace v1 = ::gradwire::ps::v1;
 
 // Most dimensions a wire tensor may have.
@@ -37,6 +39,10 @@ std::string wire_dtype_name(int dtype);
 // memcpy of its bytes. InvalidArgument naming `field` for other dtypes or non-CPU tensors.
 void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string& field = "tensor");
 v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field = "tensor");
+// Writes `tensor`'s dtype and shape into `out` and `where` its bytes lie in shared memory
+// (SharedRegions::find), no bytes: what a server on the trainer's host reads in place.
+void encode_shared_tensor(const at::Tensor& tensor, const v1::SharedBytes& where, v1::Tensor* out,
+                          const std::string& field = "tensor");
 
 // What a decoder expects of a wire tensor. Unset members accept anything valid.
 struct TensorExpectation {
@@ -46,9 +52,12 @@ struct TensorExpectation {
 };
 
 // A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy). float16 and
-// bfloat16 arrive widened to float32 (a float32 expectation accepts them). Throws
-// InvalidArgument naming `field` when the message is malformed or does not meet `expect`.
+// bfloat16 arrive widened to float32 (a float32 expectation accepts them). A message whose bytes
+// are shared (Tensor.shared) is a view of them through `shared` (no copy; widened ones are
+// copies); without `shared` it is refused. Throws InvalidArgument naming `field` when the message
+// is malformed or does not meet `expect`.
 at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
-                         const TensorExpectation& expect = {});
+                         const TensorExpectation& expect = {},
+                         SharedRegionCache* shared = nullptr);
 
 }  // namespace gradwire::rpc

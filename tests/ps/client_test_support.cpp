@@ -19,9 +19,9 @@ Servers::~Servers() {
   for (auto& server : servers_) server->shutdown(std::chrono::milliseconds(500));
 }
 
-std::shared_ptr<Client> make_client(const std::vector<std::string>& addresses, int rank,
-                                    int trainers, std::chrono::milliseconds step_timeout,
-                                    std::chrono::milliseconds call_deadline) {
+ClientOptions client_options(const std::vector<std::string>& addresses, int rank, int trainers,
+                             std::chrono::milliseconds step_timeout,
+                             std::chrono::milliseconds call_deadline) {
   ClientOptions options;
   options.servers = addresses;
   options.token = kClientToken;
@@ -29,7 +29,13 @@ std::shared_ptr<Client> make_client(const std::vector<std::string>& addresses, i
   options.world_size = trainers;
   options.step_timeout = step_timeout;
   options.call_deadline = call_deadline;
-  return connect(options);
+  return options;
+}
+
+std::shared_ptr<Client> make_client(const std::vector<std::string>& addresses, int rank,
+                                    int trainers, std::chrono::milliseconds step_timeout,
+                                    std::chrono::milliseconds call_deadline) {
+  return connect(client_options(addresses, rank, trainers, step_timeout, call_deadline));
 }
 
 void run_trainers(int count, const std::function<void(int trainer)>& fn) {

@@ -27,6 +27,12 @@ class Servers {
   std::vector<std::string> addresses_;
 };
 
+// The options of make_client, to change before connect().
+ClientOptions client_options(const std::vector<std::string>& addresses, int rank = 0,
+                             int trainers = 1,
+                             std::chrono::milliseconds step_timeout = std::chrono::seconds(30),
+                             std::chrono::milliseconds call_deadline = std::chrono::seconds(10));
+
 // A client of `addresses` as trainer `rank` of `trainers`, with short deadlines.
 std::shared_ptr<Client> make_client(
     const std::vector<std::string>& addresses, int rank = 0, int trainers = 1,

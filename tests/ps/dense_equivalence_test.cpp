@@ -3,7 +3,9 @@
 // module with torch::optim on the whole batch; both roles, SGD with momentum and Adam, 1 to 3
 // servers, a layout with many blocks and messages (odd shapes, a parameter smaller than a row,
 // one cut over every server). Also: the overlap of pushes with backward and of pulls with forward,
-// shown by the recorded events; async training converging; a stopped server named.
+// shown by the recorded events; async training converging; a stopped server named. The sync
+// cases run on both transports: shared memory (the default on one host) and bytes over gRPC,
+// chosen by the client's option or by a trainer whose host identity differs from the servers'.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -16,6 +18,7 @@
 namespace gradwire::ps {
 namespace dense_equivalence_test {  // not anonymous: unity batches (docs/architecture.md "Tests")
 
+using testing::client_options;
 using testing::make_client;
 using testing::run_trainers;
 using testing::Servers;
@@ -131,18 +134,41 @@ Reference train_reference(const OptimizerConfig& optimizer, const Data& data) {
   return out;
 }
 
+// How the trainers reach the servers (all in this process, so on one host).
+enum class Transport {
+  kShared,     // the default: shared memory
+  kBytes,      // ClientOptions::shared_memory = false
+  kOtherHost,  // the trainers' host identity differs from the servers': bytes
+};
+
+const char* to_string(Transport transport) {
+  return transport == Transport::kShared  ? "shared"
+         : transport == Transport::kBytes ? "bytes"
+                                          : "otherhost";
+}
+
 // Each trainer's parameters after training on its halves of the batches; trainer 1 starts
-// elsewhere (DenseModel gives it trainer 0's values). `stats` gets trainer 0's statistics.
+// elsewhere (DenseModel gives it trainer 0's values). `stats` gets trainer 0's statistics. Fails
+// the test when a trainer's servers do not share memory as `transport` says they do.
 std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
                                                  const std::vector<at::Tensor>& initial,
                                                  const Data& data, int num_servers,
-                                                 DenseStats* stats = nullptr) {
+                                                 DenseStats* stats = nullptr,
+                                                 Transport transport = Transport::kShared) {
   Servers servers(num_servers);
   std::vector<std::vector<at::Tensor>> trained(kTrainers);
+  std::vector<int> sharing(kTrainers, 0);
   run_trainers(kTrainers, [&](int t) {
     OddNet model;
     if (t == 0) copy_values(*model, initial);
-    DenseModel dense(make_client(servers.addresses(), t, kTrainers), model, options);
+    ClientOptions client = client_options(servers.addresses(), t, kTrainers);
+    client.shared_memory = transport != Transport::kBytes;
+    if (transport == Transport::kOtherHost) client.host_identity = "another-host";
+    const std::shared_ptr<Client> connected = connect(client);
+    DenseModel dense(connected, model, options);
+    for (int server = 0; server < num_servers; ++server) {
+      sharing[t] += connected->shares_memory_with(server) ? 1 : 0;
+    }
     std::unique_ptr<torch::optim::Optimizer> own;
     if (options.role == DenseRole::kSum)
       own = local_optimizer(options.optimizer, model->parameters());
@@ -157,10 +183,14 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
     trained[t] = values_of(*model);
     if (t == 0 && stats) *stats = dense.stats();
   });
+  for (int t = 0; t < kTrainers; ++t) {
+    EXPECT_EQ(sharing[t], transport == Transport::kShared ? num_servers : 0)
+        << "trainer " << t << ": servers sharing memory, transport " << to_string(transport);
+  }
   return trained;
 }
 
-using Param = std::tuple<DenseRole, OptimizerKind, int>;
+using Param = std::tuple<DenseRole, OptimizerKind, int, Transport>;
 
 class DenseSync : public ::testing::TestWithParam<Param> {};
 
@@ -173,7 +203,8 @@ TEST_P(DenseSync, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
   const Data data = make_data();
   const Reference reference = train_reference(options.optimizer, data);
   std::vector<std::vector<at::Tensor>> trained;
-  ASSERT_NO_THROW(trained = train_dense(options, reference.initial, data, std::get<2>(GetParam())));
+  ASSERT_NO_THROW(trained = train_dense(options, reference.initial, data, std::get<2>(GetParam()),
+                                        nullptr, std::get<3>(GetParam())));
   for (int t = 0; t < kTrainers; ++t) {
     for (size_t i = 0; i < reference.trained.size(); ++i) {
       EXPECT_TRUE(trained[t][i].allclose(reference.trained[i], 1e-4, 1e-5))
@@ -213,18 +244,26 @@ TEST(DenseWire, SixteenBitPushesAndPullsHalveTheBytesAndTrainClose) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
-  const auto [role, kind, servers] = info.param;
+  const auto [role, kind, servers, transport] = info.param;
   return std::string(to_string(role)) + "_" + to_string(kind) + "_" + std::to_string(servers) +
-         "servers";
+         "servers_" + to_string(transport);
 }
 
+constexpr DenseRole kOpt = DenseRole::kOptimizer;
+constexpr DenseRole kSum = DenseRole::kSum;
+constexpr OptimizerKind kSgd = OptimizerKind::kSgd;
+constexpr OptimizerKind kAdam = OptimizerKind::kAdam;
+
 INSTANTIATE_TEST_SUITE_P(Roles, DenseSync,
-                         ::testing::Values(Param{DenseRole::kOptimizer, OptimizerKind::kSgd, 1},
-                                           Param{DenseRole::kOptimizer, OptimizerKind::kAdam, 2},
-                                           Param{DenseRole::kOptimizer, OptimizerKind::kSgd, 3},
-                                           Param{DenseRole::kSum, OptimizerKind::kSgd, 2},
-                                           Param{DenseRole::kSum, OptimizerKind::kAdam, 3},
-                                           Param{DenseRole::kSum, OptimizerKind::kAdam, 1}),
+                         ::testing::Values(Param{kOpt, kSgd, 1, Transport::kShared},
+                                           Param{kOpt, kAdam, 2, Transport::kShared},
+                                           Param{kOpt, kSgd, 3, Transport::kShared},
+                                           Param{kSum, kSgd, 2, Transport::kShared},
+                                           Param{kSum, kAdam, 3, Transport::kShared},
+                                           Param{kSum, kAdam, 1, Transport::kShared},
+                                           Param{kOpt, kSgd, 3, Transport::kBytes},
+                                           Param{kSum, kAdam, 2, Transport::kBytes},
+                                           Param{kOpt, kAdam, 2, Transport::kOtherHost}),
                          name_of);
 
 // Position of the first event of `kind` (with `index` unless -2) in `events`, or events.size().

@@ -59,10 +59,19 @@ struct ClientOptions {
   // servers' --max-request-bytes (4 MiB by default, gRPC's default: what any caller, token or
   // not, can make a server read).
   int64_t max_request_bytes = 4 << 20;
+  // Servers on this trainer's host take pushes and answer lookups through memory shared with them
+  // when the tensors live in it (shared_tensor(); docs/ps.md "Shared memory"): no bytes on the
+  // socket. Each server says at create_table whether it can (same host identity, region mapped).
+  // Unset: on, unless GRADWIRE_PS_SHARED_MEMORY is 0.
+  std::optional<bool> shared_memory;
+  // This trainer's host identity for that choice. Empty: GRADWIRE_HOST_ID, else
+  // "<hostname>/<boot id>" (gradwire/common/host_identity.h).
+  std::string host_identity;
 };
 
 // Pure: `options` with every field that defaults from the environment filled from `env`
-// (servers, token, rank, world_size, attempt, step_timeout, tls_root_cert_file), as connect()
+// (servers, token, rank, world_size, attempt, step_timeout, tls_root_cert_file, shared_memory,
+// host_identity), as connect()
 // uses them; the incarnation stays unset (connect() takes the process's). Throws ConfigError
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
@@ -110,9 +119,13 @@ class Client {
   // can compute while rows arrive (DenseModel's pulls). Unlike lookup(), an unavailable server is
   // not retried: wait() throws. Input errors are thrown here. `wire` at::kHalf or at::kBFloat16
   // has the servers answer in 16 bits (half the bytes; the rows arrive widened to float32).
+  // `out` (float [n, dim], contiguous), when given, receives the rows and wait() returns it; a
+  // server that shares memory writes them there itself when `out` is a shared_tensor() and the
+  // ids are unique, sorted and its own (DenseModel's pulls).
   virtual std::unique_ptr<PendingLookup> start_lookup(const std::string& table,
                                                       const at::Tensor& ids,
-                                                      at::ScalarType wire = at::kFloat) = 0;
+                                                      at::ScalarType wire = at::kFloat,
+                                                      const at::Tensor& out = {}) = 0;
 
   // Dense tables (TableKind::kDense) start without values on a new server: trainer 0 writes them
   // here (ids as in lookup, unique; rows float [n, dim]), and the servers' lookups wait until it
@@ -125,7 +138,10 @@ class Client {
 
   // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim; float16 or bfloat16 grads
   // travel in 16 bits and are widened on the server) to their owners without
-  // waiting; duplicate ids are summed first. Errors surface from flush() or step().
+  // waiting; duplicate ids are summed first. Errors surface from flush() or step(). Grads in a
+  // shared_tensor() go by reference to servers that share memory (unique sorted ids): the
+  // servers read them until the step is applied, so leave them unchanged until step() returns
+  // (sync) or flush() (async).
   virtual void push(const std::string& table, const at::Tensor& ids, const at::Tensor& grads) = 0;
   // Waits until every push sent so far was applied (async) or accepted (sync); throws the first
   // push error.
@@ -140,6 +156,12 @@ class Client {
 
   // Asks every server to checkpoint its tables now (ServerOptions::checkpoint_dir). Blocks.
   virtual void checkpoint() = 0;
+  // A zero-filled contiguous CPU tensor in memory this trainer can share with the servers on its
+  // host (docs/ps.md "Shared memory"); an ordinary tensor for every other use. BackendError when
+  // the system refuses the memory.
+  virtual at::Tensor shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype = at::kFloat) = 0;
+  // Whether `server` said at the last create_table that it shares memory with this trainer.
+  virtual bool shares_memory_with(int server) const = 0;
 };
 
 // Connects lazily: no call is made until the first request. Throws ConfigError when no server or

@@ -73,6 +73,12 @@ struct ServerOptions {
   // at least 256 MiB (4 GiB with the defaults); else at least max_message_bytes.
   // --max-grpc-memory-bytes.
   int64_t max_grpc_memory_bytes = 0;
+  // Trainers on this server's host may push and pull through memory they share with it instead
+  // of bytes on the socket (docs/ps.md "Shared memory"); false: bytes only. --no-shared-memory.
+  bool shared_memory = true;
+  // This server's host identity, which a trainer's must equal for shared memory. Empty:
+  // GRADWIRE_HOST_ID, else "<hostname>/<boot id>" (gradwire/common/host_identity.h).
+  std::string host_identity;
 };
 
 // The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).

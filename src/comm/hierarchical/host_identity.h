@@ -2,9 +2,7 @@
 // and the layout derived from it (hosts, their members and leaders). Backend selection ("auto")
 // and the hierarchical backend use it; the identity is never guessed from LOCAL_WORLD_SIZE.
 //
-// The identity is GRADWIRE_HOST_ID when set and non-empty (tests simulate several hosts on one
-// machine with it), else "<hostname>/<boot id>" (/proc/sys/kernel/random/boot_id), so that two
-// machines that share a hostname, or a container and its host, are not taken for one another.
+// The identity itself is common's local_host_identity (gradwire/common/host_identity.h).
 #pragma once
 
 #include <chrono>
@@ -13,11 +11,9 @@
 #include <vector>
 
 #include "gradwire/common/env.h"
+#include "gradwire/common/host_identity.h"
 
 namespace gradwire {
-
-// This process's host identity (see above). Reads the hostname and the boot id file.
-std::string local_host_identity(const EnvMap& env);
 
 // Every one of `size` ranks writes its identity under `key_prefix`/<rank> and waits for all
 // others; returns the identities by rank. Blocks. TimeoutError naming the ranks that published

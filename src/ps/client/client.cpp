@@ -21,6 +21,7 @@
 #include "rpc/channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 #include "rpc/retry.h"
+#include "rpc/shared_memory.h"
 #include "rpc/status.h"
 #include "rpc/wire.h"
 
@@ -66,6 +67,7 @@ class ClientImpl final : public Client {
     for (const std::string& address : addresses_) {
       stubs_.push_back(v1::ParameterServer::NewStub(rpc::make_channel(address, channel)));
     }
+    shared_with_.assign(addresses_.size(), 0);
   }
 
   ~ClientImpl() override {
@@ -90,6 +92,11 @@ class ClientImpl final : public Client {
       *call->request.mutable_config() = to_message(config);
       call->request.set_server_index(server);
       call->request.set_num_servers(num_servers());
+      if (*options_.shared_memory) {
+        // Note [shared memory] (service.cpp): may this server read our regions?
+        call->request.set_host(options_.host_identity);
+        *call->request.mutable_probe() = regions_.probe();
+      }
       requests.push_back(std::move(call));
     }
     CallQueue<CreateCall> queue;
@@ -114,6 +121,9 @@ class ClientImpl final : public Client {
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t server = 0; server < calls.size(); ++server) {
+      shared_with_[server] = calls[server]->response.shared_memory() ? 1 : 0;
+    }
     tables_[config.name] = std::move(state);
   }
 
@@ -159,12 +169,30 @@ class ClientImpl final : public Client {
   }
 
   std::unique_ptr<PendingLookup> start_lookup(const std::string& name, const at::Tensor& ids,
-                                              at::ScalarType wire) override {
+                                              at::ScalarType wire, const at::Tensor& out) override {
     auto pending = std::make_unique<Pending>();
     pending->name = name;
     pending->plan = plan_lookup(name, ids);
     std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan, wire);
     const std::vector<int> servers = pending->plan.servers();
+    if (out.defined()) {
+      const int64_t dim = pending->plan.config.dim;
+      if (out.scalar_type() != at::kFloat || out.dim() != 2 || out.size(0) != ids.numel() ||
+          out.size(1) != dim || !out.is_contiguous()) {
+        throw InvalidArgument("gradwire: lookup of table '" + name + "': out must be a " +
+                              "contiguous float tensor [" + std::to_string(ids.numel()) + ", " +
+                              std::to_string(dim) + "], got " + out.toString() + " " +
+                              c10::str(out.sizes()));
+      }
+      pending->out = out;
+      // One server's answer for unique sorted ids, in the caller's order: written in place.
+      const bool in_place = requests.size() == 1 && pending->plan.unique_already &&
+                            wire == at::kFloat && shares_memory_with(servers.front());
+      if (const auto where = in_place ? regions_.find(out) : std::nullopt) {
+        *requests.front()->request.mutable_rows_into() = *where;
+        pending->into = *where;
+      }
+    }
     const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
     pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
     for (size_t i = 0; i < requests.size(); ++i) {
@@ -266,9 +294,13 @@ class ClientImpl final : public Client {
                                 ? SparseRows{dense_ids, grads.contiguous()}
                                 : coalesce(dense_ids, grads.to(at::kFloat).contiguous());
     auto queue = std::make_unique<CallQueue<PushCall>>();
+    // Gradients in shared memory go by reference to servers that share it: only ids travel.
+    const bool by_reference = regions_.find(rows.values).has_value() &&
+                              shares_memory_with_all();
     const int64_t rows_per_call = std::max<int64_t>(
         1, (options_.max_request_bytes - kRequestOverhead) /
-               (8 + config.dim * static_cast<int64_t>(rows.values.element_size())));
+               (8 + (by_reference ? 0
+                                  : config.dim * static_cast<int64_t>(rows.values.element_size()))));
     for (RoutedIds& share : split_shares(route_ids(rows.ids, num_servers()), rows_per_call)) {
       auto call = std::make_unique<PushCall>();
       call->address = addresses_[share.server];
@@ -277,8 +309,13 @@ class ClientImpl final : public Client {
       call->request.set_step(step);
       *call->request.mutable_attempt() = to_message(attempt_);
       rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
-      rpc::encode_tensor(gather_rows(rows.values, share.positions), call->request.mutable_grads(),
-                         "push.grads");
+      const at::Tensor values = gather_rows(rows.values, share.positions);
+      const auto where = by_reference ? regions_.find(values) : std::nullopt;
+      if (where) {
+        rpc::encode_shared_tensor(values, *where, call->request.mutable_grads(), "push.grads");
+      } else {
+        rpc::encode_tensor(values, call->request.mutable_grads(), "push.grads");
+      }
       rpc::prepare_context(call->context, token_,
                            std::chrono::system_clock::now() + options_.call_deadline);
       queue->start(std::move(call), prepare_push(*stubs_[share.server]));
@@ -337,6 +374,15 @@ class ClientImpl final : public Client {
                    [](Stub& stub) { return prepare_checkpoint(stub); });
   }
 
+  at::Tensor shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype) override {
+    return regions_.allocate(sizes, dtype);
+  }
+
+  bool shares_memory_with(int server) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return server >= 0 && server < num_servers() && shared_with_[static_cast<size_t>(server)];
+  }
+
  private:
   struct TableState {
     TableConfig config;
@@ -353,10 +399,27 @@ class ClientImpl final : public Client {
     std::vector<LookupCall*> calls;
     Clock::time_point limit;
 
+    at::Tensor out;                          // the caller's, if given
+    std::optional<v1::SharedBytes> into;     // where the server writes the rows itself
+
     at::Tensor wait() override {
       queue.wait_or_cancel(limit, kCompletionMargin);
       throw_first_failure(queue, table_op("lookup", name));
-      return assemble_rows(name, plan, calls);
+      if (into) {
+        const v1::Tensor& rows = calls.front()->response.rows();
+        if (!rows.has_shared() || rows.shared().key() != into->key() ||
+            rows.shared().offset() != into->offset() || rows.shape_size() != 2 ||
+            rows.shape(0) != out.size(0) || rows.shape(1) != out.size(1)) {
+          throw BackendError("gradwire: lookup of table '" + name + "': server " +
+                             calls.front()->address +
+                             " did not answer in the shared memory it was given");
+        }
+        return out;
+      }
+      const at::Tensor rows = assemble_rows(name, plan, calls);
+      if (!out.defined()) return rows;
+      out.copy_(rows);
+      return out;
     }
   };
 
@@ -377,6 +440,11 @@ class ClientImpl final : public Client {
     const TableState& state = find_table(name);
     if (!state.disagreement.empty()) throw BackendError(state.disagreement);
     return state;
+  }
+
+  bool shares_memory_with_all() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::all_of(shared_with_.begin(), shared_with_.end(), [](char on) { return on != 0; });
   }
 
   const TableState& find_table(const std::string& name) const {
@@ -466,8 +534,11 @@ class ClientImpl final : public Client {
   rpc::RetryPolicy retry_;
   std::vector<std::unique_ptr<Stub>> stubs_;
 
-  mutable std::mutex mutex_;  // guards tables_ and pushes_
+  rpc::SharedRegions regions_;  // shared_tensor()'s memory (thread-safe)
+
+  mutable std::mutex mutex_;  // guards tables_, pushes_ and shared_with_
   std::map<std::string, TableState> tables_;
+  std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
   std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
 };
 

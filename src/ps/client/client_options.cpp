@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/host_identity.h"
 #include "gradwire/common/launcher_env.h"
 #include "gradwire/ps/client.h"
 #include "rpc/auth.h"
@@ -64,6 +65,16 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
   if (resolved.tls_root_cert_file.empty()) {
     resolved.tls_root_cert_file = env.get("GRADWIRE_TLS_ROOTS").value_or("");
   }
+  if (!resolved.shared_memory) {
+    const std::optional<std::string> text = env.get("GRADWIRE_PS_SHARED_MEMORY");
+    if (text && *text != "0" && *text != "1") {
+      throw ConfigError("gradwire: GRADWIRE_PS_SHARED_MEMORY='" + *text +
+                        "' (need 0 or 1: whether trainers share memory with the servers on "
+                        "their host)");
+    }
+    resolved.shared_memory = !text || *text == "1";
+  }
+  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
   return resolved;
 }
 

@@ -55,6 +55,7 @@ struct DenseModel::State {
   std::vector<int> push_params;  // distinct parameters per push message
   std::vector<at::Tensor> pull_ids;
   std::vector<std::vector<Piece>> pull_pieces;
+  std::vector<at::Tensor> pull_buffers;  // [rows, W] per pull message (float32 wire only)
 
   // Guarded by mutex (gradient hooks run on autograd's thread):
   std::mutex mutex;
@@ -126,12 +127,17 @@ struct DenseModel::State {
         }
       }
       push_params.push_back(static_cast<int>(distinct.size()));
-      push_buffers.push_back(at::zeros({message.rows, layout.row_width}, at::kFloat));
+      // In shared memory: servers on this host read it in place (docs/ps.md "Shared memory").
+      push_buffers.push_back(client->shared_tensor({message.rows, layout.row_width}));
     }
     for (const DenseMessage& pull : layout.pull_messages) {
       const DenseMessage message = in_id_order(pull);
       pull_ids.push_back(ids_of(message));
       pull_pieces.push_back(pieces_of(message));
+      // The servers write float32 rows here themselves when they share memory.
+      if (options.wire == at::kFloat) {
+        pull_buffers.push_back(client->shared_tensor({message.rows, layout.row_width}));
+      }
     }
     pulls.resize(layout.pull_messages.size());
     arrived.assign(layout.pull_messages.size(), 1);
@@ -144,7 +150,8 @@ struct DenseModel::State {
     grad_seen.assign(params.size(), 0);
   }
 
-  // Sends push message `m` (its buffer is copied by the client before push() returns).
+  // Sends push message `m`. Its buffer is copied before push() returns, or, in shared memory, read
+  // by the servers until the step is applied: the hooks write it again only after step().
   void push_locked(int m) {
     const at::Tensor& buffer = push_buffers[static_cast<size_t>(m)];
     client->push(options.table, push_ids[static_cast<size_t>(m)],
@@ -209,7 +216,8 @@ struct DenseModel::State {
 
   void start_pulls() {
     for (size_t m = 0; m < pull_ids.size(); ++m) {
-      pulls[m] = client->start_lookup(options.table, pull_ids[m], options.wire);
+      pulls[m] = client->start_lookup(options.table, pull_ids[m], options.wire,
+                                      pull_buffers.empty() ? at::Tensor() : pull_buffers[m]);
       arrived[m] = 0;
       const std::lock_guard<std::mutex> lock(mutex);
       record(DenseEvent::Kind::kPullSent, static_cast<int>(m));

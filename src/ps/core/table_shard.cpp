@@ -178,11 +178,20 @@ at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
 
 at::Tensor TableShard::lookup(const at::Tensor& ids,
                               std::chrono::steady_clock::time_point values_deadline) const {
+  at::Tensor out = at::empty({ids.dim() == 1 ? ids.numel() : 0, config_.dim}, at::kFloat);
+  lookup_into(ids, values_deadline, out);
+  return out;
+}
+
+void TableShard::lookup_into(const at::Tensor& ids,
+                             std::chrono::steady_clock::time_point values_deadline,
+                             const at::Tensor& out) const {
   check_ids(ids, "lookup");
   const at::Tensor dense = ids.contiguous();
   const int64_t count = dense.numel();
   const int64_t dim = config_.dim;
-  at::Tensor out = at::empty({count, dim}, at::kFloat);
+  GRADWIRE_CHECK(out.scalar_type() == at::kFloat && out.is_contiguous() && out.dim() == 2 &&
+                 out.size(0) == count && out.size(1) == dim);
   const int64_t* id = dense.data_ptr<int64_t>();
   float* to = out.data_ptr<float>();
   std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -195,11 +204,14 @@ at::Tensor TableShard::lookup(const at::Tensor& ids,
   }
   GRADWIRE_CHECK(weights_.is_contiguous());
   const float* rows = weights_.data_ptr<float>();
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(to + i * dim, rows + (id[i] / num_servers_) * dim,
-                static_cast<size_t>(dim) * sizeof(float));
+  // Runs of consecutive local rows (a dense pull) are one copy each.
+  for (int64_t i = 0; i < count;) {
+    const int64_t local = id[i] / num_servers_;
+    int64_t run = 1;
+    while (i + run < count && id[i + run] / num_servers_ == local + run) ++run;
+    std::memcpy(to + i * dim, rows + local * dim, static_cast<size_t>(run * dim) * sizeof(float));
+    i += run;
   }
-  return out;
 }
 
 void TableShard::check_rows(const at::Tensor& ids, const at::Tensor& rows, const char* what) const {

@@ -145,6 +145,9 @@ class TableShard {
   // waits for them until `values_deadline` (TimeoutError saying it still waits for trainer 0).
   at::Tensor lookup(const at::Tensor& ids,
                     std::chrono::steady_clock::time_point values_deadline = {}) const;
+  // The same written into `out` (float32 [n, dim], contiguous: a trainer's shared memory).
+  void lookup_into(const at::Tensor& ids, std::chrono::steady_clock::time_point values_deadline,
+                   const at::Tensor& out) const;
 
   // Dense shards awaiting their values: writes `rows` (float32 [n, dim], finite) at `ids` (as in
   // lookup); `complete` ends the waiting (lookups answer from now on). Only trainer 0 assigns.

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/host_identity.h"
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/server_listen.h"
 #include "ps/server/service.h"
@@ -100,7 +101,7 @@ class ServerImpl final : public Server {
         options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
                       options.max_waiting_steps},
-        tables_, checkpoints_);
+        options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_);
 
     rpc::disable_abseil_deadlock_detection();
     grpc::ServerBuilder builder;
@@ -219,6 +220,7 @@ std::unique_ptr<Server> start_server(const ServerOptions& options) {
 std::unique_ptr<Server> start_server(const ServerOptions& options, const EnvMap& env) {
   ServerOptions resolved = options;
   resolved.token = rpc::load_token(options.token, options.token_file, env);
+  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
   check_options(resolved);
   return std::make_unique<ServerImpl>(resolved);
 }

@@ -112,9 +112,17 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 }
 
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
-                                               TableRegistry& tables,
+                                               std::string shared_host, TableRegistry& tables,
                                                ServerCheckpoints& checkpoints)
-    : token_(std::move(token)), limits_(limits), tables_(tables), checkpoints_(checkpoints) {}
+    : token_(std::move(token)),
+      limits_(limits),
+      shared_host_(std::move(shared_host)),
+      tables_(tables),
+      checkpoints_(checkpoints) {}
+
+rpc::SharedRegionCache* ParameterServerService::shared() {
+  return shared_host_.empty() ? nullptr : &shared_;
+}
 
 std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string& name,
                                                                grpc::Status* status) const {
@@ -165,6 +173,9 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     response->set_step(table.shard->step());
     response->set_created(table.created);
     response->set_awaiting_values(table.shard->awaiting_values());
+    // Note [shared memory]: a trainer of this host whose region maps here may send references.
+    response->set_shared_memory(!shared_host_.empty() && request->has_probe() &&
+                                request->host() == shared_host_ && shared_.probe(request->probe()));
     return grpc::Status::OK;
   });
 }
@@ -190,11 +201,28 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                               std::to_string(limits_.max_message_bytes) +
                               "; look up fewer ids per call");
     }
-    // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
-    const at::Tensor rows =
-        shard->lookup(ids, step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
-                                              std::chrono::steady_clock::now()));
+    const auto values_deadline = step_wait_deadline(
+        context->deadline(), std::chrono::system_clock::now(), std::chrono::steady_clock::now());
     const int wire = request->rows_dtype();
+    if (request->has_rows_into()) {
+      // Into the trainer's shared memory (Note [shared memory]): float32 rows written in place.
+      if (wire != v1::FLOAT32 && wire != v1::DTYPE_UNSPECIFIED) {
+        throw InvalidArgument("lookup.rows_into takes float32 rows, not " +
+                              rpc::wire_dtype_name(wire));
+      }
+      if (shared() == nullptr) {
+        throw InvalidArgument(
+            "lookup.rows_into: this server takes no shared memory (it offered none at "
+            "CreateTable)");
+      }
+      const at::Tensor into = shared_.view(request->rows_into(), {ids.numel(), shard->config().dim},
+                                           at::kFloat, "lookup.rows_into");
+      // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
+      shard->lookup_into(ids, values_deadline, into);
+      rpc::encode_shared_tensor(into, request->rows_into(), response->mutable_rows(), "lookup.rows");
+      return grpc::Status::OK;
+    }
+    const at::Tensor rows = shard->lookup(ids, values_deadline);
     rpc::encode_tensor(wire == v1::FLOAT16    ? rows.to(at::kHalf)
                        : wire == v1::BFLOAT16 ? rows.to(at::kBFloat16)
                                               : rows,
@@ -212,7 +240,8 @@ grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
     const at::Tensor ids = rpc::decode_tensor(request->ids(), "assign.ids", {at::kLong, 1});
-    const at::Tensor rows = rpc::decode_tensor(request->rows(), "assign.rows", {at::kFloat, 2});
+    const at::Tensor rows =
+        rpc::decode_tensor(request->rows(), "assign.rows", {at::kFloat, 2}, shared());
     shard->assign(request->trainer(), ids, rows, request->complete());
     return grpc::Status::OK;
   });
@@ -226,9 +255,11 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
-    // Decoded into tensors of their own, which a sync shard keeps without a copy.
+    // Decoded into tensors of their own, which a sync shard keeps without a copy; shared bytes
+    // are viewed in place (Note [shared memory]).
     at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
-    at::Tensor grads = rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2});
+    at::Tensor grads =
+        rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2}, shared());
     shard->push_owned(request->trainer(), request->step(), std::move(ids), std::move(grads),
                       from_message(request->attempt()));
     if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);

@@ -24,6 +24,7 @@
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/table_registry.h"
 #include "rpc/proto/ps.grpc.pb.h"
+#include "rpc/shared_memory.h"
 
 namespace gradwire::ps {
 
@@ -54,9 +55,10 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
-  // `tables` and `checkpoints` must outlive the service.
-  ParameterServerService(std::string token, ServiceLimits limits, TableRegistry& tables,
-                         ServerCheckpoints& checkpoints);
+  // `tables` and `checkpoints` must outlive the service. `shared_host`: this server's host
+  // identity, where trainers of that host may share memory with it; empty: they may not.
+  ParameterServerService(std::string token, ServiceLimits limits, std::string shared_host,
+                         TableRegistry& tables, ServerCheckpoints& checkpoints);
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
@@ -76,9 +78,13 @@ class ParameterServerService final : public v1::ParameterServer::Service {
  private:
   // The shard of `name`, or nullptr with *status set to NOT_FOUND.
   std::shared_ptr<TableShard> find_table(const std::string& name, grpc::Status* status) const;
+  // The regions of trainers on this host, or nullptr when this server shares no memory.
+  rpc::SharedRegionCache* shared();
 
   const std::string token_;
   const ServiceLimits limits_;
+  const std::string shared_host_;
+  rpc::SharedRegionCache shared_;  // regions of trainers on this host (rpc/shared_memory.h)
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now

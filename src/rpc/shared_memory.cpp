@@ -1,0 +1,250 @@
+#include "rpc/shared_memory.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::rpc {
+namespace {
+
+constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+std::string region_name(uint64_t key) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "gradwire-ps-%016llx", static_cast<unsigned long long>(key));
+  return name;
+}
+
+std::string errno_text(const char* call) {
+  return std::string(call) + ": " + std::strerror(errno);
+}
+
+uint64_t random_key() {
+  std::random_device device;
+  uint64_t key = 0;
+  while (key == 0) key = (uint64_t{device()} << 32) ^ device();
+  return key;
+}
+
+// Closes a descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+// A live region of SharedRegions: its key, descriptor and mapping.
+struct Region {
+  uint64_t key = 0;
+  int fd = -1;
+  void* data = nullptr;
+  int64_t bytes = 0;
+};
+
+struct SharedRegions::Registry {
+  mutable std::mutex mutex;
+  std::map<uintptr_t, Region> by_address;  // by the mapping's start
+};
+
+SharedRegions::SharedRegions() : registry_(std::make_shared<Registry>()) {}
+
+at::Tensor SharedRegions::allocate(at::IntArrayRef sizes, at::ScalarType dtype) {
+  int64_t numel = 1;
+  for (const int64_t size : sizes) {
+    if (size < 0) throw InvalidArgument("gradwire: shared tensor of negative size " + c10::str(sizes));
+    numel *= size;
+  }
+  const int64_t bytes = std::max<int64_t>(1, numel * static_cast<int64_t>(c10::elementSize(dtype)));
+  Region region;
+  region.key = random_key();
+  region.bytes = bytes;
+  const std::string name = region_name(region.key);
+  region.fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (region.fd < 0) throw BackendError("gradwire: shared memory: " + errno_text("memfd_create"));
+  FdCloser guard{region.fd};
+  if (::ftruncate(region.fd, bytes) != 0) {
+    throw BackendError("gradwire: shared memory of " + std::to_string(bytes) +
+                       " bytes: " + errno_text("ftruncate"));
+  }
+  if (::fcntl(region.fd, F_ADD_SEALS, kSeals) != 0) {
+    throw BackendError("gradwire: shared memory: " + errno_text("fcntl(F_ADD_SEALS)"));
+  }
+  region.data = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
+                       region.fd, 0);
+  if (region.data == MAP_FAILED) {
+    throw BackendError("gradwire: shared memory of " + std::to_string(bytes) +
+                       " bytes: " + errno_text("mmap"));
+  }
+  guard.fd = -1;  // the registry owns it now
+  {
+    const std::lock_guard<std::mutex> lock(registry_->mutex);
+    registry_->by_address[reinterpret_cast<uintptr_t>(region.data)] = region;
+  }
+  std::weak_ptr<Registry> registry = registry_;
+  const Region owned = region;
+  return at::from_blob(
+      region.data, sizes,
+      [registry, owned](void*) {
+        if (const auto live = registry.lock()) {
+          const std::lock_guard<std::mutex> lock(live->mutex);
+          live->by_address.erase(reinterpret_cast<uintptr_t>(owned.data));
+        }
+        ::munmap(owned.data, static_cast<size_t>(owned.bytes));
+        ::close(owned.fd);
+      },
+      at::TensorOptions().dtype(dtype));
+}
+
+std::optional<v1::SharedBytes> SharedRegions::find(const at::Tensor& tensor) const {
+  if (!tensor.defined() || !tensor.device().is_cpu() || !tensor.is_contiguous()) return std::nullopt;
+  const auto start = reinterpret_cast<uintptr_t>(tensor.data_ptr());
+  const auto bytes = static_cast<uintptr_t>(tensor.numel()) * tensor.element_size();
+  const std::lock_guard<std::mutex> lock(registry_->mutex);
+  auto found = registry_->by_address.upper_bound(start);
+  if (found == registry_->by_address.begin()) return std::nullopt;
+  --found;
+  const Region& region = found->second;
+  if (start + bytes > found->first + static_cast<uintptr_t>(region.bytes)) return std::nullopt;
+  v1::SharedBytes ref;
+  ref.set_key(region.key);
+  ref.set_pid(static_cast<int32_t>(::getpid()));
+  ref.set_fd(region.fd);
+  ref.set_offset(static_cast<int64_t>(start - found->first));
+  return ref;
+}
+
+v1::SharedBytes SharedRegions::probe() {
+  if (!probe_.defined()) {
+    probe_ = allocate({1}, at::kLong);
+    const std::optional<v1::SharedBytes> ref = find(probe_);
+    GRADWIRE_CHECK(ref.has_value());
+    probe_.data_ptr<int64_t>()[0] = static_cast<int64_t>(ref->key());
+  }
+  return *find(probe_);
+}
+
+SharedMapping::~SharedMapping() { ::munmap(data, static_cast<size_t>(bytes)); }
+
+SharedRegionCache::SharedRegionCache(int max_regions) : max_regions_(std::max(1, max_regions)) {}
+
+std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& ref,
+                                                         const std::string& field) {
+  const std::string where = "gradwire: shared bytes '" + field + "' (process " +
+                            std::to_string(ref.pid()) + ", descriptor " + std::to_string(ref.fd()) +
+                            ", region " + region_name(ref.key()) + ")";
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = regions_.find(ref.key());
+    if (found != regions_.end()) {
+      if (found->second.pid != ref.pid() || found->second.fd != ref.fd()) {
+        throw InvalidArgument(where + ": this key belongs to process " +
+                              std::to_string(found->second.pid) + ", descriptor " +
+                              std::to_string(found->second.fd));
+      }
+      return found->second.mapping;
+    }
+  }
+  if (ref.key() == 0 || ref.pid() <= 0 || ref.fd() < 0) {
+    throw InvalidArgument(where + ": not a region reference");
+  }
+  const std::string path =
+      "/proc/" + std::to_string(ref.pid()) + "/fd/" + std::to_string(ref.fd());
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    throw InvalidArgument(where + ": cannot open " + path + " (" + std::strerror(errno) +
+                          "); is the trainer on this host and alive?");
+  }
+  FdCloser guard{fd};
+  // The file opened must be the region named: a memfd "gradwire-ps-<key>", sealed.
+  char target[256] = {};
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t length = ::readlink(self.c_str(), target, sizeof(target) - 1);
+  const std::string expected = "/memfd:" + region_name(ref.key()) + " (deleted)";
+  if (length <= 0 || std::string(target, static_cast<size_t>(length)) != expected) {
+    throw InvalidArgument(where + ": " + path + " is not that region");
+  }
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (static_cast<unsigned>(seals) & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+                       (F_SEAL_SHRINK | F_SEAL_GROW)) {
+    throw InvalidArgument(where + ": the region is not sealed against resizing");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || info.st_size <= 0) {
+    throw InvalidArgument(where + ": cannot read the region's size");
+  }
+  void* data = ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ | PROT_WRITE,
+                      MAP_SHARED, fd, 0);
+  if (data == MAP_FAILED) {
+    throw InvalidArgument(where + ": " + errno_text("mmap"));
+  }
+  auto mapping = std::make_shared<SharedMapping>(data, static_cast<int64_t>(info.st_size));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto [it, inserted] = regions_.emplace(ref.key(), Entry{ref.pid(), ref.fd(), mapping});
+  if (!inserted) return it->second.mapping;  // another call mapped it meanwhile
+  order_.push_back(ref.key());
+  if (static_cast<int>(regions_.size()) > max_regions_) {
+    // Regions of processes that ended first, then the oldest.
+    for (auto key = order_.begin(); key != order_.end();) {
+      const auto entry = regions_.find(*key);
+      if (entry != regions_.end() && ::kill(entry->second.pid, 0) != 0 && errno == ESRCH) {
+        regions_.erase(entry);
+        key = order_.erase(key);
+      } else {
+        ++key;
+      }
+    }
+    while (static_cast<int>(regions_.size()) > max_regions_) {
+      regions_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  return mapping;
+}
+
+at::Tensor SharedRegionCache::view(const v1::SharedBytes& ref, at::IntArrayRef sizes,
+                                   at::ScalarType dtype, const std::string& field) {
+  const std::shared_ptr<SharedMapping> mapping = attach(ref, field);
+  int64_t numel = 1;
+  for (const int64_t size : sizes) numel *= size;  // the caller bounded the shape
+  const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t bytes = numel * element;
+  const int64_t offset = ref.offset();
+  if (offset < 0 || offset % element != 0 || offset > mapping->bytes ||
+      bytes > mapping->bytes - offset) {
+    throw InvalidArgument("gradwire: shared bytes '" + field + "': " + std::to_string(bytes) +
+                          " bytes at offset " + std::to_string(offset) + " of a region of " +
+                          std::to_string(mapping->bytes) + " bytes (out of bounds or not aligned to " +
+                          std::to_string(element) + ")");
+  }
+  return at::from_blob(static_cast<char*>(mapping->data) + offset, sizes,
+                       [mapping](void*) {}, at::TensorOptions().dtype(dtype));
+}
+
+bool SharedRegionCache::probe(const v1::SharedBytes& ref) {
+  try {
+    const at::Tensor key = view(ref, {1}, at::kLong, "probe");
+    return static_cast<uint64_t>(key.data_ptr<int64_t>()[0]) == ref.key();
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+}
+
+int SharedRegionCache::size() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(regions_.size());
+}
+
+}  // namespace gradwire::rpc

@@ -1,0 +1,185 @@
+// Shared memory between a trainer and the servers on its host (rpc/shared_memory.h): regions found
+// by their tensors, viewed by a server in place (both ways), the wire's shared tensors, and every
+// reference a server must refuse (wrong key, unsealed, out of bounds, misaligned, gone).
+#include "rpc/shared_memory.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "gradwire/common/error.h"
+#include "rpc/wire.h"
+
+namespace gradwire::rpc {
+namespace shared_memory_test {  // not anonymous: unity batches (docs/architecture.md "Tests")
+
+std::string refusal(SharedRegionCache& cache, const v1::SharedBytes& ref,
+                    at::IntArrayRef sizes = {4}, at::ScalarType dtype = at::kFloat) {
+  try {
+    cache.view(ref, sizes, dtype, "push.grads");
+  } catch (const InvalidArgument& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected InvalidArgument";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(SharedMemory, ATensorIsZeroedAndFoundWithTheOffsetOfItsBytes) {
+  SharedRegions regions;
+  const at::Tensor rows = regions.allocate({4, 8}, at::kFloat);
+  EXPECT_TRUE(at::equal(rows, at::zeros({4, 8})));
+  const auto whole = regions.find(rows);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->pid(), ::getpid());
+  EXPECT_EQ(whole->offset(), 0);
+  EXPECT_NE(whole->key(), 0u);
+  const auto third = regions.find(rows[2]);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->offset(), 2 * 8 * 4);
+  EXPECT_EQ(third->key(), whole->key());
+  EXPECT_FALSE(regions.find(at::zeros({4, 8})).has_value());
+  EXPECT_FALSE(regions.find(rows.t()).has_value()) << "not contiguous";
+  // Another object's regions are not this one's.
+  SharedRegions others;
+  EXPECT_FALSE(others.find(rows).has_value());
+}
+
+TEST(SharedMemory, AServerViewsTheTrainersBytesInPlaceBothWays) {
+  SharedRegions regions;
+  at::Tensor rows = regions.allocate({3, 5}, at::kFloat);
+  rows.copy_(at::randn({3, 5}));
+  SharedRegionCache cache;
+  at::Tensor seen = cache.view(*regions.find(rows), {3, 5}, at::kFloat, "push.grads");
+  EXPECT_NE(seen.data_ptr(), rows.data_ptr()) << "the server maps the region itself";
+  EXPECT_TRUE(at::equal(seen, rows));
+  seen.fill_(7.0);  // a lookup answered in place
+  EXPECT_TRUE(at::equal(rows, at::full({3, 5}, 7.0)));
+  // The same key again: the mapping is reused.
+  cache.view(*regions.find(rows[1]), {5}, at::kFloat, "push.grads");
+  EXPECT_EQ(cache.size(), 1);
+}
+
+TEST(SharedMemory, TheWireCarriesAReferenceThatOnlyAReceiverWithRegionsDecodes) {
+  SharedRegions regions;
+  at::Tensor rows = regions.allocate({6, 4}, at::kFloat);
+  rows.copy_(at::randn({6, 4}));
+  v1::Tensor message;
+  encode_shared_tensor(rows, *regions.find(rows), &message, "push.grads");
+  EXPECT_TRUE(message.data().empty());
+  EXPECT_TRUE(message.has_shared());
+  SharedRegionCache cache;
+  const at::Tensor back = decode_tensor(message, "push.grads", {at::kFloat, 2}, &cache);
+  EXPECT_TRUE(at::equal(back, rows));
+  rows.add_(1.0);
+  EXPECT_TRUE(at::equal(back, rows)) << "a view, not a copy";
+  try {
+    decode_tensor(message, "push.grads", {at::kFloat, 2});
+    ADD_FAILURE() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_TRUE(contains(error.what(), "shared memory")) << error.what();
+  }
+  // Bytes and a reference together are malformed; so is a shape past the region's end.
+  v1::Tensor both = message;
+  both.set_data(std::string(6 * 4 * 4, '\0'));
+  EXPECT_THROW(decode_tensor(both, "push.grads", {at::kFloat, 2}, &cache), InvalidArgument);
+  v1::Tensor larger = message;
+  larger.set_shape(0, 7);
+  EXPECT_THROW(decode_tensor(larger, "push.grads", {at::kFloat, 2}, &cache), InvalidArgument);
+}
+
+TEST(SharedMemory, AServerRefusesWhatIsNotASealedRegionOfThatKeyOrLiesOutsideIt) {
+  SharedRegions regions;
+  const at::Tensor rows = regions.allocate({16}, at::kFloat);
+  const v1::SharedBytes good = *regions.find(rows);
+  SharedRegionCache cache;
+
+  v1::SharedBytes wrong_key = good;
+  wrong_key.set_key(good.key() ^ 1);
+  EXPECT_TRUE(contains(refusal(cache, wrong_key), "is not that region"));
+
+  v1::SharedBytes past_end = good;
+  past_end.set_offset(60);
+  EXPECT_TRUE(contains(refusal(cache, past_end, {4}), "out of bounds"));
+  v1::SharedBytes misaligned = good;
+  misaligned.set_offset(2);
+  EXPECT_TRUE(contains(refusal(cache, misaligned, {4}), "aligned"));
+  v1::SharedBytes negative = good;
+  negative.set_offset(-4);
+  EXPECT_TRUE(contains(refusal(cache, negative, {4}), "out of bounds"));
+
+  SharedRegionCache fresh;  // one that has not mapped the key yet
+  v1::SharedBytes other_fd = good;
+  other_fd.set_fd(good.fd() + 1000);
+  EXPECT_TRUE(contains(refusal(fresh, other_fd), "cannot open"));
+
+  // A key the server knows, claimed by another descriptor.
+  cache.view(good, {4}, at::kFloat, "push.grads");
+  v1::SharedBytes stolen = good;
+  stolen.set_fd(0);
+  EXPECT_TRUE(contains(refusal(cache, stolen), "belongs to"));
+
+  // A memfd with a region's name but no seals (it could shrink under the server's mapping).
+  const uint64_t key = 0x1234abcd5678ef00ULL;
+  char name[40];
+  std::snprintf(name, sizeof(name), "gradwire-ps-%016llx", static_cast<unsigned long long>(key));
+  const int fd = ::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 4096), 0);
+  v1::SharedBytes unsealed;
+  unsealed.set_key(key);
+  unsealed.set_pid(::getpid());
+  unsealed.set_fd(fd);
+  EXPECT_TRUE(contains(refusal(cache, unsealed), "not sealed"));
+  ::close(fd);
+}
+
+TEST(SharedMemory, TheProbeSaysWhetherTheServerCanMapTheTrainersRegions) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  const v1::SharedBytes probe = regions.probe();
+  EXPECT_TRUE(cache.probe(probe));
+  v1::SharedBytes elsewhere = probe;
+  elsewhere.set_pid(0x7ffffff0);  // no such process here: another host's trainer
+  EXPECT_FALSE(cache.probe(elsewhere));
+}
+
+TEST(SharedMemory, FreedTensorsLeaveTheRegistryAndServersKeepWhatTheyMapped) {
+  SharedRegions regions;
+  at::Tensor rows = regions.allocate({8}, at::kFloat);
+  rows.fill_(3.0);
+  const at::Tensor view_of_rows = rows.view({2, 4});
+  const v1::SharedBytes ref = *regions.find(rows);
+  SharedRegionCache cache;
+  const at::Tensor seen = cache.view(ref, {8}, at::kFloat, "push.grads");
+  rows.reset();
+  EXPECT_TRUE(regions.find(view_of_rows).has_value()) << "the storage is still alive";
+  const_cast<at::Tensor&>(view_of_rows).reset();
+  EXPECT_TRUE(at::equal(seen, at::full({8}, 3.0)));
+  SharedRegions fresh;
+  at::Tensor another = fresh.allocate({8}, at::kFloat);
+  EXPECT_TRUE(fresh.find(another).has_value());
+}
+
+TEST(SharedMemory, TheCacheKeepsAtMostItsBoundOfRegions) {
+  SharedRegions regions;
+  std::vector<at::Tensor> tensors;
+  SharedRegionCache cache(2);
+  for (int i = 0; i < 3; ++i) {
+    tensors.push_back(regions.allocate({4}, at::kFloat));
+    cache.view(*regions.find(tensors.back()), {4}, at::kFloat, "push.grads");
+  }
+  EXPECT_EQ(cache.size(), 2);
+  // The evicted one maps again when used.
+  cache.view(*regions.find(tensors.front()), {4}, at::kFloat, "push.grads");
+  EXPECT_EQ(cache.size(), 2);
+}
+
+}  // namespace shared_memory_test
+}  // namespace gradwire::rpc
