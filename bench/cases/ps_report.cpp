@@ -170,7 +170,9 @@ std::string describe_ps_layout(const nlohmann::json& layout) {
          std::to_string(layout.at("row_width").get<std::int64_t>()) + " (" +
          format_fixed(100.0 * layout.at("padding_fraction").get<double>(), 1) + "% padding), " +
          std::to_string(layout.at("push_messages").get<std::int64_t>()) + " push and " +
-         std::to_string(layout.at("pull_messages").get<std::int64_t>()) + " pull messages per step";
+         std::to_string(layout.at("pull_messages").get<std::int64_t>()) +
+         " pull messages per step" +
+         (layout.contains("transport") ? ", " + layout.at("transport").get<std::string>() : "");
 }
 
 void print_ps_side(std::ostream& out, const TrainerResults& side, const PsSettings& settings,

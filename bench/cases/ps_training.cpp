@@ -51,6 +51,19 @@ nlohmann::json layout_json(const ps::DenseLayout& layout) {
           {"servers", servers}};
 }
 
+// How trainer 0 reaches the servers (docs/ps.md "Shared memory").
+std::string transport_text(const ps::Client& client) {
+  int sharing = 0;
+  for (int server = 0; server < client.num_servers(); ++server) {
+    sharing += client.shares_memory_with(server) ? 1 : 0;
+  }
+  if (sharing == 0) return "rows as bytes over gRPC";
+  return "rows in shared memory" +
+         (sharing < client.num_servers() ? " with " + std::to_string(sharing) + " of " +
+                                               std::to_string(client.num_servers()) + " servers"
+                                         : std::string());
+}
+
 }  // namespace
 
 TrainingSetup ps_training_setup(const PsSettings& settings) {
@@ -90,6 +103,7 @@ PsTrainerOutcome train_ps(const PsSettings& settings, int trainer, int trainers)
 
   PsTrainerOutcome outcome;
   outcome.layout = layout_json(dense.layout());
+  outcome.layout["transport"] = transport_text(*client);
   outcome.layout_text = dense.describe_layout();
   TrainerSamples& samples = outcome.samples;
   samples.trainer = trainer;

@@ -36,6 +36,13 @@ uint64_t random_key() {
   return key;
 }
 
+// What the symbolic link `path` names, or "" when it cannot be read.
+std::string link_target(const std::string& path) {
+  char target[256] = {};
+  const ssize_t length = ::readlink(path.c_str(), target, sizeof(target) - 1);
+  return length > 0 ? std::string(target, static_cast<size_t>(length)) : std::string();
+}
+
 // Closes a descriptor when it goes out of scope.
 struct FdCloser {
   int fd;
@@ -162,18 +169,21 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
   }
   const std::string path =
       "/proc/" + std::to_string(ref.pid()) + "/fd/" + std::to_string(ref.fd());
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  const std::string expected = "/memfd:" + region_name(ref.key()) + " (deleted)";
+  // Named as the region before it is opened (no device or pipe is ever opened), and the file
+  // opened checked again below (the descriptor may have been replaced in between).
+  if (link_target(path) != expected) {
+    throw InvalidArgument(where + ": " + path + " is not that region (or cannot be read: is " +
+                          "the trainer on this host and alive?)");
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     throw InvalidArgument(where + ": cannot open " + path + " (" + std::strerror(errno) +
                           "); is the trainer on this host and alive?");
   }
   FdCloser guard{fd};
   // The file opened must be the region named: a memfd "gradwire-ps-<key>", sealed.
-  char target[256] = {};
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
-  const ssize_t length = ::readlink(self.c_str(), target, sizeof(target) - 1);
-  const std::string expected = "/memfd:" + region_name(ref.key()) + " (deleted)";
-  if (length <= 0 || std::string(target, static_cast<size_t>(length)) != expected) {
+  if (link_target("/proc/self/fd/" + std::to_string(fd)) != expected) {
     throw InvalidArgument(where + ": " + path + " is not that region");
   }
   const int seals = ::fcntl(fd, F_GET_SEALS);

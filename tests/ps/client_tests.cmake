@@ -1,5 +1,6 @@
 # Client and modules: id routing, lookups, sync training equal to one process (each optimizer,
-# the hybrid model with DDP, and DenseModel in both roles), async convergence, and failures (unreachable and stopped
+# the hybrid model with DDP, and DenseModel in both roles, on shared memory and bytes), async
+# convergence, the shared-memory transport, and failures (unreachable and stopped
 # servers, a trainer that never finishes its step). Servers run in-process.
 gradwire_add_test(ps_client_test
   SOURCES
@@ -8,6 +9,7 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/embedding_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/hybrid_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/dense_equivalence_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/shared_memory_client_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
   LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_messages gradwire_rpc gradwire_ddp gradwire_launch gradwire_test_support

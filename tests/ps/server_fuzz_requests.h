@@ -5,12 +5,14 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -95,6 +97,24 @@ inline std::vector<v1::Tensor> hostile_tensors() {
   return out;
 }
 
+// References to shared memory that is not a trainer's region (rpc/shared_memory.h): this
+// process's stdin, another process's descriptor, nonsense numbers, a key the server never saw.
+inline std::vector<v1::SharedBytes> hostile_shared_bytes() {
+  std::vector<v1::SharedBytes> out;
+  const int32_t self = static_cast<int32_t>(::getpid());
+  for (const auto& [pid, fd, offset] : std::vector<std::tuple<int32_t, int32_t, int64_t>>{
+           {self, 0, 0}, {1, 0, 0}, {0, 3, 0}, {self, -1, 0}, {-7, 2, 0}, {self, 2, kI64Max},
+           {self, 1, -8}, {kI32Max, kI32Max, 4}}) {
+    v1::SharedBytes ref;
+    ref.set_key(0x5eed5eed5eedULL);
+    ref.set_pid(pid);
+    ref.set_fd(fd);
+    ref.set_offset(offset);
+    out.push_back(ref);
+  }
+  return out;
+}
+
 inline std::vector<v1::Tensor> hostile_grads() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -105,6 +125,11 @@ inline std::vector<v1::Tensor> hostile_grads() {
   out.push_back(grads(3, kDim + 1));
   out.push_back(grads(2));
   out.push_back(grads(3, 0));
+  for (const v1::SharedBytes& ref : hostile_shared_bytes()) {
+    v1::Tensor shared = tensor(v1::FLOAT32, {3, kDim}, "");
+    *shared.mutable_shared() = ref;
+    out.push_back(shared);
+  }
   return out;
 }
 
@@ -276,6 +301,13 @@ inline std::vector<std::string> hostile_requests(const std::string& method, cons
     request.set_table(names.async);
     *request.mutable_ids() = ids(std::vector<int64_t>(200000, 1));  // answer above the limit
     add(request);
+    for (const v1::SharedBytes& ref : hostile_shared_bytes()) {
+      v1::LookupRequest into;
+      into.set_table(names.async);
+      *into.mutable_ids() = ids({1, 3});
+      *into.mutable_rows_into() = ref;
+      add(into);
+    }
     for (const std::string& name : bad_names) {
       request.set_table(name);
       *request.mutable_ids() = ids({1});

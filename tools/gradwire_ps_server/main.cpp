@@ -6,6 +6,7 @@
 //                      [--max-message-bytes N] [--max-trainers N] [--max-tables N]
 //                      [--max-total-table-bytes N] [--max-pending-bytes N]
 //                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
+//                      [--no-shared-memory]
 //
 // The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When ready it
 // prints exactly one line, "gradwire-ps-server listening on HOST:PORT", on stdout. SIGTERM or
@@ -85,6 +86,10 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
                  "--max-message-bytes, at least 256 MiB)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag_callback(
+      "--no-shared-memory", [&options] { options.shared_memory = false; },
+      "Take tensors as bytes only, also from trainers on this host (default: they may share "
+      "memory with the server; docs/ps.md \"Shared memory\")");
   app.footer("Every call must carry the job's token. See docs/ps.md.");
 }
 

@@ -429,8 +429,12 @@ void TableShard::reduce_and_apply_locked() {
   std::vector<SparseRows> sums;
   if (pushes_aligned_locked()) {
     for (size_t i = 0; i < pending_[0].size(); ++i) {
-      at::Tensor sum = pending_[0][i].values;  // the shard's own copy: summed in place
-      for (size_t t = 1; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
+      // Kept pushes are never written (they may be a trainer's shared memory): the sum of two
+      // or more is a new tensor, in place from then on.
+      at::Tensor sum = pending_.size() > 1
+                           ? at::add(pending_[0][i].values, pending_[1][i].values)
+                           : pending_[0][i].values;
+      for (size_t t = 2; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
       sums.push_back(SparseRows{pending_[0][i].ids, sum});
     }
   } else {
@@ -442,7 +446,11 @@ void TableShard::reduce_and_apply_locked() {
         values.push_back(rows.values);
       }
     }
-    if (ids.size() == 1) sums.push_back(SparseRows{ids.front(), values.front()});
+    if (ids.size() == 1) {
+      // A kept push is not written: scaled (below) as a copy.
+      sums.push_back(SparseRows{ids.front(), config_.num_trainers > 1 ? values.front().clone()
+                                                                      : values.front()});
+    }
     if (ids.size() > 1) sums.push_back(coalesce(at::cat(ids), at::cat(values)));
   }
   for (const SparseRows& rows : sums) {
@@ -457,7 +465,8 @@ void TableShard::reduce_and_apply_locked() {
   for (auto& pushes : pending_) pushes.clear();
   pending_bytes_ = 0;
   finished_trainers_.assign(finished_trainers_.size(), false);
-  // The sums are the shard's own tensors (kept pushes, or new ones): scaled in place.
+  // The sums are the shard's own tensors, or with one trainer its push, which is not scaled
+  // (below) and which the optimizers only read.
   const int64_t update = step_ + 1;
   for (SparseRows& rows : sums) apply_rows_locked(std::move(rows), update, /*owned=*/true);
   step_ = update;

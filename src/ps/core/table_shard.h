@@ -168,8 +168,9 @@ class TableShard {
   // their bytes. The shard keeps no reference to the caller's tensors.
   void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
             Attempt attempt = {});
-  // push() of tensors the caller gives up (the service's freshly decoded ones): a sync shard
-  // keeps them without a copy. The caller must not touch them afterwards.
+  // push() of tensors the caller gives up (the service's freshly decoded ones, or views of a
+  // trainer's shared memory): a sync shard keeps them without a copy and never writes them. The
+  // caller must not change them until the step is applied or discarded.
   void push_owned(int trainer, int64_t step, at::Tensor ids, at::Tensor grads,
                   Attempt attempt = {});
 
