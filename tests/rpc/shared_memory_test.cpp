@@ -10,25 +10,18 @@
 
 #include <cstdio>
 
+#include "error_text.h"
 #include "gradwire/common/error.h"
 #include "rpc/wire.h"
 
 namespace gradwire::rpc {
 namespace shared_memory_test {  // not anonymous: unity batches (docs/architecture.md "Tests")
 
+using testing::contains;
+
 std::string refusal(SharedRegionCache& cache, const v1::SharedBytes& ref,
                     at::IntArrayRef sizes = {4}, at::ScalarType dtype = at::kFloat) {
-  try {
-    cache.view(ref, sizes, dtype, "push.grads");
-  } catch (const InvalidArgument& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return testing::invalid_argument_message([&] { cache.view(ref, sizes, dtype, "push.grads"); });
 }
 
 TEST(SharedMemory, ATensorIsZeroedAndFoundWithTheOffsetOfItsBytes) {
@@ -79,12 +72,9 @@ TEST(SharedMemory, TheWireCarriesAReferenceThatOnlyAReceiverWithRegionsDecodes) 
   EXPECT_TRUE(at::equal(back, rows));
   rows.add_(1.0);
   EXPECT_TRUE(at::equal(back, rows)) << "a view, not a copy";
-  try {
-    decode_tensor(message, "push.grads", {at::kFloat, 2});
-    ADD_FAILURE() << "expected InvalidArgument";
-  } catch (const InvalidArgument& error) {
-    EXPECT_TRUE(contains(error.what(), "shared memory")) << error.what();
-  }
+  EXPECT_TRUE(contains(testing::invalid_argument_message(
+                           [&] { decode_tensor(message, "push.grads", {at::kFloat, 2}); }),
+                       "shared memory"));
   // Bytes and a reference together are malformed; so is a shape past the region's end.
   v1::Tensor both = message;
   both.set_data(std::string(6 * 4 * 4, '\0'));

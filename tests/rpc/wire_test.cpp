@@ -4,25 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "error_text.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::rpc {
 namespace {
 
-template <typename Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const InvalidArgument& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
+using testing::invalid_argument_message;
 
 TEST(Wire, FloatMatrixRoundTripsBitForBit) {
   const at::Tensor rows = at::randn({5, 3});

@@ -111,6 +111,12 @@ struct ShardSnapshot {
   OptimizerState optimizer_state;  // as SparseOptimizer::state(), cloned
 };
 
+// Shared by table_shard.cpp and table_shard_step.cpp: "gradwire: table 'NAME'", the bytes a
+// pending push holds (ids and float32 values), and whether float32 `values` are all finite.
+std::string table_prefix(const TableConfig& config);
+int64_t bytes_of(const SparseRows& rows);
+bool all_finite(const at::Tensor& values);
+
 class TableShard {
  public:
   // A new shard with rows from initial_rows(). InvalidArgument for a config that fails

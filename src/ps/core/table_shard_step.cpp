@@ -1,0 +1,281 @@
+// One server's shard of one table (table_shard.h), its steps: admitting attempts, discarding and
+// applying steps, the sync barrier (Note [aligned pushes]), bounded staleness, and rewinding to a
+// checkpoint.
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "gradwire/common/error.h"
+#include "ps/core/coalesce.h"
+#include "ps/core/table_shard.h"
+
+namespace gradwire::ps {
+
+void TableShard::drop_pending_locked(int trainer) {
+  auto& pushes = pending_[static_cast<size_t>(trainer)];
+  for (const SparseRows& rows : pushes) pending_bytes_ -= bytes_of(rows);
+  pushes.clear();
+}
+
+void TableShard::admit_locked(int trainer, Attempt attempt) {
+  if (attempt.restart < restart_) {
+    throw StaleAttemptError(table_prefix(config_) + ": a call of trainer " +
+                            std::to_string(trainer) + " from attempt " +
+                            std::to_string(attempt.restart) + " of the job was refused: attempt " +
+                            std::to_string(restart_) + " has started (the job was restarted)");
+  }
+  if (attempt.restart > restart_) {
+    discard_step_locked("attempt " + std::to_string(attempt.restart) +
+                        " of the job has started (the job was restarted) and redoes step " +
+                        std::to_string(step_));
+    restart_ = attempt.restart;
+    incarnations_.assign(incarnations_.size(), 0);
+  }
+  uint64_t& newest = incarnations_[static_cast<size_t>(trainer)];
+  if (attempt.incarnation < newest) {
+    throw StaleAttemptError(table_prefix(config_) + ": a call of an earlier process of trainer " +
+                            std::to_string(trainer) +
+                            " was refused: the trainer was restarted and its new process "
+                            "redoes step " +
+                            std::to_string(step_));
+  }
+  if (attempt.incarnation > newest) {
+    // The trainer was restarted alone: what its earlier process sent for this step goes.
+    newest = attempt.incarnation;
+    drop_pending_locked(trainer);
+    finished_trainers_[trainer] = false;
+  }
+}
+
+void TableShard::discard_step_locked(std::string reason) {
+  for (auto& pushes : pending_) pushes.clear();
+  pending_bytes_ = 0;
+  finished_trainers_.assign(finished_trainers_.size(), false);
+  ++discards_;
+  discard_reason_ = std::move(reason);
+  step_applied_.notify_all();
+}
+
+void TableShard::apply_locked(SparseRows rows) {
+  const int64_t update = step_ + 1;
+  apply_rows_locked(std::move(rows), update, /*owned=*/false);
+  step_ = update;
+}
+
+void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned) {
+  if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
+    // Unless owned, the values may be the caller's tensor.
+    rows.values =
+        owned ? rows.values.div_(config_.num_trainers) : rows.values.div(config_.num_trainers);
+  }
+  if (rows.ids.numel() > 0) {
+    optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
+  }
+}
+
+// Note [aligned pushes]: the trainers of a dense table push the same messages (the layout is
+// computed alike everywhere), so the i-th pending push of every trainer has the same ids, and a
+// trainer's pushes never share a row. Then each message's gradients are summed in trainer order
+// and applied by itself, without coalescing the whole step (a sort of every row).
+bool TableShard::pushes_aligned_locked() const {
+  const std::vector<SparseRows>& first = pending_[0];
+  for (const auto& pushes : pending_) {
+    if (pushes.size() != first.size()) return false;
+    for (size_t i = 0; i < first.size(); ++i) {
+      const at::Tensor& a = first[i].ids;
+      const at::Tensor& b = pushes[i].ids;
+      if (a.numel() != b.numel() ||
+          std::memcmp(a.data_ptr<int64_t>(), b.data_ptr<int64_t>(),
+                      static_cast<size_t>(a.numel()) * sizeof(int64_t)) != 0) {
+        return false;
+      }
+    }
+  }
+  std::vector<bool> seen(static_cast<size_t>(rows_here_), false);
+  for (const SparseRows& rows : first) {
+    const int64_t* id = rows.ids.data_ptr<int64_t>();
+    for (int64_t i = 0; i < rows.ids.numel(); ++i) {
+      const auto row = static_cast<size_t>(id[i] / num_servers_);
+      if (seen[row]) return false;
+      seen[row] = true;
+    }
+  }
+  return true;
+}
+
+void TableShard::reduce_and_apply_locked() {
+  // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
+  std::vector<SparseRows> sums;
+  if (pushes_aligned_locked()) {
+    for (size_t i = 0; i < pending_[0].size(); ++i) {
+      // Kept pushes are never written (they may be a trainer's shared memory): the sum of two
+      // or more is a new tensor, in place from then on.
+      at::Tensor sum = pending_.size() > 1
+                           ? at::add(pending_[0][i].values, pending_[1][i].values)
+                           : pending_[0][i].values;
+      for (size_t t = 2; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
+      sums.push_back(SparseRows{pending_[0][i].ids, sum});
+    }
+  } else {
+    std::vector<at::Tensor> ids;
+    std::vector<at::Tensor> values;
+    for (const auto& pushes : pending_) {
+      for (const SparseRows& rows : pushes) {
+        ids.push_back(rows.ids);
+        values.push_back(rows.values);
+      }
+    }
+    if (ids.size() == 1) {
+      // A kept push is not written: scaled (below) as a copy.
+      sums.push_back(SparseRows{ids.front(), config_.num_trainers > 1 ? values.front().clone()
+                                                                      : values.front()});
+    }
+    if (ids.size() > 1) sums.push_back(coalesce(at::cat(ids), at::cat(values)));
+  }
+  for (const SparseRows& rows : sums) {
+    if (rows.values.numel() > 0 && !all_finite(rows.values)) {
+      const std::string message = "the summed gradients of step " + std::to_string(step_) +
+                                  " are not finite (each trainer's were); nothing was applied and "
+                                  "the step's pushes were discarded";
+      discard_step_locked(table_prefix(config_) + ": " + message);
+      throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
+    }
+  }
+  for (auto& pushes : pending_) pushes.clear();
+  pending_bytes_ = 0;
+  finished_trainers_.assign(finished_trainers_.size(), false);
+  // The sums are the shard's own tensors, or with one trainer its push, which is not scaled
+  // (below) and which the optimizers only read.
+  const int64_t update = step_ + 1;
+  for (SparseRows& rows : sums) apply_rows_locked(std::move(rows), update, /*owned=*/true);
+  step_ = update;
+}
+
+StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
+                                    const StepWait& wait) {
+  check_trainer(trainer, "finish_step");
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) {
+    if (config_.staleness == 0) return StepOutcome{true, false, step_, {}};
+    return finish_stale_locked(trainer, step, wait, lock);
+  }
+  admit_locked(trainer, attempt);
+  if (step < step_) return StepOutcome{true, false, step_, {}};
+  if (step > step_) {
+    throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                          " finished step " + std::to_string(step) + ", but the table is at step " +
+                          std::to_string(step_) + "; finish the steps in order");
+  }
+  bool all_finished = true;
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    all_finished = all_finished && (t == trainer || finished_trainers_[t]);
+  }
+  if (!all_finished && wait.may_wait && !wait.may_wait()) {
+    return StepOutcome{false, false, step_, {}, true};
+  }
+  finished_trainers_[trainer] = true;
+  if (all_finished) {
+    reduce_and_apply_locked();
+    step_applied_.notify_all();
+    return StepOutcome{true, false, step_, {}};
+  }
+  const uint64_t discards = discards_;
+  const uint64_t incarnation = incarnations_[static_cast<size_t>(trainer)];
+  for (;;) {
+    const auto slice_end =
+        std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+    step_applied_.wait_until(lock, slice_end, [&] {
+      return step_ > step || discards_ != discards ||
+             incarnations_[static_cast<size_t>(trainer)] != incarnation;
+    });
+    if (step_ > step) return StepOutcome{true, false, step_, {}};
+    if (discards_ != discards) {
+      throw StaleAttemptError(table_prefix(config_) + ": step " + std::to_string(step) +
+                              " was discarded while trainer " + std::to_string(trainer) +
+                              " waited for it: " + discard_reason_);
+    }
+    if (incarnations_[static_cast<size_t>(trainer)] != incarnation) {
+      throw StaleAttemptError(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                              " was restarted while its earlier process waited for step " +
+                              std::to_string(step));
+    }
+    if (std::chrono::steady_clock::now() >= wait.deadline) break;
+    if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, step_, {}};
+  }
+  StepOutcome outcome{false, false, step_, {}};
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
+  }
+  return outcome;
+}
+
+StepOutcome TableShard::finish_stale_locked(int trainer, int64_t step, const StepWait& wait,
+                                            std::unique_lock<std::shared_mutex>& lock) {
+  if (step < 0) {
+    throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
+                          " finished step " + std::to_string(step) + "; need >= 0");
+  }
+  const int64_t need = step + 1 - config_.staleness;
+  const auto slowest = [&] { return *std::min_element(clocks_.begin(), clocks_.end()); };
+  int64_t& clock = clocks_[static_cast<size_t>(trainer)];
+  const int64_t before = clock;
+  clock = std::max(clock, step + 1);
+  if (slowest() >= need) {
+    step_applied_.notify_all();
+    return StepOutcome{true, false, slowest(), {}};
+  }
+  if (wait.may_wait && !wait.may_wait()) {
+    clock = before;
+    return StepOutcome{false, false, slowest(), {}, true};
+  }
+  step_applied_.notify_all();
+  for (;;) {
+    const auto slice_end =
+        std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
+    step_applied_.wait_until(lock, slice_end, [&] { return slowest() >= need; });
+    if (slowest() >= need) return StepOutcome{true, false, slowest(), {}};
+    if (std::chrono::steady_clock::now() >= wait.deadline) break;
+    if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, slowest(), {}};
+  }
+  StepOutcome outcome{false, false, slowest(), {}};
+  for (int t = 0; t < config_.num_trainers; ++t) {
+    if (clocks_[static_cast<size_t>(t)] < need) outcome.missing_trainers.push_back(t);
+  }
+  return outcome;
+}
+
+bool TableShard::admit_at(int trainer, int64_t step, Attempt attempt) {
+  check_trainer(trainer, "resume");
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) return true;
+  admit_locked(trainer, attempt);
+  return step_ == step;
+}
+
+int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt) {
+  check_trainer(trainer, "resume");
+  if (!same_table(snapshot.config, config_) || snapshot.server_index != server_index_ ||
+      snapshot.num_servers != num_servers_) {
+    throw InvalidArgument(table_prefix(config_) + ": cannot rewind shard " +
+                          std::to_string(server_index_) + " of " + std::to_string(num_servers_) +
+                          " to a snapshot of " + describe(snapshot.config) + ", shard " +
+                          std::to_string(snapshot.server_index) + " of " +
+                          std::to_string(snapshot.num_servers));
+  }
+  // Checked and built before the lock: a restored shard whose state is then taken over.
+  const std::unique_ptr<TableShard> restored = restore(std::move(snapshot));
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (config_.mode == UpdateMode::kAsync) return step_;
+  admit_locked(trainer, attempt);
+  if (step_ == restored->step_) return step_;
+  discard_step_locked("the table was rewound from step " + std::to_string(step_) + " to step " +
+                      std::to_string(restored->step_) + " (a restarted group resumed there)");
+  weights_ = std::move(restored->weights_);
+  optimizer_ = std::move(restored->optimizer_);
+  step_ = restored->step_;
+  awaiting_values_ = false;
+  step_applied_.notify_all();
+  return step_;
+}
+
+}  // namespace gradwire::ps
