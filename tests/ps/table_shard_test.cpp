@@ -216,6 +216,31 @@ TEST(TableShardTest, SyncAppliesOnceAfterBothTrainersFinished) {
               HasSubstr("finished step 3, but the table is at step 1"));
 }
 
+// A trainer's pushes reach the shard on several handler threads, so in any order: the step's
+// table does not depend on it (bit for bit, also where the order of a sum would round otherwise).
+TEST(TableShardTest, TheOrderInWhichATrainersPushesArriveDoesNotChangeTheStep) {
+  TableConfig config = table(OptimizerKind::kSgd, UpdateMode::kSync, 2);
+  config.optimizer.lr = 1.0;
+  const at::Tensor all_ids = at::arange(0, config.num_rows, at::kLong);
+  // Row 3 gets 1e8, 4 and 4 from trainer 0 in three pushes: in float, (1e8 + 4) + 4 is 1e8 and
+  // (4 + 4) + 1e8 is 1e8 + 8.
+  const std::vector<std::pair<at::Tensor, at::Tensor>> pushes = {
+      {ids_tensor({1, 3}), at::full({2, 4}, 1e8f)},
+      {ids_tensor({3, 5}), at::full({2, 4}, 4.0f)},
+      {ids_tensor({3, 9}), at::full({2, 4}, 4.0f)}};
+  std::vector<at::Tensor> results;
+  for (const std::vector<int>& order : {std::vector<int>{0, 1, 2}, {2, 1, 0}, {1, 2, 0}}) {
+    TableShard shard(config, 0, 1);
+    for (int i : order) shard.push(0, 0, pushes[i].first, pushes[i].second);
+    for (int i : {2, 0, 1}) shard.push(1, 0, pushes[i].first, pushes[i].second);
+    shard.finish_step(0, 0, Clock::now());
+    ASSERT_TRUE(shard.finish_step(1, 0, Clock::now()).applied);
+    results.push_back(shard.lookup(all_ids));
+  }
+  EXPECT_TRUE(at::equal(results[0], results[1]));
+  EXPECT_TRUE(at::equal(results[0], results[2]));
+}
+
 TEST(TableShardTest, WaiterOnAMissingTrainerTimesOut) {
   TableShard shard(table(OptimizerKind::kSgd, UpdateMode::kSync, 3), 0, 1);
   shard.push(0, 0, ids_tensor({1}), at::ones({1, 4}));

@@ -104,7 +104,14 @@ bool TableShard::pushes_aligned_locked() const {
 }
 
 void TableShard::reduce_and_apply_locked() {
-  // In trainer order, so that the sums (and the table's bits) do not depend on who came first.
+  // In trainer order, so that the sums (and the table's bits) do not depend on who came first;
+  // each trainer's pushes in the order of their first id, not of arrival (one trainer's calls run
+  // on several handler threads), so that aligned messages line up whatever the timing.
+  for (auto& pushes : pending_) {
+    std::stable_sort(pushes.begin(), pushes.end(), [](const SparseRows& a, const SparseRows& b) {
+      return a.ids.data_ptr<int64_t>()[0] < b.ids.data_ptr<int64_t>()[0];
+    });
+  }
   std::vector<SparseRows> sums;
   if (pushes_aligned_locked()) {
     for (size_t i = 0; i < pending_[0].size(); ++i) {
