@@ -67,13 +67,19 @@ void RowOptimizer::apply(at::Tensor& weights, const at::Tensor& rows, const at::
   // Note [row views] in sparse_optimizers.h.
   const at::Tensor local = rows.contiguous();
   const int64_t* row = local.data_ptr<int64_t>();
-  bool run = true;
-  for (int64_t i = 1; i < count && run; ++i) run = row[i] == row[0] + i;
+  int64_t runs = 1;
+  for (int64_t i = 1; i < count; ++i) runs += row[i] == row[i - 1] + 1 ? 0 : 1;
   std::vector<at::Tensor> state_rows;
-  if (run) {
-    at::Tensor weight_rows = weights.narrow(0, row[0], count);
-    for (auto& entry : state_) state_rows.push_back(entry.second.narrow(0, row[0], count));
-    update(weight_rows, state_rows, grads, step);
+  if (runs * kMinRunRows <= count) {
+    for (int64_t start = 0; start < count;) {
+      int64_t length = 1;
+      while (start + length < count && row[start + length] == row[start] + length) ++length;
+      at::Tensor weight_rows = weights.narrow(0, row[start], length);
+      state_rows.clear();
+      for (auto& entry : state_) state_rows.push_back(entry.second.narrow(0, row[start], length));
+      update(weight_rows, state_rows, grads.narrow(0, start, length), step);
+      start += length;
+    }
     return;
   }
   at::Tensor weight_rows = weights.index_select(0, local);

@@ -27,9 +27,12 @@ std::vector<std::string> assign_state_names(const OptimizerConfig& config);
 // What the optimizers share: apply() checks its preconditions (GRADWIRE_CHECK), hands update()
 // the rows touched of the weights and of every state tensor, and writes them back, without
 // autograd; the state is named float32 [rows, dim] tensors, zero at first, which load_state()
-// checks by name and shape before it copies any. Note [row views]: when the rows are one run of
-// consecutive local rows (a dense table's push), update() gets views of that run and changes the
-// tensors in place; otherwise copies gathered by index, scattered back after update().
+// checks by name and shape before it copies any. Note [row views]: when the rows are runs of
+// consecutive local rows, kMinRunRows or more on average (a dense table's push), update() gets
+// views of each run and changes the tensors in place; otherwise copies gathered by index,
+// scattered back after update().
+inline constexpr int64_t kMinRunRows = 16;
+
 class RowOptimizer : public SparseOptimizer {
  public:
   void apply(at::Tensor& weights, const at::Tensor& rows, const at::Tensor& grads,

@@ -241,7 +241,8 @@ class TableShard {
   // exclusively.
   void apply_locked(SparseRows rows);
   // The same as update `update` without counting it; `owned`: the values may be scaled in place.
-  void apply_rows_locked(SparseRows rows, int64_t update, bool owned);
+  // `scaled`: the values are the mean already (Note [fused reduction]).
+  void apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled = false);
   // Note [aligned pushes] in table_shard.cpp. Requires mutex_ held exclusively.
   bool pushes_aligned_locked() const;
   void reduce_and_apply_locked();

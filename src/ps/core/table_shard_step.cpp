@@ -2,6 +2,8 @@
 // applying steps, the sync barrier (Note [aligned pushes]), bounded staleness, and rewinding to a
 // checkpoint.
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -10,6 +12,37 @@
 #include "ps/core/table_shard.h"
 
 namespace gradwire::ps {
+namespace {
+
+// Note [fused reduction]: a dense step's messages are aligned (Note [aligned pushes]), so each is
+// reduced in one pass: out = (v_0 + v_1 + ... + v_{n-1}) / divisor, summed in trainer order and
+// divided once, as add and div_ would (the same bits; a power-of-two divisor multiplies by its
+// exact reciprocal), while checking that every result is finite. Separate add, check and div_
+// passes read and wrote the step's gradients three times more (the server's memory bandwidth is
+// the trainers' too). Returns false when some result is not finite.
+bool reduce_into(const std::vector<const float*>& inputs, float* out, int64_t count,
+                 int divisor) {
+  const float* first = inputs[0];
+  std::copy(first, first + count, out);
+  for (size_t t = 1; t < inputs.size(); ++t) {
+    const float* in = inputs[t];
+    for (int64_t i = 0; i < count; ++i) out[i] += in[i];
+  }
+  const bool power_of_two = (divisor & (divisor - 1)) == 0;
+  const float reciprocal = 1.0f / static_cast<float>(divisor);
+  const float by = static_cast<float>(divisor);
+  uint32_t not_finite = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const float value = divisor == 1 ? out[i] : power_of_two ? out[i] * reciprocal : out[i] / by;
+    out[i] = value;
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    not_finite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return not_finite == 0;
+}
+
+}  // namespace
 
 void TableShard::drop_pending_locked(int trainer) {
   auto& pushes = pending_[static_cast<size_t>(trainer)];
@@ -62,8 +95,8 @@ void TableShard::apply_locked(SparseRows rows) {
   step_ = update;
 }
 
-void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned) {
-  if (config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
+void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled) {
+  if (!scaled && config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
     // Unless owned, the values may be the caller's tensor.
     rows.values =
         owned ? rows.values.div_(config_.num_trainers) : rows.values.div(config_.num_trainers);
@@ -113,15 +146,18 @@ void TableShard::reduce_and_apply_locked() {
     });
   }
   std::vector<SparseRows> sums;
-  if (pushes_aligned_locked()) {
+  const bool aligned = pushes_aligned_locked();
+  bool finite = true;
+  if (aligned) {
+    // Kept pushes are never written (they may be a trainer's shared memory): each message's mean
+    // is a new tensor (Note [fused reduction]).
+    const int divisor = config_.reduction == GradientReduction::kMean ? config_.num_trainers : 1;
     for (size_t i = 0; i < pending_[0].size(); ++i) {
-      // Kept pushes are never written (they may be a trainer's shared memory): the sum of two
-      // or more is a new tensor, in place from then on.
-      at::Tensor sum = pending_.size() > 1
-                           ? at::add(pending_[0][i].values, pending_[1][i].values)
-                           : pending_[0][i].values;
-      for (size_t t = 2; t < pending_.size(); ++t) sum.add_(pending_[t][i].values);
-      sums.push_back(SparseRows{pending_[0][i].ids, sum});
+      std::vector<const float*> inputs;
+      for (const auto& pushes : pending_) inputs.push_back(pushes[i].values.data_ptr<float>());
+      at::Tensor mean = at::empty_like(pending_[0][i].values);
+      finite = reduce_into(inputs, mean.data_ptr<float>(), mean.numel(), divisor) && finite;
+      sums.push_back(SparseRows{pending_[0][i].ids, mean});
     }
   } else {
     std::vector<at::Tensor> ids;
@@ -140,7 +176,7 @@ void TableShard::reduce_and_apply_locked() {
     if (ids.size() > 1) sums.push_back(coalesce(at::cat(ids), at::cat(values)));
   }
   for (const SparseRows& rows : sums) {
-    if (rows.values.numel() > 0 && !all_finite(rows.values)) {
+    if (!finite || (!aligned && rows.values.numel() > 0 && !all_finite(rows.values))) {
       const std::string message = "the summed gradients of step " + std::to_string(step_) +
                                   " are not finite (each trainer's were); nothing was applied and "
                                   "the step's pushes were discarded";
@@ -154,7 +190,9 @@ void TableShard::reduce_and_apply_locked() {
   // The sums are the shard's own tensors, or with one trainer its push, which is not scaled
   // (below) and which the optimizers only read.
   const int64_t update = step_ + 1;
-  for (SparseRows& rows : sums) apply_rows_locked(std::move(rows), update, /*owned=*/true);
+  for (SparseRows& rows : sums) {
+    apply_rows_locked(std::move(rows), update, /*owned=*/true, /*scaled=*/aligned);
+  }
   step_ = update;
 }
 
