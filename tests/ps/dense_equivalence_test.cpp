@@ -169,6 +169,13 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
     for (int server = 0; server < num_servers; ++server) {
       sharing[t] += connected->shares_memory_with(server) ? 1 : 0;
     }
+    const auto in_place = [&] {  // servers whose rows this trainer reads in place
+      int count = 0;
+      for (int server = 0; server < num_servers; ++server) {
+        count += connected->server_rows(options.table, server).defined() ? 1 : 0;
+      }
+      return count;
+    };
     std::unique_ptr<torch::optim::Optimizer> own;
     if (options.role == DenseRole::kSum)
       own = local_optimizer(options.optimizer, model->parameters());
@@ -182,6 +189,10 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
     }
     trained[t] = values_of(*model);
     if (t == 0 && stats) *stats = dense.stats();
+    // Sync tables' rows are read where the servers keep them (Note [shared rows]).
+    const bool sync = options.mode == UpdateMode::kSync;
+    EXPECT_EQ(in_place(), transport == Transport::kShared && sync ? num_servers : 0)
+        << "trainer " << t << ": servers whose rows it reads in place";
   });
   for (int t = 0; t < kTrainers; ++t) {
     EXPECT_EQ(sharing[t], transport == Transport::kShared ? num_servers : 0)

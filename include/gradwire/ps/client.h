@@ -162,6 +162,12 @@ class Client {
   virtual at::Tensor shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype = at::kFloat) = 0;
   // Whether `server` said at the last create_table that it shares memory with this trainer.
   virtual bool shares_memory_with(int server) const = 0;
+  // A sync dense table's rows on `server` where that server keeps them, in memory it shares with
+  // this trainer (float [rows_on_server(...), dim], view only: never write it): what a lookup
+  // would return, read in place. Valid from step()'s (or create_table's) return until this
+  // trainer's next push to the table; DenseModel reads its pulls here. An undefined tensor when
+  // the server does not offer it (async tables, other hosts, no shared memory).
+  virtual at::Tensor server_rows(const std::string& table, int server) = 0;
 };
 
 // Connects lazily: no call is made until the first request. Throws ConfigError when no server or

@@ -110,6 +110,9 @@ class ClientImpl final : public Client {
     const int64_t step = sync ? calls.front()->response.step() : 0;
     TableState state{config, step, ""};
     for (const auto& call : calls) {
+      state.server_rows.push_back(call->response.has_rows()
+                                      ? std::optional<v1::SharedBytes>(call->response.rows())
+                                      : std::nullopt);
       state.awaiting_values = state.awaiting_values || call->response.awaiting_values();
       if (sync && call->response.step() != step && state.disagreement.empty()) {
         state.disagreement =
@@ -149,7 +152,7 @@ class ClientImpl final : public Client {
                        [](Stub& stub) { return prepare_resume(stub); });
       }
       std::lock_guard<std::mutex> lock(mutex_);
-      tables_[name] = TableState{state.config, step, "", state.awaiting_values};
+      tables_[name] = TableState{state.config, step, "", state.awaiting_values, state.server_rows};
     }
   }
 
@@ -353,6 +356,15 @@ class ClientImpl final : public Client {
         queue.wait_or_cancel(Clock::now() + step_timeout_ + kCompletionMargin, kCompletionMargin);
         throw_first_failure(queue,
                             "step " + std::to_string(state.step) + " of table '" + name + "'");
+        // Where each server keeps the rows now (a restarted server's are elsewhere).
+        std::vector<std::optional<v1::SharedBytes>> rows;
+        for (const auto& call : queue.calls()) {
+          rows.push_back(call->response.has_rows()
+                             ? std::optional<v1::SharedBytes>(call->response.rows())
+                             : std::nullopt);
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        tables_[name].server_rows = std::move(rows);
       }
       std::lock_guard<std::mutex> lock(mutex_);
       tables_[name].step = state.step + 1;
@@ -378,6 +390,26 @@ class ClientImpl final : public Client {
     return regions_.allocate(sizes, dtype);
   }
 
+  at::Tensor server_rows(const std::string& name, int server) override {
+    std::optional<v1::SharedBytes> where;
+    TableConfig config;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const TableState& state = find_table(name);
+      if (server < 0 || server >= static_cast<int>(state.server_rows.size())) return {};
+      where = state.server_rows[static_cast<size_t>(server)];
+      config = state.config;
+    }
+    if (!where) return {};
+    try {
+      return server_regions_.view(
+          *where, {rows_on_server(config.num_rows, server, num_servers()), config.dim}, at::kFloat,
+          "server_rows");
+    } catch (const InvalidArgument&) {
+      return {};  // not mappable from here: the caller looks the rows up instead
+    }
+  }
+
   bool shares_memory_with(int server) const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return server >= 0 && server < num_servers() && shared_with_[static_cast<size_t>(server)];
@@ -389,6 +421,8 @@ class ClientImpl final : public Client {
     int64_t step = 0;
     std::string disagreement;      // non-empty: the servers' steps differ (see create_table)
     bool awaiting_values = false;  // a dense table some server waits to be assigned
+    // Per server, where it keeps the rows in shared memory (Note [shared rows] in service.cpp).
+    std::vector<std::optional<v1::SharedBytes>> server_rows;
   };
 
   // start_lookup's calls in flight; wait() polls them on the caller's thread.
@@ -534,7 +568,8 @@ class ClientImpl final : public Client {
   rpc::RetryPolicy retry_;
   std::vector<std::unique_ptr<Stub>> stubs_;
 
-  rpc::SharedRegions regions_;  // shared_tensor()'s memory (thread-safe)
+  rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
+  rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
 
   mutable std::mutex mutex_;  // guards tables_, pushes_ and shared_with_
   std::map<std::string, TableState> tables_;

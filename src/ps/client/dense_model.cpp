@@ -56,6 +56,7 @@ struct DenseModel::State {
   std::vector<at::Tensor> pull_ids;
   std::vector<std::vector<Piece>> pull_pieces;
   std::vector<at::Tensor> pull_buffers;  // [rows, W] per pull message (float32 wire only)
+  std::vector<std::vector<int64_t>> pull_local_rows;  // per message and piece: its first local row
 
   // Guarded by mutex (gradient hooks run on autograd's thread):
   std::mutex mutex;
@@ -69,6 +70,9 @@ struct DenseModel::State {
   // The training thread's: pulls in flight, by pull message; arrived this step.
   std::vector<std::unique_ptr<PendingLookup>> pulls;
   std::vector<char> arrived;
+  // Per server, its rows read in place this step (Client::server_rows), when all servers offer
+  // them; else empty and the pulls are lookups.
+  std::vector<at::Tensor> server_rows;
 
   // Row data in the wire type and 8 bytes of id per row.
   int64_t wire_bytes(const DenseMessage& message) const {
@@ -134,6 +138,13 @@ struct DenseModel::State {
       const DenseMessage message = in_id_order(pull);
       pull_ids.push_back(ids_of(message));
       pull_pieces.push_back(pieces_of(message));
+      // Each piece is one range of a block: consecutive local rows from the first one's.
+      std::vector<int64_t> local;
+      const int64_t* ids = pull_ids.back().data_ptr<int64_t>();
+      for (const Piece& piece : pull_pieces.back()) {
+        local.push_back(ids[piece.offset / layout.row_width] / layout.num_servers);
+      }
+      pull_local_rows.push_back(std::move(local));
       // The servers write float32 rows here themselves when they share memory.
       if (options.wire == at::kFloat) {
         pull_buffers.push_back(client->shared_tensor({message.rows, layout.row_width}));
@@ -186,15 +197,28 @@ struct DenseModel::State {
   }
 
   // Waits for pull message `m` and copies its rows into the parameters (or, with `into_grad`,
-  // their gradients).
+  // their gradients): from the server's own rows when it offers them, else from the lookup.
   void take_pull(int m, bool into_grad) {
     if (arrived[static_cast<size_t>(m)]) return;
     const auto start = Clock::now();
-    const at::Tensor rows = pulls[static_cast<size_t>(m)]->wait().contiguous();
-    pulls[static_cast<size_t>(m)].reset();
-    const float* from = rows.data_ptr<float>();
+    at::Tensor rows;
+    if (server_rows.empty()) {
+      rows = pulls[static_cast<size_t>(m)]->wait().contiguous();
+      pulls[static_cast<size_t>(m)].reset();
+    }
+    const float* in_rows =
+        server_rows.empty()
+            ? nullptr
+            : server_rows[static_cast<size_t>(layout.pull_messages[static_cast<size_t>(m)].server)]
+                  .data_ptr<float>();
+    const float* from = rows.defined() ? rows.data_ptr<float>() : nullptr;
     at::NoGradGuard no_grad;
-    for (const Piece& piece : pull_pieces[static_cast<size_t>(m)]) {
+    const std::vector<Piece>& pieces = pull_pieces[static_cast<size_t>(m)];
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      const Piece& piece = pieces[p];
+      const float* source =
+          in_rows ? in_rows + pull_local_rows[static_cast<size_t>(m)][p] * layout.row_width
+                  : from + piece.offset;
       at::Tensor& param = params[static_cast<size_t>(piece.param)];
       at::Tensor target;
       if (into_grad) {
@@ -204,8 +228,7 @@ struct DenseModel::State {
         target = param;
       }
       float* to = target.data_ptr<float>();
-      std::memcpy(to + piece.begin, from + piece.offset,
-                  static_cast<size_t>(piece.end - piece.begin) * 4);
+      std::memcpy(to + piece.begin, source, static_cast<size_t>(piece.end - piece.begin) * 4);
     }
     arrived[static_cast<size_t>(m)] = 1;
     const std::lock_guard<std::mutex> lock(mutex);
@@ -214,7 +237,27 @@ struct DenseModel::State {
     record(DenseEvent::Kind::kArrived, m);
   }
 
+  // After a sync step: read the servers' rows in place when every server offers them (Note
+  // [shared rows] in service.cpp); nothing to send then.
+  bool read_in_place() {
+    server_rows.clear();
+    if (options.mode != UpdateMode::kSync || options.wire != at::kFloat) return false;
+    std::vector<at::Tensor> rows;
+    for (int server = 0; server < layout.num_servers; ++server) {
+      rows.push_back(client->server_rows(options.table, server));
+      if (!rows.back().defined()) return false;
+    }
+    server_rows = std::move(rows);
+    for (size_t m = 0; m < pull_ids.size(); ++m) {
+      arrived[m] = 0;
+      const std::lock_guard<std::mutex> lock(mutex);
+      record(DenseEvent::Kind::kPullSent, static_cast<int>(m));
+    }
+    return true;
+  }
+
   void start_pulls() {
+    server_rows.clear();
     for (size_t m = 0; m < pull_ids.size(); ++m) {
       pulls[m] = client->start_lookup(options.table, pull_ids[m], options.wire,
                                       pull_buffers.empty() ? at::Tensor() : pull_buffers[m]);
@@ -357,7 +400,7 @@ void DenseModel::step() {
     s.stats.server_step_s += server_step;
     ++s.stats.steps;
   }
-  s.start_pulls();
+  if (!s.read_in_place()) s.start_pulls();
   if (s.options.role == DenseRole::kSum) {
     s.take_all_pulls(/*into_grad=*/true);
   } else if (!s.options.overlap_forward) {

@@ -120,6 +120,24 @@ std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot, int64_t 
   return shard;
 }
 
+at::Tensor TableShard::keep_rows_in(const std::function<at::Tensor(at::IntArrayRef)>& allocate) {
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (!rows_kept_) {
+    at::Tensor kept = allocate(weights_.sizes());
+    GRADWIRE_CHECK(kept.scalar_type() == at::kFloat && kept.is_contiguous() &&
+                   kept.sizes() == weights_.sizes());
+    kept.copy_(weights_);
+    weights_ = kept;
+    rows_kept_ = true;
+  }
+  return weights_;
+}
+
+at::Tensor TableShard::kept_rows() const {
+  const std::shared_lock<std::shared_mutex> lock(mutex_);
+  return rows_kept_ ? weights_ : at::Tensor();
+}
+
 int64_t TableShard::step() const {
   const std::shared_lock<std::shared_mutex> lock(mutex_);
   return step_;

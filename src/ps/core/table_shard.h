@@ -151,6 +151,13 @@ class TableShard {
   // waits for them until `values_deadline` (TimeoutError saying it still waits for trainer 0).
   at::Tensor lookup(const at::Tensor& ids,
                     std::chrono::steady_clock::time_point values_deadline = {}) const;
+  // Moves the rows into a tensor from `allocate(sizes)` (float32, contiguous: the server's shared
+  // memory, where trainers on its host read a sync table's rows after a step) and keeps them
+  // there: updates and rewinds write into it from now on. Once; returns the rows.
+  at::Tensor keep_rows_in(const std::function<at::Tensor(at::IntArrayRef)>& allocate);
+  // The rows keep_rows_in() placed, or an undefined tensor before it was called.
+  at::Tensor kept_rows() const;
+
   // The same written into `out` (float32 [n, dim], contiguous: a trainer's shared memory).
   void lookup_into(const at::Tensor& ids, std::chrono::steady_clock::time_point values_deadline,
                    const at::Tensor& out) const;
@@ -264,7 +271,8 @@ class TableShard {
   std::unique_ptr<SparseOptimizer> optimizer_;
   int64_t step_ = 0;
   std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
-  int64_t pending_bytes_ = 0;                     // sync: bytes held in pending_
+  int64_t pending_bytes_ = 0;
+  bool rows_kept_ = false;  // keep_rows_in() was called: weights_'s storage never changes                     // sync: bytes held in pending_
   std::vector<bool> finished_trainers_;           // sync: who finished step_
   std::vector<int64_t> clocks_;                   // async with staleness: steps each finished
   bool awaiting_values_ = false;                  // dense: values not assigned yet

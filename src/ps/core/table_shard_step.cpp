@@ -315,7 +315,11 @@ int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt)
   if (step_ == restored->step_) return step_;
   discard_step_locked("the table was rewound from step " + std::to_string(step_) + " to step " +
                       std::to_string(restored->step_) + " (a restarted group resumed there)");
-  weights_ = std::move(restored->weights_);
+  if (rows_kept_) {
+    weights_.copy_(restored->weights_);  // the rows stay where trainers read them
+  } else {
+    weights_ = std::move(restored->weights_);
+  }
   optimizer_ = std::move(restored->optimizer_);
   step_ = restored->step_;
   awaiting_values_ = false;

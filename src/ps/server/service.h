@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ps/server/server_checkpoints.h"
@@ -80,11 +81,14 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   std::shared_ptr<TableShard> find_table(const std::string& name, grpc::Status* status) const;
   // The regions of trainers on this host, or nullptr when this server shares no memory.
   rpc::SharedRegionCache* shared();
+  // Where `shard`'s rows are in this server's shared memory, when they are there.
+  std::optional<v1::SharedBytes> shared_rows(const TableShard& shard) const;
 
   const std::string token_;
   const ServiceLimits limits_;
   const std::string shared_host_;
   rpc::SharedRegionCache shared_;  // regions of trainers on this host (rpc/shared_memory.h)
+  rpc::SharedRegions own_;         // this server's: sync dense tables' rows (Note [shared rows])
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
