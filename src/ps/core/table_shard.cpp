@@ -62,10 +62,20 @@ int64_t bytes_of(const SparseRows& rows) {
 }
 
 bool all_finite(const at::Tensor& values) {
-  const float* data = values.data_ptr<float>();
+  // By the exponent bits (all ones: infinity or NaN), a loop the compiler vectorises: pushes of
+  // dense tables are tens of MiB, and std::isfinite element by element ran at a third of the
+  // memory's speed.
+  GRADWIRE_CHECK(values.scalar_type() == at::kFloat && values.is_contiguous());
+  const auto* data = static_cast<const uint32_t*>(values.data_ptr());
   const int64_t count = values.numel();
-  for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(data[i])) return false;
+  constexpr int64_t kChunk = 4096;  // stop early on a bad chunk, vectorised within one
+  for (int64_t start = 0; start < count; start += kChunk) {
+    const int64_t end = std::min(count, start + kChunk);
+    uint32_t not_finite = 0;
+    for (int64_t i = start; i < end; ++i) {
+      not_finite |= static_cast<uint32_t>((data[i] & 0x7f800000u) == 0x7f800000u);
+    }
+    if (not_finite != 0) return false;
   }
   return true;
 }
