@@ -17,9 +17,9 @@ benchmarks/distributed/rpc/parameter_server, on CPU:
     (trainer 0 checks that at the end and fails the run otherwise).
   - Initial parameters: every process calls torch.manual_seed(--seed) and builds the model the
     same way, so servers and trainers start from identical values without sending them.
-  - Models, defined below after torchvision's: resnet18 (BasicBlock; 11,689,512 parameters at
-    1000 classes), vgg11 and vgg16 (configurations A and D without batch norm; 132,863,336 and
-    138,357,544). --self-test checks those counts. BatchNorm running statistics are buffers, not
+  - Models, reference_common.py's after torchvision's: resnet18 (BasicBlock; 11,689,512
+    parameters at 1000 classes), vgg11 and vgg16 (configurations A and D without batch norm;
+    132,863,336 and 138,357,544). --self-test checks those counts. BatchNorm running statistics are buffers, not
     parameters: they stay on each trainer and are not synchronised (training-mode forward does not
     read them).
   - Data: synthetic, made before any clock starts: per trainer --batch-size images of
@@ -57,101 +57,18 @@ import threading
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 import torch.distributed.rpc as rpc
 
-EXPECTED_PARAMETERS = {"resnet18": 11689512, "vgg11": 132863336, "vgg16": 138357544}
+from reference_common import check_parameter_counts, torchvision_model
 
-
-# ---- models (torchvision's architectures and initialisation; same parameter names and order) ----
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.downsample = None
-        if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
-                                            nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class ResNet18(nn.Module):
-    def __init__(self, num_classes):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
-        for index, (cin, cout, stride) in enumerate(widths):
-            self.add_module("layer%d" % (index + 1),
-                            nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.constant_(m.weight, 1)
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
-VGG_CONFIGS = {  # channels of each 3x3 conv; "M": 2x2 max pooling
-    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
-              512, 512, 512, "M"],
-}
-
-
-class Vgg(nn.Module):
-    def __init__(self, config, num_classes):
-        super().__init__()
-        layers, cin = [], 3
-        for item in config:
-            if item == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(cin, item, 3, padding=1), nn.ReLU(inplace=True)]
-                cin = item
-        self.features = nn.Sequential(*layers)
-        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
-        self.classifier = nn.Sequential(
-            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(),
-            nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(),
-            nn.Linear(4096, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                nn.init.constant_(m.bias, 0)
-            elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, 0.01)
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+MODELS = ["resnet18", "vgg11", "vgg16"]
 
 
 def make_model(name, num_classes, seed):
     """The model, built the same way in every process: identical initial parameters."""
     torch.manual_seed(seed)
-    if name == "resnet18":
-        return ResNet18(num_classes)
-    return Vgg(VGG_CONFIGS[name], num_classes)
+    return torchvision_model(name, num_classes)
 
 
 def assign_parameters(sizes, servers):
@@ -431,12 +348,7 @@ def supervise(args):
 
 def self_test():
     """Parameter counts at 1000 classes against torchvision's; assignment invariants."""
-    ok = True
-    for name, expected in EXPECTED_PARAMETERS.items():
-        count = sum(p.numel() for p in make_model(name, 1000, 0).parameters())
-        print("%-8s %11d parameters (torchvision: %d) %s"
-              % (name, count, expected, "ok" if count == expected else "MISMATCH"))
-        ok = ok and count == expected
+    ok = check_parameter_counts(MODELS)
     owner = assign_parameters([5, 3, 3, 2, 8, 1], 3)
     print("assign_parameters([5, 3, 3, 2, 8, 1], 3) = %s %s"
           % (owner, "ok" if owner == [0, 1, 2, 1, 2, 0] else "WRONG (expected [0, 1, 2, 1, 2, 0])"))
@@ -447,7 +359,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trainers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=2)
-    parser.add_argument("--model", choices=sorted(EXPECTED_PARAMETERS), default="resnet18")
+    parser.add_argument("--model", choices=MODELS, default="resnet18")
     parser.add_argument("--batch-size", type=int, default=8, help="images per trainer and batch")
     parser.add_argument("--image-size", type=int, default=64, help="height = width, at least 32")
     parser.add_argument("--num-classes", type=int, default=10)

@@ -11,9 +11,11 @@
 #include <string>
 
 #include "bench_process.h"
+#include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
 #include "harness/command.h"
+#include "harness/python.h"
 #include "harness/report.h"
 
 namespace gradwire::bench {
@@ -181,6 +183,49 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
     EXPECT_EQ(report.results[0].rounds[1].measurements.size(), 6u) << path;  // interleaved
     EXPECT_EQ(report.results[0].rounds[2].measurements.size(), 12u) << path;
   }
+}
+
+// Without torchvision (Debian's python3-torch has none) the reference builds torchvision's models
+// itself (bench/reference/reference_common.py); its --self-test checks their parameter counts.
+TEST(DdpRunTest, ReferenceModelsHaveTorchvisionsParameterCounts) {
+  std::string why_not;
+  const std::optional<ReferenceRunner> reference =
+      find_reference(ddp_reference_needs(DdpSettings{}), why_not);
+  if (!reference) GTEST_SKIP() << "the reference is optional: " << why_not;
+  const CommandOutput check =
+      run_command({reference->python.python, reference->script, "--self-test"});
+  EXPECT_TRUE(check.succeeded()) << check.output;
+  EXPECT_EQ(count(check.output, " ok\n"), 7u) << check.output;
+  EXPECT_EQ(count(check.output, "MISMATCH"), 0u) << check.output;
+  EXPECT_NE(check.output.find("vgg11              132863336 parameters"), std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("vgg16              138357544 parameters"), std::string::npos)
+      << check.output;
+}
+
+// The VGGs through the whole path: gradwire-bench starts the reference, which trains vgg11
+// (small images: the classifier pools to 7x7 whatever the size).
+TEST(DdpRunTest, PytorchReferenceTrainsVgg) {
+  if (!run_command({"python3", "-c", "import torch"}).succeeded() &&
+      !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
+    GTEST_SKIP() << "no Python with torch: the reference is optional";
+  }
+  const std::string json = temp_path("vgg.json");
+  const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
+  const BenchRun run = run_bench(
+      "ddp --model vgg11 --batch-size 1 --image-size 32 --iterations 1 --warmup 0 "
+      "--world-sizes 1 --reference pytorch --json '" +
+          json + "'",
+      "", 300);
+  std::remove(json.c_str());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
+  const DdpReport report = parse_ddp_document(read_json_file(reference_json), reference_json);
+  std::remove(reference_json.c_str());
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].model, "vgg11");
+  ASSERT_EQ(report.results[0].rounds.size(), 2u);  // no ddp, DDP on 1 rank
+  EXPECT_EQ(report.results[0].rounds[1].measurements.size(), 1u);
 }
 
 TEST(DdpRunTest, BadArgumentsFailFast) {
