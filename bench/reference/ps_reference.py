@@ -40,18 +40,16 @@ Usage: ps_reference.py --trainers T --servers S --model resnet18|vgg11|vgg16 --b
 --timeout SECONDS --json PATH; or ps_reference.py --self-test. The script starts T + S worker
 processes of itself (trainer0.., ps0..) on a loopback port free at start, waits for them at most
 --timeout seconds, and stops them all when one fails or time runs out, naming the worker that
-failed; workers die with it (PR_SET_PDEATHSIG). Every process uses one intra-op thread. Exit
-status 0 only when every worker succeeded and the JSON was written. gradwire-bench runs it with
-its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set that by hand to compare.
+failed; workers die with it (PR_SET_PDEATHSIG; reference_common.run_workers). Every process
+uses one intra-op thread. Exit status 0 only when every worker succeeded and the JSON was written.
+gradwire-bench runs it with its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set
+that by hand to compare.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -60,7 +58,8 @@ import torch
 import torch.nn.functional as F
 import torch.distributed.rpc as rpc
 
-from reference_common import check_parameter_counts, torchvision_model
+from reference_common import (check_parameter_counts, die_with_parent, free_port, run_workers,
+                              torchvision_model)
 
 MODELS = ["resnet18", "vgg11", "vgg16"]
 
@@ -241,15 +240,6 @@ def worker_name(args, rank):
     return "trainer%d" % rank if rank < args.trainers else "ps%d" % (rank - args.trainers)
 
 
-def die_with_parent(launcher_pid):
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-    if os.getppid() != launcher_pid:  # the launcher died before prctl
-        sys.exit("ps_reference.py: the launcher is gone")
-
-
 def worker(args):
     global SERVER, INBOX
 
@@ -282,68 +272,12 @@ def worker(args):
     rpc.shutdown()  # waits until every worker is done: servers serve until then
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop(processes):
-    for p in processes:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + 5
-    for p in processes:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-def describe_exit(code):
-    return "was killed by signal %d" % -code if code < 0 else "exited with status %d" % code
-
-
 def supervise(args):
     """Starts the workers and waits for them; the exit status."""
-    if os.path.exists(args.json):
-        os.remove(args.json)  # only this run's document counts as success
-    extra = ["--rpc-port", str(free_port()), "--launcher-pid", str(os.getpid())]
+    arguments = sys.argv[1:] + ["--rpc-port", str(free_port())]
     env = dict(os.environ, GLOG_minloglevel="2", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    world = args.trainers + args.servers
-    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + sys.argv[1:] +
-                                  extra + ["--rank", str(r)], stdin=subprocess.DEVNULL, env=env)
-                 for r in range(world)]
-    deadline = time.monotonic() + args.timeout
-    try:
-        while True:
-            codes = [p.poll() for p in processes]
-            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                # The first to fail is usually the cause; its peers' RPC errors follow.
-                first = min(failed, key=lambda r: (codes[r] >= 0, r))  # a signal before an error
-                others = ", ".join("%s %s" % (worker_name(args, r), describe_exit(codes[r]))
-                                   for r in failed if r != first)
-                print("ps_reference.py: %s (pid %d) %s%s; stopping the others"
-                      % (worker_name(args, first), processes[first].pid,
-                         describe_exit(codes[first]), "; also " + others if others else ""),
-                      file=sys.stderr, flush=True)
-                return 1
-            if all(c == 0 for c in codes):
-                if os.path.exists(args.json):
-                    return 0
-                print("ps_reference.py: every worker succeeded but %s was not written" % args.json,
-                      file=sys.stderr, flush=True)
-                return 1
-            if time.monotonic() > deadline:
-                running = ", ".join(worker_name(args, r) for r, c in enumerate(codes) if c is None)
-                print("ps_reference.py: not finished after %d s (still running: %s); stopping the "
-                      "workers" % (args.timeout, running), file=sys.stderr, flush=True)
-                return 1
-            time.sleep(0.05)
-    finally:
-        stop(processes)
+    names = [worker_name(args, r) for r in range(args.trainers + args.servers)]
+    return run_workers(__file__, arguments, names, args.json, args.timeout, env)
 
 
 def self_test():
@@ -400,7 +334,6 @@ def main():
     if args.rank >= 0:
         worker(args)
         return 0
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # run `finally`
     return supervise(args)
 
 

@@ -1,14 +1,26 @@
-"""What gradwire-bench's PyTorch reference scripts share: torchvision's models.
+"""What gradwire-bench's PyTorch reference scripts share: torchvision's models and the launcher.
 
-ddp_reference.py and ps_reference.py import this module from the folder they sit in (Python puts
-a script's own folder first on sys.path), so it must stay beside them: in bench/reference, and in
-share/gradwire/bench where `cmake --install` puts them all. A copy of a script passed with
---reference-script needs a copy of this file beside it.
+ddp_reference.py, hybrid_reference.py and ps_reference.py import this module from the folder they
+sit in (Python puts a script's own folder first on sys.path), so it must stay beside them: in
+bench/reference, and in share/gradwire/bench where `cmake --install` puts them all. A copy of a
+script passed with --reference-script needs a copy of this file beside it.
 
-Models: ResNet/ResNeXt and VGG after torchvision's definitions, with its parameter names and order,
-its initialisation and its parameter counts (TORCHVISION_PARAMETERS, at 1000 classes;
-check_parameter_counts), so the references need no torchvision (Debian's python3-torch has none).
+  - Models: ResNet/ResNeXt and VGG after torchvision's definitions, with its parameter names and
+    order, its initialisation and its parameter counts (TORCHVISION_PARAMETERS, at 1000 classes;
+    check_parameter_counts), so the references need no torchvision (Debian's python3-torch has
+    none).
+  - Launcher (hybrid and ps): run_workers starts one process of the calling script per worker,
+    waits for them at most a timeout, and stops them all when one fails or time runs out, naming
+    the worker that failed; the workers die with it (die_with_parent).
 """
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -169,3 +181,87 @@ def check_parameter_counts(names):
         ok = ok and count == expected
     return ok
 
+
+# ---- launcher: the workers of one run, as processes of the calling script ----
+
+def free_port():
+    """A loopback port free at the moment (the workers bind it soon after)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent(launcher_pid):
+    """Makes this worker die when its launcher (process `launcher_pid`, run_workers) does."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    if os.getppid() != launcher_pid:  # the launcher died before prctl
+        sys.exit("%s: the launcher is gone" % os.path.basename(sys.argv[0]))
+
+
+def stop(processes):
+    """Terminates the processes still running; kills those still there 5 s later."""
+    for p in processes:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + 5
+    for p in processes:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def describe_exit(code):
+    return "was killed by signal %d" % -code if code < 0 else "exited with status %d" % code
+
+
+def run_workers(script, arguments, names, json_path, timeout, env):
+    """Runs one worker per name in `names` and waits for them; the exit status (0 or 1).
+
+    Worker r is `python script ARGUMENTS --launcher-pid PID --rank r` with `env` (the whole
+    environment); the script's worker calls die_with_parent(PID). 0 only when every worker exits
+    with 0 and `json_path` was written during the run (a file there before is removed first).
+    Otherwise 1, after a line on stderr naming the worker that failed first (a signal before an
+    error status: its peers' RPC errors follow it), or the workers still running after `timeout`
+    seconds, or the missing file. Every worker still running is stopped on return, also when this
+    process gets SIGTERM. Call it from the main thread (it sets the SIGTERM handler).
+    """
+    prefix = os.path.basename(script)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # run `finally`
+    if os.path.exists(json_path):
+        os.remove(json_path)  # only this run's document counts as success
+    command = [sys.executable, os.path.abspath(script)] + list(arguments) + \
+        ["--launcher-pid", str(os.getpid())]
+    processes = [subprocess.Popen(command + ["--rank", str(r)], stdin=subprocess.DEVNULL, env=env)
+                 for r in range(len(names))]
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            codes = [p.poll() for p in processes]
+            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                first = min(failed, key=lambda r: (codes[r] >= 0, r))
+                others = ", ".join("%s %s" % (names[r], describe_exit(codes[r]))
+                                   for r in failed if r != first)
+                print("%s: %s (pid %d) %s%s; stopping the others"
+                      % (prefix, names[first], processes[first].pid, describe_exit(codes[first]),
+                         "; also " + others if others else ""), file=sys.stderr, flush=True)
+                return 1
+            if all(c == 0 for c in codes):
+                if os.path.exists(json_path):
+                    return 0
+                print("%s: every worker succeeded but %s was not written" % (prefix, json_path),
+                      file=sys.stderr, flush=True)
+                return 1
+            if time.monotonic() > deadline:
+                running = ", ".join(names[r] for r, c in enumerate(codes) if c is None)
+                print("%s: not finished after %d s (still running: %s); stopping the workers"
+                      % (prefix, timeout, running), file=sys.stderr, flush=True)
+                return 1
+            time.sleep(0.05)
+    finally:
+        stop(processes)

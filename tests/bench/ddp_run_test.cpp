@@ -23,6 +23,19 @@ namespace {
 
 using namespace testing;  // bench_process.h
 
+// Whether python3 or /usr/bin/python3 imports torch (the tests of the optional reference skip
+// without one).
+bool python_with_torch_found() {
+  return run_command({"python3", "-c", "import torch"}).succeeded() ||
+         run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded();
+}
+
+// Where gradwire-bench ddp --reference pytorch writes the reference's JSON: "r.json" ->
+// "r.pytorch.json".
+std::string reference_json_next_to(const std::string& json) {
+  return json.substr(0, json.rfind('.')) + ".pytorch.json";
+}
+
 TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   const std::string json = temp_path("run.json");
   const BenchRun run = run_bench(
@@ -155,12 +168,9 @@ TEST(DdpRunTest, MissingPythonSkipsTheReference) {
 }
 
 TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
-  if (!run_command({"python3", "-c", "import torch"}).succeeded() &&
-      !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
-    GTEST_SKIP() << "no Python with torch: the reference is optional";
-  }
+  if (!python_with_torch_found()) GTEST_SKIP() << "no Python with torch: the reference is optional";
   const std::string json = temp_path("reference.json");
-  const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
+  const std::string reference_json = reference_json_next_to(json);
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
       "--reference pytorch --repeat 2 --interleave --json '" +
@@ -206,12 +216,9 @@ TEST(DdpRunTest, ReferenceModelsHaveTorchvisionsParameterCounts) {
 // The VGGs through the whole path: gradwire-bench starts the reference, which trains vgg11
 // (small images: the classifier pools to 7x7 whatever the size).
 TEST(DdpRunTest, PytorchReferenceTrainsVgg) {
-  if (!run_command({"python3", "-c", "import torch"}).succeeded() &&
-      !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
-    GTEST_SKIP() << "no Python with torch: the reference is optional";
-  }
+  if (!python_with_torch_found()) GTEST_SKIP() << "no Python with torch: the reference is optional";
   const std::string json = temp_path("vgg.json");
-  const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
+  const std::string reference_json = reference_json_next_to(json);
   const BenchRun run = run_bench(
       "ddp --model vgg11 --batch-size 1 --image-size 32 --iterations 1 --warmup 0 "
       "--world-sizes 1 --reference pytorch --json '" +
