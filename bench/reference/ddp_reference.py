@@ -10,7 +10,9 @@ schema of PyTorch's benchmarks/distributed/ddp/benchmark.py plus gradwire's fiel
 
 One process per rank with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (gradwire-bench,
 gradwire-run or torchrun start them). The models are torchvision's when it is installed; otherwise
-the definitions below, which follow torchvision's architecture, and gradwire's mlp and cnn.
+reference_common.py's, which follow torchvision's architecture (ResNet, ResNeXt, VGG-11 and -16;
+`--self-test` checks their parameter counts against torchvision's); mlp and cnn are gradwire's,
+defined below.
 """
 
 import argparse
@@ -25,90 +27,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def conv3x3(cin, cout, stride=1, groups=1):
-    return nn.Conv2d(cin, cout, 3, stride=stride, padding=1, groups=groups, bias=False)
-
-
-class BasicBlock(nn.Module):
-    expansion = 1
-
-    def __init__(self, cin, planes, stride, downsample, groups, width_per_group):
-        super().__init__()
-        self.conv1, self.bn1 = conv3x3(cin, planes, stride), nn.BatchNorm2d(planes)
-        self.conv2, self.bn2 = conv3x3(planes, planes), nn.BatchNorm2d(planes)
-        self.relu, self.downsample = nn.ReLU(inplace=True), downsample
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class Bottleneck(nn.Module):  # v1.5: the stride sits on the 3x3 conv
-    expansion = 4
-
-    def __init__(self, cin, planes, stride, downsample, groups, width_per_group):
-        super().__init__()
-        width = int(planes * (width_per_group / 64.0)) * groups
-        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2, self.bn2 = conv3x3(width, width, stride, groups), nn.BatchNorm2d(width)
-        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(planes * 4)
-        self.relu, self.downsample = nn.ReLU(inplace=True), downsample
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class ResNet(nn.Module):
-    def __init__(self, block, layers, groups=1, width_per_group=64, num_classes=1000):
-        super().__init__()
-        self.inplanes, self.groups, self.width = 64, groups, width_per_group
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1, self.relu = nn.BatchNorm2d(64), nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        self.layer1 = self._stage(block, 64, layers[0], 1)
-        self.layer2 = self._stage(block, 128, layers[1], 2)
-        self.layer3 = self._stage(block, 256, layers[2], 2)
-        self.layer4 = self._stage(block, 512, layers[3], 2)
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * block.expansion, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.constant_(m.weight, 1)
-                nn.init.constant_(m.bias, 0)
-
-    def _stage(self, block, planes, blocks, stride):
-        downsample = None
-        if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(
-                nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride=stride, bias=False),
-                nn.BatchNorm2d(planes * block.expansion))
-        layers = [block(self.inplanes, planes, stride, downsample, self.groups, self.width)]
-        self.inplanes = planes * block.expansion
-        for _ in range(1, blocks):
-            layers.append(block(self.inplanes, planes, 1, None, self.groups, self.width))
-        return nn.Sequential(*layers)
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
-RESNETS = {
-    "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
-    "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
-    "resnet101": lambda: ResNet(Bottleneck, [3, 4, 23, 3]),
-    "resnext50_32x4d": lambda: ResNet(Bottleneck, [3, 4, 6, 3], groups=32, width_per_group=4),
-    "resnext101_32x8d": lambda: ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=8),
-}
+from reference_common import TORCHVISION_MODELS, check_parameter_counts, conv3x3, torchvision_model
 
 
 class SmallCnn(nn.Module):  # gradwire's "cnn": 1x28x28 images, 10 classes
@@ -136,7 +55,7 @@ def make_model(name, image_size):
         import torchvision
         model = torchvision.models.__dict__[name]()
     except ImportError:
-        model = RESNETS[name]()
+        model = torchvision_model(name)
     return model, [3, image_size, image_size], 1000
 
 
@@ -248,7 +167,12 @@ def main():
     parser.add_argument("--gradient-as-bucket-view", action="store_true")
     parser.add_argument("--interleave", action="store_true",
                         help="baseline and DDP on 1 rank in one process, step by step")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the parameter counts of the models built without torchvision "
+                             "against torchvision's, and exit")
     args = parser.parse_args()
+    if args.self_test:
+        sys.exit(0 if check_parameter_counts(TORCHVISION_MODELS) else 1)
     torch.set_num_threads(args.threads)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(hours=1))
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -18,24 +18,23 @@ Differences from the upstream script, all of them shared with gradwire's side (d
   - ex/s uses the mean examples per measured epoch (upstream: the last epoch's).
 
 Usage: hybrid_reference.py --trainers T --servers S --rows R --dim D --epochs E --warmup W
---seed N --json PATH. The script starts T + S + 1 worker processes of itself on loopback ports
-free at start, waits for them at most --timeout seconds, and stops them all when one fails or
-time runs out; workers die with it (PR_SET_PDEATHSIG). Exit status 0 only when every worker
+--seed N --json PATH. The script starts T + S + 1 worker processes of itself (trainer0..,
+ps0.., master) on loopback ports free at start, waits for them at most --timeout seconds, and
+stops them all when one fails or time runs out, naming the worker that failed; workers die with
+it (PR_SET_PDEATHSIG; reference_common.run_workers). Exit status 0 only when every worker
 succeeded and the JSON was written.
 """
 
 import argparse
-import ctypes
 import datetime
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 
 import torch
+
+from reference_common import die_with_parent, free_port, run_workers
 
 MASK64 = (1 << 64) - 1
 CLASSES = 8
@@ -132,24 +131,11 @@ def run_trainer(emb_rrefs, rank, settings):
             "phase_seconds": phases}
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def die_with_parent():
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 def worker(args):
     import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
-    die_with_parent()
+    die_with_parent(args.launcher_pid)
     torch.set_num_threads(1)
     trainers, servers = args.trainers, args.servers
     rank, world = args.rank, args.trainers + args.servers + 1
@@ -201,46 +187,18 @@ def write_json(args, results):
     os.replace(args.json + ".tmp", args.json)
 
 
-def stop(processes):
-    for p in processes:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + 5
-    for p in processes:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+def worker_name(args, rank):
+    if rank < args.trainers:
+        return "trainer%d" % rank
+    return "ps%d" % (rank - args.trainers) if rank < args.trainers + args.servers else "master"
 
 
 def supervise(args):
     """Starts the workers, waits for them; the exit status."""
-    ports = ["--rpc-port", str(free_port()), "--gloo-port", str(free_port())]
-    common = sys.argv[1:]
+    arguments = sys.argv[1:] + ["--rpc-port", str(free_port()), "--gloo-port", str(free_port())]
     env = dict(os.environ, GLOG_minloglevel="2")  # no "RPC agent ... is shutting down" lines
-    world = args.trainers + args.servers + 1
-    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + common + ports +
-                                  ["--rank", str(r)], stdin=subprocess.DEVNULL, env=env)
-                 for r in range(world)]
-    deadline = time.monotonic() + args.timeout
-    try:
-        while True:
-            codes = [p.poll() for p in processes]
-            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                print("hybrid_reference.py: worker %d exited with %d; stopping the others"
-                      % (failed[0], codes[failed[0]]), file=sys.stderr, flush=True)
-                return 1
-            if all(c == 0 for c in codes):
-                return 0 if os.path.exists(args.json) else 1
-            if time.monotonic() > deadline:
-                print("hybrid_reference.py: not finished after %d s; stopping the workers"
-                      % args.timeout, file=sys.stderr, flush=True)
-                return 1
-            time.sleep(0.05)
-    finally:
-        stop(processes)
+    names = [worker_name(args, r) for r in range(args.trainers + args.servers + 1)]
+    return run_workers(__file__, arguments, names, args.json, args.timeout, env)
 
 
 def main():
@@ -259,6 +217,7 @@ def main():
     parser.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--rpc-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--launcher-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if min(args.trainers, args.servers, args.rows, args.dim, args.epochs, args.batches) < 1 \
             or args.warmup < 0:

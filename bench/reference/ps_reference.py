@@ -17,9 +17,9 @@ benchmarks/distributed/rpc/parameter_server, on CPU:
     (trainer 0 checks that at the end and fails the run otherwise).
   - Initial parameters: every process calls torch.manual_seed(--seed) and builds the model the
     same way, so servers and trainers start from identical values without sending them.
-  - Models, defined below after torchvision's: resnet18 (BasicBlock; 11,689,512 parameters at
-    1000 classes), vgg11 and vgg16 (configurations A and D without batch norm; 132,863,336 and
-    138,357,544). --self-test checks those counts. BatchNorm running statistics are buffers, not
+  - Models, reference_common.py's after torchvision's: resnet18 (BasicBlock; 11,689,512
+    parameters at 1000 classes), vgg11 and vgg16 (configurations A and D without batch norm;
+    132,863,336 and 138,357,544). --self-test checks those counts. BatchNorm running statistics are buffers, not
     parameters: they stay on each trainer and are not synchronised (training-mode forward does not
     read them).
   - Data: synthetic, made before any clock starts: per trainer --batch-size images of
@@ -40,118 +40,34 @@ Usage: ps_reference.py --trainers T --servers S --model resnet18|vgg11|vgg16 --b
 --timeout SECONDS --json PATH; or ps_reference.py --self-test. The script starts T + S worker
 processes of itself (trainer0.., ps0..) on a loopback port free at start, waits for them at most
 --timeout seconds, and stops them all when one fails or time runs out, naming the worker that
-failed; workers die with it (PR_SET_PDEATHSIG). Every process uses one intra-op thread. Exit
-status 0 only when every worker succeeded and the JSON was written. gradwire-bench runs it with
-its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set that by hand to compare.
+failed; workers die with it (PR_SET_PDEATHSIG; reference_common.run_workers). Every process
+uses one intra-op thread. Exit status 0 only when every worker succeeded and the JSON was written.
+gradwire-bench runs it with its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set
+that by hand to compare.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 import torch.distributed.rpc as rpc
 
-EXPECTED_PARAMETERS = {"resnet18": 11689512, "vgg11": 132863336, "vgg16": 138357544}
+from reference_common import (check_parameter_counts, die_with_parent, free_port, run_workers,
+                              torchvision_model)
 
-
-# ---- models (torchvision's architectures and initialisation; same parameter names and order) ----
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.downsample = None
-        if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
-                                            nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class ResNet18(nn.Module):
-    def __init__(self, num_classes):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
-        for index, (cin, cout, stride) in enumerate(widths):
-            self.add_module("layer%d" % (index + 1),
-                            nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.constant_(m.weight, 1)
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
-VGG_CONFIGS = {  # channels of each 3x3 conv; "M": 2x2 max pooling
-    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
-              512, 512, 512, "M"],
-}
-
-
-class Vgg(nn.Module):
-    def __init__(self, config, num_classes):
-        super().__init__()
-        layers, cin = [], 3
-        for item in config:
-            if item == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(cin, item, 3, padding=1), nn.ReLU(inplace=True)]
-                cin = item
-        self.features = nn.Sequential(*layers)
-        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
-        self.classifier = nn.Sequential(
-            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(),
-            nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(),
-            nn.Linear(4096, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                nn.init.constant_(m.bias, 0)
-            elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, 0.01)
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+MODELS = ["resnet18", "vgg11", "vgg16"]
 
 
 def make_model(name, num_classes, seed):
     """The model, built the same way in every process: identical initial parameters."""
     torch.manual_seed(seed)
-    if name == "resnet18":
-        return ResNet18(num_classes)
-    return Vgg(VGG_CONFIGS[name], num_classes)
+    return torchvision_model(name, num_classes)
 
 
 def assign_parameters(sizes, servers):
@@ -324,15 +240,6 @@ def worker_name(args, rank):
     return "trainer%d" % rank if rank < args.trainers else "ps%d" % (rank - args.trainers)
 
 
-def die_with_parent(launcher_pid):
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-    if os.getppid() != launcher_pid:  # the launcher died before prctl
-        sys.exit("ps_reference.py: the launcher is gone")
-
-
 def worker(args):
     global SERVER, INBOX
 
@@ -365,78 +272,17 @@ def worker(args):
     rpc.shutdown()  # waits until every worker is done: servers serve until then
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop(processes):
-    for p in processes:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + 5
-    for p in processes:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-def describe_exit(code):
-    return "was killed by signal %d" % -code if code < 0 else "exited with status %d" % code
-
-
 def supervise(args):
     """Starts the workers and waits for them; the exit status."""
-    if os.path.exists(args.json):
-        os.remove(args.json)  # only this run's document counts as success
-    extra = ["--rpc-port", str(free_port()), "--launcher-pid", str(os.getpid())]
+    arguments = sys.argv[1:] + ["--rpc-port", str(free_port())]
     env = dict(os.environ, GLOG_minloglevel="2", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    world = args.trainers + args.servers
-    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + sys.argv[1:] +
-                                  extra + ["--rank", str(r)], stdin=subprocess.DEVNULL, env=env)
-                 for r in range(world)]
-    deadline = time.monotonic() + args.timeout
-    try:
-        while True:
-            codes = [p.poll() for p in processes]
-            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                # The first to fail is usually the cause; its peers' RPC errors follow.
-                first = min(failed, key=lambda r: (codes[r] >= 0, r))  # a signal before an error
-                others = ", ".join("%s %s" % (worker_name(args, r), describe_exit(codes[r]))
-                                   for r in failed if r != first)
-                print("ps_reference.py: %s (pid %d) %s%s; stopping the others"
-                      % (worker_name(args, first), processes[first].pid,
-                         describe_exit(codes[first]), "; also " + others if others else ""),
-                      file=sys.stderr, flush=True)
-                return 1
-            if all(c == 0 for c in codes):
-                if os.path.exists(args.json):
-                    return 0
-                print("ps_reference.py: every worker succeeded but %s was not written" % args.json,
-                      file=sys.stderr, flush=True)
-                return 1
-            if time.monotonic() > deadline:
-                running = ", ".join(worker_name(args, r) for r, c in enumerate(codes) if c is None)
-                print("ps_reference.py: not finished after %d s (still running: %s); stopping the "
-                      "workers" % (args.timeout, running), file=sys.stderr, flush=True)
-                return 1
-            time.sleep(0.05)
-    finally:
-        stop(processes)
+    names = [worker_name(args, r) for r in range(args.trainers + args.servers)]
+    return run_workers(__file__, arguments, names, args.json, args.timeout, env)
 
 
 def self_test():
     """Parameter counts at 1000 classes against torchvision's; assignment invariants."""
-    ok = True
-    for name, expected in EXPECTED_PARAMETERS.items():
-        count = sum(p.numel() for p in make_model(name, 1000, 0).parameters())
-        print("%-8s %11d parameters (torchvision: %d) %s"
-              % (name, count, expected, "ok" if count == expected else "MISMATCH"))
-        ok = ok and count == expected
+    ok = check_parameter_counts(MODELS)
     owner = assign_parameters([5, 3, 3, 2, 8, 1], 3)
     print("assign_parameters([5, 3, 3, 2, 8, 1], 3) = %s %s"
           % (owner, "ok" if owner == [0, 1, 2, 1, 2, 0] else "WRONG (expected [0, 1, 2, 1, 2, 0])"))
@@ -447,7 +293,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trainers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=2)
-    parser.add_argument("--model", choices=sorted(EXPECTED_PARAMETERS), default="resnet18")
+    parser.add_argument("--model", choices=MODELS, default="resnet18")
     parser.add_argument("--batch-size", type=int, default=8, help="images per trainer and batch")
     parser.add_argument("--image-size", type=int, default=64, help="height = width, at least 32")
     parser.add_argument("--num-classes", type=int, default=10)
@@ -488,7 +334,6 @@ def main():
     if args.rank >= 0:
         worker(args)
         return 0
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # run `finally`
     return supervise(args)
 
 

@@ -11,15 +11,30 @@
 #include <string>
 
 #include "bench_process.h"
+#include "cases/ddp_reference.h"
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
 #include "harness/command.h"
+#include "harness/python.h"
 #include "harness/report.h"
 
 namespace gradwire::bench {
 namespace {
 
 using namespace testing;  // bench_process.h
+
+// Whether python3 or /usr/bin/python3 imports torch (the tests of the optional reference skip
+// without one).
+bool python_with_torch_found() {
+  return run_command({"python3", "-c", "import torch"}).succeeded() ||
+         run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded();
+}
+
+// Where gradwire-bench ddp --reference pytorch writes the reference's JSON: "r.json" ->
+// "r.pytorch.json".
+std::string reference_json_next_to(const std::string& json) {
+  return json.substr(0, json.rfind('.')) + ".pytorch.json";
+}
 
 TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   const std::string json = temp_path("run.json");
@@ -153,12 +168,9 @@ TEST(DdpRunTest, MissingPythonSkipsTheReference) {
 }
 
 TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
-  if (!run_command({"python3", "-c", "import torch"}).succeeded() &&
-      !run_command({"/usr/bin/python3", "-c", "import torch"}).succeeded()) {
-    GTEST_SKIP() << "no Python with torch: the reference is optional";
-  }
+  if (!python_with_torch_found()) GTEST_SKIP() << "no Python with torch: the reference is optional";
   const std::string json = temp_path("reference.json");
-  const std::string reference_json = json.substr(0, json.rfind('.')) + ".pytorch.json";
+  const std::string reference_json = reference_json_next_to(json);
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
       "--reference pytorch --repeat 2 --interleave --json '" +
@@ -181,6 +193,46 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
     EXPECT_EQ(report.results[0].rounds[1].measurements.size(), 6u) << path;  // interleaved
     EXPECT_EQ(report.results[0].rounds[2].measurements.size(), 12u) << path;
   }
+}
+
+// Without torchvision (Debian's python3-torch has none) the reference builds torchvision's models
+// itself (bench/reference/reference_common.py); its --self-test checks their parameter counts.
+TEST(DdpRunTest, ReferenceModelsHaveTorchvisionsParameterCounts) {
+  std::string why_not;
+  const std::optional<ReferenceRunner> reference =
+      find_reference(ddp_reference_needs(DdpSettings{}), why_not);
+  if (!reference) GTEST_SKIP() << "the reference is optional: " << why_not;
+  const CommandOutput check =
+      run_command({reference->python.python, reference->script, "--self-test"});
+  EXPECT_TRUE(check.succeeded()) << check.output;
+  EXPECT_EQ(count(check.output, " ok\n"), 7u) << check.output;
+  EXPECT_EQ(count(check.output, "MISMATCH"), 0u) << check.output;
+  EXPECT_NE(check.output.find("vgg11              132863336 parameters"), std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("vgg16              138357544 parameters"), std::string::npos)
+      << check.output;
+}
+
+// The VGGs through the whole path: gradwire-bench starts the reference, which trains vgg11
+// (small images: the classifier pools to 7x7 whatever the size).
+TEST(DdpRunTest, PytorchReferenceTrainsVgg) {
+  if (!python_with_torch_found()) GTEST_SKIP() << "no Python with torch: the reference is optional";
+  const std::string json = temp_path("vgg.json");
+  const std::string reference_json = reference_json_next_to(json);
+  const BenchRun run = run_bench(
+      "ddp --model vgg11 --batch-size 1 --image-size 32 --iterations 1 --warmup 0 "
+      "--world-sizes 1 --reference pytorch --json '" +
+          json + "'",
+      "", 300);
+  std::remove(json.c_str());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
+  const DdpReport report = parse_ddp_document(read_json_file(reference_json), reference_json);
+  std::remove(reference_json.c_str());
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].model, "vgg11");
+  ASSERT_EQ(report.results[0].rounds.size(), 2u);  // no ddp, DDP on 1 rank
+  EXPECT_EQ(report.results[0].rounds[1].measurements.size(), 1u);
 }
 
 TEST(DdpRunTest, BadArgumentsFailFast) {

@@ -1,9 +1,11 @@
 // gradwire-bench ps: short real runs of the binary (2 trainers and a server or two on loopback,
-// started by the binary; one thread per process) with both comparisons and in the summation role,
-// checking the Pass lines, the tables, the comparisons and the JSON, and that diff and report read
-// it; a bad --mode fails at once.
+// started by the binary; one thread per process) with both comparisons, in the summation role and
+// against the PyTorch reference (when /usr/bin/python3 has torch), checking the Pass lines, the
+// tables, the comparisons and the JSON, and that diff and report read it; a bad --mode fails at
+// once.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -93,6 +95,31 @@ TEST(PsRun, SummationRole) {
   std::remove(json.c_str());
   EXPECT_EQ(document.at("settings").at("role"), "sum");
   check_side(document, 2, 1, {"push_wait", "server_apply", "pull_wait"});
+}
+
+// The PyTorch reference: ps_reference.py, with reference_common.py's resnet18 and launcher.
+TEST(PsRun, WithThePyTorchReference) {
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without ps (no gradwire_ps)";
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed.rpc' > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed.rpc";
+  }
+  const std::string json = temp_path("ps_reference.json");
+  const auto run = run_bench(
+      "ps --preset quick --passes 1 --reference pytorch --python /usr/bin/python3 --json '" + json +
+          "'",
+      "", 240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count(run.output, "\nPass = 0, Elapsed = "), 2u) << run.output;  // gradwire, PyTorch
+  EXPECT_EQ(count(run.output, "gradwire / PyTorch: images/s p50 "), 1u) << run.output;
+  const nlohmann::json document = read_json_file(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(document.at("reference").at("implementation"), "pytorch");
+  check_side(document.at("reference"), 2, 2, {"forward", "backward", "comm"});
+  EXPECT_GT(document.at("comparison")
+                .at("gradwire_over_pytorch_p50_images_per_second")
+                .at("pooled")
+                .get<double>(),
+            0);
 }
 
 TEST(PsRun, RefusesABadModeAtOnce) {

@@ -134,7 +134,15 @@ int run(int argc, char** argv) {
             << ", shutting down" << (options.checkpoint_dir.empty() ? "" : " after a checkpoint")
             << std::endl;
   server->shutdown();
-  return 0;
+  // Note [exit after shutdown]: shutdown() returned, so no call runs and the checkpoint is
+  // written; what is left is gRPC's own clean-up, which the Server's destructor would run as the
+  // process's last gRPC object. That clean-up joins gRPC's executor threads, and one of them may
+  // be in a TCP backup poller (started when a large answer met a full socket buffer) that sleeps
+  // up to 10 s without being woken: the launcher's 5 s grace passed and it killed the server.
+  // Nothing is left to release that the kernel does not, so the process ends here.
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(0);
 }
 
 // Note [server memory]: the service decodes every push and encodes every answer into fresh
