@@ -134,12 +134,12 @@ std::optional<v1::SharedBytes> SharedRegions::find(const at::Tensor& tensor) con
 }
 
 v1::SharedBytes SharedRegions::probe() {
-  if (!probe_.defined()) {
+  std::call_once(probe_once_, [this] {
     probe_ = allocate({1}, at::kLong);
     const std::optional<v1::SharedBytes> ref = find(probe_);
     GRADWIRE_CHECK(ref.has_value());
     probe_.data_ptr<int64_t>()[0] = static_cast<int64_t>(ref->key());
-  }
+  });
   return *find(probe_);
 }
 

@@ -48,6 +48,7 @@ class SharedRegions {
  private:
   struct Registry;
   std::shared_ptr<Registry> registry_;
+  std::once_flag probe_once_;
   at::Tensor probe_;
 };
 

@@ -145,10 +145,6 @@ struct DenseModel::State {
         local.push_back(ids[piece.offset / layout.row_width] / layout.num_servers);
       }
       pull_local_rows.push_back(std::move(local));
-      // The servers write float32 rows here themselves when they share memory.
-      if (options.wire == at::kFloat) {
-        pull_buffers.push_back(client->shared_tensor({message.rows, layout.row_width}));
-      }
     }
     pulls.resize(layout.pull_messages.size());
     arrived.assign(layout.pull_messages.size(), 1);
@@ -256,11 +252,20 @@ struct DenseModel::State {
     return true;
   }
 
-  void start_pulls() {
+  // Sends the pulls as lookups; `into_buffers`: the answers go into shared pull buffers.
+  void start_pulls(bool into_buffers = true) {
     server_rows.clear();
+    // The servers write float32 rows into these themselves when they share memory; made when
+    // first needed (sync pulls read the servers' rows in place and never need them).
+    if (into_buffers && pull_buffers.empty() && options.wire == at::kFloat) {
+      for (const DenseMessage& message : layout.pull_messages) {
+        pull_buffers.push_back(client->shared_tensor({message.rows, layout.row_width}));
+      }
+    }
     for (size_t m = 0; m < pull_ids.size(); ++m) {
       pulls[m] = client->start_lookup(options.table, pull_ids[m], options.wire,
-                                      pull_buffers.empty() ? at::Tensor() : pull_buffers[m]);
+                                      into_buffers && !pull_buffers.empty() ? pull_buffers[m]
+                                                                            : at::Tensor());
       arrived[m] = 0;
       const std::lock_guard<std::mutex> lock(mutex);
       record(DenseEvent::Kind::kPullSent, static_cast<int>(m));
@@ -343,7 +348,7 @@ DenseModel::DenseModel(std::shared_ptr<Client> client, std::shared_ptr<torch::nn
   // checkpoint's. The summation role's rows hold reduced gradients after step 0: a restarted
   // trainer there keeps its own parameters (from its own checkpoint), as with DDP.
   if (s.options.role == DenseRole::kOptimizer || s.client->step_count(config.name) == 0) {
-    s.start_pulls();
+    s.start_pulls(/*into_buffers=*/false);  // once: plain lookups
     s.take_all_pulls(/*into_grad=*/false);
   }
   State* raw = state_.get();
