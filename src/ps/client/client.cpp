@@ -44,6 +44,13 @@ uint64_t process_incarnation() {
 // gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
 constexpr milliseconds kCompletionMargin{5000};
 
+// Where a CreateTable or Step answer says the server keeps the table's rows (Note [shared rows]).
+template <typename Response>
+std::optional<v1::SharedBytes> rows_of(const Response& response) {
+  if (!response.has_rows()) return std::nullopt;
+  return response.rows();
+}
+
 std::string table_op(const char* verb, const std::string& table) {
   return std::string(verb) + " of table '" + table + "'";
 }
@@ -110,9 +117,7 @@ class ClientImpl final : public Client {
     const int64_t step = sync ? calls.front()->response.step() : 0;
     TableState state{config, step, ""};
     for (const auto& call : calls) {
-      state.server_rows.push_back(call->response.has_rows()
-                                      ? std::optional<v1::SharedBytes>(call->response.rows())
-                                      : std::nullopt);
+      state.server_rows.push_back(rows_of(call->response));
       state.awaiting_values = state.awaiting_values || call->response.awaiting_values();
       if (sync && call->response.step() != step && state.disagreement.empty()) {
         state.disagreement =
@@ -358,11 +363,7 @@ class ClientImpl final : public Client {
                             "step " + std::to_string(state.step) + " of table '" + name + "'");
         // Where each server keeps the rows now (a restarted server's are elsewhere).
         std::vector<std::optional<v1::SharedBytes>> rows;
-        for (const auto& call : queue.calls()) {
-          rows.push_back(call->response.has_rows()
-                             ? std::optional<v1::SharedBytes>(call->response.rows())
-                             : std::nullopt);
-        }
+        for (const auto& call : queue.calls()) rows.push_back(rows_of(call->response));
         std::lock_guard<std::mutex> lock(mutex_);
         tables_[name].server_rows = std::move(rows);
       }
