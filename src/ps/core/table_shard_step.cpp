@@ -14,32 +14,48 @@
 namespace gradwire::ps {
 namespace {
 
+// out = scale(a + b) (b null: scale(a)), element by element; with `check`, false when some
+// result is not finite. One loop the compiler vectorises (the check reads exponent bits).
+template <typename Scale>
+bool add_pass(const float* a, const float* b, float* out, int64_t count, Scale scale, bool check) {
+  uint32_t not_finite = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const float value = scale(b != nullptr ? a[i] + b[i] : a[i]);
+    out[i] = value;
+    if (check) {
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      not_finite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+  }
+  return not_finite == 0;
+}
+
 // Note [fused reduction]: a dense step's messages are aligned (Note [aligned pushes]), so each is
 // reduced in one pass: out = (v_0 + v_1 + ... + v_{n-1}) / divisor, summed in trainer order and
 // divided once, as add and div_ would (the same bits; a power-of-two divisor multiplies by its
 // exact reciprocal), while checking that every result is finite. Separate add, check and div_
 // passes read and wrote the step's gradients three times more (the server's memory bandwidth is
-// the trainers' too). Returns false when some result is not finite.
+// the trainers' too); the first additions are passes of their own only beyond two trainers.
+// Returns false when some result is not finite.
 bool reduce_into(const std::vector<const float*>& inputs, float* out, int64_t count,
                  int divisor) {
-  const float* first = inputs[0];
-  std::copy(first, first + count, out);
-  for (size_t t = 1; t < inputs.size(); ++t) {
-    const float* in = inputs[t];
-    for (int64_t i = 0; i < count; ++i) out[i] += in[i];
+  const auto reduce = [&](auto scale) {
+    const auto same = [](float value) { return value; };
+    if (inputs.size() == 1) return add_pass(inputs[0], nullptr, out, count, scale, true);
+    // Left to right: ((v_0 + v_1) + v_2) + ...; the last addition scales and checks.
+    for (size_t t = 1; t + 1 < inputs.size(); ++t) {
+      add_pass(t == 1 ? inputs[0] : out, inputs[t], out, count, same, false);
+    }
+    return add_pass(inputs.size() == 2 ? inputs[0] : out, inputs.back(), out, count, scale, true);
+  };
+  if (divisor == 1) return reduce([](float value) { return value; });
+  if ((divisor & (divisor - 1)) == 0) {
+    const float reciprocal = 1.0f / static_cast<float>(divisor);  // exact for a power of two
+    return reduce([reciprocal](float value) { return value * reciprocal; });
   }
-  const bool power_of_two = (divisor & (divisor - 1)) == 0;
-  const float reciprocal = 1.0f / static_cast<float>(divisor);
-  const float by = static_cast<float>(divisor);
-  uint32_t not_finite = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const float value = divisor == 1 ? out[i] : power_of_two ? out[i] * reciprocal : out[i] / by;
-    out[i] = value;
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    not_finite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return not_finite == 0;
+  const auto by = static_cast<float>(divisor);
+  return reduce([by](float value) { return value / by; });
 }
 
 }  // namespace
