@@ -53,8 +53,9 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
   client_options.world_size = 1;
   client_options.shared_memory = false;
   const auto client = ps::connect(client_options, EnvMap{});
-  // Async without staleness applies each push when it arrives; staleness 1 makes step() one Step
-  // call that returns at once (the only trainer is never behind): the empty round trip.
+  // An async table applies each push when it arrives. Without staleness step() makes no call at
+  // all; staleness 1 makes it one Step call per server that returns at once (the only trainer is
+  // never behind): the empty round trip.
   ps::TableConfig table;
   table.name = kTable;
   table.num_rows = settings.ids * kIdStride;
