@@ -30,6 +30,7 @@ TEST(SubcommandsRunTest, HelpShowsEveryPresetsDefault) {
       {"reducers", "bucket caps in MiB, e.g. 3..27 or 1,5,25 [3..27; quick 1,5,25]"},
       {"hybrid", "trainer processes [8; quick 2]"},
       {"data", "timed epochs per measurement [5; quick 2]"},
+      {"rpc", "timed calls of each kind on each side [2000; quick 100]"},
   };
   for (const auto& [subcommand, line] : expected) {
     if (help.find(subcommand) == std::string::npos) continue;
@@ -53,6 +54,8 @@ TEST(SubcommandsRunTest, AnUnwritablePathFailsBeforeMeasuring) {
       {"hybrid", "hybrid --preset quick", "--json"},
       {"hybrid", "hybrid --preset quick", "--html"},
       {"data", "data --rank-counts 1 --epochs 1", "--json"},
+      {"rpc", "rpc --preset quick", "--json"},
+      {"rpc", "rpc --preset quick", "--html"},
       {"report", "report '" + file + "'", "--html"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,115 @@
+#include "cases/rpc_report.h"
+
+#include "gradwire/common/error.h"
+#include "harness/stats.h"
+#include "harness/table.h"
+
+namespace gradwire::bench {
+
+namespace {
+
+const RpcCallSamples* find_call(const std::vector<RpcCallSamples>& calls, const std::string& call,
+                                const std::string& system) {
+  for (const auto& samples : calls) {
+    if (samples.call == call && samples.system == system) return &samples;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::uint64_t rpc_request_bytes(const std::string& call, const RpcSettings& settings) {
+  const auto ids = static_cast<std::uint64_t>(settings.ids) * 8;
+  if (call == "empty") return 0;
+  if (call == "lookup") return ids;
+  if (call == "push") return ids + rpc_response_bytes("lookup", settings);
+  throw InvalidArgument("unknown rpc call kind '" + call + "': use empty, lookup or push");
+}
+
+std::uint64_t rpc_response_bytes(const std::string& call, const RpcSettings& settings) {
+  if (call == "lookup") {
+    return static_cast<std::uint64_t>(settings.ids) * static_cast<std::uint64_t>(settings.dim) * 4;
+  }
+  rpc_request_bytes(call, settings);  // checks the name
+  return 0;
+}
+
+std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
+                                    const std::string& call) {
+  const RpcCallSamples* ours = find_call(calls, call, kRpcGradwire);
+  const RpcCallSamples* echo = find_call(calls, call, kRpcEcho);
+  if (ours == nullptr || echo == nullptr || ours->microseconds.empty() ||
+      echo->microseconds.empty()) {
+    return std::nullopt;
+  }
+  const double floor = percentile(echo->microseconds, 50);
+  if (floor <= 0) return std::nullopt;
+  return percentile(ours->microseconds, 50) / floor;
+}
+
+void print_rpc_report(std::ostream& out, const RpcSettings& settings,
+                      const std::vector<RpcCallSamples>& calls) {
+  out << "# gradwire-bench rpc: one parameter server and one client in this process on loopback "
+         "TCP (gRPC), against a bare gRPC echo of the same bytes\n"
+      << "# " << describe_rpc_settings(settings) << "\n";
+  const Table table({{"call", 8, Align::kLeft},
+                     {"system", 10, Align::kLeft},
+                     {"request", 10},
+                     {"response", 10},
+                     {"calls", 7},
+                     {"mean(us)", 10},
+                     {"p50(us)", 10},
+                     {"p99(us)", 10}});
+  out << table.header() << "\n";
+  for (const auto& samples : calls) {
+    const Summary summary = summarize(samples.microseconds);
+    out << table.row({samples.call, samples.system, format_bytes(samples.request_bytes),
+                      format_bytes(samples.response_bytes), std::to_string(summary.count),
+                      format_fixed(summary.mean, 1), format_fixed(summary.p50, 1),
+                      format_fixed(summary.p99, 1)})
+        << "\n";
+  }
+  std::string ratios;
+  for (const char* call : kRpcCallKinds) {
+    const auto ratio = rpc_p50_ratio(calls, call);
+    if (!ratio) continue;
+    ratios +=
+        (ratios.empty() ? " " : ", ") + std::string(call) + " " + format_fixed(*ratio, 2) + "x";
+  }
+  if (!ratios.empty()) out << "# gradwire / echo, p50:" << ratios << "\n";
+}
+
+RowSet rpc_rows(const std::vector<RpcCallSamples>& calls) {
+  RowSet rows{{"call", "system"}, "us", "", "call", {}};
+  for (const auto& samples : calls) {
+    rows.rows.push_back(
+        {{{"call", samples.call}, {"system", samples.system}}, samples.microseconds});
+  }
+  return rows;
+}
+
+nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& settings,
+                            const std::vector<RpcCallSamples>& calls) {
+  nlohmann::json document = make_document("rpc", metadata);
+  document["settings"] = {{"preset", settings.preset}, {"ids", settings.ids},
+                          {"dim", settings.dim},       {"iters", settings.iters},
+                          {"warmup", settings.warmup}, {"transport", "grpc"}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& samples : calls) {
+    list.push_back({{"call", samples.call},
+                    {"system", samples.system},
+                    {"request_bytes", samples.request_bytes},
+                    {"response_bytes", samples.response_bytes},
+                    {"summary_us", to_json(summarize(samples.microseconds))}});
+  }
+  document["calls"] = list;
+  nlohmann::json ratios = nlohmann::json::object();
+  for (const char* call : kRpcCallKinds) {
+    if (const auto ratio = rpc_p50_ratio(calls, call)) ratios[call] = *ratio;
+  }
+  document["p50_ratio"] = ratios;
+  document["rows"] = to_json(rpc_rows(calls));
+  return document;
+}
+
+}  // namespace gradwire::bench
