@@ -162,6 +162,10 @@ class Client {
   virtual at::Tensor shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype = at::kFloat) = 0;
   // Whether `server` said at the last create_table that it shares memory with this trainer.
   virtual bool shares_memory_with(int server) const = 0;
+  // How this trainer's lookups, pushes and steps reach `server` now: "shared memory" (a call
+  // channel in memory shared with a server on this host, docs/ps.md "Shared-memory calls") or
+  // "grpc" (other hosts, shared memory off, or a channel given up after a timeout).
+  virtual std::string transport(int server) const = 0;
   // A sync dense table's rows on `server` where that server keeps them, in memory it shares with
   // this trainer (float [rows_on_server(...), dim], view only: never write it): what a lookup
   // would return, read in place. Valid from step()'s (or create_table's) return until this

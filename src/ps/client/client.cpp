@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "client_calls.h"
 #include "gradwire/common/env.h"
@@ -18,6 +19,7 @@
 #include "ps/core/id_routing.h"
 #include "ps/messages/service_messages.h"
 #include "rpc/auth.h"
+#include "rpc/call_channel.h"
 #include "rpc/channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 #include "rpc/retry.h"
@@ -75,6 +77,7 @@ class ClientImpl final : public Client {
       stubs_.push_back(v1::ParameterServer::NewStub(rpc::make_channel(address, channel)));
     }
     shared_with_.assign(addresses_.size(), 0);
+    channels_.resize(addresses_.size());
   }
 
   ~ClientImpl() override {
@@ -103,6 +106,10 @@ class ClientImpl final : public Client {
         // Note [shared memory] (service.cpp): may this server read our regions?
         call->request.set_host(options_.host_identity);
         *call->request.mutable_probe() = regions_.probe();
+        // Note [call channels] (service.cpp): and serve our calls from memory?
+        if (const auto channel = channel_to(server, false)) {
+          *call->request.mutable_channel() = channel->reference();
+        }
       }
       requests.push_back(std::move(call));
     }
@@ -131,6 +138,7 @@ class ClientImpl final : public Client {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t server = 0; server < calls.size(); ++server) {
       shared_with_[server] = calls[server]->response.shared_memory() ? 1 : 0;
+      if (calls[server]->response.channel() && channels_[server]) channels_[server]->attached();
     }
     tables_[config.name] = std::move(state);
   }
@@ -206,8 +214,8 @@ class ClientImpl final : public Client {
     for (size_t i = 0; i < requests.size(); ++i) {
       requests[i]->address = addresses_[servers[i]];
       rpc::prepare_context(requests[i]->context, token_, system_deadline);
-      pending->calls.push_back(
-          &pending->queue.start(std::move(requests[i]), prepare_lookup(*stubs_[servers[i]])));
+      pending->calls.push_back(&start_call(pending->queue, std::move(requests[i]), servers[i],
+                                           prepare_lookup(*stubs_[servers[i]])));
     }
     return pending;
   }
@@ -326,7 +334,7 @@ class ClientImpl final : public Client {
       }
       rpc::prepare_context(call->context, token_,
                            std::chrono::system_clock::now() + options_.call_deadline);
-      queue->start(std::move(call), prepare_push(*stubs_[share.server]));
+      start_call(*queue, std::move(call), share.server, prepare_push(*stubs_[share.server]));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     pushes_.push_back(std::move(queue));
@@ -356,7 +364,7 @@ class ClientImpl final : public Client {
           *call->request.mutable_attempt() = to_message(attempt_);
           rpc::prepare_context(call->context, token_,
                                std::chrono::system_clock::now() + step_timeout_);
-          queue.start(std::move(call), prepare_step(*stubs_[server]));
+          start_call(queue, std::move(call), server, prepare_step(*stubs_[server]));
         }
         queue.wait_or_cancel(Clock::now() + step_timeout_ + kCompletionMargin, kCompletionMargin);
         throw_first_failure(queue,
@@ -414,6 +422,10 @@ class ClientImpl final : public Client {
   bool shares_memory_with(int server) const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return server >= 0 && server < num_servers() && shared_with_[static_cast<size_t>(server)];
+  }
+
+  std::string transport(int server) const override {
+    return channel_to(server, true) ? "shared memory" : "grpc";
   }
 
  private:
@@ -477,6 +489,56 @@ class ClientImpl final : public Client {
     return state;
   }
 
+  // This trainer's call channel to `server` (Note [call channels] in service.cpp), created on
+  // first use when shared memory is on; nullptr without one or, with `usable`, when the server
+  // does not serve it (not attached, or broken by a timeout or the server's exit).
+  std::shared_ptr<rpc::ChannelClient> channel_to(int server, bool usable) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (server < 0 || server >= num_servers() || !*options_.shared_memory) return nullptr;
+    auto& channel = channels_[static_cast<size_t>(server)];
+    if (!channel && !usable) {
+      try {
+        channel = std::make_shared<rpc::ChannelClient>(regions_, addresses_[server]);
+      } catch (const BackendError&) {
+        return nullptr;  // no memory for it: calls go over gRPC
+      }
+    }
+    return channel && (!usable || channel->usable()) ? channel : nullptr;
+  }
+
+  // Starts `call` to `server` on `queue`: Lookup, Push and Step over the server's call channel
+  // when it serves one and the call fits a slot, everything else over gRPC.
+  template <typename Call, typename Prepare>
+  Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server,
+                   Prepare prepare) {
+    if constexpr (std::is_same_v<Call, LookupCall>) {
+      if (auto channel = channel_to(server, true)) {
+        // The answer's rows in float32 (16-bit ones are smaller), unless they go into memory.
+        const v1::Tensor& ids = call->request.ids();
+        const int64_t rows = ids.shape_size() == 1 ? ids.shape(0) : 0;
+        const int64_t answer = call->request.has_rows_into()
+                                   ? kRequestOverhead
+                                   : kRequestOverhead + rows * table_dim(call->request.table()) * 4;
+        return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kLookup,
+                           answer);
+      }
+    } else if constexpr (std::is_same_v<Call, PushCall> || std::is_same_v<Call, StepCall>) {
+      if (auto channel = channel_to(server, true)) {
+        return queue.start(std::move(call), prepare, channel,
+                           std::is_same_v<Call, PushCall> ? rpc::ChannelMethod::kPush
+                                                          : rpc::ChannelMethod::kStep,
+                           kRequestOverhead);
+      }
+    }
+    return queue.start(std::move(call), prepare);
+  }
+
+  int64_t table_dim(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = tables_.find(name);
+    return found == tables_.end() ? 0 : found->second.config.dim;
+  }
+
   bool shares_memory_with_all() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return std::all_of(shared_with_.begin(), shared_with_.end(), [](char on) { return on != 0; });
@@ -531,7 +593,8 @@ class ClientImpl final : public Client {
     for (size_t i = 0; i < requests.size(); ++i) {
       requests[i]->address = addresses_[servers[i]];
       rpc::prepare_context(requests[i]->context, token_, system_deadline);
-      calls.push_back(&queue.start(std::move(requests[i]), prepare(*stubs_[servers[i]])));
+      calls.push_back(
+          &start_call(queue, std::move(requests[i]), servers[i], prepare(*stubs_[servers[i]])));
     }
     queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -552,7 +615,7 @@ class ClientImpl final : public Client {
         again->request = failed.request;
         again->address = failed.address;
         rpc::prepare_context(again->context, token_, system_deadline);
-        calls[i] = &queue.start(std::move(again), prepare(*stubs_[servers[i]]));
+        calls[i] = &start_call(queue, std::move(again), servers[i], prepare(*stubs_[servers[i]]));
         queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
       }
     }
@@ -569,12 +632,15 @@ class ClientImpl final : public Client {
   rpc::RetryPolicy retry_;
   std::vector<std::unique_ptr<Stub>> stubs_;
 
-  rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
+  mutable rpc::SharedRegions regions_;     // shared_tensor()'s memory (thread-safe)
   rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
 
   mutable std::mutex mutex_;  // guards tables_, pushes_ and shared_with_
   std::map<std::string, TableState> tables_;
   std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
+  // Per server, this trainer's call channel (created at the first create_table with shared memory
+  // on); calls hold them too, so a channel outlives the client while a call of it is in flight.
+  mutable std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
   std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
 };
 

@@ -5,6 +5,9 @@
 // thread that waits for the answers polls the queue and reads them itself (gRPC's epoll engine
 // lets any polling thread drive every connection's I/O).
 //
+// Calls to a server that serves this trainer's shared-memory channel go over it instead
+// (rpc/call_channel.h); wait() finishes those first, then polls the queue for the gRPC ones.
+//
 // Thread safety: a CallQueue belongs to one thread at a time (start and wait from the same thread,
 // or hand it over under a lock). Nothing is thrown on gRPC's behalf: statuses stay in the calls.
 #pragma once
@@ -17,6 +20,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "rpc/call_channel.h"
 
 namespace gradwire::ps {
 
@@ -33,6 +38,8 @@ struct QueuedCall {
   std::string address;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
+  std::shared_ptr<rpc::ChannelClient> channel;  // set when the call went over shared memory
+  uint64_t ticket = 0;                          // its ticket there
   bool done = false;
 
   std::chrono::milliseconds waited() const {
@@ -60,11 +67,24 @@ class CallQueue {
     }
   }
 
-  // Starts `call` (context, request and address set): `prepare(context, request, queue)` returns
-  // the stub's PrepareAsync<Method> reader. Returns the call, owned by this queue.
+  // Starts `call` (context, request and address set): over `channel` as `method` when it is given
+  // and takes the call (`answer_bytes`: the answer's size expected), else over gRPC:
+  // `prepare(context, request, queue)` returns the stub's PrepareAsync<Method> reader. Returns the
+  // call, owned by this queue.
   template <typename Prepare>
-  Call& start(std::unique_ptr<Call> call, Prepare prepare) {
+  Call& start(std::unique_ptr<Call> call, Prepare prepare,
+              const std::shared_ptr<rpc::ChannelClient>& channel = nullptr,
+              rpc::ChannelMethod method = rpc::ChannelMethod::kLookup, int64_t answer_bytes = 0) {
     call->started = Clock::now();
+    if (channel) {
+      call->ticket = channel->start(method, call->request, call->context.deadline(), answer_bytes,
+                                    &call->response, &call->status);
+      if (call->ticket != 0) {
+        call->channel = channel;
+        calls_.push_back(std::move(call));
+        return *calls_.back();
+      }
+    }
     call->reader = prepare(&call->context, call->request, &queue_);
     call->reader->StartCall();
     call->reader->Finish(&call->response, &call->status, call.get());
@@ -75,6 +95,12 @@ class CallQueue {
 
   // Polls until every call started so far completed (true) or `limit` passed (false).
   bool wait(Clock::time_point limit) {
+    for (const auto& call : calls_) {
+      if (call->channel && !call->done) {
+        if (!call->channel->finish(call->ticket, limit)) return false;
+        call->done = true;
+      }
+    }
     while (pending_ > 0) {
       void* tag = nullptr;
       bool ok = false;
@@ -95,7 +121,13 @@ class CallQueue {
   void wait_or_cancel(Clock::time_point limit, std::chrono::milliseconds margin) {
     if (wait(limit)) return;
     for (const auto& call : calls_) {
-      if (!call->done) call->context.TryCancel();
+      if (call->done) continue;
+      if (call->channel) {
+        call->channel->cancel(call->ticket);
+        call->done = true;
+      } else {
+        call->context.TryCancel();
+      }
     }
     wait(Clock::now() + margin);
   }

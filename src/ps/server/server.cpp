@@ -166,6 +166,7 @@ class ServerImpl final : public Server {
       shutting_down_ = true;
     }
     server_->Shutdown(std::chrono::system_clock::now() + grace);
+    service_->stop_channels();
     // No call runs any more: the files hold the final state.
     if (checkpoints_.enabled()) {
       try {

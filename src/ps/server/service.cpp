@@ -31,6 +31,26 @@ grpc::Status guarded(const char* method, Body&& body) {
   }
 }
 
+CallInfo grpc_call(grpc::ServerContext& context) {
+  return CallInfo{context.deadline(), [&context] { return context.IsCancelled(); }};
+}
+
+// Parses a channel call's request as Request, runs `body(request, &response)` and hands the
+// response over as the answer.
+template <typename Request, typename Response, typename Body>
+grpc::Status run_parsed(const rpc::ChannelCall& call,
+                        std::unique_ptr<google::protobuf::Message>* answer, Body&& body) {
+  Request request;
+  if (!request.ParseFromString(call.request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a request over shared memory does not parse as " + request.GetTypeName());
+  }
+  auto response = std::make_unique<Response>();
+  grpc::Status status = body(request, response.get());
+  if (status.ok()) *answer = std::move(response);
+  return status;
+}
+
 milliseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
 }
@@ -181,6 +201,9 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     // Note [shared memory]: a trainer of this host whose region maps here may send references.
     response->set_shared_memory(!shared_host_.empty() && request->has_probe() &&
                                 request->host() == shared_host_ && shared_.probe(request->probe()));
+    // Note [call channels]: this trainer's Lookup, Push and Step calls may come over memory.
+    response->set_channel(response->shared_memory() && request->has_channel() &&
+                          open_channel(request->channel()));
     // Note [shared rows]: a sync dense table's trainers on this host read its rows after a step
     // where the server keeps them, instead of calling Lookup: no gather, no copy on the server.
     // Safe because a sync step is applied only once every trainer pushed the next step, which a
@@ -199,6 +222,13 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                                             const v1::LookupRequest* request,
                                             v1::LookupResponse* response) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return lookup(grpc_call(*context), *request, response);
+}
+
+grpc::Status ParameterServerService::lookup(const CallInfo& call,
+                                            const v1::LookupRequest& request_message,
+                                            v1::LookupResponse* response) {
+  const v1::LookupRequest* request = &request_message;
   return guarded("Lookup", [&] {
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
@@ -217,7 +247,7 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                               "; look up fewer ids per call");
     }
     const auto values_deadline = step_wait_deadline(
-        context->deadline(), std::chrono::system_clock::now(), std::chrono::steady_clock::now());
+        call.deadline, std::chrono::system_clock::now(), std::chrono::steady_clock::now());
     const int wire = request->rows_dtype();
     if (request->has_rows_into()) {
       // Into the trainer's shared memory (Note [shared memory]): float32 rows written in place.
@@ -266,6 +296,11 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
                                           const v1::PushRequest* request,
                                           v1::PushResponse* /*response*/) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return push(*request);
+}
+
+grpc::Status ParameterServerService::push(const v1::PushRequest& request_message) {
+  const v1::PushRequest* request = &request_message;
   return guarded("Push", [&] {
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
@@ -286,20 +321,27 @@ grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
                                           const v1::StepRequest* request,
                                           v1::StepResponse* response) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return step(grpc_call(*context), *request, response);
+}
+
+grpc::Status ParameterServerService::step(const CallInfo& call,
+                                          const v1::StepRequest& request_message,
+                                          v1::StepResponse* response) {
+  const v1::StepRequest* request = &request_message;
   return guarded("Step", [&] {
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
     const auto start = std::chrono::steady_clock::now();
     const auto deadline =
-        step_wait_deadline(context->deadline(), std::chrono::system_clock::now(), start);
+        step_wait_deadline(call.deadline, std::chrono::system_clock::now(), start);
     // Note [step slices]: the shard waits in slices and asks whether the call was cancelled (the
     // caller went away, or shutdown's grace passed), so that such a call frees its thread instead
     // of holding shutdown() until the deadline.
     WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);  // Note [waiting steps]
     const StepOutcome outcome = shard->finish_step(
         request->trainer(), request->step(), from_message(request->attempt()),
-        StepWait{deadline, [&] { return context->IsCancelled(); }, [&] { return place.take(); }});
+        StepWait{deadline, [&] { return call.cancelled(); }, [&] { return place.take(); }});
     if (outcome.refused) {
       return grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -391,6 +433,70 @@ grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
     response->set_step(now);
     return grpc::Status::OK;
   });
+}
+
+// Note [call channels]: a trainer on this host may send its hot calls (Lookup, Push, Step) through
+// a channel in its shared memory instead of gRPC (rpc/call_channel.h): a request and its answer
+// cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The channel is
+// opened only by an authenticated CreateTable that passed the shared-memory probe, and is then the
+// credential of the calls on it (whoever can write it can read the trainer's memory, token
+// included). Each channel has a thread of its own here, which ends when the trainer closes the
+// channel or exits, or the server stops; calls on it run exactly as their gRPC twins.
+bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
+  std::lock_guard<std::mutex> lock(channels_mutex_);
+  if (channels_stopped_) return false;
+  if (channels_.count(ref.key()) != 0) return !channels_.at(ref.key())->ended();
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    it = it->second->ended() ? channels_.erase(it) : std::next(it);
+  }
+  if (channels_.size() >= kMaxChannels) return false;
+  try {
+    channels_[ref.key()] = std::make_unique<rpc::ChannelServer>(
+        shared_, ref, [this](const rpc::ChannelCall& call, auto* answer) {
+          return serve_channel_call(call, answer);
+        });
+  } catch (const InvalidArgument&) {
+    return false;  // not a channel this server can map: the trainer calls over gRPC
+  }
+  return true;
+}
+
+grpc::Status ParameterServerService::serve_channel_call(
+    const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
+  const CallInfo info{call.deadline, call.cancelled};
+  switch (call.method) {
+    case rpc::ChannelMethod::kLookup:
+      return run_parsed<v1::LookupRequest, v1::LookupResponse>(
+          call, answer, [&](const auto& request, auto* response) {
+            return lookup(info, request, response);
+          });
+    case rpc::ChannelMethod::kPush:
+      return run_parsed<v1::PushRequest, v1::PushResponse>(
+          call, answer, [&](const auto& request, auto*) { return push(request); });
+    case rpc::ChannelMethod::kStep:
+      return run_parsed<v1::StepRequest, v1::StepResponse>(
+          call, answer,
+          [&](const auto& request, auto* response) { return step(info, request, response); });
+  }
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
+}
+
+void ParameterServerService::stop_channels() {
+  std::map<uint64_t, std::unique_ptr<rpc::ChannelServer>> channels;
+  {
+    std::lock_guard<std::mutex> lock(channels_mutex_);
+    channels_stopped_ = true;
+    channels.swap(channels_);
+  }
+  for (auto& [key, channel] : channels) channel->stop();
+  channels.clear();  // joins their threads
+}
+
+int ParameterServerService::channels() const {
+  std::lock_guard<std::mutex> lock(channels_mutex_);
+  int live = 0;
+  for (const auto& entry : channels_) live += entry.second->ended() ? 0 : 1;
+  return live;
 }
 
 }  // namespace gradwire::ps

@@ -9,8 +9,9 @@
 // Checkpoint without a directory or Resume at a step with no checkpoint -> FAILED_PRECONDITION.
 // No exception leaves a handler. Names from requests appear in messages cut to 64 characters.
 //
-// Thread safety: handlers run on gRPC's sync-server threads, any number at once; the service
-// itself holds only an atomic count of the Step calls waiting (TableRegistry and
+// Thread safety: handlers run on gRPC's sync-server threads and on the channels' threads (one per
+// trainer that calls over shared memory), any number at once; the service itself holds an atomic
+// count of the Step calls waiting and the channels under a mutex (TableRegistry and
 // ServerCheckpoints lock their own state). Blocking: Step blocks its thread until the step is
 // applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable initialises rows;
 // Checkpoint writes files.
@@ -19,11 +20,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/table_registry.h"
+#include "rpc/call_channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 #include "rpc/shared_memory.h"
 
@@ -54,6 +60,17 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
                                       const std::vector<int>& missing, int num_trainers,
                                       std::chrono::milliseconds waited);
 
+// What a handler needs of its call besides the messages: gRPC's context, or a call that came over
+// a shared-memory channel (rpc/call_channel.h).
+struct CallInfo {
+  std::chrono::system_clock::time_point deadline;
+  std::function<bool()> cancelled;  // the caller went away or the server stops
+};
+
+// Most channels a server serves at once (one per trainer process and client); beyond that,
+// trainers call over gRPC.
+inline constexpr size_t kMaxChannels = 1024;
+
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
   // `tables` and `checkpoints` must outlive the service. `shared_host`: this server's host
@@ -76,7 +93,25 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status Assign(grpc::ServerContext* context, const v1::AssignRequest* request,
                       v1::AssignResponse* response) override;
 
+  // A Lookup, Push or Step that came over a trainer's channel (opened by its authenticated
+  // CreateTable): parsed and run as its gRPC twin, the answer in *answer.
+  grpc::Status serve_channel_call(const rpc::ChannelCall& call,
+                                  std::unique_ptr<google::protobuf::Message>* answer);
+  // Ends every channel's thread (a Step waiting in one is cancelled). Call after gRPC's shutdown.
+  void stop_channels();
+  // Channels served now.
+  int channels() const;
+
  private:
+  grpc::Status lookup(const CallInfo& call, const v1::LookupRequest& request,
+                      v1::LookupResponse* response);
+  grpc::Status push(const v1::PushRequest& request);
+  grpc::Status step(const CallInfo& call, const v1::StepRequest& request,
+                    v1::StepResponse* response);
+  // Serves the channel `ref` names unless it is served already; false when it cannot (not
+  // mappable, or kMaxChannels served).
+  bool open_channel(const v1::SharedBytes& ref);
+
   // The shard of `name`, or nullptr with *status set to NOT_FOUND.
   std::shared_ptr<TableShard> find_table(const std::string& name, grpc::Status* status) const;
   // The regions of trainers on this host, or nullptr when this server shares no memory.
@@ -92,6 +127,11 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
+
+  mutable std::mutex channels_mutex_;  // guards channels_ and channels_stopped_
+  bool channels_stopped_ = false;
+  // By region key; the last member, so their threads end before anything they use goes.
+  std::map<uint64_t, std::unique_ptr<rpc::ChannelServer>> channels_;
 };
 
 }  // namespace gradwire::ps

@@ -1,0 +1,146 @@
+// Calls over memory shared between a trainer and a parameter server on its host (docs/ps.md
+// "Shared-memory calls"): the same protobuf requests and answers as the gRPC service, written into
+// slots of a region of the trainer (rpc/shared_memory.h) and handed over with futex waits, so a
+// call costs two wake-ups instead of HTTP/2 framing, loopback TCP and gRPC's threads.
+//
+// The channel: a header and kSlots slots of kSlotBytes, each with a futex word (free, request
+// posted, answer posted). The trainer posts call n into slot n % kSlots, the server's thread
+// answers the slots in that order; the trainer may have kSlots calls in flight per server. A
+// server attaches a channel only in an authenticated CreateTable, after the same checks as any
+// shared region; the channel then is the credential of the calls on it (a process that can write
+// it can read the trainer's memory, token included). Every request is bounded by kSlotBytes and
+// copied out of the slot before it is parsed; methods are a fixed set.
+//
+// Nothing hangs: the trainer waits for an answer until the call's deadline and checks every
+// kLivenessSlice that the server's process lives (UNAVAILABLE naming it otherwise); a timed-out
+// channel is broken and takes no more calls (the client goes on over gRPC). The server's thread
+// ends when the trainer closes the channel, its process ends, or the server stops.
+//
+// Thread safety: ChannelClient is safe to use from several threads; a ChannelServer runs one
+// thread of its own. Linux only.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "rpc/shared_memory.h"
+
+namespace gradwire::rpc {
+
+// The methods a channel carries (the hot path); everything else goes over gRPC.
+enum class ChannelMethod : uint32_t { kLookup = 1, kPush = 2, kStep = 3 };
+
+inline constexpr int kChannelSlots = 4;
+inline constexpr int64_t kChannelSlotBytes = int64_t{1} << 20;
+// How often a waiting side checks that the other side's process lives.
+inline constexpr std::chrono::milliseconds kLivenessSlice{200};
+
+// The trainer's end of one channel to one server.
+class ChannelClient {
+ public:
+  using SystemTime = std::chrono::system_clock::time_point;
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  // Creates the channel's region in `regions`; `address` names the server in errors.
+  ChannelClient(SharedRegions& regions, std::string address);
+  ChannelClient(const ChannelClient&) = delete;
+  ChannelClient& operator=(const ChannelClient&) = delete;
+  // Closes the channel (the server's thread ends); calls still in flight are waited for until
+  // their deadlines.
+  ~ChannelClient();
+
+  // The region to name in CreateTable.
+  const v1::SharedBytes& reference() const { return reference_; }
+  // The server said it serves the channel: calls may go over it from now on.
+  void attached();
+  // Whether start() may take calls: attached and not broken.
+  bool usable() const;
+
+  // Posts a call and returns its ticket, or 0 when the channel cannot take it (not usable, or the
+  // request or the `answer_bytes` expected are larger than a slot): the caller sends it over gRPC
+  // then. `response` and `status` must stay valid until finish() returned true or cancel() was
+  // called for the ticket. When all slots are taken, first waits for the oldest call (until its
+  // deadline), holding the channel.
+  uint64_t start(ChannelMethod method, const google::protobuf::Message& request,
+                 SystemTime deadline, int64_t answer_bytes, google::protobuf::Message* response,
+                 grpc::Status* status);
+  // Waits until call `ticket` was answered (its response and status filled) or `limit` passed,
+  // whichever comes first, and true when it was answered. A call whose own deadline passes is
+  // answered DEADLINE_EXCEEDED (and the channel broken); one whose server died, UNAVAILABLE.
+  bool finish(uint64_t ticket, SteadyTime limit);
+  // Gives up call `ticket`: answered CANCELLED unless it was answered already; breaks the channel
+  // (the server may still write the slot).
+  void cancel(uint64_t ticket);
+
+ private:
+  struct Pending {
+    google::protobuf::Message* response;
+    grpc::Status* status;
+    SteadyTime deadline;
+  };
+  bool finish_locked(uint64_t ticket, SteadyTime limit);
+  void fail_locked(uint64_t ticket, grpc::Status status);
+
+  const std::string address_;
+  at::Tensor region_;
+  v1::SharedBytes reference_;
+  void* base_ = nullptr;
+
+  mutable std::mutex mutex_;
+  bool attached_ = false;
+  bool broken_ = false;
+  int64_t server_pid_ = 0;
+  uint64_t next_ = 1;                    // the next call's ticket; slot (ticket - 1) % kSlots
+  std::map<uint64_t, Pending> pending_;  // posted, not yet answered to the caller
+};
+
+// One call as the server's handler sees it.
+struct ChannelCall {
+  ChannelMethod method;
+  const std::string& request;  // the request's bytes, copied out of the slot
+  std::chrono::system_clock::time_point deadline;
+  std::function<bool()> cancelled;  // the trainer went away or the server stops
+};
+// Parses the request and runs the call; on success *answer holds the answer to send.
+using ChannelHandler = std::function<grpc::Status(
+    const ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer)>;
+
+// The server's end: a thread answering one trainer's channel.
+class ChannelServer {
+ public:
+  // Maps the channel `ref` names through `cache` (InvalidArgument as SharedRegionCache::view) and
+  // starts its thread.
+  ChannelServer(SharedRegionCache& cache, const v1::SharedBytes& ref, ChannelHandler handler);
+  ChannelServer(const ChannelServer&) = delete;
+  ChannelServer& operator=(const ChannelServer&) = delete;
+  // stop(), then joins the thread.
+  ~ChannelServer();
+
+  // Asks the thread to end: a call running now sees cancelled().
+  void stop();
+  // Whether the thread ended (trainer closed the channel or went away, or stop()).
+  bool ended() const { return ended_.load(); }
+
+ private:
+  void serve();
+
+  at::Tensor region_;
+  void* base_ = nullptr;
+  const int64_t trainer_pid_;
+  const ChannelHandler handler_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> ended_{false};
+  std::thread thread_;
+};
+
+}  // namespace gradwire::rpc
