@@ -65,11 +65,15 @@ void write_outputs(const HybridSettings& settings, const nlohmann::json& documen
 int run_trainer(RankContext& context, const HybridSettings& settings, const State& state,
                 const std::vector<std::string>& argv) {
   const std::shared_ptr<Communicator> communicator = context.world.communicator();
-  const HybridTrainerResult mine = train_hybrid(settings, communicator, state.repeat_index);
+  std::string transport;
+  const HybridTrainerResult mine =
+      train_hybrid(settings, communicator, state.repeat_index, &transport);
   const HybridResult all =
       gather_trainer_samples(*communicator, mine, {hybrid_phases(), {}}, "gradwire");
   if (!context.reports()) return 0;
   std::ostream& out = repeat_output(settings.repeat);
+  // Chosen as DDP's backend is: shared memory where the servers are on this host.
+  out << "gradwire: trainer 0's parameter-server calls: " << transport << "\n";
   const std::string suffix = settings.repeat > 1
                                  ? " (repeat " + std::to_string(state.repeat_index) + " of " +
                                        std::to_string(settings.repeat) + ")"

@@ -66,7 +66,8 @@ ps::TableConfig table_config(const HybridSettings& settings, int repeat, int tra
 }  // namespace
 
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
-                                 const std::shared_ptr<Communicator>& communicator, int repeat) {
+                                 const std::shared_ptr<Communicator>& communicator, int repeat,
+                                 std::string* transport) {
   const int trainer = communicator->rank();
   ps::ClientOptions client_options;
   client_options.rank = trainer;
@@ -76,6 +77,15 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
   embedding_options.table = table_config(settings, repeat, communicator->size());
   embedding_options.mode = ps::BagMode::kSum;
   ps::RemoteEmbeddingBag embedding(client, embedding_options);
+  if (transport != nullptr) {
+    int shared = 0;
+    for (int server = 0; server < client->num_servers(); ++server) {
+      shared += client->transport(server) == "shared memory" ? 1 : 0;
+    }
+    *transport = shared == 0 ? "grpc to all " + std::to_string(client->num_servers()) + " servers"
+                             : "shared memory to " + std::to_string(shared) + " of " +
+                                   std::to_string(client->num_servers()) + " servers";
+  }
 
   torch::manual_seed(static_cast<std::uint64_t>(settings.seed));
   torch::nn::Sequential dense = dense_model(settings.embedding_width());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
@@ -17,9 +18,12 @@ namespace gradwire::bench {
 
 // Trains settings.warmup + settings.epochs epochs on this trainer (rank `communicator.rank()`)
 // and returns the measured epochs: wall time per epoch (steady_clock around its batches, which
-// are generated before the clock starts), examples, and the phase split. Blocks; collective over
-// `communicator` (DDP). Throws the ps client's and DDP's errors.
+// are generated before the clock starts), examples, and the phase split. `transport`, when given,
+// gets how this trainer's calls reached the servers (ps::Client::transport, counted over the
+// servers: "shared memory to 8 of 8 servers"). Blocks; collective over `communicator` (DDP). Throws
+// the ps client's and DDP's errors.
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
-                                 const std::shared_ptr<Communicator>& communicator, int repeat);
+                                 const std::shared_ptr<Communicator>& communicator, int repeat,
+                                 std::string* transport = nullptr);
 
 }  // namespace gradwire::bench

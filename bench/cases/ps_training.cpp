@@ -51,17 +51,22 @@ nlohmann::json layout_json(const ps::DenseLayout& layout) {
           {"servers", servers}};
 }
 
-// How trainer 0 reaches the servers (docs/ps.md "Shared memory").
+// How trainer 0 reaches the servers (docs/ps.md "Shared memory", "Shared-memory calls").
 std::string transport_text(const ps::Client& client) {
   int sharing = 0;
+  int channels = 0;
   for (int server = 0; server < client.num_servers(); ++server) {
     sharing += client.shares_memory_with(server) ? 1 : 0;
+    channels += client.transport(server) == "shared memory" ? 1 : 0;
   }
+  const auto of_servers = [&](int count) {
+    return count < client.num_servers() ? " with " + std::to_string(count) + " of " +
+                                              std::to_string(client.num_servers()) + " servers"
+                                        : std::string();
+  };
   if (sharing == 0) return "rows as bytes over gRPC";
-  return "rows in shared memory" +
-         (sharing < client.num_servers() ? " with " + std::to_string(sharing) + " of " +
-                                               std::to_string(client.num_servers()) + " servers"
-                                         : std::string());
+  return "rows in shared memory" + of_servers(sharing) +
+         (channels == 0 ? ", calls over gRPC" : ", calls over shared memory" + of_servers(channels));
 }
 
 }  // namespace

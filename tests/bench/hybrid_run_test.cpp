@@ -54,6 +54,11 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
+  // The servers run on this host: the calls go over shared memory (docs/ps.md).
+  EXPECT_EQ(count(run.output,
+                  "gradwire: trainer 0's parameter-server calls: shared memory to 2 of 2 servers\n"),
+            1u)
+      << run.output;
   const nlohmann::json document = read_json_file(json);
   // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
   const auto self = diff_and_report(json);

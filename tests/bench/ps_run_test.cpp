@@ -52,7 +52,9 @@ TEST(PsRun, QuickWithBothComparisons) {
   EXPECT_EQ(count(run.output, "\nPass = 1, Elapsed = "), 3u) << run.output;
   EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 2u) << run.output;  // PS and DDP
   EXPECT_EQ(count(run.output, "dense layout: 62 tensors, 11181642 parameters"), 1u) << run.output;
-  EXPECT_EQ(count(run.output, "pull messages per step, rows in shared memory\n"), 1u)
+  EXPECT_EQ(count(run.output,
+                  "pull messages per step, rows in shared memory, calls over shared memory\n"),
+            1u)
       << run.output;
   EXPECT_EQ(count(run.output, "push_wait ms    server_apply ms       pull_wait ms"), 1u);
   EXPECT_EQ(count(run.output, "MiB/s"), 6u) << run.output;  // pushed and pulled, 2 trainers + All

@@ -71,4 +71,20 @@ TableConfig small_table(const std::string& name, int64_t rows, int64_t dim, Upda
   return config;
 }
 
+const char* to_string(Transport transport) {
+  return transport == Transport::kShared  ? "shared"
+         : transport == Transport::kBytes ? "bytes"
+                                          : "otherhost";
+}
+
+ClientOptions with_transport(ClientOptions options, Transport transport) {
+  options.shared_memory = transport != Transport::kBytes;
+  if (transport == Transport::kOtherHost) options.host_identity = "another-host";
+  return options;
+}
+
+std::string transport_name(Transport transport) {
+  return transport == Transport::kShared ? "shared memory" : "grpc";
+}
+
 }  // namespace gradwire::ps::testing

@@ -39,6 +39,18 @@ std::shared_ptr<Client> make_client(
     std::chrono::milliseconds step_timeout = std::chrono::seconds(30),
     std::chrono::milliseconds call_deadline = std::chrono::seconds(10));
 
+// How a test's trainers reach its in-process servers: the parameterised suites run on each.
+enum class Transport {
+  kShared,     // the default: shared memory, calls over the call channel
+  kBytes,      // ClientOptions::shared_memory = false: gRPC, tensors as bytes
+  kOtherHost,  // the trainers' host identity differs from the servers': gRPC, bytes
+};
+const char* to_string(Transport transport);
+// `options` set up for `transport`.
+ClientOptions with_transport(ClientOptions options, Transport transport);
+// What Client::transport(server) says for every server under `transport`.
+std::string transport_name(Transport transport);
+
 // Runs fn(trainer) for trainers 0..count-1, each on its own thread, and joins them. Throws
 // std::runtime_error naming every trainer whose fn threw, with its message.
 void run_trainers(int count, const std::function<void(int trainer)>& fn);

@@ -22,6 +22,7 @@ using testing::client_options;
 using testing::make_client;
 using testing::run_trainers;
 using testing::Servers;
+using testing::Transport;
 
 constexpr int kTrainers = 2;
 constexpr int kSteps = 4;
@@ -135,18 +136,6 @@ Reference train_reference(const OptimizerConfig& optimizer, const Data& data) {
 }
 
 // How the trainers reach the servers (all in this process, so on one host).
-enum class Transport {
-  kShared,     // the default: shared memory
-  kBytes,      // ClientOptions::shared_memory = false
-  kOtherHost,  // the trainers' host identity differs from the servers': bytes
-};
-
-const char* to_string(Transport transport) {
-  return transport == Transport::kShared  ? "shared"
-         : transport == Transport::kBytes ? "bytes"
-                                          : "otherhost";
-}
-
 // Each trainer's parameters after training on its halves of the batches; trainer 1 starts
 // elsewhere (DenseModel gives it trainer 0's values). `stats` gets trainer 0's statistics. Fails
 // the test when a trainer's servers do not share memory as `transport` says they do.
@@ -161,13 +150,13 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
   run_trainers(kTrainers, [&](int t) {
     OddNet model;
     if (t == 0) copy_values(*model, initial);
-    ClientOptions client = client_options(servers.addresses(), t, kTrainers);
-    client.shared_memory = transport != Transport::kBytes;
-    if (transport == Transport::kOtherHost) client.host_identity = "another-host";
-    const std::shared_ptr<Client> connected = connect(client);
+    const std::shared_ptr<Client> connected = connect(
+        testing::with_transport(client_options(servers.addresses(), t, kTrainers), transport));
     DenseModel dense(connected, model, options);
     for (int server = 0; server < num_servers; ++server) {
       sharing[t] += connected->shares_memory_with(server) ? 1 : 0;
+      EXPECT_EQ(connected->transport(server), testing::transport_name(transport))
+          << "trainer " << t << ", server " << server;
     }
     const auto in_place = [&] {  // servers whose rows this trainer reads in place
       int count = 0;

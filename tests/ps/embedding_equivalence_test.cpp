@@ -18,6 +18,7 @@ namespace {
 using testing::make_client;
 using testing::run_trainers;
 using testing::Servers;
+using testing::Transport;
 
 constexpr int kTrainers = 2;
 constexpr int kSteps = 4;
@@ -87,16 +88,18 @@ std::unique_ptr<torch::optim::Optimizer> local_optimizer(const TableConfig& conf
   return nullptr;
 }
 
-using Param = std::tuple<OptimizerKind, BagMode, int>;
+using Case = std::tuple<OptimizerKind, BagMode, int>;
+using Param = std::tuple<Case, Transport>;
 
 class SyncEquivalence : public ::testing::TestWithParam<Param> {};
 
 TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
   torch::set_num_threads(1);
   // Not a structured binding: lambdas may not capture those in C++17.
-  const OptimizerKind kind = std::get<0>(GetParam());
-  const BagMode mode = std::get<1>(GetParam());
-  const int num_servers = std::get<2>(GetParam());
+  const OptimizerKind kind = std::get<0>(std::get<0>(GetParam()));
+  const BagMode mode = std::get<1>(std::get<0>(GetParam()));
+  const int num_servers = std::get<2>(std::get<0>(GetParam()));
+  const Transport transport = std::get<1>(GetParam());
   const TableConfig config = table_for(kind, kTrainers);
   at::Generator generator = at::detail::createCPUGenerator(5);
   std::vector<GlobalBatch> batches;
@@ -120,8 +123,14 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
 
   Servers servers(num_servers);
   ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
-    auto client = make_client(servers.addresses(), t, kTrainers);
+    auto client = connect(
+        testing::with_transport(testing::client_options(servers.addresses(), t, kTrainers),
+                                transport));
     RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, mode});
+    for (int server = 0; server < num_servers; ++server) {
+      EXPECT_EQ(client->transport(server), testing::transport_name(transport))
+          << "trainer " << t << ", server " << server;
+    }
     for (const GlobalBatch& batch : batches) {
       torch::mse_loss(bags(batch.ids[t], batch.offsets[t]), batch.targets[t]).backward();
       client->step();
@@ -138,19 +147,23 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
-  const auto [kind, mode, servers] = info.param;
+  const auto [kind, mode, servers] = std::get<0>(info.param);
   return std::string(to_string(kind)) + (mode == BagMode::kSum ? "_sum_" : "_mean_") +
-         std::to_string(servers) + "servers";
+         std::to_string(servers) + "servers_" + to_string(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, SyncEquivalence,
-                         ::testing::Values(Param{OptimizerKind::kSgd, BagMode::kSum, 2},
-                                           Param{OptimizerKind::kSgd, BagMode::kMean, 3},
-                                           Param{OptimizerKind::kAdagrad, BagMode::kMean, 2},
-                                           Param{OptimizerKind::kAdagrad, BagMode::kSum, 3},
-                                           Param{OptimizerKind::kAdam, BagMode::kMean, 2},
-                                           Param{OptimizerKind::kAdam, BagMode::kSum, 3}),
-                         name_of);
+// Every case on every transport (calls over shared memory, gRPC, another host's trainer).
+INSTANTIATE_TEST_SUITE_P(
+    Optimizers, SyncEquivalence,
+    ::testing::Combine(::testing::Values(Case{OptimizerKind::kSgd, BagMode::kSum, 2},
+                                         Case{OptimizerKind::kSgd, BagMode::kMean, 3},
+                                         Case{OptimizerKind::kAdagrad, BagMode::kMean, 2},
+                                         Case{OptimizerKind::kAdagrad, BagMode::kSum, 3},
+                                         Case{OptimizerKind::kAdam, BagMode::kMean, 2},
+                                         Case{OptimizerKind::kAdam, BagMode::kSum, 3}),
+                       ::testing::Values(Transport::kShared, Transport::kBytes,
+                                         Transport::kOtherHost)),
+    name_of);
 
 // RemoteEmbedding (no pooling) likewise, with duplicate ids in one trainer's batch.
 TEST(RemoteEmbedding, SyncTrainingEqualsALocalEmbedding) {

@@ -17,6 +17,7 @@ namespace {
 
 using testing::make_client;
 using testing::Servers;
+using testing::Transport;
 
 constexpr int kTrainers = 2;
 constexpr int kSteps = 5;
@@ -31,8 +32,11 @@ struct Batch {
   at::Tensor labels;  // [trainers * bags]
 };
 
-TEST(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
+class HybridModel : public ::testing::TestWithParam<Transport> {};
+
+TEST_P(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
   torch::set_num_threads(1);
+  const Transport transport = GetParam();
   TableConfig table;
   table.name = "bags";
   table.num_rows = kRows;
@@ -83,8 +87,12 @@ TEST(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
   std::vector<torch::nn::Linear> denses = {make_dense(), make_dense()};
   Servers servers(2);
   gradwire::testing::run_ranks(kTrainers, [&](int rank, World& world) {
-    auto client = make_client(servers.addresses(), rank, kTrainers);
+    auto client = connect(testing::with_transport(
+        testing::client_options(servers.addresses(), rank, kTrainers), transport));
     RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{table, BagMode::kMean});
+    for (int server = 0; server < 2; ++server) {
+      EXPECT_EQ(client->transport(server), testing::transport_name(transport));
+    }
     ddp::DistributedDataParallel dense(denses[rank], world.communicator());
     torch::optim::SGD optimizer(denses[rank]->parameters(),
                                 torch::optim::SGDOptions(kDenseLr).momentum(0.9));
@@ -110,6 +118,11 @@ TEST(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
       << "max difference " << (trained - local_bags->weight).abs().max().item<float>();
   EXPECT_FALSE(local_dense->weight.allclose(make_dense()->weight)) << "training did not move";
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, HybridModel,
+                         ::testing::Values(Transport::kShared, Transport::kBytes,
+                                           Transport::kOtherHost),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace
 }  // namespace hybrid_equivalence

@@ -4,8 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "client_test_support.h"
+#include "gradwire/common/env.h"
+#include "gradwire/common/host_identity.h"
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/server.h"
+#include "ps/messages/service_messages.h"
+#include "rpc/call_channel.h"
+#include "rpc/channel.h"
+#include "rpc/proto/ps.grpc.pb.h"
 
 namespace gradwire::ps {
 namespace shared_memory_client_test {  // not anonymous: unity batches (docs/architecture.md)
@@ -29,17 +35,21 @@ TEST(PsSharedMemory, ServersOnTheTrainersHostShareMemoryUnlessEitherSideSaysOthe
   shared->create_table(sync_table(1));
   EXPECT_TRUE(shared->shares_memory_with(0));
   EXPECT_TRUE(shared->shares_memory_with(1));
+  EXPECT_EQ(shared->transport(0), "shared memory");
+  EXPECT_EQ(shared->transport(1), "shared memory");
 
   options.shared_memory = false;
   const auto off = connect(options);
   off->create_table(sync_table(1));
   EXPECT_FALSE(off->shares_memory_with(0));
+  EXPECT_EQ(off->transport(0), "grpc");
 
   options.shared_memory = true;
   options.host_identity = "another-host";
   const auto elsewhere = connect(options);
   elsewhere->create_table(sync_table(1));
   EXPECT_FALSE(elsewhere->shares_memory_with(1));
+  EXPECT_EQ(elsewhere->transport(1), "grpc");
 
   ServerOptions server_options;
   server_options.token = testing::kClientToken;
@@ -48,6 +58,7 @@ TEST(PsSharedMemory, ServersOnTheTrainersHostShareMemoryUnlessEitherSideSaysOthe
   const auto to_bytes_only = connect(client_options({bytes_only->address()}));
   to_bytes_only->create_table(sync_table(1));
   EXPECT_FALSE(to_bytes_only->shares_memory_with(0));
+  EXPECT_EQ(to_bytes_only->transport(0), "grpc");
   // It still trains: the shared tensor's rows go as bytes.
   const at::Tensor grads = to_bytes_only->shared_tensor({2, 4});
   grads.fill_(1.0);
@@ -107,6 +118,48 @@ TEST(PsSharedMemory, ALookupIntoASharedTensorIsWrittenInPlaceAndAnyOtherOutIsFil
             plain.data_ptr());
   EXPECT_TRUE(at::equal(plain, expected));
   EXPECT_THROW(client->start_lookup("t", even, at::kFloat, at::zeros({2, 4})), InvalidArgument);
+}
+
+// Note [call channels] (service.cpp): CreateTable opens a trainer's channel only when it shares
+// memory with the trainer and the region is a channel; anything else is ignored (the trainer calls
+// over gRPC) and the table is created all the same.
+TEST(PsCallChannel, AServerServesOnlyAChannelInTheRegionOfATrainerItSharesMemoryWith) {
+  Servers servers(1);
+  auto stub = v1::ParameterServer::NewStub(rpc::make_channel(servers.addresses().front()));
+  rpc::SharedRegions regions;
+  const at::Tensor not_a_channel = regions.allocate({8 << 20}, at::kByte);
+  rpc::ChannelClient channel(regions, servers.addresses().front());
+  const auto create = [&](const std::string& host, const v1::SharedBytes& ref) {
+    v1::CreateTableRequest request;
+    *request.mutable_config() = to_message(sync_table(1));
+    request.set_num_servers(1);
+    request.set_host(host);
+    *request.mutable_probe() = regions.probe();
+    *request.mutable_channel() = ref;
+    grpc::ClientContext context;
+    rpc::prepare_context(context, testing::kClientToken,
+                         std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::CreateTableResponse response;
+    const grpc::Status status = stub->CreateTable(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  };
+  const std::string here = local_host_identity(EnvMap::from_process());
+  v1::SharedBytes wrong_key = channel.reference();
+  wrong_key.set_key(wrong_key.key() ^ 1);
+  v1::SharedBytes stdin_of_init = channel.reference();
+  stdin_of_init.set_pid(1);
+  stdin_of_init.set_fd(0);
+  for (const v1::SharedBytes& hostile : {*regions.find(not_a_channel), wrong_key, stdin_of_init}) {
+    const v1::CreateTableResponse response = create(here, hostile);
+    EXPECT_TRUE(response.shared_memory());
+    EXPECT_FALSE(response.channel()) << hostile.ShortDebugString();
+  }
+  EXPECT_FALSE(create("another-host", channel.reference()).channel());
+  EXPECT_FALSE(channel.usable());
+  EXPECT_TRUE(create(here, channel.reference()).channel());
+  channel.attached();
+  EXPECT_TRUE(channel.usable());
 }
 
 }  // namespace shared_memory_client_test

@@ -1,0 +1,211 @@
+// Calls over shared memory (rpc/call_channel.h): answers and statuses come back in order with more
+// calls in flight than slots; what the channel refuses to carry; a call the server never answers
+// is a deadline error that breaks the channel; a server process that exits is named; the server's
+// thread ends when the trainer closes the channel; a region that is not a channel is refused.
+#include "rpc/call_channel.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "error_text.h"
+
+namespace gradwire::rpc {
+namespace call_channel_test {  // not anonymous: unity batches (docs/architecture.md "Tests")
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+std::chrono::system_clock::time_point in(milliseconds time) {
+  return std::chrono::system_clock::now() + time;
+}
+
+v1::LookupRequest lookup_of(const std::string& table, int64_t ids) {
+  v1::LookupRequest request;
+  request.set_table(table);
+  request.mutable_ids()->add_shape(ids);
+  return request;
+}
+
+// A handler answering a lookup with a tensor of the request's shape and the table's name as the
+// tensor's bytes, or NOT_FOUND for the table "missing".
+grpc::Status echo(const ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
+  v1::LookupRequest request;
+  if (call.method != ChannelMethod::kLookup || !request.ParseFromString(call.request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "not a lookup");
+  }
+  if (request.table() == "missing") {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "table 'missing' does not exist");
+  }
+  auto response = std::make_unique<v1::LookupResponse>();
+  *response->mutable_rows()->mutable_shape() = request.ids().shape();
+  response->mutable_rows()->set_data(request.table());
+  *answer = std::move(response);
+  return grpc::Status::OK;
+}
+
+TEST(CallChannel, AnswersAndStatusesComeBackWithMoreCallsInFlightThanSlots) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  auto client = std::make_shared<ChannelClient>(regions, "server-0");
+  EXPECT_FALSE(client->usable()) << "no server attached yet";
+  ChannelServer server(cache, client->reference(), echo);
+  client->attached();
+  ASSERT_TRUE(client->usable());
+
+  constexpr int kCalls = 3 * kChannelSlots + 1;
+  std::vector<v1::LookupResponse> responses(kCalls);
+  std::vector<grpc::Status> statuses(kCalls);
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < kCalls; ++i) {
+    const std::string table = i == 5 ? "missing" : "table-" + std::to_string(i);
+    tickets.push_back(client->start(ChannelMethod::kLookup, lookup_of(table, i), in(milliseconds(10000)),
+                                    0, &responses[i], &statuses[i]));
+    ASSERT_NE(tickets.back(), 0u) << "call " << i;
+  }
+  // Finished newest first: the older ones were answered while the slots were reused.
+  for (int i = kCalls - 1; i >= 0; --i) {
+    ASSERT_TRUE(client->finish(tickets[i], Clock::now() + milliseconds(10000))) << i;
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    if (i == 5) {
+      EXPECT_EQ(statuses[i].error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(statuses[i].error_message(), "table 'missing' does not exist");
+      continue;
+    }
+    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
+    EXPECT_EQ(responses[i].rows().data(), "table-" + std::to_string(i));
+    ASSERT_EQ(responses[i].rows().shape_size(), 1);
+    EXPECT_EQ(responses[i].rows().shape(0), i);
+  }
+  EXPECT_TRUE(client->usable());
+}
+
+TEST(CallChannel, CallsLargerThanASlotAreLeftToGrpc) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  ChannelClient client(regions, "server-0");
+  v1::LookupResponse response;
+  grpc::Status status;
+  EXPECT_EQ(client.start(ChannelMethod::kLookup, lookup_of("t", 1), in(milliseconds(1000)), 0,
+                         &response, &status),
+            0u)
+      << "not attached";
+  ChannelServer server(cache, client.reference(), echo);
+  client.attached();
+  v1::LookupRequest large = lookup_of(std::string(kChannelSlotBytes, 'x'), 1);
+  EXPECT_EQ(client.start(ChannelMethod::kLookup, large, in(milliseconds(1000)), 0, &response,
+                         &status),
+            0u);
+  EXPECT_EQ(client.start(ChannelMethod::kLookup, lookup_of("t", 1), in(milliseconds(1000)),
+                         kChannelSlotBytes + 1, &response, &status),
+            0u)
+      << "an answer that would not fit";
+  EXPECT_TRUE(client.usable());
+}
+
+TEST(CallChannel, ACallTheServerNeverAnswersIsADeadlineErrorAndBreaksTheChannel) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  auto client = std::make_shared<ChannelClient>(regions, "server-7");
+  std::atomic<bool> saw_cancel{false};
+  {
+    ChannelServer server(cache, client->reference(),
+                         [&](const ChannelCall& call, std::unique_ptr<google::protobuf::Message>*) {
+                           while (!call.cancelled()) std::this_thread::sleep_for(milliseconds(5));
+                           saw_cancel = true;
+                           return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
+                         });
+    client->attached();
+    v1::LookupResponse response;
+    grpc::Status status;
+    const auto started = Clock::now();
+    const uint64_t ticket = client->start(ChannelMethod::kLookup, lookup_of("t", 1),
+                                          in(milliseconds(300)), 0, &response, &status);
+    ASSERT_NE(ticket, 0u);
+    EXPECT_FALSE(client->finish(ticket, Clock::now() + milliseconds(20))) << "before its deadline";
+    EXPECT_TRUE(client->finish(ticket, Clock::time_point::max()));
+    EXPECT_GE(Clock::now() - started, milliseconds(290));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_TRUE(testing::contains(status.error_message(), "server-7")) << status.error_message();
+    EXPECT_FALSE(client->usable()) << "the slot may still be written";
+    EXPECT_EQ(client->start(ChannelMethod::kLookup, lookup_of("t", 1), in(milliseconds(300)), 0,
+                            &response, &status),
+              0u);
+  }  // the server stops: the call running in its handler sees cancelled()
+  EXPECT_TRUE(saw_cancel.load());
+}
+
+TEST(CallChannel, AServerProcessThatExitsIsNamed) {
+  SharedRegions regions;
+  auto client = std::make_shared<ChannelClient>(regions, "server-3");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The server: attaches, says so, and exits in the middle of the first call.
+    SharedRegionCache cache;
+    ChannelServer server(cache, client->reference(),
+                         [](const ChannelCall&, std::unique_ptr<google::protobuf::Message>*) {
+                           ::_exit(0);
+                           return grpc::Status::OK;
+                         });
+    const char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
+    ::pause();
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  client->attached();
+  v1::LookupResponse response;
+  grpc::Status status;
+  const uint64_t ticket = client->start(ChannelMethod::kLookup, lookup_of("t", 1),
+                                        in(milliseconds(20000)), 0, &response, &status);
+  ASSERT_NE(ticket, 0u);
+  const auto started = Clock::now();
+  EXPECT_TRUE(client->finish(ticket, Clock::time_point::max()));
+  EXPECT_LT(Clock::now() - started, milliseconds(5000)) << "found within a few liveness slices";
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(testing::contains(status.error_message(), "server-3")) << status.error_message();
+  EXPECT_TRUE(testing::contains(status.error_message(), std::to_string(child)));
+  int child_status = 0;
+  EXPECT_EQ(::waitpid(child, &child_status, 0), child);
+  EXPECT_FALSE(client->usable());
+}
+
+TEST(CallChannel, TheServersThreadEndsWhenTheTrainerClosesTheChannel) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  auto client = std::make_unique<ChannelClient>(regions, "server-0");
+  ChannelServer server(cache, client->reference(), echo);
+  client->attached();
+  EXPECT_FALSE(server.ended());
+  client.reset();
+  const auto limit = Clock::now() + milliseconds(5000);
+  while (!server.ended() && Clock::now() < limit) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_TRUE(server.ended());
+}
+
+TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  const at::Tensor small = regions.allocate({64}, at::kByte);
+  EXPECT_FALSE(testing::invalid_argument_message([&] {
+                 ChannelServer server(cache, *regions.find(small), echo);
+               }).empty());
+  const at::Tensor large = regions.allocate({8 << 20}, at::kByte);  // big enough, no magic
+  EXPECT_TRUE(testing::contains(testing::invalid_argument_message([&] {
+                                  ChannelServer server(cache, *regions.find(large), echo);
+                                }),
+                                "not a gradwire call channel"));
+}
+
+}  // namespace call_channel_test
+}  // namespace gradwire::rpc
