@@ -1,8 +1,9 @@
 // `gradwire-bench rpc`: the parameter servers' per-call floor. One gradwire parameter server
 // (gradwire::ps::start_server) and one client (gradwire::ps::connect) in this process talk over
-// loopback TCP; a bare gRPC echo (cases/rpc_echo.h) of the same bytes runs beside them. Each call
-// kind (an empty round trip, a lookup, a push) is timed on both sides in alternating rounds, so
-// that both see the same machine load (docs/benchmarks.md "gradwire-bench rpc").
+// loopback TCP, a second pair over the shared-memory call channel (docs/ps.md "Shared-memory
+// calls"); a bare gRPC echo (cases/rpc_echo.h) of the same bytes runs beside them. Each call kind
+// (an empty round trip, a lookup, a push) is timed on every side in alternating rounds, so that
+// all see the same machine load (docs/benchmarks.md "gradwire-bench rpc").
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -13,6 +14,7 @@
 #include "cases/rpc_echo.h"
 #include "cases/rpc_report.h"
 #include "cases/rpc_settings.h"
+#include "gradwire/common/error.h"
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/server.h"
 #include "harness/case.h"
@@ -33,26 +35,44 @@ constexpr int kRounds = 5;
 // Ids are spread over the table this far apart.
 constexpr std::int64_t kIdStride = 131;
 
-// One call kind on both sides.
-struct CallPair {
+// One call kind on every side.
+struct CallSides {
   std::string call;
   std::function<void()> gradwire;
+  std::function<void()> shm;
   std::function<void()> echo;
 };
 
-std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
+// A server and its client in this process; `shared_memory`: the calls go over the call channel
+// (checked), else bytes over loopback TCP.
+struct ServerAndClient {
+  std::unique_ptr<ps::Server> server;
+  std::shared_ptr<ps::Client> client;
+};
+
+ServerAndClient start_pair(const ps::TableConfig& table, bool shared_memory) {
   ps::ServerOptions server_options;
   server_options.token = kToken;
-  server_options.shared_memory = false;  // bytes on the socket: the gRPC path is what is measured
-  const auto server = ps::start_server(server_options, EnvMap{});
-
+  server_options.shared_memory = shared_memory;
+  ServerAndClient pair;
+  pair.server = ps::start_server(server_options, EnvMap{});
   ps::ClientOptions client_options;
-  client_options.servers = {server->address()};
+  client_options.servers = {pair.server->address()};
   client_options.token = kToken;
   client_options.rank = 0;
   client_options.world_size = 1;
-  client_options.shared_memory = false;
-  const auto client = ps::connect(client_options, EnvMap{});
+  client_options.shared_memory = shared_memory;
+  pair.client = ps::connect(client_options, EnvMap{});
+  pair.client->create_table(table);
+  const std::string expected = shared_memory ? "shared memory" : "grpc";
+  if (pair.client->transport(0) != expected) {
+    throw BackendError("gradwire-bench rpc: the calls go over " + pair.client->transport(0) +
+                       ", not " + expected);
+  }
+  return pair;
+}
+
+std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
   // An async table applies each push when it arrives. Without staleness step() makes no call at
   // all; staleness 1 makes it one Step call per server that returns at once (the only trainer is
   // never behind): the empty round trip.
@@ -62,7 +82,8 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
   table.dim = settings.dim;
   table.mode = ps::UpdateMode::kAsync;
   table.staleness = 1;
-  client->create_table(table);
+  const ServerAndClient grpc = start_pair(table, false);
+  const ServerAndClient shm = start_pair(table, true);
 
   const at::Tensor ids = at::arange(0, table.num_rows, kIdStride, at::kLong);
   const at::Tensor grads = at::full({settings.ids, settings.dim}, 1e-3, at::kFloat);
@@ -75,40 +96,52 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
     return [&echo, out, back] { echo.call(out, back); };
   };
 
-  const std::vector<CallPair> pairs = {
-      {"empty", [&] { client->step(); }, echo_call("empty")},
-      {"lookup", [&] { client->lookup(kTable, ids); }, echo_call("lookup")},
-      {"push",
-       [&] {
-         client->push(kTable, ids, grads);
-         client->flush();
-       },
-       echo_call("push")},
+  const auto step = [](const std::shared_ptr<ps::Client>& client) {
+    return [client] { client->step(); };
+  };
+  const auto lookup = [&](const std::shared_ptr<ps::Client>& client) {
+    return [client, &ids] { client->lookup(kTable, ids); };
+  };
+  const auto push = [&](const std::shared_ptr<ps::Client>& client) {
+    return [client, &ids, &grads] {
+      client->push(kTable, ids, grads);
+      client->flush();
+    };
+  };
+  const std::vector<CallSides> kinds = {
+      {"empty", step(grpc.client), step(shm.client), echo_call("empty")},
+      {"lookup", lookup(grpc.client), lookup(shm.client), echo_call("lookup")},
+      {"push", push(grpc.client), push(shm.client), echo_call("push")},
   };
   std::vector<RpcCallSamples> results;
-  for (const auto& pair : pairs) {
-    RpcCallSamples ours{pair.call,
+  for (const auto& kind : kinds) {
+    RpcCallSamples ours{kind.call,
                         kRpcGradwire,
-                        rpc_request_bytes(pair.call, settings),
-                        rpc_response_bytes(pair.call, settings),
+                        rpc_request_bytes(kind.call, settings),
+                        rpc_response_bytes(kind.call, settings),
                         {}};
+    RpcCallSamples channel = ours;
+    channel.system = kRpcShm;
     RpcCallSamples floor = ours;
     floor.system = kRpcEcho;
     const int rounds = std::min(kRounds, settings.iters);
     for (int round = 0; round < rounds; ++round) {
       const int timed = settings.iters / rounds + (round < settings.iters % rounds ? 1 : 0);
       const IterationCounts counts{round == 0 ? settings.warmup : 0, timed};
-      for (const double s : time_iterations(counts, pair.gradwire)) {
-        ours.microseconds.push_back(s * 1e6);
-      }
-      for (const double s : time_iterations(counts, pair.echo)) {
-        floor.microseconds.push_back(s * 1e6);
+      for (auto [side, samples] : {std::pair{&kind.gradwire, &ours},
+                                   std::pair{&kind.shm, &channel},
+                                   std::pair{&kind.echo, &floor}}) {
+        for (const double s : time_iterations(counts, *side)) {
+          samples->microseconds.push_back(s * 1e6);
+        }
       }
     }
     results.push_back(std::move(ours));
+    results.push_back(std::move(channel));
     results.push_back(std::move(floor));
   }
-  server->shutdown();
+  grpc.server->shutdown();
+  shm.server->shutdown();
   return results;
 }
 
@@ -118,7 +151,7 @@ Subcommand rpc_subcommand() {
   return case_subcommand<RpcSettings>(
       "rpc",
       "the parameter servers' per-call floor: an empty round trip, a lookup and a push on "
-      "loopback, against a bare gRPC echo of the same bytes",
+      "loopback and over shared memory, against a bare gRPC echo of the same bytes",
       rpc_options, [](CLI::App&, RankOptions&) {},
       [](const OptionTable<RpcSettings>& options, const RankOptions&,
          const std::vector<std::string>& argv) {

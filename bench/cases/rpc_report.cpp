@@ -35,8 +35,8 @@ std::uint64_t rpc_response_bytes(const std::string& call, const RpcSettings& set
 }
 
 std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
-                                    const std::string& call) {
-  const RpcCallSamples* ours = find_call(calls, call, kRpcGradwire);
+                                    const std::string& call, const std::string& system) {
+  const RpcCallSamples* ours = find_call(calls, call, system);
   const RpcCallSamples* echo = find_call(calls, call, kRpcEcho);
   if (ours == nullptr || echo == nullptr || ours->microseconds.empty() ||
       echo->microseconds.empty()) {
@@ -49,8 +49,9 @@ std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
 
 void print_rpc_report(std::ostream& out, const RpcSettings& settings,
                       const std::vector<RpcCallSamples>& calls) {
-  out << "# gradwire-bench rpc: one parameter server and one client in this process on loopback "
-         "TCP (gRPC), against a bare gRPC echo of the same bytes\n"
+  out << "# gradwire-bench rpc: one parameter server and one client in this process, on loopback "
+         "TCP (gRPC: gradwire) and on the shared-memory call channel (shm), against a bare gRPC "
+         "echo of the same bytes\n"
       << "# " << describe_rpc_settings(settings) << "\n";
   const Table table({{"call", 8, Align::kLeft},
                      {"system", 10, Align::kLeft},
@@ -69,14 +70,16 @@ void print_rpc_report(std::ostream& out, const RpcSettings& settings,
                       format_fixed(summary.p99, 1)})
         << "\n";
   }
-  std::string ratios;
-  for (const char* call : kRpcCallKinds) {
-    const auto ratio = rpc_p50_ratio(calls, call);
-    if (!ratio) continue;
-    ratios +=
-        (ratios.empty() ? " " : ", ") + std::string(call) + " " + format_fixed(*ratio, 2) + "x";
+  for (const char* system : {kRpcGradwire, kRpcShm}) {
+    std::string ratios;
+    for (const char* call : kRpcCallKinds) {
+      const auto ratio = rpc_p50_ratio(calls, call, system);
+      if (!ratio) continue;
+      ratios +=
+          (ratios.empty() ? " " : ", ") + std::string(call) + " " + format_fixed(*ratio, 2) + "x";
+    }
+    if (!ratios.empty()) out << "# " << system << " / echo, p50:" << ratios << "\n";
   }
-  if (!ratios.empty()) out << "# gradwire / echo, p50:" << ratios << "\n";
 }
 
 RowSet rpc_rows(const std::vector<RpcCallSamples>& calls) {
@@ -93,7 +96,8 @@ nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& sett
   nlohmann::json document = make_document("rpc", metadata);
   document["settings"] = {{"preset", settings.preset}, {"ids", settings.ids},
                           {"dim", settings.dim},       {"iters", settings.iters},
-                          {"warmup", settings.warmup}, {"transport", "grpc"}};
+                          {"warmup", settings.warmup}, {"transport", "grpc"},
+                          {"shm_transport", "shared-memory call channel"}};
   nlohmann::json list = nlohmann::json::array();
   for (const auto& samples : calls) {
     list.push_back({{"call", samples.call},
@@ -108,6 +112,11 @@ nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& sett
     if (const auto ratio = rpc_p50_ratio(calls, call)) ratios[call] = *ratio;
   }
   document["p50_ratio"] = ratios;
+  nlohmann::json shm = nlohmann::json::object();
+  for (const char* call : kRpcCallKinds) {
+    if (const auto ratio = rpc_p50_ratio(calls, call, kRpcShm)) shm[call] = *ratio;
+  }
+  if (!shm.empty()) document["p50_ratio_shm"] = shm;
   document["rows"] = to_json(rpc_rows(calls));
   return document;
 }

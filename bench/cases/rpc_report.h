@@ -1,5 +1,5 @@
-// `gradwire-bench rpc`'s results: the calls measured on each side (gradwire's parameter server,
-// the bare gRPC echo), their table, the gradwire / echo ratios, the rows diff and report read,
+// `gradwire-bench rpc`'s results: the calls measured on each side (gradwire's parameter server over
+// gRPC and over its shared-memory call channel, the bare gRPC echo), their table, the gradwire / echo ratios, the rows diff and report read,
 // and the JSON document (pure, unit-tested).
 #pragma once
 
@@ -18,14 +18,16 @@ namespace gradwire::bench {
 
 // The call kinds, in the order they are measured and printed.
 inline constexpr const char* kRpcCallKinds[] = {"empty", "lookup", "push"};
-// The two sides.
+// The sides: gradwire over gRPC, gradwire over the call channel (docs/ps.md "Shared-memory
+// calls"), the echo.
 inline constexpr const char* kRpcGradwire = "gradwire";
+inline constexpr const char* kRpcShm = "shm";
 inline constexpr const char* kRpcEcho = "echo";
 
 // One call kind on one side: the bytes each call carries and the time of each timed call.
 struct RpcCallSamples {
   std::string call;                  // "empty", "lookup", "push"
-  std::string system;                // kRpcGradwire or kRpcEcho
+  std::string system;                // kRpcGradwire, kRpcShm or kRpcEcho
   std::uint64_t request_bytes = 0;   // payload out (ids, gradient rows)
   std::uint64_t response_bytes = 0;  // payload back (rows)
   std::vector<double> microseconds;  // per call, in measured order
@@ -36,13 +38,15 @@ struct RpcCallSamples {
 std::uint64_t rpc_request_bytes(const std::string& call, const RpcSettings& settings);
 std::uint64_t rpc_response_bytes(const std::string& call, const RpcSettings& settings);
 
-// Pure: p50 of gradwire's `call` over p50 of the echo's; nullopt when a side is missing or the
+// Pure: p50 of `system`'s `call` over p50 of the echo's; nullopt when a side is missing or the
 // echo's p50 is 0.
 std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
-                                    const std::string& call);
+                                    const std::string& call,
+                                    const std::string& system = kRpcGradwire);
 
 // Prints the table (one line per call kind and side: bytes, mean, p50, p99 in us) and the ratio
-// line "# gradwire / echo, p50: empty 2.10x, lookup 1.85x, push 2.40x".
+// lines "# gradwire / echo, p50: empty 2.10x, lookup 1.85x, push 2.40x" and, when measured,
+// "# shm / echo, p50: ...".
 void print_rpc_report(std::ostream& out, const RpcSettings& settings,
                       const std::vector<RpcCallSamples>& calls);
 
@@ -50,7 +54,8 @@ void print_rpc_report(std::ostream& out, const RpcSettings& settings,
 RowSet rpc_rows(const std::vector<RpcCallSamples>& calls);
 
 // {"schema_version", "benchmark": "rpc", "metadata", "settings", "calls": [{call, system,
-// request_bytes, response_bytes, summary (us)}], "p50_ratio": {call: ratio}, "rows"}.
+// request_bytes, response_bytes, summary (us)}], "p50_ratio": {call: ratio} (gradwire over gRPC),
+// "p50_ratio_shm": {call: ratio} (when measured), "rows"}.
 nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& settings,
                             const std::vector<RpcCallSamples>& calls);
 

@@ -23,14 +23,19 @@ TEST(RpcBenchReportTest, RatioIsP50OfGradwireOverP50OfTheEcho) {
   EXPECT_DOUBLE_EQ(*rpc_p50_ratio(calls, "lookup"), 105.0 / 50.0);
   EXPECT_DOUBLE_EQ(*rpc_p50_ratio(calls, "push"), 3.0);
   EXPECT_FALSE(rpc_p50_ratio({calls[0]}, "empty"));  // no echo
+  EXPECT_FALSE(rpc_p50_ratio(calls, "empty", kRpcShm));  // not measured
+  auto with_shm = calls;
+  with_shm.push_back({"lookup", kRpcShm, 400, 12800, {10, 20, 30}});
+  EXPECT_DOUBLE_EQ(*rpc_p50_ratio(with_shm, "lookup", kRpcShm), 20.0 / 50.0);
 }
 
 TEST(RpcBenchReportTest, PrintsOneLinePerCallAndSideAndTheRatios) {
   std::ostringstream out;
   print_rpc_report(out, RpcSettings{}, fixed_calls());
   const std::string expected =
-      "# gradwire-bench rpc: one parameter server and one client in this process on loopback "
-      "TCP (gRPC), against a bare gRPC echo of the same bytes\n"
+      "# gradwire-bench rpc: one parameter server and one client in this process, on loopback "
+      "TCP (gRPC: gradwire) and on the shared-memory call channel (shm), against a bare gRPC "
+      "echo of the same bytes\n"
       "# preset default: 50 ids x dim 64, 200 warm-up + 2000 timed calls of each kind on each "
       "side\n"
       "call      system         request    response    calls    mean(us)     p50(us)     p99(us)\n"

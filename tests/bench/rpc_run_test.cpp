@@ -22,21 +22,25 @@ TEST(RpcBenchRunTest, QuickRunPrintsEveryCallAndWritesItsJson) {
       << run.output;
   EXPECT_EQ(count(run.output, "\npush      gradwire      12.9 KiB         0 B       20 "), 1u)
       << run.output;
+  EXPECT_EQ(count(run.output, "\nlookup    shm              400 B    12.5 KiB       20 "), 1u)
+      << run.output;
   EXPECT_EQ(count(run.output, "# gradwire / echo, p50: empty "), 1u) << run.output;
+  EXPECT_EQ(count(run.output, "# shm / echo, p50: empty "), 1u) << run.output;
 
   const nlohmann::json document = read_json_file(json);
   EXPECT_EQ(document.at("benchmark"), "rpc");
-  ASSERT_EQ(document.at("calls").size(), 6u);
+  ASSERT_EQ(document.at("calls").size(), 9u);  // 3 kinds x (gRPC, shared memory, echo)
   for (const auto& call : document.at("calls")) {
     EXPECT_EQ(call.at("summary_us").at("count"), 20) << call;
     EXPECT_GT(call.at("summary_us").at("p50").get<double>(), 0) << call;
   }
   for (const char* call : {"empty", "lookup", "push"}) {
     EXPECT_GT(document.at("p50_ratio").at(call).get<double>(), 0) << call;
+    EXPECT_GT(document.at("p50_ratio_shm").at(call).get<double>(), 0) << call;
   }
-  EXPECT_EQ(document.at("rows").at("entries").size(), 6u);
+  EXPECT_EQ(document.at("rows").at("entries").size(), 9u);
   const auto self = diff_and_report(json);
-  EXPECT_EQ(count(self.diff, "+0.0%"), 12u) << self.diff;  // 6 rows, p50 and p95
+  EXPECT_EQ(count(self.diff, "+0.0%"), 18u) << self.diff;  // 9 rows, p50 and p95
   std::remove(json.c_str());
 }
 
