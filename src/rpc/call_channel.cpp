@@ -47,9 +47,7 @@ static_assert(sizeof(Header) <= kHeaderBytes, "the channel's header fits its pag
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words are plain words");
 
 Header& header_of(void* base) { return *static_cast<Header*>(base); }
-Slot& slot_of(void* base, uint64_t index) {
-  return header_of(base).slots[index % kChannelSlots];
-}
+Slot& slot_of(void* base, uint64_t index) { return header_of(base).slots[index % kChannelSlots]; }
 char* data_of(void* base, uint64_t index) {
   return static_cast<char*>(base) + kHeaderBytes + (index % kChannelSlots) * kChannelSlotBytes;
 }
@@ -166,12 +164,13 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
     const SteadyTime now = Clock::now();
     if (now >= until) {
       if (now < call.deadline) return false;
-      fail_locked(ticket,
-                  grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                               "no answer over shared memory from the server at " + address_ +
-                                   " (process " + std::to_string(server_pid_) + ") within " +
-                                   format_duration(std::chrono::duration_cast<
-                                                   std::chrono::milliseconds>(now - started))));
+      fail_locked(
+          ticket,
+          grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                       "no answer over shared memory from the server at " + address_ +
+                           " (process " + std::to_string(server_pid_) + ") within " +
+                           format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               now - started))));
       return true;
     }
     const auto slice = std::min<Clock::duration>(until - now, kLivenessSlice);
@@ -194,12 +193,12 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
     return true;
   }
   if (code != grpc::StatusCode::OK) {
-    *call.status = grpc::Status(static_cast<grpc::StatusCode>(code),
-                                std::string(data, message_bytes));
+    *call.status =
+        grpc::Status(static_cast<grpc::StatusCode>(code), std::string(data, message_bytes));
   } else if (!call.response->ParseFromArray(data + message_bytes, static_cast<int>(bytes))) {
-    *call.status = grpc::Status(grpc::StatusCode::INTERNAL,
-                                "an answer over shared memory from " + address_ +
-                                    " does not parse as " + call.response->GetTypeName());
+    *call.status = grpc::Status(grpc::StatusCode::INTERNAL, "an answer over shared memory from " +
+                                                                address_ + " does not parse as " +
+                                                                call.response->GetTypeName());
   } else {
     *call.status = grpc::Status::OK;
   }

@@ -62,8 +62,8 @@ TEST(CallChannel, AnswersAndStatusesComeBackWithMoreCallsInFlightThanSlots) {
   std::vector<uint64_t> tickets;
   for (int i = 0; i < kCalls; ++i) {
     const std::string table = i == 5 ? "missing" : "table-" + std::to_string(i);
-    tickets.push_back(client->start(ChannelMethod::kLookup, lookup_of(table, i), in(milliseconds(10000)),
-                                    0, &responses[i], &statuses[i]));
+    tickets.push_back(client->start(ChannelMethod::kLookup, lookup_of(table, i),
+                                    in(milliseconds(10000)), 0, &responses[i], &statuses[i]));
     ASSERT_NE(tickets.back(), 0u) << "call " << i;
   }
   // Finished newest first: the older ones were answered while the slots were reused.
@@ -97,9 +97,9 @@ TEST(CallChannel, CallsLargerThanASlotAreLeftToGrpc) {
   ChannelServer server(cache, client.reference(), echo);
   client.attached();
   v1::LookupRequest large = lookup_of(std::string(kChannelSlotBytes, 'x'), 1);
-  EXPECT_EQ(client.start(ChannelMethod::kLookup, large, in(milliseconds(1000)), 0, &response,
-                         &status),
-            0u);
+  EXPECT_EQ(
+      client.start(ChannelMethod::kLookup, large, in(milliseconds(1000)), 0, &response, &status),
+      0u);
   EXPECT_EQ(client.start(ChannelMethod::kLookup, lookup_of("t", 1), in(milliseconds(1000)),
                          kChannelSlotBytes + 1, &response, &status),
             0u)

@@ -1,0 +1,230 @@
+// The client's implementation (internal to src/ps/client): the ClientImpl class, shared by
+// client.cpp (connecting, the tables' lifecycle: create, resume, assign, checkpoint, and the
+// transports) and client_data.cpp (the data calls: lookups, pushes, steps). Calls to several
+// servers run in parallel on a completion queue the waiting thread polls (client_queue.h), or
+// over the servers' call channels (rpc/call_channel.h); pushes stay in flight until flush() or
+// step().
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "client_calls.h"
+#include "gradwire/common/error.h"
+#include "gradwire/ps/client.h"
+#include "lookup_plan.h"
+#include "ps/messages/service_messages.h"
+#include "rpc/call_channel.h"
+#include "rpc/channel.h"
+#include "rpc/proto/ps.grpc.pb.h"
+#include "rpc/retry.h"
+#include "rpc/shared_memory.h"
+#include "rpc/status.h"
+
+namespace gradwire::ps {
+
+// gRPC completes a call by its deadline; waiting this much longer only guards against a bug.
+inline constexpr std::chrono::milliseconds kCompletionMargin{5000};
+
+// Where a CreateTable or Step answer says the server keeps the table's rows (Note [shared rows]).
+template <typename Response>
+std::optional<v1::SharedBytes> rows_of(const Response& response) {
+  if (!response.has_rows()) return std::nullopt;
+  return response.rows();
+}
+
+inline std::string table_op(const char* verb, const std::string& table) {
+  return std::string(verb) + " of table '" + table + "'";
+}
+
+class ClientImpl final : public Client {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using milliseconds = std::chrono::milliseconds;
+
+  explicit ClientImpl(const ClientOptions& options);
+  ~ClientImpl() override;
+
+  int num_servers() const override { return static_cast<int>(addresses_.size()); }
+  const std::vector<std::string>& servers() const override { return addresses_; }
+  int rank() const override { return trainer_rank_; }
+  int world_size() const override { return num_trainers_; }
+
+  void create_table(const TableConfig& config) override;
+  void resume(int64_t step) override;
+  const TableConfig& table(const std::string& name) const override;
+  at::Tensor lookup(const std::string& name, const at::Tensor& ids) override;
+  std::unique_ptr<PendingLookup> start_lookup(const std::string& name, const at::Tensor& ids,
+                                              at::ScalarType wire, const at::Tensor& out) override;
+  void assign(const std::string& name, const at::Tensor& ids, const at::Tensor& rows) override;
+  bool awaiting_values(const std::string& name) const override;
+  void push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) override;
+  void flush() override;
+  void step() override;
+  int64_t step_count(const std::string& name) const override;
+  void checkpoint() override;
+  at::Tensor shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype) override;
+  at::Tensor server_rows(const std::string& name, int server) override;
+  bool shares_memory_with(int server) const override;
+  std::string transport(int server) const override;
+
+ private:
+  struct TableState {
+    TableConfig config;
+    int64_t step = 0;
+    std::string disagreement;      // non-empty: the servers' steps differ (see create_table)
+    bool awaiting_values = false;  // a dense table some server waits to be assigned
+    // Per server, where it keeps the rows in shared memory (Note [shared rows] in service.cpp).
+    std::vector<std::optional<v1::SharedBytes>> server_rows;
+  };
+
+  // start_lookup's calls in flight; wait() polls them on the caller's thread.
+  struct Pending final : PendingLookup {
+    std::string name;
+    LookupPlan plan;
+    CallQueue<LookupCall> queue;
+    std::vector<LookupCall*> calls;
+    Clock::time_point limit;
+
+    at::Tensor out;                       // the caller's, if given
+    std::optional<v1::SharedBytes> into;  // where the server writes the rows itself
+
+    at::Tensor wait() override;
+  };
+
+  LookupPlan plan_lookup(const std::string& name, const at::Tensor& ids) const;
+
+  // A copy of every table's state, taken under the lock.
+  std::vector<std::pair<std::string, TableState>> tables_now() const;
+
+  // The table's state, BackendError while its servers disagree on the step.
+  TableState usable_table(const std::string& name) const;
+
+  // This trainer's call channel to `server` (Note [call channels] in service.cpp), created on
+  // first use when shared memory is on; nullptr without one or, with `usable`, when the server
+  // does not serve it (not attached, or broken by a timeout or the server's exit).
+  std::shared_ptr<rpc::ChannelClient> channel_to(int server, bool usable) const;
+
+  // Starts `call` to `server` on `queue`: Lookup, Push and Step over the server's call channel
+  // when it serves one and the call fits a slot, everything else over gRPC.
+  template <typename Call, typename Prepare>
+  Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server,
+                   Prepare prepare) {
+    if constexpr (std::is_same_v<Call, LookupCall>) {
+      if (auto channel = channel_to(server, true)) {
+        // The answer's rows in float32 (16-bit ones are smaller), unless they go into memory.
+        const v1::Tensor& ids = call->request.ids();
+        const int64_t rows = ids.shape_size() == 1 ? ids.shape(0) : 0;
+        const int64_t answer = call->request.has_rows_into()
+                                   ? kRequestOverhead
+                                   : kRequestOverhead + rows * table_dim(call->request.table()) * 4;
+        return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kLookup, answer);
+      }
+    } else if constexpr (std::is_same_v<Call, PushCall> || std::is_same_v<Call, StepCall>) {
+      if (auto channel = channel_to(server, true)) {
+        return queue.start(
+            std::move(call), prepare, channel,
+            std::is_same_v<Call, PushCall> ? rpc::ChannelMethod::kPush : rpc::ChannelMethod::kStep,
+            kRequestOverhead);
+      }
+    }
+    return queue.start(std::move(call), prepare);
+  }
+
+  int64_t table_dim(const std::string& name) const;
+
+  bool shares_memory_with_all() const;
+
+  const TableState& find_table(const std::string& name) const;
+
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> take_pushes();
+
+  std::vector<int> all_servers() const;
+
+  // Throws the first failed call of a finished queue as a gradwire error naming its server.
+  template <typename Call>
+  static void throw_first_failure(const CallQueue<Call>& queue, const std::string& operation) {
+    for (const auto& call : queue.calls()) {
+      if (!call->status.ok()) {
+        rpc::throw_rpc_error(call->status, operation, call->address, call->waited());
+      }
+    }
+  }
+
+  // One call per entry of `servers` (requests[i] to servers[i]) on `queue`, in parallel; those
+  // that fail with UNAVAILABLE are retried with backoff on the calling thread until the deadline.
+  // Returns the calls that succeeded, in request order (a retry replaces its first try). Throws
+  // the first error. `prepare(stub)` gives the method's PrepareAsync function.
+  template <typename Call, typename Prepare>
+  std::vector<Call*> run_idempotent(CallQueue<Call>& queue,
+                                    std::vector<std::unique_ptr<Call>> requests,
+                                    const std::vector<int>& servers, const std::string& operation,
+                                    Prepare prepare) {
+    const Clock::time_point started = Clock::now();
+    const Clock::time_point deadline = started + options_.call_deadline;
+    const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
+    std::vector<Call*> calls;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i]->address = addresses_[servers[i]];
+      rpc::prepare_context(requests[i]->context, token_, system_deadline);
+      calls.push_back(
+          &start_call(queue, std::move(requests[i]), servers[i], prepare(*stubs_[servers[i]])));
+    }
+    queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      int retries = 0;
+      while (!calls[i]->status.ok()) {
+        const Call& failed = *calls[i];
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+        const std::optional<milliseconds> delay =
+            rpc::next_retry_delay(failed.status.error_code(), retries, retry_, left);
+        if (!delay) {
+          rpc::throw_rpc_error(failed.status, operation, failed.address,
+                               std::chrono::duration_cast<milliseconds>(Clock::now() - started));
+        }
+        std::this_thread::sleep_for(*delay);
+        ++retries;
+        // A fresh call with the same request (a context serves one call only).
+        auto again = std::make_unique<Call>();
+        again->request = failed.request;
+        again->address = failed.address;
+        rpc::prepare_context(again->context, token_, system_deadline);
+        calls[i] = &start_call(queue, std::move(again), servers[i], prepare(*stubs_[servers[i]]));
+        queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
+      }
+    }
+    return calls;
+  }
+
+  ClientOptions options_;
+  std::vector<std::string> addresses_;
+  std::string token_;
+  int trainer_rank_ = 0;
+  int num_trainers_ = 1;
+  milliseconds step_timeout_{0};
+  Attempt attempt_;
+  rpc::RetryPolicy retry_;
+  std::vector<std::unique_ptr<Stub>> stubs_;
+
+  mutable rpc::SharedRegions regions_;     // shared_tensor()'s memory (thread-safe)
+  rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
+
+  mutable std::mutex mutex_;  // guards tables_, pushes_, shared_with_ and channels_
+  std::map<std::string, TableState> tables_;
+  std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
+  // Per server, this trainer's call channel (created at the first create_table with shared memory
+  // on); calls hold them too, so a channel outlives the client while a call of it is in flight.
+  mutable std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
+  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
+};
+
+}  // namespace gradwire::ps
