@@ -1,15 +1,12 @@
 #include "rpc/call_channel.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstring>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/futex.h"
 #include "gradwire/common/process.h"
 
 namespace gradwire::rpc {
@@ -44,29 +41,11 @@ struct alignas(64) Header {
 constexpr int64_t kHeaderBytes = 4096;
 constexpr int64_t kRegionBytes = kHeaderBytes + kChannelSlots * kChannelSlotBytes;
 static_assert(sizeof(Header) <= kHeaderBytes, "the channel's header fits its page");
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words are plain words");
 
 Header& header_of(void* base) { return *static_cast<Header*>(base); }
 Slot& slot_of(void* base, uint64_t index) { return header_of(base).slots[index % kChannelSlots]; }
 char* data_of(void* base, uint64_t index) {
   return static_cast<char*>(base) + kHeaderBytes + (index % kChannelSlots) * kChannelSlotBytes;
-}
-
-// Shared (not process-private) futex operations: the word lives in memory of two processes.
-// Returns false when the wait timed out.
-bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds timeout) {
-  if (timeout.count() <= 0) return false;
-  timespec relative{};
-  relative.tv_sec = static_cast<time_t>(timeout.count() / 1000000000);
-  relative.tv_nsec = static_cast<long>(timeout.count() % 1000000000);
-  const long rc = ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected,
-                            &relative, nullptr, 0);
-  return !(rc != 0 && errno == ETIMEDOUT);
-}
-
-void futex_wake(std::atomic<uint32_t>& word) {
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-            0);
 }
 
 int64_t to_ns(std::chrono::system_clock::time_point time) {
@@ -91,7 +70,7 @@ ChannelClient::~ChannelClient() {
   while (!pending_.empty()) finish_locked(pending_.begin()->first, SteadyTime::max());
   Header& header = header_of(base_);
   header.closed.store(1, std::memory_order_release);
-  for (uint64_t i = 0; i < kChannelSlots; ++i) futex_wake(slot_of(base_, i).state);
+  for (uint64_t i = 0; i < kChannelSlots; ++i) futex_wake_all(slot_of(base_, i).state);
 }
 
 void ChannelClient::attached() {
@@ -125,7 +104,7 @@ uint64_t ChannelClient::start(ChannelMethod method, const google::protobuf::Mess
   slot.deadline_ns = to_ns(deadline);
   slot.bytes = static_cast<uint32_t>(bytes);
   slot.state.store(kPosted, std::memory_order_release);
-  futex_wake(slot.state);
+  futex_wake_all(slot.state);
   const auto left = deadline - std::chrono::system_clock::now();
   pending_[ticket] = {response, status,
                       Clock::now() + std::chrono::duration_cast<Clock::duration>(left)};
@@ -231,7 +210,7 @@ ChannelServer::~ChannelServer() {
 
 void ChannelServer::stop() {
   stop_.store(true);
-  for (uint64_t i = 0; i < kChannelSlots; ++i) futex_wake(slot_of(base_, i).state);
+  for (uint64_t i = 0; i < kChannelSlots; ++i) futex_wake_all(slot_of(base_, i).state);
 }
 
 void ChannelServer::serve() {
@@ -292,7 +271,7 @@ void ChannelServer::serve() {
     }
     slot.code = static_cast<int32_t>(status.error_code());
     slot.state.store(kAnswered, std::memory_order_release);
-    futex_wake(slot.state);
+    futex_wake_all(slot.state);
     ++index;
   }
   ended_.store(true);

@@ -1,18 +1,12 @@
 #include "comm/shm/sync.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <climits>
-#include <ctime>
 #include <thread>
 #include <vector>
 
-#include "gradwire/common/error.h"
-#include "gradwire/common/process.h"
 #include "comm/core/spin_wait.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/futex.h"
+#include "gradwire/common/process.h"
 
 namespace gradwire::shm {
 
@@ -28,18 +22,7 @@ constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 // itself in `sleepers` and reads the word before checking the counter (all seq_cst), and the
 // poster stores the counter, bumps the word, then reads `sleepers`; so either the poster sees the
 // sleeper and wakes it, or the waiter sees the new word (FUTEX_WAIT returns at once) or counter.
-void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds limit) {
-  timespec timeout{};
-  timeout.tv_sec = static_cast<time_t>(limit.count() / 1000000000);
-  timeout.tv_nsec = static_cast<long>(limit.count() % 1000000000);
-  // EAGAIN (the word changed), EINTR and ETIMEDOUT all mean: look again.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &timeout, nullptr,
-          0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
+// The system calls are common's (gradwire/common/futex.h).
 
 // After a post: wakes the ranks sleeping on this rank's word.
 void wake_sleepers(RankControl& control) {
@@ -102,8 +85,8 @@ StepSync::StepSync(const Segment& segment, int rank)
 }
 
 void StepSync::begin(std::string what, uint64_t signature,
-                        std::chrono::steady_clock::time_point deadline,
-                        std::chrono::milliseconds limit, uint64_t argument) {
+                     std::chrono::steady_clock::time_point deadline,
+                     std::chrono::milliseconds limit, uint64_t argument) {
   what_ = std::move(what);
   signature_ = signature;
   argument_ = argument;
@@ -178,7 +161,7 @@ std::string StepSync::describe_wait() const {
 }
 
 void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t step,
-                           const char* phase) {
+                        const char* phase) {
   // Ranks are checked in order; a rank that arrived stays arrived (counters only grow).
   int next = 0;
   struct Published {  // what this thread waits for, while it waits (describe_wait())
@@ -211,9 +194,9 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
         const int64_t pid = segment_.control(r).pid.load(std::memory_order_relaxed);
         if (watchable_[r] && process_gone(pid)) {
           throw PeerGone("shm: " + what_ + ": rank " + std::to_string(r) +
-                                " of the communicator (pid " + std::to_string(pid) +
-                                ") exited while rank " + std::to_string(rank_) + " waited for it",
-                            r);
+                             " of the communicator (pid " + std::to_string(pid) +
+                             ") exited while rank " + std::to_string(rank_) + " waited for it",
+                         r);
         }
       }
       next_liveness = now + kLivenessPeriod;
