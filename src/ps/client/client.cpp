@@ -65,8 +65,8 @@ void ClientImpl::create_table(const TableConfig& config) {
       // Note [shared memory] (service.cpp): may this server read our regions?
       call->request.set_host(options_.host_identity);
       *call->request.mutable_probe() = regions_.probe();
-      // Note [call channels] (service.cpp): and serve our calls from memory?
-      if (const auto channel = channel_to(server, false)) {
+      // Note [call channels] (service_channels.cpp): and serve our calls from memory?
+      if (const auto channel = open_channel(server)) {
         *call->request.mutable_channel() = channel->reference();
       }
     }
@@ -246,7 +246,7 @@ bool ClientImpl::shares_memory_with(int server) const {
 }
 
 std::string ClientImpl::transport(int server) const {
-  return channel_to(server, true) ? "shared memory" : "grpc";
+  return usable_channel(server) ? "shared memory" : "grpc";
 }
 
 // A copy of every table's state, taken under the lock.
@@ -263,21 +263,29 @@ ClientImpl::TableState ClientImpl::usable_table(const std::string& name) const {
   return state;
 }
 
-// This trainer's call channel to `server` (Note [call channels] in service.cpp), created on
-// first use when shared memory is on; nullptr without one or, with `usable`, when the server
-// does not serve it (not attached, or broken by a timeout or the server's exit).
-std::shared_ptr<rpc::ChannelClient> ClientImpl::channel_to(int server, bool usable) const {
+// This trainer's call channel to `server` (Note [call channels] in service_channels.cpp), created
+// on first use; nullptr when shared memory is off or the system refuses the memory.
+std::shared_ptr<rpc::ChannelClient> ClientImpl::open_channel(int server) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (server < 0 || server >= num_servers() || !*options_.shared_memory) return nullptr;
+  if (!*options_.shared_memory) return nullptr;
   auto& channel = channels_[static_cast<size_t>(server)];
-  if (!channel && !usable) {
+  if (!channel) {
     try {
       channel = std::make_shared<rpc::ChannelClient>(regions_, addresses_[server]);
     } catch (const BackendError&) {
       return nullptr;  // no memory for it: calls go over gRPC
     }
   }
-  return channel && (!usable || channel->usable()) ? channel : nullptr;
+  return channel;
+}
+
+// The channel to `server` when the server serves it (attached, not broken by a timeout or the
+// server's exit), else nullptr.
+std::shared_ptr<rpc::ChannelClient> ClientImpl::usable_channel(int server) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (server < 0 || server >= num_servers()) return nullptr;
+  const auto& channel = channels_[static_cast<size_t>(server)];
+  return channel && channel->usable() ? channel : nullptr;
 }
 
 int64_t ClientImpl::table_dim(const std::string& name) const {

@@ -109,10 +109,10 @@ class ClientImpl final : public Client {
   // The table's state, BackendError while its servers disagree on the step.
   TableState usable_table(const std::string& name) const;
 
-  // This trainer's call channel to `server` (Note [call channels] in service.cpp), created on
-  // first use when shared memory is on; nullptr without one or, with `usable`, when the server
-  // does not serve it (not attached, or broken by a timeout or the server's exit).
-  std::shared_ptr<rpc::ChannelClient> channel_to(int server, bool usable) const;
+  // This trainer's call channel to `server`: created by create_table (open_channel), used once
+  // the server serves it (usable_channel); Note [call channels] in service_channels.cpp.
+  std::shared_ptr<rpc::ChannelClient> open_channel(int server);
+  std::shared_ptr<rpc::ChannelClient> usable_channel(int server) const;
 
   // Starts `call` to `server` on `queue`: Lookup, Push and Step over the server's call channel
   // when it serves one and the call fits a slot, everything else over gRPC.
@@ -120,7 +120,7 @@ class ClientImpl final : public Client {
   Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server,
                    Prepare prepare) {
     if constexpr (std::is_same_v<Call, LookupCall>) {
-      if (auto channel = channel_to(server, true)) {
+      if (auto channel = usable_channel(server)) {
         // The answer's rows in float32 (16-bit ones are smaller), unless they go into memory.
         const v1::Tensor& ids = call->request.ids();
         const int64_t rows = ids.shape_size() == 1 ? ids.shape(0) : 0;
@@ -130,7 +130,7 @@ class ClientImpl final : public Client {
         return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kLookup, answer);
       }
     } else if constexpr (std::is_same_v<Call, PushCall> || std::is_same_v<Call, StepCall>) {
-      if (auto channel = channel_to(server, true)) {
+      if (auto channel = usable_channel(server)) {
         return queue.start(
             std::move(call), prepare, channel,
             std::is_same_v<Call, PushCall> ? rpc::ChannelMethod::kPush : rpc::ChannelMethod::kStep,
@@ -215,7 +215,7 @@ class ClientImpl final : public Client {
   rpc::RetryPolicy retry_;
   std::vector<std::unique_ptr<Stub>> stubs_;
 
-  mutable rpc::SharedRegions regions_;     // shared_tensor()'s memory (thread-safe)
+  rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
   rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
 
   mutable std::mutex mutex_;  // guards tables_, pushes_, shared_with_ and channels_
@@ -223,7 +223,7 @@ class ClientImpl final : public Client {
   std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
   // Per server, this trainer's call channel (created at the first create_table with shared memory
   // on); calls hold them too, so a channel outlives the client while a call of it is in flight.
-  mutable std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
+  std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
   std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
 };
 
