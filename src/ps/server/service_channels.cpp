@@ -1,0 +1,93 @@
+// The service's call channels (service.h, Note [call channels]): opening a trainer's channel at
+// CreateTable, running the Lookup, Push and Step calls that come over it through the same
+// handlers as their gRPC twins, and stopping the channels' threads.
+#include <memory>
+
+#include "gradwire/common/error.h"
+#include "ps/server/service.h"
+
+namespace gradwire::ps {
+namespace {
+
+// Parses a channel call's request as Request, runs `body(request, &response)` and hands the
+// response over as the answer.
+template <typename Request, typename Response, typename Body>
+grpc::Status run_parsed(const rpc::ChannelCall& call,
+                        std::unique_ptr<google::protobuf::Message>* answer, Body&& body) {
+  Request request;
+  if (!request.ParseFromString(call.request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a request over shared memory does not parse as " + request.GetTypeName());
+  }
+  auto response = std::make_unique<Response>();
+  grpc::Status status = body(request, response.get());
+  if (status.ok()) *answer = std::move(response);
+  return status;
+}
+
+}  // namespace
+
+// Note [call channels]: a trainer on this host may send its hot calls (Lookup, Push, Step) through
+// a channel in its shared memory instead of gRPC (rpc/call_channel.h): a request and its answer
+// cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The channel is
+// opened only by an authenticated CreateTable that passed the shared-memory probe, and is then the
+// credential of the calls on it (whoever can write it can read the trainer's memory, token
+// included). Each channel has a thread of its own here, which ends when the trainer closes the
+// channel or exits, or the server stops; calls on it run exactly as their gRPC twins.
+bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
+  std::lock_guard<std::mutex> lock(channels_mutex_);
+  if (channels_stopped_) return false;
+  if (channels_.count(ref.key()) != 0) return !channels_.at(ref.key())->ended();
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    it = it->second->ended() ? channels_.erase(it) : std::next(it);
+  }
+  if (channels_.size() >= kMaxChannels) return false;
+  try {
+    channels_[ref.key()] = std::make_unique<rpc::ChannelServer>(
+        shared_, ref, [this](const rpc::ChannelCall& call, auto* answer) {
+          return serve_channel_call(call, answer);
+        });
+  } catch (const InvalidArgument&) {
+    return false;  // not a channel this server can map: the trainer calls over gRPC
+  }
+  return true;
+}
+
+grpc::Status ParameterServerService::serve_channel_call(
+    const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
+  const CallInfo info{call.deadline, call.cancelled};
+  switch (call.method) {
+    case rpc::ChannelMethod::kLookup:
+      return run_parsed<v1::LookupRequest, v1::LookupResponse>(
+          call, answer,
+          [&](const auto& request, auto* response) { return lookup(info, request, response); });
+    case rpc::ChannelMethod::kPush:
+      return run_parsed<v1::PushRequest, v1::PushResponse>(
+          call, answer, [&](const auto& request, auto*) { return push(request); });
+    case rpc::ChannelMethod::kStep:
+      return run_parsed<v1::StepRequest, v1::StepResponse>(
+          call, answer,
+          [&](const auto& request, auto* response) { return step(info, request, response); });
+  }
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
+}
+
+void ParameterServerService::stop_channels() {
+  std::map<uint64_t, std::unique_ptr<rpc::ChannelServer>> channels;
+  {
+    std::lock_guard<std::mutex> lock(channels_mutex_);
+    channels_stopped_ = true;
+    channels.swap(channels_);
+  }
+  for (auto& [key, channel] : channels) channel->stop();
+  channels.clear();  // joins their threads
+}
+
+int ParameterServerService::channels() const {
+  std::lock_guard<std::mutex> lock(channels_mutex_);
+  int live = 0;
+  for (const auto& entry : channels_) live += entry.second->ended() ? 0 : 1;
+  return live;
+}
+
+}  // namespace gradwire::ps
