@@ -1,5 +1,6 @@
 #include "rpc/call_channel.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,12 +19,13 @@ constexpr uint64_t kMagic = 0x31306c6e61686377;  // "wchanl01"
 constexpr uint32_t kFree = 0;
 constexpr uint32_t kPosted = 1;
 constexpr uint32_t kAnswered = 2;
+constexpr uint32_t kTaken = 3;  // the server took the request (Note [hub threads])
 
 // A slot's control word and fields, in the shared region. `state` is the futex both sides wait
 // on; the other fields are written by one side before it stores the state that hands the slot
 // over (release) and read by the other after it saw that state (acquire).
 struct alignas(64) Slot {
-  std::atomic<uint32_t> state;  // kFree, kPosted (trainer wrote a request), kAnswered
+  std::atomic<uint32_t> state;  // kFree, kPosted (trainer wrote a request), kTaken, kAnswered
   uint32_t method;
   int64_t deadline_ns;     // the call's deadline, system clock, ns since the epoch
   uint32_t bytes;          // the request's bytes (posted) or the answer's (answered)
@@ -139,7 +141,8 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
   Slot& slot = slot_of(base_, index);
   const SteadyTime until = std::min(limit, call.deadline);
   const SteadyTime started = Clock::now();
-  while (slot.state.load(std::memory_order_acquire) != kAnswered) {
+  for (uint32_t state = slot.state.load(std::memory_order_acquire); state != kAnswered;
+       state = slot.state.load(std::memory_order_acquire)) {
     const SteadyTime now = Clock::now();
     if (now >= until) {
       if (now < call.deadline) return false;
@@ -153,7 +156,7 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
       return true;
     }
     const auto slice = std::min<Clock::duration>(until - now, kLivenessSlice);
-    if (!futex_wait(slot.state, kPosted, slice) && process_gone(server_pid_)) {
+    if (!futex_wait(slot.state, state, slice) && process_gone(server_pid_)) {
       fail_locked(ticket, grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                        "the parameter server at " + address_ + " (process " +
                                            std::to_string(server_pid_) +
@@ -188,93 +191,310 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
 
 // ---- the server's end ----
 
-ChannelServer::ChannelServer(SharedRegionCache& cache, const v1::SharedBytes& ref,
-                             ChannelHandler handler)
-    : region_(cache.view(ref, {kRegionBytes}, at::kByte, "create_table.channel")),
-      trainer_pid_(ref.pid()),
-      handler_(std::move(handler)) {
-  base_ = region_.data_ptr();
-  Header& header = header_of(base_);
+// Note [hub threads]: a ChannelHub keeps one group per trainer process: the channels that trainer
+// attached to the hub's servers, and the threads serving them. One thread at a time holds the
+// group's role: it takes every posted slot of every channel (in each channel's slot order), runs
+// the handler and writes the answer, and sleeps on all the channels' next slots at once
+// (futex_wait_any) when none is posted. A handler about to block (ChannelCall::will_wait) makes
+// its thread give the role up first, to an idle thread of the group or a new one; that thread
+// finishes its call, answers it, and then waits idle for the role. So a trainer's Step blocked on
+// server A never holds its calls to server B (which other trainers' Steps on A may wait for), and
+// a group has as many threads as calls blocked at once, plus one. A slot taken is marked kTaken so
+// that the role holder, having moved on, never takes it twice. The group ends (its threads with
+// it) when the trainer's process is gone or none of its channels is served any more.
+struct ChannelHub::Channel {
+  at::Tensor region;
+  void* base = nullptr;
+  ChannelHandler handler;
+  int64_t trainer_pid = 0;
+  uint64_t next = 0;                  // the next slot to take; only the role holder touches it
+  std::atomic<bool> stopping{false};  // detached by its server, or the hub stops
+  bool ended = false;                 // no longer served; under the group's mutex
+  int running = 0;                    // its calls being answered now; under the group's mutex
+};
+
+struct ChannelHub::Group {
+  explicit Group(int64_t pid) : trainer_pid(pid) {}
+  const int64_t trainer_pid;
+  std::mutex mutex;
+  std::condition_variable cv;  // the role was given up, a call ended, the group ends
+  std::vector<std::shared_ptr<Channel>> channels;  // served
+  bool role_taken = false;
+  int idle = 0;  // threads waiting for the role
+  bool ending = false;
+  // Bumped (and woken) when channels come or go or the group ends: the role holder sleeps on it
+  // beside the channels' slots.
+  std::atomic<uint32_t> changed{0};
+};
+
+namespace {
+
+void bump(std::atomic<uint32_t>& word) {
+  word.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(word);
+}
+
+// Answers the request the role holder took from slot `index` of the channel at `base`.
+void answer_slot(void* base, uint64_t index, const ChannelHandler& handler,
+                 const std::function<bool()>& cancelled, const std::function<void()>& will_wait) {
+  Slot& slot = slot_of(base, index);
+  // Each shared field is read once: the trainer's process could change them meanwhile.
+  const uint32_t method = slot.method;
+  const uint32_t bytes = slot.bytes;
+  const int64_t deadline_ns = slot.deadline_ns;
+  grpc::Status status;
+  std::unique_ptr<google::protobuf::Message> answer;
+  if (bytes > kChannelSlotBytes) {
+    status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "a request of " + std::to_string(bytes) +
+                              " bytes in a shared-memory slot of " +
+                              std::to_string(kChannelSlotBytes));
+  } else if (method < static_cast<uint32_t>(ChannelMethod::kLookup) ||
+             method > static_cast<uint32_t>(ChannelMethod::kStep)) {
+    status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "unknown method " + std::to_string(method) + " over shared memory");
+  } else {
+    const std::string request(data_of(base, index), bytes);
+    const std::chrono::system_clock::time_point deadline{
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(deadline_ns))};
+    status = handler(
+        ChannelCall{static_cast<ChannelMethod>(method), request, deadline, cancelled, will_wait},
+        &answer);
+  }
+  const size_t answer_bytes = status.ok() && answer ? answer->ByteSizeLong() : 0;
+  if (status.ok() && answer_bytes > static_cast<size_t>(kChannelSlotBytes)) {
+    status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "an answer of " + std::to_string(answer_bytes) +
+                              " bytes does not fit a shared-memory slot of " +
+                              std::to_string(kChannelSlotBytes) + " bytes");
+  }
+  char* data = data_of(base, index);
+  if (status.ok()) {
+    if (answer) answer->SerializeToArray(data, static_cast<int>(answer_bytes));
+    slot.message_bytes = 0;
+    slot.bytes = static_cast<uint32_t>(answer_bytes);
+  } else {
+    const std::string& message = status.error_message();
+    const size_t message_bytes = std::min(message.size(), size_t{4096});
+    std::memcpy(data, message.data(), message_bytes);
+    slot.message_bytes = static_cast<uint32_t>(message_bytes);
+    slot.bytes = 0;
+  }
+  slot.code = static_cast<int32_t>(status.error_code());
+  slot.state.store(kAnswered, std::memory_order_release);
+  futex_wake_all(slot.state);
+}
+
+}  // namespace
+
+std::unique_ptr<ChannelServer> ChannelHub::attach(SharedRegionCache& cache,
+                                                  const v1::SharedBytes& ref,
+                                                  ChannelHandler handler) {
+  auto channel = std::make_shared<Channel>();
+  channel->region = cache.view(ref, {kRegionBytes}, at::kByte, "create_table.channel");
+  channel->base = channel->region.data_ptr();
+  channel->handler = std::move(handler);
+  channel->trainer_pid = ref.pid();
+  Header& header = header_of(channel->base);
   if (header.magic != kMagic) {
     throw InvalidArgument("create_table.channel: the region of process " +
                           std::to_string(ref.pid()) + " is not a gradwire call channel");
   }
   header.server_pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
-  thread_ = std::thread([this] { serve(); });
+  std::shared_ptr<Group> group;
+  bool new_group = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<Group>& held = groups_[ref.pid()];
+    new_group = held == nullptr;
+    if (new_group) held = std::make_shared<Group>(ref.pid());
+    group = held;
+    std::lock_guard<std::mutex> group_lock(group->mutex);
+    group->channels.push_back(channel);
+  }
+  if (new_group) start_thread(group);
+  bump(group->changed);
+  return std::unique_ptr<ChannelServer>(new ChannelServer(group, channel));
 }
+
+int ChannelHub::threads() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return threads_;
+}
+
+ChannelHub::~ChannelHub() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (auto& [pid, group] : groups_) {
+    std::lock_guard<std::mutex> group_lock(group->mutex);
+    group->ending = true;
+    for (auto& channel : group->channels) {
+      channel->stopping.store(true);
+      channel->ended = true;
+    }
+    group->channels.clear();
+    group->cv.notify_all();
+    bump(group->changed);
+  }
+  groups_.clear();
+  threads_ended_.wait(lock, [this] { return threads_ == 0; });
+}
+
+void ChannelHub::start_thread(const std::shared_ptr<Group>& group) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++threads_;
+  }
+  // Detached: the hub's destructor waits for threads_ instead of joining (threads end and start
+  // on their own as handlers block).
+  std::thread([this, group] { run(this, group); }).detach();
+}
+
+void ChannelHub::run(ChannelHub* hub, std::shared_ptr<Group> group) {
+  ::pthread_setname_np(::pthread_self(), "gw-ps-channels");
+  {
+    std::unique_lock<std::mutex> lock(group->mutex);
+    for (;;) {
+      ++group->idle;
+      group->cv.wait(lock, [&] { return !group->role_taken || group->ending; });
+      --group->idle;
+      if (group->ending) break;
+      group->role_taken = true;
+      lock.unlock();
+      hub->serve(group);  // returns without the role
+      lock.lock();
+    }
+  }
+  group.reset();
+  std::lock_guard<std::mutex> lock(hub->mutex_);
+  --hub->threads_;
+  hub->threads_ended_.notify_all();
+}
+
+void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
+  Group& group = *group_ptr;
+  bool handed_off = false;
+  // Gives the role to an idle thread of the group, or a new one (Note [hub threads]).
+  const std::function<void()> will_wait = [&] {
+    if (handed_off) return;
+    handed_off = true;
+    bool start = false;
+    {
+      std::lock_guard<std::mutex> lock(group.mutex);
+      group.role_taken = false;
+      start = group.idle == 0 && !group.ending;
+    }
+    group.cv.notify_all();
+    if (start) start_thread(group_ptr);
+  };
+  std::vector<std::shared_ptr<Channel>> channels;
+  std::vector<FutexWaiter> waiters;
+  for (;;) {
+    const uint32_t changed = group.changed.load(std::memory_order_acquire);
+    {
+      std::lock_guard<std::mutex> lock(group.mutex);
+      if (group.ending) break;
+      auto& held = group.channels;
+      for (auto it = held.begin(); it != held.end();) {
+        Channel& channel = **it;
+        const bool gone = channel.stopping.load() ||
+                          header_of(channel.base).closed.load(std::memory_order_acquire) != 0;
+        if (gone) channel.ended = true;
+        it = gone ? held.erase(it) : std::next(it);
+      }
+      channels = held;
+    }
+    if (channels.empty()) {
+      if (end_group(group, false)) break;
+      continue;
+    }
+    bool served = false;
+    for (const auto& channel : channels) {
+      Slot& slot = slot_of(channel->base, channel->next);
+      if (slot.state.load(std::memory_order_acquire) != kPosted) continue;
+      {
+        std::lock_guard<std::mutex> lock(group.mutex);
+        if (channel->ended) continue;
+        ++channel->running;
+      }
+      const uint64_t index = channel->next++;
+      slot.state.store(kTaken, std::memory_order_release);
+      Channel* const raw = channel.get();
+      answer_slot(
+          channel->base, index, channel->handler,
+          [raw] {
+            return raw->stopping.load() ||
+                   header_of(raw->base).closed.load(std::memory_order_acquire) != 0 ||
+                   process_gone(raw->trainer_pid);
+          },
+          will_wait);
+      {
+        std::lock_guard<std::mutex> lock(group.mutex);
+        --channel->running;
+      }
+      group.cv.notify_all();
+      served = true;
+      if (handed_off) return;
+    }
+    if (served) continue;
+    waiters.clear();
+    bool posted = false;
+    for (const auto& channel : channels) {
+      auto& state = slot_of(channel->base, channel->next).state;
+      waiters.push_back({&state, state.load(std::memory_order_acquire)});
+      posted = posted || waiters.back().expected == kPosted;
+    }
+    if (posted) continue;
+    waiters.push_back({&group.changed, changed});
+    if (!futex_wait_any(waiters, kLivenessSlice) && process_gone(group.trainer_pid)) {
+      end_group(group, true);
+      break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(group.mutex);
+  group.role_taken = false;
+}
+
+bool ChannelHub::end_group(Group& group, bool trainer_gone) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> group_lock(group.mutex);
+  if (!trainer_gone && !group.channels.empty()) return false;  // one came meanwhile
+  group.ending = true;
+  for (auto& channel : group.channels) channel->ended = true;
+  group.channels.clear();
+  const auto held = groups_.find(group.trainer_pid);
+  if (held != groups_.end() && held->second.get() == &group) groups_.erase(held);
+  group.cv.notify_all();
+  return true;
+}
+
+ChannelServer::ChannelServer(std::shared_ptr<ChannelHub::Group> group,
+                             std::shared_ptr<ChannelHub::Channel> channel)
+    : group_(std::move(group)), channel_(std::move(channel)) {}
 
 ChannelServer::~ChannelServer() {
   stop();
-  if (thread_.joinable()) thread_.join();
+  ChannelHub::Group& group = *group_;
+  {
+    std::unique_lock<std::mutex> lock(group.mutex);
+    group.cv.wait(lock, [this] { return channel_->running == 0; });
+    if (!channel_->ended) {
+      auto& held = group.channels;
+      held.erase(std::remove(held.begin(), held.end(), channel_), held.end());
+      channel_->ended = true;
+    }
+  }
+  bump(group.changed);
 }
 
 void ChannelServer::stop() {
-  stop_.store(true);
-  for (uint64_t i = 0; i < kChannelSlots; ++i) futex_wake_all(slot_of(base_, i).state);
+  channel_->stopping.store(true);
+  bump(group_->changed);
 }
 
-void ChannelServer::serve() {
-  Header& header = header_of(base_);
-  const auto gone = [this, &header] {
-    return stop_.load() || header.closed.load(std::memory_order_acquire) != 0 ||
-           process_gone(trainer_pid_);
-  };
-  std::string request;
-  for (uint64_t index = 0; !stop_.load() && header.closed.load() == 0;) {
-    Slot& slot = slot_of(base_, index);
-    const uint32_t state = slot.state.load(std::memory_order_acquire);
-    if (state != kPosted) {
-      if (!futex_wait(slot.state, state, kLivenessSlice) && gone()) break;
-      continue;
-    }
-    // Each shared field is read once: the trainer's process could change them meanwhile.
-    const uint32_t method = slot.method;
-    const uint32_t bytes = slot.bytes;
-    const int64_t deadline_ns = slot.deadline_ns;
-    grpc::Status status;
-    std::unique_ptr<google::protobuf::Message> answer;
-    if (bytes > kChannelSlotBytes) {
-      status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "a request of " + std::to_string(bytes) +
-                                " bytes in a shared-memory slot of " +
-                                std::to_string(kChannelSlotBytes));
-    } else if (method < static_cast<uint32_t>(ChannelMethod::kLookup) ||
-               method > static_cast<uint32_t>(ChannelMethod::kStep)) {
-      status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "unknown method " + std::to_string(method) + " over shared memory");
-    } else {
-      request.assign(data_of(base_, index), bytes);
-      const std::chrono::system_clock::time_point deadline{
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-              std::chrono::nanoseconds(deadline_ns))};
-      status = handler_(ChannelCall{static_cast<ChannelMethod>(method), request, deadline, gone},
-                        &answer);
-    }
-    const size_t answer_bytes = status.ok() && answer ? answer->ByteSizeLong() : 0;
-    if (status.ok() && answer_bytes > static_cast<size_t>(kChannelSlotBytes)) {
-      status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            "an answer of " + std::to_string(answer_bytes) +
-                                " bytes does not fit a shared-memory slot of " +
-                                std::to_string(kChannelSlotBytes) + " bytes");
-    }
-    char* data = data_of(base_, index);
-    if (status.ok()) {
-      if (answer) answer->SerializeToArray(data, static_cast<int>(answer_bytes));
-      slot.message_bytes = 0;
-      slot.bytes = static_cast<uint32_t>(answer_bytes);
-    } else {
-      const std::string& message = status.error_message();
-      const size_t message_bytes = std::min(message.size(), size_t{4096});
-      std::memcpy(data, message.data(), message_bytes);
-      slot.message_bytes = static_cast<uint32_t>(message_bytes);
-      slot.bytes = 0;
-    }
-    slot.code = static_cast<int32_t>(status.error_code());
-    slot.state.store(kAnswered, std::memory_order_release);
-    futex_wake_all(slot.state);
-    ++index;
-  }
-  ended_.store(true);
+bool ChannelServer::ended() const {
+  std::lock_guard<std::mutex> lock(group_->mutex);
+  return channel_->ended || channel_->stopping.load();
 }
 
 }  // namespace gradwire::rpc

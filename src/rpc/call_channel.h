@@ -4,20 +4,22 @@
 // call costs two wake-ups instead of HTTP/2 framing, loopback TCP and gRPC's threads.
 //
 // The channel: a header and kSlots slots of kSlotBytes, each with a futex word (free, request
-// posted, answer posted). The trainer posts call n into slot n % kSlots, the server's thread
-// answers the slots in that order; the trainer may have kSlots calls in flight per server. A
-// server attaches a channel only in an authenticated CreateTable, after the same checks as any
+// posted, request taken, answer posted). The trainer posts call n into slot n % kSlots, the
+// server's hub (ChannelHub) takes the slots in that order, and answers may come back out of order
+// while a handler blocks; the trainer may have kSlots calls in flight per server. A server
+// attaches a channel only in an authenticated CreateTable, after the same checks as any
 // shared region; the channel then is the credential of the calls on it (a process that can write
 // it can read the trainer's memory, token included). Every request is bounded by kSlotBytes and
 // copied out of the slot before it is parsed; methods are a fixed set.
 //
 // Nothing hangs: the trainer waits for an answer until the call's deadline and checks every
 // kLivenessSlice that the server's process lives (UNAVAILABLE naming it otherwise); a timed-out
-// channel is broken and takes no more calls (the client goes on over gRPC). The server's thread
-// ends when the trainer closes the channel, its process ends, or the server stops.
+// channel is broken and takes no more calls (the client goes on over gRPC). The server stops
+// serving a channel when the trainer closes the channel, its process ends, or the server stops.
 //
-// Thread safety: ChannelClient is safe to use from several threads; a ChannelServer runs one
-// thread of its own. Linux only.
+// Thread safety: ChannelClient, ChannelHub and ChannelServer are safe to use from several threads;
+// a ChannelHub runs threads of its own (one per trainer process, more while handlers block).
+// Linux only.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -25,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -55,7 +58,7 @@ class ChannelClient {
   ChannelClient(SharedRegions& regions, std::string address);
   ChannelClient(const ChannelClient&) = delete;
   ChannelClient& operator=(const ChannelClient&) = delete;
-  // Closes the channel (the server's thread ends); calls still in flight are waited for until
+  // Closes the channel (the server stops serving it); calls still in flight are waited for until
   // their deadlines.
   ~ChannelClient();
 
@@ -109,38 +112,83 @@ struct ChannelCall {
   ChannelMethod method;
   const std::string& request;  // the request's bytes, copied out of the slot
   std::chrono::system_clock::time_point deadline;
-  std::function<bool()> cancelled;  // the trainer went away or the server stops
+  std::function<bool()> cancelled;  // the trainer went away, or the channel or the hub stops
+  // A handler calls this before it blocks for long (a sync Step waiting for other trainers, a
+  // lookup waiting for a dense table's values): the hub's thread hands the trainer's other calls
+  // to another thread first (Note [hub threads] in call_channel.cpp). Calling it more than once
+  // is fine.
+  std::function<void()> will_wait;
 };
 // Parses the request and runs the call; on success *answer holds the answer to send.
 using ChannelHandler = std::function<grpc::Status(
     const ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer)>;
 
-// The server's end: a thread answering one trainer's channel.
-class ChannelServer {
- public:
-  // Maps the channel `ref` names through `cache` (InvalidArgument as SharedRegionCache::view) and
-  // starts its thread.
-  ChannelServer(SharedRegionCache& cache, const v1::SharedBytes& ref, ChannelHandler handler);
-  ChannelServer(const ChannelServer&) = delete;
-  ChannelServer& operator=(const ChannelServer&) = delete;
-  // stop(), then joins the thread.
-  ~ChannelServer();
+class ChannelServer;
 
-  // Asks the thread to end: a call running now sees cancelled().
-  void stop();
-  // Whether the thread ended (trainer closed the channel or went away, or stop()).
-  bool ended() const { return ended_.load(); }
+// The server's end for every channel of one process's servers: one thread per trainer process
+// answers all the channels that trainer attached to any server sharing the hub, waiting on all of
+// them at once (futex_wait_any), instead of a thread per channel: with eight servers in a process
+// a trainer's calls cost one thread's wake-ups, not eight. A handler that blocks hands the
+// trainer's other channels to another of the trainer's threads (ChannelCall::will_wait), so one
+// trainer's blocked Step never holds its calls to other servers. A trainer's threads end when its
+// process ends or it closed all its channels here; the hub's destructor stops and waits for all.
+class ChannelHub {
+ public:
+  ChannelHub() = default;
+  ChannelHub(const ChannelHub&) = delete;
+  ChannelHub& operator=(const ChannelHub&) = delete;
+  // Stops every channel (running calls see cancelled()) and waits until all threads ended.
+  // Precondition: the ChannelServer handles were stopped or destroyed first, or their handlers
+  // stay valid until then.
+  ~ChannelHub();
+
+  // Maps the channel `ref` names through `cache` (InvalidArgument as SharedRegionCache::view, or
+  // when the region is no channel), tells the trainer this process serves it and answers its
+  // calls with `handler` until the handle is stopped, the trainer closes the channel or exits.
+  std::unique_ptr<ChannelServer> attach(SharedRegionCache& cache, const v1::SharedBytes& ref,
+                                        ChannelHandler handler);
+  // Threads running now (serving, blocked in a call, or idle for a trainer), for tests.
+  int threads() const;
+
+  struct Channel;
+  struct Group;
 
  private:
-  void serve();
+  friend class ChannelServer;
+  static void run(ChannelHub* hub, std::shared_ptr<Group> group);
+  // Serves the group while this thread holds its role; returns having given the role up (handed
+  // off in a blocking call, or the group ended).
+  void serve(const std::shared_ptr<Group>& group);
+  void start_thread(const std::shared_ptr<Group>& group);
+  // Ends `group` (its threads end) when it has no channel left or the trainer is gone; false
+  // when a channel came meanwhile.
+  bool end_group(Group& group, bool trainer_gone);
 
-  at::Tensor region_;
-  void* base_ = nullptr;
-  const int64_t trainer_pid_;
-  const ChannelHandler handler_;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> ended_{false};
-  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable threads_ended_;
+  std::map<int64_t, std::shared_ptr<Group>> groups_;  // by trainer process
+  int threads_ = 0;                                   // running, under mutex_
+};
+
+// One attached channel, as its server holds it.
+class ChannelServer {
+ public:
+  ChannelServer(const ChannelServer&) = delete;
+  ChannelServer& operator=(const ChannelServer&) = delete;
+  // stop(), then waits until no call of the channel runs and detaches it from the hub.
+  ~ChannelServer();
+
+  // Serves no more calls of the channel: a call of it running now sees cancelled().
+  void stop();
+  // Whether the channel is no longer served (stopped, closed by the trainer, trainer gone).
+  bool ended() const;
+
+ private:
+  friend class ChannelHub;
+  ChannelServer(std::shared_ptr<ChannelHub::Group> group,
+                std::shared_ptr<ChannelHub::Channel> channel);
+  std::shared_ptr<ChannelHub::Group> group_;
+  std::shared_ptr<ChannelHub::Channel> channel_;
 };
 
 }  // namespace gradwire::rpc

@@ -5,14 +5,16 @@
 
 namespace gradwire::ps::testing {
 
-Servers::Servers(int count) {
-  for (int i = 0; i < count; ++i) {
-    ServerOptions options;
-    options.listen = "127.0.0.1:0";
-    options.token = kClientToken;
-    servers_.push_back(start_server(options));
-    addresses_.push_back(servers_.back()->address());
+Servers::Servers(int count, bool one_process) {
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.token = kClientToken;
+  if (one_process) {
+    servers_ = start_servers(std::vector<ServerOptions>(count, options));
+  } else {
+    for (int i = 0; i < count; ++i) servers_.push_back(start_server(options));
   }
+  for (const auto& server : servers_) addresses_.push_back(server->address());
 }
 
 Servers::~Servers() {
@@ -72,9 +74,17 @@ TableConfig small_table(const std::string& name, int64_t rows, int64_t dim, Upda
 }
 
 const char* to_string(Transport transport) {
-  return transport == Transport::kShared  ? "shared"
-         : transport == Transport::kBytes ? "bytes"
-                                          : "otherhost";
+  switch (transport) {
+    case Transport::kShared:
+      return "shared";
+    case Transport::kSharedOneProcess:
+      return "shared_one_process";
+    case Transport::kBytes:
+      return "bytes";
+    case Transport::kOtherHost:
+      return "otherhost";
+  }
+  return "?";
 }
 
 ClientOptions with_transport(ClientOptions options, Transport transport) {
@@ -84,7 +94,13 @@ ClientOptions with_transport(ClientOptions options, Transport transport) {
 }
 
 std::string transport_name(Transport transport) {
-  return transport == Transport::kShared ? "shared memory" : "grpc";
+  return shares_memory(transport) ? "shared memory" : "grpc";
 }
+
+bool shares_memory(Transport transport) {
+  return transport == Transport::kShared || transport == Transport::kSharedOneProcess;
+}
+
+bool one_process(Transport transport) { return transport == Transport::kSharedOneProcess; }
 
 }  // namespace gradwire::ps::testing

@@ -14,10 +14,11 @@ namespace gradwire::ps::testing {
 
 inline constexpr char kClientToken[] = "client-test-token";
 
-// S servers on loopback ports picked at run time, stopped on destruction.
+// S servers on loopback ports picked at run time, stopped on destruction; `one_process`: started
+// together (start_servers), sharing their call channels' threads.
 class Servers {
  public:
-  explicit Servers(int count);
+  explicit Servers(int count, bool one_process = false);
   ~Servers();
   const std::vector<std::string>& addresses() const { return addresses_; }
   Server& server(int i) { return *servers_[i]; }
@@ -42,6 +43,7 @@ std::shared_ptr<Client> make_client(
 // How a test's trainers reach its in-process servers: the parameterised suites run on each.
 enum class Transport {
   kShared,     // the default: shared memory, calls over the call channel
+  kSharedOneProcess,  // as kShared, the servers started together (start_servers): one hub
   kBytes,      // ClientOptions::shared_memory = false: gRPC, tensors as bytes
   kOtherHost,  // the trainers' host identity differs from the servers': gRPC, bytes
 };
@@ -50,6 +52,10 @@ const char* to_string(Transport transport);
 ClientOptions with_transport(ClientOptions options, Transport transport);
 // What Client::transport(server) says for every server under `transport`.
 std::string transport_name(Transport transport);
+// Whether trainers share memory with their servers under `transport`.
+bool shares_memory(Transport transport);
+// Whether `transport` starts its servers together (Servers' one_process).
+bool one_process(Transport transport);
 
 // Runs fn(trainer) for trainers 0..count-1, each on its own thread, and joins them. Throws
 // std::runtime_error naming every trainer whose fn threw, with its message.

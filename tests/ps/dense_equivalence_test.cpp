@@ -144,7 +144,7 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
                                                  const Data& data, int num_servers,
                                                  DenseStats* stats = nullptr,
                                                  Transport transport = Transport::kShared) {
-  Servers servers(num_servers);
+  Servers servers(num_servers, testing::one_process(transport));
   std::vector<std::vector<at::Tensor>> trained(kTrainers);
   std::vector<int> sharing(kTrainers, 0);
   run_trainers(kTrainers, [&](int t) {
@@ -180,11 +180,11 @@ std::vector<std::vector<at::Tensor>> train_dense(const DenseOptions& options,
     if (t == 0 && stats) *stats = dense.stats();
     // Sync tables' rows are read where the servers keep them (Note [shared rows]).
     const bool sync = options.mode == UpdateMode::kSync;
-    EXPECT_EQ(in_place(), transport == Transport::kShared && sync ? num_servers : 0)
+    EXPECT_EQ(in_place(), testing::shares_memory(transport) && sync ? num_servers : 0)
         << "trainer " << t << ": servers whose rows it reads in place";
   });
   for (int t = 0; t < kTrainers; ++t) {
-    EXPECT_EQ(sharing[t], transport == Transport::kShared ? num_servers : 0)
+    EXPECT_EQ(sharing[t], testing::shares_memory(transport) ? num_servers : 0)
         << "trainer " << t << ": servers sharing memory, transport " << to_string(transport);
   }
   return trained;
@@ -263,7 +263,9 @@ INSTANTIATE_TEST_SUITE_P(Roles, DenseSync,
                                            Param{kSum, kAdam, 1, Transport::kShared},
                                            Param{kOpt, kSgd, 3, Transport::kBytes},
                                            Param{kSum, kAdam, 2, Transport::kBytes},
-                                           Param{kOpt, kAdam, 2, Transport::kOtherHost}),
+                                           Param{kOpt, kAdam, 2, Transport::kOtherHost},
+                                           Param{kOpt, kAdam, 3, Transport::kSharedOneProcess},
+                                           Param{kSum, kSgd, 3, Transport::kSharedOneProcess}),
                          name_of);
 
 // Position of the first event of `kind` (with `index` unless -2) in `events`, or events.size().

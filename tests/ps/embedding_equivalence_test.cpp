@@ -121,7 +121,7 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
     optimizer->step();
   }
 
-  Servers servers(num_servers);
+  Servers servers(num_servers, testing::one_process(transport));
   ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
     auto client = connect(
         testing::with_transport(testing::client_options(servers.addresses(), t, kTrainers),
@@ -152,7 +152,8 @@ std::string name_of(const ::testing::TestParamInfo<Param>& info) {
          std::to_string(servers) + "servers_" + to_string(std::get<1>(info.param));
 }
 
-// Every case on every transport (calls over shared memory, gRPC, another host's trainer).
+// Every case on every transport (calls over shared memory to servers in separate hubs or started
+// together, gRPC, another host's trainer).
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, SyncEquivalence,
     ::testing::Combine(::testing::Values(Case{OptimizerKind::kSgd, BagMode::kSum, 2},
@@ -161,8 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{OptimizerKind::kAdagrad, BagMode::kSum, 3},
                                          Case{OptimizerKind::kAdam, BagMode::kMean, 2},
                                          Case{OptimizerKind::kAdam, BagMode::kSum, 3}),
-                       ::testing::Values(Transport::kShared, Transport::kBytes,
-                                         Transport::kOtherHost)),
+                       ::testing::Values(Transport::kShared, Transport::kSharedOneProcess,
+                                         Transport::kBytes, Transport::kOtherHost)),
     name_of);
 
 // RemoteEmbedding (no pooling) likewise, with duplicate ids in one trainer's batch.

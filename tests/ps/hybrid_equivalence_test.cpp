@@ -85,7 +85,7 @@ TEST_P(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
 
   // Two trainers: DDP for the dense layer, the servers for the table.
   std::vector<torch::nn::Linear> denses = {make_dense(), make_dense()};
-  Servers servers(2);
+  Servers servers(2, testing::one_process(transport));
   gradwire::testing::run_ranks(kTrainers, [&](int rank, World& world) {
     auto client = connect(testing::with_transport(
         testing::client_options(servers.addresses(), rank, kTrainers), transport));
@@ -120,8 +120,8 @@ TEST_P(HybridModel, TwoTrainersWithDdpEqualOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, HybridModel,
-                         ::testing::Values(Transport::kShared, Transport::kBytes,
-                                           Transport::kOtherHost),
+                         ::testing::Values(Transport::kShared, Transport::kSharedOneProcess,
+                                           Transport::kBytes, Transport::kOtherHost),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Calls over shared memory (rpc/call_channel.h): answers and statuses come back in order with more
 // calls in flight than slots; what the channel refuses to carry; a call the server never answers
-// is a deadline error that breaks the channel; a server process that exits is named; the server's
-// thread ends when the trainer closes the channel; a region that is not a channel is refused.
+// is a deadline error that breaks the channel; a server process that exits is named; the server
+// stops serving a channel the trainer closed, and the hub's threads end; a region that is not a
+// channel is refused; one thread serves a trainer's channels to several servers, and a blocked
+// call hands the others to another thread.
 #include "rpc/call_channel.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "error_text.h"
 
@@ -52,7 +55,8 @@ TEST(CallChannel, AnswersAndStatusesComeBackWithMoreCallsInFlightThanSlots) {
   SharedRegionCache cache;
   auto client = std::make_shared<ChannelClient>(regions, "server-0");
   EXPECT_FALSE(client->usable()) << "no server attached yet";
-  ChannelServer server(cache, client->reference(), echo);
+  ChannelHub hub;
+  const auto server = hub.attach(cache, client->reference(), echo);
   client->attached();
   ASSERT_TRUE(client->usable());
 
@@ -94,7 +98,8 @@ TEST(CallChannel, CallsLargerThanASlotAreLeftToGrpc) {
                          &response, &status),
             0u)
       << "not attached";
-  ChannelServer server(cache, client.reference(), echo);
+  ChannelHub hub;
+  const auto server = hub.attach(cache, client.reference(), echo);
   client.attached();
   v1::LookupRequest large = lookup_of(std::string(kChannelSlotBytes, 'x'), 1);
   EXPECT_EQ(
@@ -112,13 +117,15 @@ TEST(CallChannel, ACallTheServerNeverAnswersIsADeadlineErrorAndBreaksTheChannel)
   SharedRegionCache cache;
   auto client = std::make_shared<ChannelClient>(regions, "server-7");
   std::atomic<bool> saw_cancel{false};
+  ChannelHub hub;
   {
-    ChannelServer server(cache, client->reference(),
-                         [&](const ChannelCall& call, std::unique_ptr<google::protobuf::Message>*) {
-                           while (!call.cancelled()) std::this_thread::sleep_for(milliseconds(5));
-                           saw_cancel = true;
-                           return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
-                         });
+    const auto server =
+        hub.attach(cache, client->reference(),
+                   [&](const ChannelCall& call, std::unique_ptr<google::protobuf::Message>*) {
+                     while (!call.cancelled()) std::this_thread::sleep_for(milliseconds(5));
+                     saw_cancel = true;
+                     return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
+                   });
     client->attached();
     v1::LookupResponse response;
     grpc::Status status;
@@ -149,11 +156,13 @@ TEST(CallChannel, AServerProcessThatExitsIsNamed) {
   if (child == 0) {
     // The server: attaches, says so, and exits in the middle of the first call.
     SharedRegionCache cache;
-    ChannelServer server(cache, client->reference(),
-                         [](const ChannelCall&, std::unique_ptr<google::protobuf::Message>*) {
-                           ::_exit(0);
-                           return grpc::Status::OK;
-                         });
+    ChannelHub hub;
+    const auto server =
+        hub.attach(cache, client->reference(),
+                   [](const ChannelCall&, std::unique_ptr<google::protobuf::Message>*) {
+                     ::_exit(0);
+                     return grpc::Status::OK;
+                   });
     const char byte = 1;
     if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
     ::pause();
@@ -180,17 +189,115 @@ TEST(CallChannel, AServerProcessThatExitsIsNamed) {
   EXPECT_FALSE(client->usable());
 }
 
-TEST(CallChannel, TheServersThreadEndsWhenTheTrainerClosesTheChannel) {
+// Waits up to 5 s for `done`.
+template <typename Done>
+bool eventually(Done done) {
+  const auto limit = Clock::now() + milliseconds(5000);
+  while (!done() && Clock::now() < limit) std::this_thread::sleep_for(milliseconds(5));
+  return done();
+}
+
+TEST(CallChannel, TheServerStopsServingAChannelTheTrainerClosedAndItsThreadEnds) {
   SharedRegions regions;
   SharedRegionCache cache;
   auto client = std::make_unique<ChannelClient>(regions, "server-0");
-  ChannelServer server(cache, client->reference(), echo);
+  ChannelHub hub;
+  const auto server = hub.attach(cache, client->reference(), echo);
   client->attached();
-  EXPECT_FALSE(server.ended());
+  EXPECT_FALSE(server->ended());
+  EXPECT_EQ(hub.threads(), 1);
   client.reset();
-  const auto limit = Clock::now() + milliseconds(5000);
-  while (!server.ended() && Clock::now() < limit) std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_TRUE(server.ended());
+  EXPECT_TRUE(eventually([&] { return server->ended(); }));
+  EXPECT_TRUE(eventually([&] { return hub.threads() == 0; })) << hub.threads();
+}
+
+// Starts a lookup of `table` on `client`, expecting it to go over the channel.
+uint64_t start_lookup(ChannelClient& client, const std::string& table,
+                      v1::LookupResponse* response, grpc::Status* status) {
+  return client.start(ChannelMethod::kLookup, lookup_of(table, 1), in(milliseconds(10000)), 0,
+                      response, status);
+}
+
+TEST(CallChannel, OneThreadServesATrainersChannelsToTheServersOfAHub) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  ChannelHub hub;
+  constexpr int kServers = 4;
+  std::vector<std::unique_ptr<ChannelClient>> clients;
+  std::vector<std::unique_ptr<ChannelServer>> servers;
+  for (int i = 0; i < kServers; ++i) {
+    clients.push_back(std::make_unique<ChannelClient>(regions, "server-" + std::to_string(i)));
+    servers.push_back(hub.attach(cache, clients.back()->reference(), echo));
+    clients.back()->attached();
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<v1::LookupResponse> responses(kServers);
+    std::vector<grpc::Status> statuses(kServers);
+    std::vector<uint64_t> tickets;
+    for (int i = 0; i < kServers; ++i) {
+      const std::string table = "t" + std::to_string(round) + "-" + std::to_string(i);
+      tickets.push_back(start_lookup(*clients[i], table, &responses[i], &statuses[i]));
+      ASSERT_NE(tickets.back(), 0u);
+    }
+    for (int i = 0; i < kServers; ++i) {
+      ASSERT_TRUE(clients[i]->finish(tickets[i], Clock::time_point::max()));
+      ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+      EXPECT_EQ(responses[i].rows().data(), "t" + std::to_string(round) + "-" + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(hub.threads(), 1) << "one trainer process: one thread for its channels to all servers";
+  servers[1].reset();  // a server stops: the others go on
+  clients.erase(clients.begin() + 1);
+  v1::LookupResponse response;
+  grpc::Status status;
+  const uint64_t ticket = start_lookup(*clients[2], "after", &response, &status);
+  ASSERT_TRUE(clients[2]->finish(ticket, Clock::time_point::max()));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.rows().data(), "after");
+}
+
+// Note [hub threads]: server A's handler blocks until server B's handler ran, as a sync Step on A
+// may wait for another trainer whose Step waits on B. With one thread for both channels that would
+// wait until the deadline; will_wait() hands B's calls to another thread.
+TEST(CallChannel, ABlockedCallHandsTheTrainersOtherChannelsToAnotherThread) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  ChannelHub hub;
+  std::atomic<bool> b_ran{false};
+  ChannelClient a(regions, "server-a");
+  ChannelClient b(regions, "server-b");
+  const auto server_a =
+      hub.attach(cache, a.reference(), [&](const ChannelCall& call, auto* answer) {
+        call.will_wait();
+        while (!b_ran.load() && !call.cancelled()) std::this_thread::sleep_for(milliseconds(1));
+        return echo(call, answer);
+      });
+  const auto server_b = hub.attach(cache, b.reference(), [&](const ChannelCall& call, auto* answer) {
+    b_ran = true;
+    return echo(call, answer);
+  });
+  a.attached();
+  b.attached();
+  for (int round = 0; round < 3; ++round) {
+    b_ran = false;
+    v1::LookupResponse response_a;
+    v1::LookupResponse response_b;
+    grpc::Status status_a;
+    grpc::Status status_b;
+    const auto started = Clock::now();
+    const uint64_t ticket_a = start_lookup(a, "a", &response_a, &status_a);
+    // B's call is posted while A's handler blocks on the one thread that took it.
+    std::this_thread::sleep_for(milliseconds(20));
+    const uint64_t ticket_b = start_lookup(b, "b", &response_b, &status_b);
+    ASSERT_TRUE(b.finish(ticket_b, Clock::time_point::max()));
+    ASSERT_TRUE(a.finish(ticket_a, Clock::time_point::max()));
+    EXPECT_LT(Clock::now() - started, milliseconds(5000)) << "not answered only at the deadline";
+    ASSERT_TRUE(status_a.ok()) << status_a.error_message();
+    ASSERT_TRUE(status_b.ok()) << status_b.error_message();
+    EXPECT_EQ(response_a.rows().data(), "a");
+    EXPECT_EQ(response_b.rows().data(), "b");
+  }
+  EXPECT_EQ(hub.threads(), 2) << "the thread that blocked waits idle for the next hand-off";
 }
 
 TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {
@@ -198,11 +305,13 @@ TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {
   SharedRegionCache cache;
   const at::Tensor small = regions.allocate({64}, at::kByte);
   EXPECT_FALSE(testing::invalid_argument_message([&] {
-                 ChannelServer server(cache, *regions.find(small), echo);
+                 ChannelHub hub;
+                 hub.attach(cache, *regions.find(small), echo);
                }).empty());
   const at::Tensor large = regions.allocate({8 << 20}, at::kByte);  // big enough, no magic
   EXPECT_TRUE(testing::contains(testing::invalid_argument_message([&] {
-                                  ChannelServer server(cache, *regions.find(large), echo);
+                                  ChannelHub hub;
+                                  hub.attach(cache, *regions.find(large), echo);
                                 }),
                                 "not a gradwire call channel"));
 }

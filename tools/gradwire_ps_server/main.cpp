@@ -1,6 +1,6 @@
 // gradwire-ps-server: a parameter server for gradwire trainers (docs/ps.md).
 //
-//   gradwire-ps-server [--listen HOST:PORT] [--token-file F] [--checkpoint-dir D]
+//   gradwire-ps-server [--listen HOST:PORT ...] [--token-file F] [--checkpoint-dir D]
 //                      [--checkpoint-every N] [--checkpoint-keep K] [--threads T] [--tls-cert F
 //                      --tls-key F]
 //                      [--max-message-bytes N] [--max-trainers N] [--max-tables N]
@@ -8,8 +8,11 @@
 //                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
 //                      [--no-shared-memory]
 //
-// The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When ready it
-// prints exactly one line, "gradwire-ps-server listening on HOST:PORT", on stdout. SIGTERM or
+// --listen given several times runs one server per address in this process, with the same
+// options (ps::start_servers: they share one thread per trainer for calls over shared memory).
+// The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When all are
+// ready it prints one line per server, "gradwire-ps-server listening on HOST:PORT", on stdout, in
+// the order of the --listen options. SIGTERM or
 // SIGINT shut it down gracefully (tables are checkpointed first when --checkpoint-dir is set).
 // Exit status: 0 after a signal, 2 for usage and configuration errors, 1 for other failures
 // (e.g. a damaged checkpoint file).
@@ -20,6 +23,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
@@ -28,9 +33,12 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-void add_options(CLI::App& app, gradwire::ps::ServerOptions& options) {
-  app.add_option("--listen", options.listen,
-                 "HOST:PORT to listen on; port 0 picks a free one (printed when ready)")
+void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
+                 std::vector<std::string>& listen) {
+  app.add_option("--listen", listen,
+                 "HOST:PORT to listen on; port 0 picks a free one (printed when ready). Given "
+                 "several times: one server per address, in this process")
+      ->default_val(std::vector<std::string>{options.listen})
       ->capture_default_str();
   app.add_option("--token-file", options.token_file,
                  "File holding the job's token (default: GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN)");
@@ -107,7 +115,8 @@ sigset_t block_stop_signals() {
 int run(int argc, char** argv) {
   CLI::App app{"gradwire-ps-server: a parameter server for gradwire trainers"};
   gradwire::ps::ServerOptions options;
-  add_options(app, options);
+  std::vector<std::string> listen;
+  add_options(app, options, listen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -116,9 +125,11 @@ int run(int argc, char** argv) {
   }
 
   const sigset_t stop_signals = block_stop_signals();
-  std::unique_ptr<gradwire::ps::Server> server;
+  std::vector<gradwire::ps::ServerOptions> each(listen.size(), options);
+  for (size_t i = 0; i < listen.size(); ++i) each[i].listen = listen[i];
+  std::vector<std::unique_ptr<gradwire::ps::Server>> servers;
   try {
-    server = gradwire::ps::start_server(options);
+    servers = gradwire::ps::start_servers(each);
   } catch (const gradwire::ConfigError& error) {
     std::cerr << "gradwire-ps-server: " << error.what() << "\n";
     return kUsageError;
@@ -126,14 +137,19 @@ int run(int argc, char** argv) {
     std::cerr << "gradwire-ps-server: " << error.what() << "\n";
     return 1;
   }
-  std::cout << "gradwire-ps-server listening on " << server->address() << std::endl;
+  for (const auto& server : servers) {
+    std::cout << "gradwire-ps-server listening on " << server->address() << std::endl;
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "gradwire-ps-server: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ", shutting down" << (options.checkpoint_dir.empty() ? "" : " after a checkpoint")
             << std::endl;
-  server->shutdown();
+  // All at once: each may wait its grace for calls in flight.
+  std::vector<std::thread> stopping;
+  for (const auto& server : servers) stopping.emplace_back([&server] { server->shutdown(); });
+  for (std::thread& thread : stopping) thread.join();
   // Note [exit after shutdown]: shutdown() returned, so no call runs and the checkpoint is
   // written; what is left is gRPC's own clean-up, which the Server's destructor would run as the
   // process's last gRPC object. That clean-up joins gRPC's executor threads, and one of them may

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gradwire/common/env.h"
 
@@ -101,5 +102,15 @@ class Server {
 // environment, or from `env` in the second form.
 std::unique_ptr<Server> start_server(const ServerOptions& options);
 std::unique_ptr<Server> start_server(const ServerOptions& options, const EnvMap& env);
+
+// Starts one server per options (each with its own address, tables and limits) in this process,
+// in order, as start_server does. They share what a process needs once: the threads that answer
+// a trainer's calls over shared memory are one per trainer process for all of them, not one per
+// trainer and server (docs/ps.md "Several servers in one process"), which keeps a small host from
+// running a thread per server and trainer. Throws as start_server (servers already started are
+// shut down first); ConfigError for an empty list.
+std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptions>& options);
+std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptions>& options,
+                                                   const EnvMap& env);
 
 }  // namespace gradwire::ps

@@ -19,6 +19,7 @@
 #include "ps/server/service.h"
 #include "ps/server/table_registry.h"
 #include "rpc/auth.h"
+#include "rpc/call_channel.h"
 #include "rpc/channel.h"
 #include "rpc/tls.h"
 
@@ -88,8 +89,9 @@ constexpr int64_t kMinGrpcMemoryBytes = int64_t{256} << 20;
 
 class ServerImpl final : public Server {
  public:
-  explicit ServerImpl(const ServerOptions& options)
+  ServerImpl(const ServerOptions& options, std::shared_ptr<rpc::ChannelHub> hub)
       : options_(options),
+        hub_(std::move(hub)),
         listen_(parse_listen_address(options.listen)),
         tables_(RegistryLimits{options.max_tables, options.max_total_table_bytes,
                                options.max_pending_bytes}),
@@ -101,7 +103,8 @@ class ServerImpl final : public Server {
         options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
                       options.max_waiting_steps},
-        options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_);
+        options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_,
+        *hub_);
 
     rpc::disable_abseil_deadlock_detection();
     grpc::ServerBuilder builder;
@@ -190,6 +193,9 @@ class ServerImpl final : public Server {
 
  private:
   const ServerOptions options_;
+  // Serves the trainers' call channels; shared by the servers started together (start_servers),
+  // and declared first so that it outlives the service whose handlers it runs.
+  const std::shared_ptr<rpc::ChannelHub> hub_;
   const ListenAddress listen_;
   TableRegistry tables_;
   ServerCheckpoints checkpoints_;
@@ -219,11 +225,28 @@ std::unique_ptr<Server> start_server(const ServerOptions& options) {
 }
 
 std::unique_ptr<Server> start_server(const ServerOptions& options, const EnvMap& env) {
-  ServerOptions resolved = options;
-  resolved.token = rpc::load_token(options.token, options.token_file, env);
-  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
-  check_options(resolved);
-  return std::make_unique<ServerImpl>(resolved);
+  return std::move(start_servers({options}, env).front());
+}
+
+std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptions>& options) {
+  return start_servers(options, EnvMap::from_process());
+}
+
+std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptions>& options,
+                                                   const EnvMap& env) {
+  if (options.empty()) throw ConfigError("gradwire: start_servers needs at least one server");
+  std::vector<ServerOptions> resolved = options;
+  for (ServerOptions& one : resolved) {
+    one.token = rpc::load_token(one.token, one.token_file, env);
+    if (one.host_identity.empty()) one.host_identity = local_host_identity(env);
+    check_options(one);
+  }
+  const auto hub = std::make_shared<rpc::ChannelHub>();
+  std::vector<std::unique_ptr<Server>> servers;
+  for (const ServerOptions& one : resolved) {
+    servers.push_back(std::make_unique<ServerImpl>(one, hub));  // earlier ones stop on a throw
+  }
+  return servers;
 }
 
 }  // namespace gradwire::ps

@@ -117,12 +117,14 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
                                                std::string shared_host, TableRegistry& tables,
-                                               ServerCheckpoints& checkpoints)
+                                               ServerCheckpoints& checkpoints,
+                                               rpc::ChannelHub& hub)
     : token_(std::move(token)),
       limits_(limits),
       shared_host_(std::move(shared_host)),
       tables_(tables),
-      checkpoints_(checkpoints) {}
+      checkpoints_(checkpoints),
+      hub_(hub) {}
 
 std::optional<v1::SharedBytes> ParameterServerService::shared_rows(const TableShard& shard) const {
   const at::Tensor rows = shard.kept_rows();
@@ -232,6 +234,8 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     }
     const auto values_deadline = step_wait_deadline(call.deadline, std::chrono::system_clock::now(),
                                                     std::chrono::steady_clock::now());
+    // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
+    if (call.will_wait && shard->awaiting_values()) call.will_wait();  // Note [hub threads]
     const int wire = request->rows_dtype();
     if (request->has_rows_into()) {
       // Into the trainer's shared memory (Note [shared memory]): float32 rows written in place.
@@ -246,7 +250,6 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
       }
       const at::Tensor into = shared_.view(request->rows_into(), {ids.numel(), shard->config().dim},
                                            at::kFloat, "lookup.rows_into");
-      // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
       shard->lookup_into(ids, values_deadline, into);
       rpc::encode_shared_tensor(into, request->rows_into(), response->mutable_rows(),
                                 "lookup.rows");
@@ -326,7 +329,12 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
     WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);  // Note [waiting steps]
     const StepOutcome outcome = shard->finish_step(
         request->trainer(), request->step(), from_message(request->attempt()),
-        StepWait{deadline, [&] { return call.cancelled(); }, [&] { return place.take(); }});
+        StepWait{deadline, [&] { return call.cancelled(); },
+                 [&] {
+                   if (!place.take()) return false;
+                   if (call.will_wait) call.will_wait();  // Note [hub threads]
+                   return true;
+                 }});
     if (outcome.refused) {
       return grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,

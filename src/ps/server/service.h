@@ -9,8 +9,8 @@
 // Checkpoint without a directory or Resume at a step with no checkpoint -> FAILED_PRECONDITION.
 // No exception leaves a handler. Names from requests appear in messages cut to 64 characters.
 //
-// Thread safety: handlers run on gRPC's sync-server threads and on the channels' threads (one per
-// trainer that calls over shared memory), any number at once; the service itself holds an atomic
+// Thread safety: handlers run on gRPC's sync-server threads and on the channel hub's threads (one
+// per trainer that calls over shared memory, more while calls block), any number at once; the service itself holds an atomic
 // count of the Step calls waiting and the channels under a mutex (TableRegistry and
 // ServerCheckpoints lock their own state). Blocking: Step blocks its thread until the step is
 // applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable initialises rows;
@@ -65,6 +65,8 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 struct CallInfo {
   std::chrono::system_clock::time_point deadline;
   std::function<bool()> cancelled;  // the caller went away or the server stops
+  // Called before the handler blocks for long (rpc::ChannelCall::will_wait); empty for gRPC.
+  std::function<void()> will_wait;
 };
 
 // Most channels a server serves at once (one per trainer process and client); beyond that,
@@ -73,10 +75,12 @@ inline constexpr size_t kMaxChannels = 1024;
 
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
-  // `tables` and `checkpoints` must outlive the service. `shared_host`: this server's host
-  // identity, where trainers of that host may share memory with it; empty: they may not.
+  // `tables`, `checkpoints` and `hub` must outlive the service. `shared_host`: this server's host
+  // identity, where trainers of that host may share memory with it; empty: they may not. `hub`
+  // serves the trainers' call channels (shared by the servers of one process).
   ParameterServerService(std::string token, ServiceLimits limits, std::string shared_host,
-                         TableRegistry& tables, ServerCheckpoints& checkpoints);
+                         TableRegistry& tables, ServerCheckpoints& checkpoints,
+                         rpc::ChannelHub& hub);
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
@@ -97,7 +101,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   // CreateTable): parsed and run as its gRPC twin, the answer in *answer.
   grpc::Status serve_channel_call(const rpc::ChannelCall& call,
                                   std::unique_ptr<google::protobuf::Message>* answer);
-  // Ends every channel's thread (a Step waiting in one is cancelled). Call after gRPC's shutdown.
+  // Stops serving every channel (a Step waiting in one is cancelled). Call after gRPC's shutdown.
   void stop_channels();
   // Channels served now.
   int channels() const;
@@ -126,11 +130,12 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   rpc::SharedRegions own_;         // this server's: sync dense tables' rows (Note [shared rows])
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
+  rpc::ChannelHub& hub_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
 
   mutable std::mutex channels_mutex_;  // guards channels_ and channels_stopped_
   bool channels_stopped_ = false;
-  // By region key; the last member, so their threads end before anything they use goes.
+  // By region key; the last member, so they are stopped before anything their calls use goes.
   std::map<uint64_t, std::unique_ptr<rpc::ChannelServer>> channels_;
 };
 

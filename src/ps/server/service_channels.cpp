@@ -32,8 +32,10 @@ grpc::Status run_parsed(const rpc::ChannelCall& call,
 // cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The channel is
 // opened only by an authenticated CreateTable that passed the shared-memory probe, and is then the
 // credential of the calls on it (whoever can write it can read the trainer's memory, token
-// included). Each channel has a thread of its own here, which ends when the trainer closes the
-// channel or exits, or the server stops; calls on it run exactly as their gRPC twins.
+// included). The process's rpc::ChannelHub serves it, on one thread per trainer process for all
+// the servers of this process (more while calls block: a call that will wait says so with
+// CallInfo::will_wait), until the trainer closes the channel or exits, or the server stops; calls
+// on it run exactly as their gRPC twins.
 bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
   std::lock_guard<std::mutex> lock(channels_mutex_);
   if (channels_stopped_) return false;
@@ -43,8 +45,8 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
   }
   if (channels_.size() >= kMaxChannels) return false;
   try {
-    channels_[ref.key()] = std::make_unique<rpc::ChannelServer>(
-        shared_, ref, [this](const rpc::ChannelCall& call, auto* answer) {
+    channels_[ref.key()] =
+        hub_.attach(shared_, ref, [this](const rpc::ChannelCall& call, auto* answer) {
           return serve_channel_call(call, answer);
         });
   } catch (const InvalidArgument&) {
@@ -55,7 +57,7 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
 
 grpc::Status ParameterServerService::serve_channel_call(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
-  const CallInfo info{call.deadline, call.cancelled};
+  const CallInfo info{call.deadline, call.cancelled, call.will_wait};
   switch (call.method) {
     case rpc::ChannelMethod::kLookup:
       return run_parsed<v1::LookupRequest, v1::LookupResponse>(
@@ -80,7 +82,7 @@ void ParameterServerService::stop_channels() {
     channels.swap(channels_);
   }
   for (auto& [key, channel] : channels) channel->stop();
-  channels.clear();  // joins their threads
+  channels.clear();  // waits for their running calls
 }
 
 int ParameterServerService::channels() const {
