@@ -3,11 +3,14 @@
 
 #include "gradwire/launch/launcher.h"
 #include "process.h"
+#include "server_processes.h"
 
 namespace gradwire::launch {
 namespace {
 
 using detail::describe_exit;
+using detail::describe_server_exit;
+using detail::hosted_servers;
 using detail::ProcessExit;
 using detail::signal_name;
 
@@ -19,11 +22,6 @@ ProcessExit ended(const Exit& exit) {
 std::string describe_worker(const WorkerExit& worker) {
   return "rank " + std::to_string(worker.rank) + " (local " + std::to_string(worker.local_rank) +
          ", pid " + std::to_string(worker.pid) + ")";
-}
-
-std::string describe_server(const ServerExit& server) {
-  return "server " + std::to_string(server.index) + " (" + server.address + ", pid " +
-         std::to_string(server.pid) + ")";
 }
 
 int code_of(const WorkerExit& worker) { return detail::exit_status_code(ended(worker)); }
@@ -65,13 +63,17 @@ std::string LaunchResult::summary() const {
              << ") failed: ";
     std::string also;
     for (const ServerExit& server : attempt.also_failed_servers) {
-      also += "; " + describe_server(server) + " " + describe_exit(ended(server)) + " too";
+      also += "; " + describe_server_exit(server) + " " + describe_exit(ended(server)) + " too";
     }
-    const size_t dead = attempt.also_failed_servers.size() + (attempt.failed_server ? 1 : 0);
+    // Servers, not processes: a process hosting several servers restarted all of them.
+    size_t dead = attempt.failed_server ? hosted_servers(*attempt.failed_server).size() : 0;
+    for (const ServerExit& server : attempt.also_failed_servers) {
+      dead += hosted_servers(server).size();
+    }
     const std::string restarted = dead == 1 ? "; the server and the workers were restarted\n"
                                             : "; the servers and the workers were restarted\n";
     if (attempt.failed_server) {
-      attempts << describe_server(*attempt.failed_server) << " "
+      attempts << describe_server_exit(*attempt.failed_server) << " "
                << describe_exit(ended(*attempt.failed_server)) << " while the trainers ran" << also
                << restarted;
       continue;
@@ -101,7 +103,7 @@ std::string LaunchResult::last_attempt_summary() const {
   }
   for (const ServerExit& server : servers) {
     if (server.failed()) {
-      out << "gradwire-run: " << describe_server(server) << " " << describe_exit(ended(server))
+      out << "gradwire-run: " << describe_server_exit(server) << " " << describe_exit(ended(server))
           << " while the trainers ran\n";
     }
   }
@@ -113,7 +115,8 @@ std::string LaunchResult::last_attempt_summary() const {
   if (const WorkerExit* first = at(workers, first_failed_local_rank)) {
     reason = "after rank " + std::to_string(first->rank) + " failed";
   } else if (const ServerExit* first = at(servers, first_failed_server)) {
-    reason = "after server " + std::to_string(first->index) + " failed";
+    reason =
+        "after " + detail::server_process_name(first->index, hosted_servers(*first)) + " failed";
   } else if (received_signal != 0) {
     reason = "after receiving " + signal_name(received_signal);
   } else {
@@ -129,7 +132,7 @@ std::string LaunchResult::last_attempt_summary() const {
   if (out.tellp() > 0) {
     for (const ServerExit& server : servers) {
       if (server.stopped_by_launcher) {
-        out << "gradwire-run: " << describe_server(server) << " was stopped by gradwire-run "
+        out << "gradwire-run: " << describe_server_exit(server) << " was stopped by gradwire-run "
             << reason << " (" << describe_exit(ended(server)) << ")\n";
       }
     }

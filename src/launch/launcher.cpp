@@ -22,6 +22,7 @@
 #include "output_pump.h"
 #include "process.h"
 #include "server_group.h"
+#include "server_processes.h"
 #include "signal_forwarding.h"
 #include "supervisor.h"
 #include "worker_env.h"
@@ -62,13 +63,14 @@ std::vector<std::string> worker_log_names(const LaunchOptions& options) {
   return names;
 }
 
-// server_I.log for every server.
-std::vector<std::string> server_log_names(const LaunchOptions& options) {
-  std::vector<std::string> names;
-  for (int index = 0; index < options.servers; ++index) {
-    names.push_back("server_" + std::to_string(index) + ".log");
+// The CPUs this launcher may use (its affinity mask), which decide how many processes host the
+// servers; the hardware threads when the mask cannot be read.
+int launcher_cores(unsigned hardware_threads) {
+  try {
+    return static_cast<int>(detail::allowed_cpus_of_this_process().size());
+  } catch (const Error&) {
+    return static_cast<int>(std::max(1u, hardware_threads));
   }
-  return names;
 }
 
 // Blocks SIGPIPE in the calling thread while alive, so that a closed stdout_fd makes writes fail
@@ -139,15 +141,15 @@ void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvCon
 }
 
 // "gradwire-run: rank 1 (pid 123) killed by signal 9 (SIGKILL); restarting the workers
-// (restart 1 of 3)" on the launcher's stderr, or for a server "gradwire-run: server 0
+// (restart 1 of 3)" on the launcher's stderr, or for a server process "gradwire-run: server 0
 // (127.0.0.1:4000, pid 124) killed by signal 9 (SIGKILL) while the trainers ran; restarting it
-// and the workers (restart 1 of 3)".
+// and the workers (restart 1 of 3)" ("server process 0 (servers 0-3: ..., pid 124)" for one
+// hosting several servers).
 void announce_restart(const LaunchOptions& options, const RestartedAttempt& attempt,
                       int restart_count) {
   std::string what = "a worker failed; restarting the workers";
   if (const std::optional<ServerExit>& failed = attempt.failed_server) {
-    what = "server " + std::to_string(failed->index) + " (" + failed->address + ", pid " +
-           std::to_string(failed->pid) + ") " +
+    what = detail::describe_server_exit(*failed) + " " +
            detail::describe_exit(detail::ProcessExit{failed->exit_code, failed->signal}) +
            " while the trainers ran; restarting it and the workers";
   } else if (attempt.first_failed_local_rank >= 0) {
@@ -159,8 +161,7 @@ void announce_restart(const LaunchOptions& options, const RestartedAttempt& atte
   std::string line = "gradwire-run: " + what + " (restart " + std::to_string(restart_count) +
                      " of " + std::to_string(options.max_restarts) + ")\n";
   for (const ServerExit& also : attempt.also_failed_servers) {
-    line += "gradwire-run: server " + std::to_string(also.index) + " (" + also.address + ", pid " +
-            std::to_string(also.pid) + ") " +
+    line += "gradwire-run: " + detail::describe_server_exit(also) + " " +
             detail::describe_exit(detail::ProcessExit{also.exit_code, also.signal}) +
             " too; restarting it with the workers\n";
   }
@@ -201,13 +202,14 @@ LaunchResult run_workers(const LaunchOptions& options) {
     }
     context.bound_cpus = std::move(binding.worker_cpus);
   }
-  const detail::ServerPlan servers = detail::plan_servers(options, context.master_port);
+  const int cores = options.servers > 0 ? launcher_cores(context.hardware_threads) : 1;
+  const detail::ServerPlan servers = detail::plan_servers(options, context.master_port, cores);
   context.server_addresses = servers.addresses;
 
   std::vector<UniqueFd> worker_logs =
       detail::open_log_files(options.log_dir, worker_log_names(options));
   std::vector<UniqueFd> server_logs =
-      detail::open_log_files(options.log_dir, server_log_names(options));
+      detail::open_log_files(options.log_dir, detail::server_log_names(servers));
 
   // Declaration order is destruction order in reverse: on an exception the started processes
   // are killed and reaped first, then the pipes close and the signal handlers are restored.
@@ -247,7 +249,8 @@ LaunchResult run_workers(const LaunchOptions& options) {
     if (attempt.failed_server) dead_servers.insert(dead_servers.begin(), *attempt.failed_server);
     restarted.push_back(std::move(attempt));
     for (const ServerExit& dead : dead_servers) {
-      // Same command line, address and environment; it restores its own state.
+      // The whole process: same command line, addresses and environment; the servers restore
+      // their own state.
       std::optional<LaunchResult> interrupted = detail::restart_server(
           servers, dead.index, options, server_env, sigpipe_block.original(), supervisor);
       if (interrupted) {

@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "gradwire/common/error.h"
 #include "process.h"
+#include "server_processes.h"
 #include "worker_env.h"
 
 namespace gradwire::launch::detail {
@@ -55,20 +57,24 @@ std::vector<int> pick_distinct_ports(const std::string& host, int count, int mas
   return ports;
 }
 
-// The server's identity, command and what happened, for error messages.
-std::string describe_server(const ServerPlan& plan, size_t index, int pid) {
-  return "server " + std::to_string(index) + " (" + plan.addresses[index] + ", pid " +
-         std::to_string(pid) +
-         ", command: " + join_words(server_argv(plan.command, plan.addresses[index])) + ")";
+// The server process's identity (its servers, their addresses), pid and command, for error
+// messages: "server 1 (127.0.0.1:4001, pid 12, command: ...)" or "server process 0 (servers 0-3:
+// ..., pid 12, command: ...)".
+std::string describe_process(const ServerPlan& plan, size_t process, int pid) {
+  const std::vector<int>& servers = plan.processes[process];
+  return server_process_name(static_cast<int>(process), servers) + " (" +
+         server_process_details(servers, process_addresses(plan, process), pid) +
+         ", command: " + join_words(process_argv(plan, process)) + ")";
 }
 
 [[noreturn]] void throw_server_exited(const ServerPlan& plan, const ServerExit& server) {
+  const size_t process = static_cast<size_t>(server.index);
   throw PeerLostError(
-      "gradwire-run: " + describe_server(plan, server.index, server.pid) + " " +
+      "gradwire-run: " + describe_process(plan, process, server.pid) + " " +
           describe_exit(ProcessExit{server.exit_code, server.signal}) +
           " before accepting connections; the trainers were not started. Its output above "
-          "(prefixed [server " +
-          std::to_string(server.index) + "]) says why.",
+          "(prefixed [" +
+          server_process_label(plan.processes[process]) + "]) says why.",
       {});
 }
 
@@ -90,35 +96,41 @@ void require_readable(const std::string& path, const std::string& flag) {
   }
 }
 
-// Starts server `index` of `plan` under `supervisor`; returns its pid.
-int start_server(const ServerPlan& plan, size_t index,
-                 const std::map<std::string, std::string>& env, const sigset_t& signal_mask,
-                 UniqueFd log_file, Supervisor& supervisor) {
+// Starts server process `process` of `plan` under `supervisor`; returns its pid.
+int start_process(const ServerPlan& plan, size_t process,
+                  const std::map<std::string, std::string>& env, const sigset_t& signal_mask,
+                  UniqueFd log_file, Supervisor& supervisor) {
   ProcessIdentity who;
   who.role = ProcessRole::kServer;
-  who.index = who.rank = static_cast<int>(index);
-  who.address = plan.addresses[index];
+  who.index = who.rank = static_cast<int>(process);
+  who.servers = plan.processes[process];
+  who.addresses = process_addresses(plan, process);
   SpawnRequest request;
-  request.argv = server_argv(plan.command, plan.addresses[index]);
+  request.argv = process_argv(plan, process);
   request.env = env;
   request.signal_mask = signal_mask;
   return supervisor.start(who, request, std::move(log_file));
 }
 
-// Supervises until each server of `indices` (started as `pids`) accepts connections; the
-// outcomes of start_servers().
+// Supervises until every server of the processes `processes` (started as `pids`) accepts
+// connections; the outcomes of start_servers().
 std::optional<LaunchResult> wait_until_ready(const ServerPlan& plan,
-                                             const std::vector<size_t>& indices,
+                                             const std::vector<size_t>& processes,
                                              const std::vector<int>& pids,
                                              const LaunchOptions& options, Supervisor& supervisor) {
-  // Servers are tried in order; a server found ready is not tried again.
+  // Every server to probe, as (position in `processes`, server index), in order; a server found
+  // ready is not tried again.
+  std::vector<std::pair<size_t, int>> probes;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    for (int server : plan.processes[processes[i]]) probes.emplace_back(i, server);
+  }
   size_t ready = 0;
   auto all_ready = [&] {
-    while (ready < indices.size() &&
-           accepts_connections(plan.host, plan.ports[indices[ready]], kConnectTimeout)) {
+    while (ready < probes.size() &&
+           accepts_connections(plan.host, plan.ports[probes[ready].second], kConnectTimeout)) {
       ++ready;
     }
-    return ready == indices.size();
+    return ready == probes.size();
   };
   const auto started = Supervisor::Clock::now();
   const Supervisor::WaitOutcome outcome = supervisor.supervise_until(
@@ -132,11 +144,18 @@ std::optional<LaunchResult> wait_until_ready(const ServerPlan& plan,
     throw_server_exited(plan, *failed);
   }
   if (outcome == Supervisor::WaitOutcome::kDeadline) {
-    throw TimeoutError("gradwire-run: " + describe_server(plan, indices[ready], pids[ready]) +
-                       " did not accept connections within " +
+    const auto [position, server] = probes[ready];
+    const size_t process = processes[position];
+    // A process hosting several servers: which one was not listening yet.
+    const bool alone = plan.processes[process].size() == 1;
+    const std::string where = alone ? "" : " on " + plan.addresses[static_cast<size_t>(server)];
+    throw TimeoutError("gradwire-run: " + describe_process(plan, process, pids[position]) +
+                       " did not accept connections" + where + " within " +
                        format_duration(options.server_ready_timeout) +
                        "; the trainers were not started. Check that the server program listens "
-                       "on the address given with --listen, or raise --server-ready-timeout.");
+                       "on the " +
+                       (alone ? "address" : "addresses") +
+                       " given with --listen, or raise --server-ready-timeout.");
   }
   return result;  // a signal arrived: the launch ends as interrupted
 }
@@ -168,7 +187,38 @@ std::vector<std::string> server_argv(const std::vector<std::string>& command,
   return argv;
 }
 
-ServerPlan plan_servers(const LaunchOptions& options, int master_port) {
+std::vector<std::string> server_argv(const std::vector<std::string>& command,
+                                     const std::vector<std::string>& addresses) {
+  std::vector<std::string> argv = command;
+  for (const std::string& address : addresses) {
+    argv.push_back("--listen");
+    argv.push_back(address);
+  }
+  return argv;
+}
+
+std::vector<std::string> process_addresses(const ServerPlan& plan, size_t process) {
+  GRADWIRE_CHECK_LT(process, plan.processes.size());
+  std::vector<std::string> addresses;
+  for (int server : plan.processes[process]) {
+    addresses.push_back(plan.addresses.at(static_cast<size_t>(server)));
+  }
+  return addresses;
+}
+
+std::vector<std::string> process_argv(const ServerPlan& plan, size_t process) {
+  return server_argv(plan.command, process_addresses(plan, process));
+}
+
+std::vector<std::string> server_log_names(const ServerPlan& plan) {
+  std::vector<std::string> names;
+  for (const std::vector<int>& servers : plan.processes) {
+    names.push_back(server_process_log_name(servers));
+  }
+  return names;
+}
+
+ServerPlan plan_servers(const LaunchOptions& options, int master_port, int cores) {
   ServerPlan plan;
   if (options.servers <= 0) return plan;
   std::error_code error;
@@ -183,6 +233,12 @@ ServerPlan plan_servers(const LaunchOptions& options, int master_port) {
   plan.host = options.server_host;
   plan.ports = pick_distinct_ports(options.server_host, options.servers, master_port);
   for (int port : plan.ports) plan.addresses.push_back(host_port(plan.host, port));
+  ServerProcessInputs layout;
+  layout.servers = options.servers;
+  layout.nproc_per_node = options.nproc_per_node;
+  layout.cores = cores;
+  layout.requested = options.server_processes;
+  plan.processes = split_servers(options.servers, server_process_count(layout));
   return plan;
 }
 
@@ -218,25 +274,25 @@ std::optional<LaunchResult> start_servers(const ServerPlan& plan, const LaunchOp
                                           const std::map<std::string, std::string>& env,
                                           const sigset_t& signal_mask,
                                           std::vector<UniqueFd> log_files, Supervisor& supervisor) {
-  std::vector<size_t> indices;
+  std::vector<size_t> processes;
   std::vector<int> pids;
-  for (size_t index = 0; index < plan.addresses.size(); ++index) {
-    UniqueFd log_file = index < log_files.size() ? std::move(log_files[index]) : UniqueFd();
-    indices.push_back(index);
-    pids.push_back(start_server(plan, index, env, signal_mask, std::move(log_file), supervisor));
+  for (size_t process = 0; process < plan.processes.size(); ++process) {
+    UniqueFd log_file = process < log_files.size() ? std::move(log_files[process]) : UniqueFd();
+    processes.push_back(process);
+    pids.push_back(start_process(plan, process, env, signal_mask, std::move(log_file), supervisor));
   }
-  return wait_until_ready(plan, indices, pids, options, supervisor);
+  return wait_until_ready(plan, processes, pids, options, supervisor);
 }
 
-std::optional<LaunchResult> restart_server(const ServerPlan& plan, int index,
+std::optional<LaunchResult> restart_server(const ServerPlan& plan, int process,
                                            const LaunchOptions& options,
                                            const std::map<std::string, std::string>& env,
                                            const sigset_t& signal_mask, Supervisor& supervisor) {
-  GRADWIRE_CHECK_GE(index, 0);
-  GRADWIRE_CHECK_LT(static_cast<size_t>(index), plan.addresses.size());
-  const size_t which = static_cast<size_t>(index);
-  // The pump still holds the log file opened for "server INDEX": the new process appends to it.
-  const int pid = start_server(plan, which, env, signal_mask, UniqueFd(), supervisor);
+  GRADWIRE_CHECK_GE(process, 0);
+  GRADWIRE_CHECK_LT(static_cast<size_t>(process), plan.processes.size());
+  const size_t which = static_cast<size_t>(process);
+  // The pump still holds the log file opened for the process's label: the new one appends to it.
+  const int pid = start_process(plan, which, env, signal_mask, UniqueFd(), supervisor);
   return wait_until_ready(plan, {which}, {pid}, options, supervisor);
 }
 

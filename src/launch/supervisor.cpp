@@ -7,11 +7,12 @@
 #include <cerrno>
 
 #include "gradwire/common/error.h"
+#include "server_processes.h"
 
 namespace gradwire::launch::detail {
 
 std::string ProcessIdentity::label() const {
-  return role == ProcessRole::kServer ? "server " + std::to_string(index)
+  return role == ProcessRole::kServer ? server_process_label(servers)
                                       : "rank " + std::to_string(rank);
 }
 
@@ -257,7 +258,9 @@ WorkerExit Supervisor::worker_exit(const Supervised& supervised) {
 ServerExit Supervisor::server_exit(const Supervised& supervised) {
   auto exit = exit_record<ServerExit>(supervised);
   exit.index = supervised.who.index;
-  exit.address = supervised.who.address;
+  exit.server_indices = supervised.who.servers;
+  exit.addresses = supervised.who.addresses;
+  if (!exit.addresses.empty()) exit.address = exit.addresses.front();
   return exit;
 }
 

@@ -38,10 +38,12 @@ enum class ProcessRole { kWorker, kServer };
 // Who a supervised process is.
 struct ProcessIdentity {
   ProcessRole role = ProcessRole::kWorker;
-  int index = 0;        // worker: local rank; server: its index
-  int rank = 0;         // worker: global rank; server: its index
-  std::string address;  // server: the HOST:PORT it listens on
-  // "rank 3" or "server 0": the output prefix, log and message name.
+  int index = 0;  // worker: local rank; server process: its index
+  int rank = 0;   // worker: global rank; server process: its index
+  // Server process: the servers it hosts (ascending, contiguous) and the HOST:PORT of each.
+  std::vector<int> servers;
+  std::vector<std::string> addresses;
+  // "rank 3", "server 0" or "servers 0-3": the output prefix and the pump's name for it.
   std::string label() const;
 };
 

@@ -57,6 +57,15 @@ void validate_launch_options(const LaunchOptions& options) {
           "servers (--servers) only works with nnodes == 1; multi-node jobs start their "
           "parameter servers themselves and pass GRADWIRE_PS_ADDRS (and GRADWIRE_TOKEN) to "
           "every node");
+  require(options.server_processes >= 0 && options.server_processes <= options.servers,
+          options.servers == 0
+              ? "server_processes (--server-processes) is for the servers gradwire-run starts; "
+                "pass it with --servers, got " +
+                    std::to_string(options.server_processes)
+              : "server_processes (--server-processes) must be 0 (automatic) or in [1, servers] "
+                "= [1, " +
+                    std::to_string(options.servers) + "], got " +
+                    std::to_string(options.server_processes));
   require(options.servers == 0 || !options.server_host.empty(), "server_host must not be empty");
   require(options.servers == 0 || options.server_ready_timeout.count() > 0,
           "server_ready_timeout must be positive");

@@ -2,13 +2,14 @@
 // and a tiny client for the test trainers.
 //
 //   fake_ps_server [--mode serve|exit-at-once|never-listen] [--ignore-term]
-//                  [--listen-after-ms MS] [ARGS...] --listen HOST:PORT
+//                  [--listen-after-ms MS] [ARGS...] --listen HOST:PORT [--listen HOST:PORT]...
 //     serve (default): prints "args: ...", "pid=N", "token=... job_token=... ps_addrs=...",
-//       (after MS milliseconds) listens on HOST:PORT, prints "gradwire-ps-server listening on
-//       HOST:PORT", then prints "received: LINE" for the first line of each connection; a line
-//       "die" makes it exit 3, a line "quit" exit 0, a line "kill" kill itself with SIGKILL (as
-//       the OOM killer would). Exits 0 on SIGTERM (unless --ignore-term),
-//       after serving the connections already waiting.
+//       (after MS milliseconds) listens on every HOST:PORT (as gradwire-ps-server hosts one
+//       server per --listen), prints "gradwire-ps-server listening on HOST:PORT" for each, in
+//       order, once all listen (exit 2 if one cannot), then prints "received: LINE" for the first
+//       line of each connection to any of them; a line "die" makes it exit 3, a line "quit" exit
+//       0, a line "kill" kill itself with SIGKILL (as the OOM killer would). Exits 0 on SIGTERM
+//       (unless --ignore-term), after serving the connections already waiting.
 //       Gives up after 60 s in any case.
 //     exit-at-once: prints a line to stderr and exits 1.
 //     never-listen: prints "pid=N" and waits for SIGTERM (at most 60 s) without listening.
@@ -119,12 +120,19 @@ std::string read_first_line(int fd) {
   return text.substr(0, text.find('\n'));
 }
 
-// Accepts one connection if one is waiting within `wait_ms` and prints its first line; exits on
-// "die" or "quit". Returns false when none was waiting.
-bool serve_one(int listen_fd, int wait_ms) {
-  pollfd incoming{listen_fd, POLLIN, 0};
-  if (::poll(&incoming, listen_fd >= 0 ? 1 : 0, wait_ms) != 1) return false;
-  const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+// Accepts one connection if one is waiting on any of `listen_fds` within `wait_ms` and prints
+// its first line; exits on "die" or "quit". Returns false when none was waiting.
+bool serve_one(const std::vector<int>& listen_fds, int wait_ms) {
+  std::vector<pollfd> incoming;
+  for (int fd : listen_fds) incoming.push_back({fd, POLLIN, 0});
+  // With no address (never-listen) this only sleeps.
+  if (::poll(incoming.data(), incoming.size(), wait_ms) < 1) return false;
+  int client = -1;
+  for (const pollfd& entry : incoming) {
+    if (entry.revents != 0 && client < 0) {
+      client = ::accept4(entry.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+  }
   if (client < 0) return false;
   const std::string line = read_first_line(client);
   ::close(client);
@@ -141,15 +149,15 @@ bool serve_one(int listen_fd, int wait_ms) {
 // Waits for SIGTERM (or 60 s); returns true when it came. Connections already waiting when it
 // comes are served first: a trainer that sent its line and exited may be what made the launcher
 // stop the servers.
-bool wait_for_sigterm(int listen_fd) {
+bool wait_for_sigterm(const std::vector<int>& listen_fds) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < give_up) {
     if (g_terminate) {
-      while (listen_fd >= 0 && serve_one(listen_fd, 0)) {
+      while (!listen_fds.empty() && serve_one(listen_fds, 0)) {
       }
       return true;
     }
-    serve_one(listen_fd, 50);
+    serve_one(listen_fds, 50);
   }
   return false;
 }
@@ -160,14 +168,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "--send") return send_to_all(args[1], args[2]);
 
-  std::string mode = "serve", listen_address;
+  std::string mode = "serve";
+  std::vector<std::string> listen_addresses;
   bool ignore_term = false;
   int listen_after_ms = 0;
   std::string all_args;
   for (size_t i = 0; i < args.size(); ++i) {
     all_args += (all_args.empty() ? "" : " ") + args[i];
     if (args[i] == "--mode" && i + 1 < args.size()) mode = args[i + 1];
-    if (args[i] == "--listen" && i + 1 < args.size()) listen_address = args[i + 1];
+    if (args[i] == "--listen" && i + 1 < args.size()) listen_addresses.push_back(args[i + 1]);
     if (args[i] == "--ignore-term") ignore_term = true;
     if (args[i] == "--listen-after-ms" && i + 1 < args.size()) {
       listen_after_ms = std::atoi(args[i + 1].c_str());
@@ -180,20 +189,30 @@ int main(int argc, char** argv) {
     return 1;
   }
   say("pid=" + std::to_string(::getpid()));
-  if (mode == "never-listen") return wait_for_sigterm(-1) ? 0 : 1;
+  if (mode == "never-listen") return wait_for_sigterm({}) ? 0 : 1;
 
   say("args: " + all_args);
   say("token=" + env_or_empty("GRADWIRE_TOKEN") + " job_token=" +
       env_or_empty("GRADWIRE_JOB_TOKEN") + " ps_addrs=" + env_or_empty("GRADWIRE_PS_ADDRS"));
   ::usleep(static_cast<useconds_t>(listen_after_ms) * 1000);
-  const int listen_fd = open_socket(listen_address, /*listen=*/true);
-  if (listen_fd < 0) {
-    std::fprintf(stderr, "fake server: cannot listen on '%s': %s\n", listen_address.c_str(),
-                 std::strerror(errno));
+  std::vector<int> listen_fds;
+  for (const std::string& address : listen_addresses) {
+    const int fd = open_socket(address, /*listen=*/true);
+    if (fd < 0) {
+      std::fprintf(stderr, "fake server: cannot listen on '%s': %s\n", address.c_str(),
+                   std::strerror(errno));
+      return 2;
+    }
+    listen_fds.push_back(fd);
+  }
+  if (listen_fds.empty()) {
+    std::fprintf(stderr, "fake server: no --listen address given\n");
     return 2;
   }
-  say("gradwire-ps-server listening on " + listen_address);
-  if (wait_for_sigterm(listen_fd)) {
+  for (const std::string& address : listen_addresses) {
+    say("gradwire-ps-server listening on " + address);
+  }
+  if (wait_for_sigterm(listen_fds)) {
     say("stopping on SIGTERM");
     return 0;
   }

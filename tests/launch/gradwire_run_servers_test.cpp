@@ -106,8 +106,9 @@ class GradwireRunServersTest : public testing::GradwireRunTest {
 
 TEST_F(GradwireRunServersTest, ServersFlagsStartServersBesideTheTrainers) {
   const std::string fake = FAKE_PS_SERVER_PATH;
-  ASSERT_EQ(run({"--servers", "2", "--server-program", fake, "--server-arg=--tag", "--server-arg",
-                 "x", "-n", "2", "/bin/sh", "-c",
+  // One process per server whatever this host's cores (automatic would group them on few).
+  ASSERT_EQ(run({"--servers", "2", "--server-processes", "2", "--server-program", fake,
+                 "--server-arg=--tag", "--server-arg", "x", "-n", "2", "/bin/sh", "-c",
                  fake + " --send \"$GRADWIRE_PS_ADDRS\" \"hi $RANK\" && "
                         "echo \"addrs=$GRADWIRE_PS_ADDRS\""}),
             0)
@@ -128,6 +129,37 @@ TEST_F(GradwireRunServersTest, ServersFlagsStartServersBesideTheTrainers) {
     EXPECT_TRUE(contains(text, prefix + "stopping on SIGTERM")) << text;
   }
   EXPECT_EQ(err(), "");
+}
+
+TEST_F(GradwireRunServersTest, ServerProcessesFlagGroupsTheServers) {
+  // 3 servers over 2 processes: server 0 alone, servers 1 and 2 together.
+  const std::string fake = FAKE_PS_SERVER_PATH;
+  ASSERT_EQ(
+      run({"--servers", "3", "--server-processes", "2", "--server-program", fake, "/bin/sh", "-c",
+           fake + " --send \"$GRADWIRE_PS_ADDRS\" \"hi $RANK\" && "
+                  "echo \"addrs=$GRADWIRE_PS_ADDRS\""}),
+      0)
+      << out() << err();
+  const std::string text = out();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(text, match, std::regex(R"(\[rank 0\] addrs=(\S+),(\S+),(\S+))")))
+      << text;
+  EXPECT_TRUE(contains(text, "[server 0] args: --listen " + match[1].str() + "\n")) << text;
+  EXPECT_TRUE(contains(text, "[servers 1-2] args: --listen " + match[2].str() + " --listen " +
+                                 match[3].str() + "\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "[server 0] received: hi 0")) << text;
+  EXPECT_TRUE(contains(text, "[servers 1-2] received: hi 0")) << text;
+  EXPECT_TRUE(contains(text, "[servers 1-2] stopping on SIGTERM")) << text;
+  EXPECT_EQ(err(), "");
+}
+
+TEST_F(GradwireRunServersTest, ServerProcessesUsageErrors) {
+  EXPECT_EQ(run({"--servers", "2", "--server-processes", "3", "/bin/true"}), 2);
+  EXPECT_TRUE(contains(err(), "must be 0 (automatic) or in [1, servers] = [1, 2], got 3")) << err();
+  EXPECT_EQ(run({"--server-processes", "1", "/bin/true"}), 2);
+  EXPECT_TRUE(contains(err(), "pass it with --servers")) << err();
+  EXPECT_EQ(run({"--servers", "2", "--server-processes", "-1", "/bin/true"}), 2);
 }
 
 TEST_F(GradwireRunServersTest, ServerHostFlagSetsTheAddresses) {

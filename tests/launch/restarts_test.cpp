@@ -86,11 +86,12 @@ class RestartsTest : public ::testing::Test {
     }
     return lines;
   }
-  // options_for(kKillServerOne) with two fake servers; server 1 is killed on attempts before
-  // `killed_attempts`.
+  // options_for(kKillServerOne) with two fake servers, one process each (whatever this host's
+  // cores); server 1 is killed on attempts before `killed_attempts`.
   LaunchOptions killing_server_one(int max_restarts, int killed_attempts) {
     LaunchOptions options = options_for(kKillServerOne, max_restarts);
     options.servers = 2;
+    options.server_processes = 2;
     options.server_command = {FAKE_PS_SERVER_PATH};
     options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
     options.extra_env["ATTEMPTS"] = std::to_string(killed_attempts);

@@ -18,9 +18,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Enough cores for one process per server in every plan below that does not ask otherwise.
+constexpr int kManyCores = 64;
+
 TEST(ServerGroupTest, ServerArgvAppendsListen) {
   EXPECT_EQ(server_argv({"srv", "--threads", "2"}, "127.0.0.1:5000"),
             (std::vector<std::string>{"srv", "--threads", "2", "--listen", "127.0.0.1:5000"}));
+  // One address as a list: the same argv, so one server per process runs as before.
+  EXPECT_EQ(server_argv({"srv", "--threads", "2"}, std::vector<std::string>{"127.0.0.1:5000"}),
+            server_argv({"srv", "--threads", "2"}, "127.0.0.1:5000"));
+  EXPECT_EQ(
+      server_argv({"srv"}, std::vector<std::string>{"h:1", "h:2", "h:3"}),
+      (std::vector<std::string>{"srv", "--listen", "h:1", "--listen", "h:2", "--listen", "h:3"}));
 }
 
 TEST(ServerGroupTest, ServerCommandDefaultsToTheProgramBesideTheExecutable) {
@@ -189,7 +198,7 @@ TEST(ServerGroupTest, PlanPassesTlsFilesAfterTheServerArguments) {
   options.server_command = {"srv", "--threads", "2"};
   options.tls_cert_file = cert;
   options.tls_key_file = key;
-  const ServerPlan plan = plan_servers(options, 0);
+  const ServerPlan plan = plan_servers(options, 0, kManyCores);
   EXPECT_EQ(plan.command, (std::vector<std::string>{"srv", "--threads", "2", "--tls-cert", cert,
                                                     "--tls-key", key}));
   EXPECT_EQ(server_argv(plan.command, plan.addresses[1]),
@@ -199,7 +208,7 @@ TEST(ServerGroupTest, PlanPassesTlsFilesAfterTheServerArguments) {
   // Files that cannot be read are refused naming their flag, before anything starts.
   auto expect_unreadable = [&](const std::string& flag, const std::string& part) {
     try {
-      plan_servers(options, 0);
+      plan_servers(options, 0, kManyCores);
       ADD_FAILURE() << "expected InvalidArgument for " << flag;
     } catch (const InvalidArgument& error) {
       const std::string message = error.what();
@@ -219,7 +228,7 @@ TEST(ServerGroupTest, PlanPicksDistinctPortsAvoidingTheMasterPort) {
   options.servers = 4;
   options.server_command = {"srv"};
   const int master_port = pick_free_port();
-  const ServerPlan plan = plan_servers(options, master_port);
+  const ServerPlan plan = plan_servers(options, master_port, kManyCores);
   EXPECT_EQ(plan.command, (std::vector<std::string>{"srv"}));
   ASSERT_EQ(plan.ports.size(), 4u);
   const std::set<int> distinct(plan.ports.begin(), plan.ports.end());
@@ -228,11 +237,48 @@ TEST(ServerGroupTest, PlanPicksDistinctPortsAvoidingTheMasterPort) {
   for (size_t i = 0; i < plan.ports.size(); ++i) {
     EXPECT_EQ(plan.addresses[i], "127.0.0.1:" + std::to_string(plan.ports[i]));
   }
+  // With the cores to spare: one process per server, each argv as before.
+  ASSERT_EQ(plan.processes, (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
+  for (size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(process_addresses(plan, p), std::vector<std::string>{plan.addresses[p]});
+    EXPECT_EQ(process_argv(plan, p), server_argv(plan.command, plan.addresses[p]));
+  }
+  EXPECT_EQ(server_log_names(plan), (std::vector<std::string>{"server_0.log", "server_1.log",
+                                                              "server_2.log", "server_3.log"}));
   options.servers = 0;
-  EXPECT_TRUE(plan_servers(options, master_port).addresses.empty());
+  EXPECT_TRUE(plan_servers(options, master_port, kManyCores).addresses.empty());
+  EXPECT_TRUE(plan_servers(options, master_port, kManyCores).processes.empty());
   options.servers = 1;
   options.server_host = "no-such-host.invalid";
-  EXPECT_THROW(plan_servers(options, master_port), InvalidArgument);
+  EXPECT_THROW(plan_servers(options, master_port, kManyCores), InvalidArgument);
+}
+
+TEST(ServerGroupTest, PlanGroupsServersIntoProcesses) {
+  LaunchOptions options = options_with_servers();  // 2 trainers
+  options.servers = 4;
+  options.server_command = {"srv", "-v"};
+  options.server_processes = 2;
+  const ServerPlan plan = plan_servers(options, 0, kManyCores);
+  ASSERT_EQ(plan.addresses.size(), 4u);  // GRADWIRE_PS_ADDRS still lists every server
+  ASSERT_EQ(plan.processes, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(process_addresses(plan, 1),
+            (std::vector<std::string>{plan.addresses[2], plan.addresses[3]}));
+  EXPECT_EQ(process_argv(plan, 0),
+            (std::vector<std::string>{"srv", "-v", "--listen", plan.addresses[0], "--listen",
+                                      plan.addresses[1]}));
+  EXPECT_EQ(server_log_names(plan),
+            (std::vector<std::string>{"servers_0-1.log", "servers_2-3.log"}));
+
+  // Automatic: 2 trainers + 4 servers on 3 cores leave 1 core: one process for all four.
+  options.server_processes = 0;
+  EXPECT_EQ(plan_servers(options, 0, 3).processes, (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  // 5 cores leave 3: three processes, split as evenly as possible.
+  const ServerPlan three = plan_servers(options, 0, 5);
+  EXPECT_EQ(three.processes, (std::vector<std::vector<int>>{{0}, {1}, {2, 3}}));
+  EXPECT_EQ(server_log_names(three),
+            (std::vector<std::string>{"server_0.log", "server_1.log", "servers_2-3.log"}));
+  // 6 cores hold them all: today's layout.
+  EXPECT_EQ(plan_servers(options, 0, 6).processes.size(), 4u);
 }
 
 TEST(ServerGroupTest, ReadinessProbeSeesAListeningPort) {

@@ -31,14 +31,16 @@ const std::string kGreetServers =
 
 class ServersTest : public ::testing::Test {
  protected:
-  // `servers` fake servers (extra arguments `server_args`) and `nproc` trainers running `script`
-  // under /bin/sh; output captured in files of `dir_`.
+  // `servers` fake servers (extra arguments `server_args`), one process each whatever this
+  // host's cores (grouped_servers_test.cpp tests several per process), and `nproc` trainers
+  // running `script` under /bin/sh; output captured in files of `dir_`.
   LaunchOptions options_for(const std::string& script, int nproc, int servers,
                             const std::vector<std::string>& server_args = {}) {
     LaunchOptions options;
     options.nproc_per_node = nproc;
     options.command = {"/bin/sh", "-c", script, "trainer"};
     options.servers = servers;
+    options.server_processes = servers;
     options.server_command = {FAKE_PS_SERVER_PATH};
     options.server_command.insert(options.server_command.end(), server_args.begin(),
                                   server_args.end());

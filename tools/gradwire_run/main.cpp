@@ -4,16 +4,19 @@
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
 //                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
-//                [--servers S [--server-program PATH] [--server-arg ARG]... [--server-host H]
-//                 [--server-ready-timeout TIME] [--tls-cert FILE --tls-key FILE]]
+//                [--servers S [--server-processes P] [--server-program PATH]
+//                 [--server-arg ARG]... [--server-host H] [--server-ready-timeout TIME]
+//                 [--tls-cert FILE --tls-key FILE]]
 //                PROGRAM [ARGS...]
 //
 // Everything from PROGRAM on is passed to the program untouched. With --servers, S servers
 // (default program: gradwire-ps-server beside gradwire-run, else on PATH) start first, each with
-// the --server-arg values (then --tls-cert/--tls-key when given) and "--listen H:PORT"; once all
+// the --server-arg values (then --tls-cert/--tls-key when given) and "--listen H:PORT" (a
+// process hosting several servers, --server-processes, gets one --listen per server); once all
 // accept connections the workers start with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (and
 // GRADWIRE_TLS_ROOTS); the servers are stopped when the workers are done. With --max-restarts,
-// a server that exits while the workers run is started again on its address, then the workers.
+// a server process that exits while the workers run is started again on its addresses, then
+// the workers.
 // Exit status: 0 when every worker succeeded; the first failed worker's exit code (128+signal
 // when killed by a signal), or a failed server's; 128+signal when gradwire-run itself was
 // interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
@@ -82,6 +85,12 @@ void add_options(CLI::App& app, CommandLine& line) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--servers", options.servers,
                  "Parameter servers to start before the workers (single node only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--server-processes,--server_processes", options.server_processes,
+                 "Processes hosting the servers, split contiguously (0 or 1..S; 0: automatic, "
+                 "one per server when nproc-per-node + S <= the CPUs gradwire-run may use, else "
+                 "max(1, min(S, CPUs - nproc-per-node)), fewer processes competing for cores)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--server-program", line.server_program,

@@ -6,17 +6,19 @@
 // OMP_NUM_THREADS, GRADWIRE_JOB_TOKEN ...). When any worker exits non-zero or is killed by a
 // signal, the others get SIGTERM, then SIGKILL after `grace_period`. No worker outlives the call.
 //
-// With `servers` > 0 the launcher first starts that many parameter servers (gradwire-ps-server),
-// waits until each accepts TCP connections, then starts the workers with GRADWIRE_PS_ADDRS and
-// the job token, and stops the servers once the workers are done. Workers and servers are
-// supervised together: a server that exits while the workers run fails the launch.
+// With `servers` > 0 the launcher first starts that many parameter servers (gradwire-ps-server;
+// several in one process when `server_processes` or a host with few cores says so), waits until
+// each accepts TCP connections, then starts the workers with GRADWIRE_PS_ADDRS and the job
+// token, and stops the servers once the workers are done. Workers and servers are supervised
+// together: a server process that exits while the workers run fails the launch.
 //
 // With `max_restarts` K > 0, a failed worker makes the launcher stop the other workers and start
 // the whole group again, up to K times (torchrun's --max-restarts): a new rendezvous (a new free
 // MASTER_PORT when the port was picked, the same one when given), the same job token and run id,
 // TORCHELASTIC_RESTART_COUNT = the attempt's index. A server that exits while the workers run
-// uses the same budget: the workers are stopped, that server is started again on the same
-// address and waited for, then the group is started again. The other servers keep running. A
+// uses the same budget: the workers are stopped, that server's process is started again (all
+// its servers, on the same addresses) and waited for, then the group is started again. The other
+// server processes keep running. A
 // signal received by the launcher, or a server that exits while the workers are being stopped
 // (or once the budget is spent), never restarts anything.
 //
@@ -78,10 +80,19 @@ struct LaunchOptions {
 
   // Parameter servers started on this node before the workers (only with nnodes == 1:
   // multi-node jobs start their servers themselves and pass GRADWIRE_PS_ADDRS to every node).
-  // Server i runs `server_command` plus "--listen HOST:PORT" (a port free at start), prints its
-  // output prefixed "[server i] " (and to LOG_DIR/server_i.log), and gets the launcher's
-  // environment, extra_env, and GRADWIRE_TOKEN = GRADWIRE_JOB_TOKEN = the job token.
+  // Server i listens on "HOST:PORT_i" (a port free at start). Each server process runs
+  // `server_command` plus one "--listen HOST:PORT" per server it hosts (see server_processes),
+  // prints its output prefixed "[server i] " (several: "[servers i-j] ") and to
+  // LOG_DIR/server_i.log (servers_i-j.log), and gets the launcher's environment, extra_env, and
+  // GRADWIRE_TOKEN = GRADWIRE_JOB_TOKEN = the job token.
   int servers = 0;
+  // How many processes host the `servers` servers: 0 (automatic) or 1..servers. Automatic: one
+  // process per server when nproc_per_node + servers <= the CPUs this process may use (its
+  // sched_getaffinity mask), else max(1, min(servers, cpus - nproc_per_node)), so that fewer
+  // processes compete with the workers for the cores. Process p hosts servers
+  // [p * S / P, (p + 1) * S / P): contiguous, as even as possible. The server program must accept
+  // --listen several times when a process hosts several servers (gradwire-ps-server does).
+  int server_processes = 0;
   // The server program and its arguments (before --listen). Empty, or an empty program name
   // (arguments only): gradwire-ps-server from the directory of the running executable when it
   // is there, else from PATH.
@@ -115,10 +126,16 @@ struct WorkerExit {
   bool failed() const { return signal != 0 || exit_code != 0; }
 };
 
-// How one parameter server (LaunchOptions::servers) ended.
+// How one parameter-server process (LaunchOptions::servers, server_processes) ended. With one
+// server per process (the default when the cores suffice) it is that server's.
 struct ServerExit {
+  // The process's index, in server order; with one server per process, the server's index.
   int index = -1;
-  std::string address;  // HOST:PORT it was told to listen on
+  // HOST:PORT of its first server (with one server per process, the one it listened on).
+  std::string address;
+  // Every server it hosted (ascending, contiguous) and their HOST:PORT, in the same order.
+  std::vector<int> server_indices;
+  std::vector<std::string> addresses;
   int pid = -1;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, 0 if it exited
@@ -136,11 +153,11 @@ struct RestartedAttempt {
   std::vector<WorkerExit> workers;  // ordered by local rank
   // The worker whose failure ended the attempt; -1 when a server's exit did.
   int first_failed_local_rank = -1;
-  // The server whose exit ended the attempt (its process before the restart; a new one was
-  // started on the same address); nullopt when a worker's failure did.
+  // The server process whose exit ended the attempt (before the restart; a new one was started
+  // hosting the same servers on the same addresses); nullopt when a worker's failure did.
   std::optional<ServerExit> failed_server;
-  // Other servers that died before the next group started (in the same moment, or while the
-  // workers were being stopped), by index; each was started again too.
+  // Other server processes that died before the next group started (in the same moment, or
+  // while the workers were being stopped), by index; each was started again too.
   std::vector<ServerExit> also_failed_servers;
 };
 
@@ -149,12 +166,13 @@ struct LaunchResult {
   // describes the last attempt, which decides exit_code().
   std::vector<RestartedAttempt> restarted_attempts;
   std::vector<WorkerExit> workers;  // ordered by local rank
-  std::vector<ServerExit> servers;  // ordered by index; empty without servers
+  std::vector<ServerExit> servers;  // one per server process, by index; empty without servers
   int master_port = 0;              // the port actually used
   // Local rank of the worker whose failure made the launcher stop the others; -1 if none failed
   // on its own.
   int first_failed_local_rank = -1;
-  // Index of the server whose exit made the launcher stop the job; -1 if none.
+  // Index (in `servers`) of the server process whose exit made the launcher stop the job; -1 if
+  // none.
   int first_failed_server = -1;
   // The signal (SIGINT/SIGTERM/SIGHUP) this process received and forwarded; 0 if none.
   int received_signal = 0;
@@ -185,11 +203,12 @@ class ProgramNotExecutable : public Error {
 
 // Starts the servers (if any) and the workers and blocks until all have exited. Throws
 // gradwire::InvalidArgument for bad options (empty command, nproc < 1, node_rank out of range,
-// port 0 with nnodes > 1, servers with nnodes > 1, TLS files given alone, without servers or
-// unreadable), ProgramNotExecutable when the program (or
-// the server program) cannot be executed, gradwire::PeerLostError when a server exits before it
-// accepts connections, gradwire::TimeoutError when one does not within server_ready_timeout
-// (both name the server and its address; the workers are then never started), and
+// port 0 with nnodes > 1, servers with nnodes > 1, server_processes outside 0..servers, TLS
+// files given alone, without servers or unreadable), ProgramNotExecutable when the program (or
+// the server program) cannot be executed, gradwire::PeerLostError when a server process exits
+// before its servers accept connections, gradwire::TimeoutError when they do not within
+// server_ready_timeout (both name the process, its servers and their addresses; the workers are
+// then never started), and
 // gradwire::Error when a process cannot be started for another reason (log file, pipes, SIGCHLD
 // ignored by this process...). Processes already started when an exception is thrown are
 // stopped and reaped first. A signal received while the servers start ends the launch normally
