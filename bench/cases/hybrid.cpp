@@ -173,6 +173,7 @@ class Conductor {
     job.name = "hybrid";
     job.trainers = settings_.trainers;
     job.servers = settings_.servers;
+    job.server_processes = settings_.server_processes;
     // gradwire-ps-server with our intra-op threads.
     job.server_arguments = {"--threads", std::to_string(settings_.server_threads)};
     progress("starting " + std::to_string(settings_.servers) + " servers and " +

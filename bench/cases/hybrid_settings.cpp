@@ -33,6 +33,10 @@ OptionTable<HybridSettings> hybrid_options() {
           "async")
       .preset_value("--server-threads", &Settings::server_threads, {},
                     "intra-op threads per server", positive_number)
+      .preset_value("--server-processes", &Settings::server_processes, {},
+                    "processes hosting the servers (0: gradwire-run's rule, one per server unless "
+                    "trainers + servers exceed the cores)",
+                    non_negative_number)
       .option("--json", &Settings::json_path, "write the results to this JSON file")
       .option("--html", &Settings::html_path, "draw the results into this HTML page")
       .option<std::string>(
@@ -94,6 +98,10 @@ std::string describe_hybrid_settings(const HybridSettings& settings) {
        << " warm-up + " << settings.epochs << " epochs of " << settings.batches << " batches, seed "
        << settings.seed << ", " << to_string(settings.mode) << " updates, " << settings.backend
        << " allreduce" << (settings.reference_pytorch ? ", reference pytorch" : "");
+  if (settings.server_processes > 0) {
+    text << ", servers in " << settings.server_processes
+         << (settings.server_processes == 1 ? " process" : " processes");
+  }
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   return text.str();
 }

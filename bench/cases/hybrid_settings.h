@@ -39,6 +39,9 @@ struct HybridSettings {
   // host); "auto" inside a job (the job's hosts decide); or the backend named by --backend.
   std::string backend = "shm";
   int server_threads = 1;  // one thread per process, as PyTorch's benchmark
+  // Processes hosting the servers (LaunchOptions::server_processes): 0 = gradwire-run's rule
+  // (one per server unless trainers + servers exceed the cores).
+  int server_processes = 0;
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;

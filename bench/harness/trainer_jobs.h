@@ -25,6 +25,8 @@ struct TrainerJob {
   // Parameter servers started first (0: none); each runs gradwire-ps-server (next to this
   // program, else on PATH) with `server_arguments`.
   int servers = 0;
+  // Processes hosting them (LaunchOptions::server_processes; 0: the launcher's rule).
+  int server_processes = 0;
   std::vector<std::string> server_arguments;
 };
 

@@ -171,8 +171,14 @@ at::Tensor decode_tensor(const v1::Tensor& message, const std::string& field,
                                shape_text(message) + " of " + wire_dtype_name(dtype_value) +
                                " (expected " + std::to_string(expected_bytes) + ")");
   }
+  const char* bytes = message.data().data();
+  if (expect.in_place && !is_16_bit_float(dtype_value) &&
+      reinterpret_cast<uintptr_t>(bytes) % element_size(dtype) == 0) {
+    return at::from_blob(const_cast<char*>(bytes), sizes,
+                         at::TensorOptions().dtype(to_scalar_type(dtype)));
+  }
   at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(to_scalar_type(dtype)));
-  if (expected_bytes > 0) std::memcpy(tensor.data_ptr(), message.data().data(), expected_bytes);
+  if (expected_bytes > 0) std::memcpy(tensor.data_ptr(), bytes, expected_bytes);
   return widen || is_16_bit_float(dtype_value) ? tensor.to(at::kFloat) : tensor;
 }
 

@@ -49,9 +49,15 @@ struct TensorExpectation {
   std::optional<at::ScalarType> dtype;  // at::kFloat or at::kLong
   int rank = -1;                        // number of dimensions; -1: any (up to kMaxWireRank)
   int64_t max_elements = kMaxWireElements;
+  // View the message's bytes instead of copying them, when they are float32 or int64 and aligned
+  // for their dtype (else a copy as usual): the tensor is then valid only while the message lives
+  // unchanged. For a reader that copies the values elsewhere at once (a lookup's rows into their
+  // places in the answer).
+  bool in_place = false;
 };
 
-// A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy). float16 and
+// A new contiguous CPU tensor holding a copy of the message's bytes (one memcpy; none with
+// expect.in_place, see there). float16 and
 // bfloat16 arrive widened to float32 (a float32 expectation accepts them). A message whose bytes
 // are shared (Tensor.shared) is a view of them through `shared` (no copy; widened ones are
 // copies); without `shared` it is refused. Throws InvalidArgument naming `field` when the message

@@ -20,7 +20,10 @@ TEST(HybridTrainExample, TwoTrainersAndTwoServersTrain) {
   options.command = {HYBRID_TRAIN_PATH, "60"};
   const auto [result, out] = gradwire::testing::run_example(options);
   ASSERT_EQ(result.exit_code(), 0) << result.summary() << out;
-  ASSERT_EQ(result.servers.size(), 2u);
+  // One process per server, or both in one on a host with few cores (--server-processes).
+  size_t servers = 0;
+  for (const auto& process : result.servers) servers += process.server_indices.size();
+  ASSERT_EQ(servers, 2u);
 
   const auto checksums =
       gradwire::testing::values_by_rank(out, R"(rank (\d) dense checksum (\S+))");
@@ -31,7 +34,7 @@ TEST(HybridTrainExample, TwoTrainersAndTwoServersTrain) {
   ASSERT_TRUE(std::regex_search(out, first, std::regex(R"(step 1 loss (\S+))"))) << out;
   ASSERT_TRUE(std::regex_search(out, last, std::regex(R"(step 60 loss (\S+))"))) << out;
   EXPECT_LT(std::stod(last[1]), 0.7 * std::stod(first[1])) << out;
-  EXPECT_THAT(out, ::testing::HasSubstr("[server 0]"));
+  EXPECT_THAT(out, ::testing::ContainsRegex(R"(\[servers? 0)"));
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // Parameter servers under faults, end to end (docs/ps.md "Restarts"): a hybrid job (remote
 // embedding bags, a layer on the servers through DenseModel and a DDP dense layer, sync,
-// deterministic) runs under
-// `gradwire-run --servers 2 --max-restarts 2`, and a trainer or a server is SIGKILLed in the
-// middle of a step. The job must end with tables and dense parameters bit for bit equal to an
-// uninterrupted run's.
+// deterministic) runs under `gradwire-run --servers 2 --max-restarts 2`, and a trainer, a server
+// or the process hosting both servers is SIGKILLed in the middle of a step. The job must end with
+// tables and dense parameters bit for bit equal to an uninterrupted run's.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,11 +28,14 @@ struct JobResult {
   std::string output;  // what rank 0 wrote: dense parameters and every row, raw float32
 };
 
-JobResult run_job(const std::vector<std::string>& faults) {
+// `server_processes`: 2 puts each server in a process of its own, 1 both in one process.
+JobResult run_job(const std::vector<std::string>& faults, int server_processes = 2) {
   TempDir dir;
   std::vector<std::string> argv{GRADWIRE_RUN_PATH,
                                 "--servers",
                                 "2",
+                                "--server-processes",
+                                std::to_string(server_processes),
                                 "--server-program",
                                 GRADWIRE_PS_SERVER_PATH,
                                 "--server-arg=--checkpoint-dir",
@@ -114,6 +116,16 @@ TEST_F(FaultRestart, AServerKilledMidStepEndsBitIdentical) {
   const JobResult job = run_job({"kill-server:1:8"});
   ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
   EXPECT_TRUE(contains(job.stderr, "server 1 (")) << job.stderr;
+  EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
+TEST_F(FaultRestart, AProcessHostingBothServersKilledMidStepEndsBitIdentical) {
+  // Both servers in one process (gradwire-run's layout on a host with few cores): killing it
+  // takes both down. gradwire-run starts the process again, both servers restore their
+  // checkpoints of step 6, and the trainers resume there.
+  const JobResult job = run_job({"kill-server:1:8"}, 1);
+  ASSERT_TRUE(succeeded(job, 1)) << job.stderr;
+  EXPECT_TRUE(contains(job.stderr, "server process 0 (servers 0-1: ")) << job.stderr;
   EXPECT_EQ(job.output, uninterrupted_->output);
 }
 

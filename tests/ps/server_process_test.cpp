@@ -1,6 +1,7 @@
 // gradwire-ps-server as a real process: the "listening on" line, calls with the token from a
 // file, SIGKILL and a restart that continues from the checkpoint with identical tables, SIGTERM
-// shutting down with a checkpoint, a missing token, the plaintext warning beyond loopback, the
+// shutting down with a checkpoint, several servers in one process (--listen repeated), a missing
+// token, the plaintext warning beyond loopback, the
 // limit flags; in-process: the token's sources and a TLS server.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "../launch/test_support.h"
 #include "../rpc/test_certificates.h"
@@ -118,6 +120,61 @@ TEST_F(ServerProcessTest, KilledServerRestartsFromItsCheckpointWithIdenticalTabl
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << read_file(err_);
   EXPECT_TRUE(launch::testing::process_gone(second));
   EXPECT_EQ(read_checkpoint(checkpoints + "/" + generation_file_name("emb", 0, 1, 4)).step, 4);
+}
+
+// --listen given three times: three servers in one process, a listening line each in order, each
+// serving its own shard; SIGTERM stops them all with a checkpoint each. The same port twice is a
+// usage error before any line is printed.
+TEST_F(ServerProcessTest, SeveralListenAddressesRunOneServerEachInOneProcess) {
+  const std::string checkpoints = dir_.file("checkpoints");
+  ASSERT_FALSE(start({"--token-file", dir_.file("token"), "--checkpoint-dir", checkpoints,
+                      "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0"},
+                     0)
+                   .empty())
+      << read_file(err_);
+  std::vector<std::string> addresses;
+  wait_until(
+      [&] {
+        addresses.clear();
+        std::istringstream lines(read_file(out_));
+        for (std::string line; std::getline(lines, line);) {
+          if (line.rfind(kListening, 0) != 0) return false;
+          addresses.push_back(line.substr(sizeof(kListening) - 1));
+        }
+        return addresses.size() == 3;
+      },
+      20s);
+  ASSERT_EQ(addresses.size(), 3u) << read_file(out_) << read_file(err_);
+  EXPECT_NE(addresses[0], addresses[1]);
+  EXPECT_NE(addresses[1], addresses[2]);
+  const TableConfig config = table_config("emb", 30, 4, UpdateMode::kSync, 1);
+  for (int server = 0; server < 3; ++server) {
+    ServerClient client(addresses[server]);
+    ASSERT_TRUE(client.create(config, server, 3).ok()) << "server " << server;
+    ASSERT_TRUE(client.push("emb", 0, 0, ids_tensor({server}), at::ones({1, 4})).ok());
+    ASSERT_TRUE(client.step("emb", 0, 0).ok());
+  }
+  const pid_t pid = child_->pid();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  const std::optional<int> stopped = child_->wait(20s);
+  ASSERT_TRUE(stopped.has_value()) << "the servers did not stop after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << read_file(err_);
+  for (int server = 0; server < 3; ++server) {
+    EXPECT_EQ(
+        read_checkpoint(checkpoints + "/" + generation_file_name("emb", server, 3, 1)).step, 1)
+        << "server " << server;
+  }
+
+  child_ = std::make_unique<Child>(
+      std::vector<std::string>{GRADWIRE_PS_SERVER_PATH, "--token-file", dir_.file("token"),
+                               "--listen", addresses[0], "--listen", addresses[0]},
+      dir_.file("out-twice"), dir_.file("err-twice"));
+  const std::optional<int> status = child_->wait(20s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << read_file(dir_.file("err-twice"));
+  EXPECT_EQ(read_file(dir_.file("out-twice")), "");
+  EXPECT_NE(read_file(dir_.file("err-twice")).find(addresses[0]), std::string::npos)
+      << read_file(dir_.file("err-twice"));
 }
 
 TEST_F(ServerProcessTest, WrongTokenIsRejectedAndMissingTokenIsAUsageError) {

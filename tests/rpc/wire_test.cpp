@@ -25,6 +25,25 @@ TEST(Wire, FloatMatrixRoundTripsBitForBit) {
   EXPECT_TRUE(at::equal(back, rows));
 }
 
+// expect.in_place: aligned float32 bytes are viewed where the message holds them; 16-bit floats
+// are widened into a new tensor as usual.
+TEST(Wire, InPlaceDecodingViewsTheMessagesAlignedBytes) {
+  const at::Tensor rows = at::randn({6, 4});
+  const v1::Tensor message = encode_tensor(rows);
+  TensorExpectation expect{at::kFloat, 2};
+  expect.in_place = true;
+  const at::Tensor view = decode_tensor(message, "rows", expect);
+  EXPECT_EQ(view.data_ptr(), static_cast<const void*>(message.data().data()));
+  EXPECT_TRUE(at::equal(view, rows));
+  EXPECT_NE(decode_tensor(message, "rows", {at::kFloat, 2}).data_ptr(), view.data_ptr())
+      << "a copy without in_place";
+
+  const v1::Tensor half = encode_tensor(rows.to(at::kHalf));
+  const at::Tensor widened = decode_tensor(half, "rows", expect);
+  EXPECT_EQ(widened.scalar_type(), at::kFloat);
+  EXPECT_NE(widened.data_ptr(), static_cast<const void*>(half.data().data()));
+}
+
 TEST(Wire, SixteenBitFloatsTakeTwoBytesAndArriveAsFloat32) {
   const at::Tensor rows = at::randn({4, 3});
   for (const at::ScalarType type : {at::kHalf, at::kBFloat16}) {

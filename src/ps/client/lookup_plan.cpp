@@ -79,8 +79,8 @@ at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
     rpc::TensorExpectation expect;
     expect.dtype = at::kFloat;
     expect.rank = 2;
-    const at::Tensor got =
-        rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect).contiguous();
+    expect.in_place = true;  // copied into place below, while the answer lives
+    const at::Tensor got = rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect);
     const auto count = static_cast<int64_t>(plan.shares[i].ids.size());
     if (got.size(0) != count || got.size(1) != dim) {
       throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
@@ -88,8 +88,12 @@ at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
                          std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
                          " ids of dim " + std::to_string(dim));
     }
-    // One server's answer for unique ids in order (a dense pull): the decoded rows themselves.
-    if (plan.shares.size() == 1 && plan.unique_already && count == rows.size(0)) return got;
+    // One server's answer for unique ids in order (a dense pull): the rows copied out once.
+    if (plan.shares.size() == 1 && plan.unique_already && count == rows.size(0)) {
+      const bool aliases_answer =
+          got.data_ptr() == static_cast<const void*>(calls[i]->response.rows().data().data());
+      return aliases_answer ? got.clone() : got;
+    }
     const float* from = got.data_ptr<float>();
     for (int64_t r = 0; r < count; ++r) {
       std::memcpy(to + plan.shares[i].positions[static_cast<size_t>(r)] * dim, from + r * dim,

@@ -255,10 +255,21 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
                                 "lookup.rows");
       return grpc::Status::OK;
     }
+    if (wire == v1::FLOAT32 || wire == v1::DTYPE_UNSPECIFIED) {
+      // Gathered straight into the answer's bytes: no tensor between the rows and the wire.
+      v1::Tensor* out = response->mutable_rows();
+      out->set_dtype(v1::FLOAT32);
+      out->add_shape(ids.numel());
+      out->add_shape(shard->config().dim);
+      std::string* bytes = out->mutable_data();
+      bytes->resize(static_cast<size_t>(ids.numel() * row_bytes));
+      shard->lookup_into(ids, values_deadline,
+                         at::from_blob(bytes->data(), {ids.numel(), shard->config().dim},
+                                       at::kFloat));
+      return grpc::Status::OK;
+    }
     const at::Tensor rows = shard->lookup(ids, values_deadline);
-    rpc::encode_tensor(wire == v1::FLOAT16    ? rows.to(at::kHalf)
-                       : wire == v1::BFLOAT16 ? rows.to(at::kBFloat16)
-                                              : rows,
+    rpc::encode_tensor(wire == v1::FLOAT16 ? rows.to(at::kHalf) : rows.to(at::kBFloat16),
                        response->mutable_rows(), "lookup.rows");
     return grpc::Status::OK;
   });
