@@ -195,13 +195,17 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
 // attached to the hub's servers, and the threads serving them. One thread at a time holds the
 // group's role: it takes every posted slot of every channel (in each channel's slot order), runs
 // the handler and writes the answer, and sleeps on all the channels' next slots at once
-// (futex_wait_any) when none is posted. A handler about to block (ChannelCall::will_wait) makes
-// its thread give the role up first, to an idle thread of the group or a new one; that thread
-// finishes its call, answers it, and then waits idle for the role. So a trainer's Step blocked on
-// server A never holds its calls to server B (which other trainers' Steps on A may wait for), and
-// a group has as many threads as calls blocked at once, plus one. A slot taken is marked kTaken so
-// that the role holder, having moved on, never takes it twice. The group ends (its threads with
-// it) when the trainer's process is gone or none of its channels is served any more.
+// (futex_wait_any) when none is posted. It wakes the trainer once per pass over the channels,
+// after answering every slot it found posted: a trainer waiting for a lookup's answers from the
+// eight servers of a process is woken once, not once per answer.
+//
+// A handler about to block (ChannelCall::will_wait) makes its thread wake the answers of its pass
+// and give the role up first, to an idle thread of the group or a new one; that thread finishes
+// its call, answers it, and then waits idle for the role. So a trainer's Step blocked on server A
+// never holds its calls to server B (which other trainers' Steps on A may wait for), and a group
+// has as many threads as calls blocked at once, plus one. A slot taken is marked kTaken so that
+// the role holder, having moved on, never takes it twice. The group ends (its threads with it)
+// when the trainer's process is gone or none of its channels is served any more.
 struct ChannelHub::Channel {
   at::Tensor region;
   void* base = nullptr;
@@ -234,7 +238,8 @@ void bump(std::atomic<uint32_t>& word) {
   futex_wake_all(word);
 }
 
-// Answers the request the role holder took from slot `index` of the channel at `base`.
+// Answers the request the role holder took from slot `index` of the channel at `base`, without
+// waking the trainer.
 void answer_slot(void* base, uint64_t index, const ChannelHandler& handler,
                  const std::function<bool()>& cancelled, const std::function<void()>& will_wait) {
   Slot& slot = slot_of(base, index);
@@ -283,7 +288,7 @@ void answer_slot(void* base, uint64_t index, const ChannelHandler& handler,
   }
   slot.code = static_cast<int32_t>(status.error_code());
   slot.state.store(kAnswered, std::memory_order_release);
-  futex_wake_all(slot.state);
+  // The caller wakes the trainer (Note [hub threads]: after the other answers of its pass).
 }
 
 }  // namespace
@@ -374,10 +379,17 @@ void ChannelHub::run(ChannelHub* hub, std::shared_ptr<Group> group) {
 void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
   Group& group = *group_ptr;
   bool handed_off = false;
+  // Slots answered in this pass over the channels, whose trainer is woken after the pass.
+  std::vector<std::atomic<uint32_t>*> answered;
+  const auto wake_answered = [&] {
+    for (std::atomic<uint32_t>* state : answered) futex_wake_all(*state);
+    answered.clear();
+  };
   // Gives the role to an idle thread of the group, or a new one (Note [hub threads]).
   const std::function<void()> will_wait = [&] {
     if (handed_off) return;
     handed_off = true;
+    wake_answered();
     bool start = false;
     {
       std::lock_guard<std::mutex> lock(group.mutex);
@@ -434,8 +446,13 @@ void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
       }
       group.cv.notify_all();
       served = true;
-      if (handed_off) return;
+      if (handed_off) {  // this thread no longer serves the pass: its own answer is woken now
+        futex_wake_all(slot.state);
+        return;
+      }
+      answered.push_back(&slot.state);
     }
+    wake_answered();
     if (served) continue;
     waiters.clear();
     bool posted = false;
