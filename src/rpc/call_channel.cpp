@@ -203,7 +203,8 @@ bool ChannelClient::finish_locked(uint64_t ticket, SteadyTime limit) {
 // and give the role up first, to an idle thread of the group or a new one; that thread finishes
 // its call, answers it, and then waits idle for the role. So a trainer's Step blocked on server A
 // never holds its calls to server B (which other trainers' Steps on A may wait for), and a group
-// has as many threads as calls blocked at once, plus one. A slot taken is marked kTaken so that
+// has as many threads as calls blocked at once, plus one (and one more when a hand-off came while
+// a thread that finished its blocked call was not back yet; idle threads are reused). A slot taken is marked kTaken so that
 // the role holder, having moved on, never takes it twice. The group ends (its threads with it)
 // when the trainer's process is gone or none of its channels is served any more.
 struct ChannelHub::Channel {

@@ -297,7 +297,10 @@ TEST(CallChannel, ABlockedCallHandsTheTrainersOtherChannelsToAnotherThread) {
     EXPECT_EQ(response_a.rows().data(), "a");
     EXPECT_EQ(response_b.rows().data(), "b");
   }
-  EXPECT_EQ(hub.threads(), 2) << "the thread that blocked waits idle for the next hand-off";
+  // The thread that blocked waits idle for the next hand-off; one more may have been started when
+  // a hand-off came before it was back.
+  EXPECT_GE(hub.threads(), 2);
+  EXPECT_LE(hub.threads(), 3);
 }
 
 TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {

@@ -91,12 +91,16 @@ void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::
     call->request.set_step(step);
     *call->request.mutable_attempt() = to_message(attempt_);
     rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
-    const at::Tensor values = gather_rows(rows.values, share.positions);
-    const auto where = by_reference ? regions_.find(values) : std::nullopt;
-    if (where) {
-      rpc::encode_shared_tensor(values, *where, call->request.mutable_grads(), "push.grads");
+    if (by_reference) {
+      const at::Tensor values = gather_rows(rows.values, share.positions);
+      const auto where = regions_.find(values);
+      if (where) {
+        rpc::encode_shared_tensor(values, *where, call->request.mutable_grads(), "push.grads");
+      } else {
+        rpc::encode_tensor(values, call->request.mutable_grads(), "push.grads");
+      }
     } else {
-      rpc::encode_tensor(values, call->request.mutable_grads(), "push.grads");
+      gather_rows_into(rows.values, share.positions, call->request.mutable_grads(), "push.grads");
     }
     rpc::prepare_context(call->context, token_,
                          std::chrono::system_clock::now() + options_.call_deadline);

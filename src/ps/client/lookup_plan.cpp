@@ -30,6 +30,25 @@ at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& posit
   return out;
 }
 
+void gather_rows_into(const at::Tensor& rows, const std::vector<int64_t>& positions,
+                      v1::Tensor* out, const std::string& field) {
+  GRADWIRE_CHECK(rows.dim() == 2 && rows.is_contiguous());
+  const int64_t count = static_cast<int64_t>(positions.size());
+  const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(rows.element_size());
+  out->set_dtype(rpc::to_wire_dtype(rows.scalar_type(), field));
+  out->clear_shape();
+  out->add_shape(count);
+  out->add_shape(rows.size(1));
+  std::string* bytes = out->mutable_data();
+  bytes->resize(static_cast<size_t>(count * row_bytes));
+  const char* from = static_cast<const char*>(rows.data_ptr());
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(&(*bytes)[static_cast<size_t>(i * row_bytes)],
+                from + positions[static_cast<size_t>(i)] * row_bytes,
+                static_cast<size_t>(row_bytes));
+  }
+}
+
 LookupPlan plan_lookup(const TableConfig& config_in, const std::string& name, const at::Tensor& ids,
                        int num_servers, int64_t max_request_bytes, int64_t max_message_bytes) {
   LookupPlan plan;

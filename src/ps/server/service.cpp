@@ -304,13 +304,25 @@ grpc::Status ParameterServerService::push(const v1::PushRequest& request_message
     grpc::Status status;
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
-    // Decoded into tensors of their own, which a sync shard keeps without a copy; shared bytes
-    // are viewed in place (Note [shared memory]).
-    at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
-    at::Tensor grads =
-        rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2}, shared());
-    shard->push_owned(request->trainer(), request->step(), std::move(ids), std::move(grads),
-                      from_message(request->attempt()));
+    if (request->grads().has_shared()) {
+      // Gradients in the trainer's shared memory are viewed in place (Note [shared memory]) and a
+      // sync shard keeps that view with ids of its own.
+      at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
+      at::Tensor grads =
+          rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2}, shared());
+      shard->push_owned(request->trainer(), request->step(), std::move(ids), std::move(grads),
+                        from_message(request->attempt()));
+    } else {
+      // Read from the request's bytes: an async shard applies them at once, a sync one copies
+      // what it keeps (no tensor between the wire and the rows for async tables).
+      rpc::TensorExpectation ids_expect{at::kLong, 1};
+      rpc::TensorExpectation grads_expect{at::kFloat, 2};
+      ids_expect.in_place = grads_expect.in_place = true;
+      shard->push(request->trainer(), request->step(),
+                  rpc::decode_tensor(request->ids(), "push.ids", ids_expect),
+                  rpc::decode_tensor(request->grads(), "push.grads", grads_expect),
+                  from_message(request->attempt()));
+    }
     if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });
