@@ -115,7 +115,7 @@ struct ChannelCall {
   std::function<bool()> cancelled;  // the trainer went away, or the channel or the hub stops
   // A handler calls this before it blocks for long (a sync Step waiting for other trainers, a
   // lookup waiting for a dense table's values): the hub's thread hands the trainer's other calls
-  // to another thread first (Note [hub threads] in call_channel.cpp). Calling it more than once
+  // to another thread first (Note [hub threads] in channel_hub.cpp). Calling it more than once
   // is fine.
   std::function<void()> will_wait;
 };
