@@ -99,6 +99,21 @@ void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string&
   out->set_data(static_cast<const char*>(dense.data_ptr()), bytes);
 }
 
+at::Tensor tensor_in_message(v1::Tensor* out, at::IntArrayRef sizes, at::ScalarType type,
+                             const std::string& field) {
+  GRADWIRE_CHECK(out != nullptr);
+  out->set_dtype(to_wire_dtype(type, field));
+  out->clear_shape();
+  int64_t numel = 1;
+  for (const int64_t size : sizes) {
+    out->add_shape(size);
+    numel *= size;
+  }
+  std::string* bytes = out->mutable_data();
+  bytes->resize(static_cast<size_t>(numel) * c10::elementSize(type));
+  return at::from_blob(bytes->data(), sizes, at::TensorOptions().dtype(type));
+}
+
 void encode_shared_tensor(const at::Tensor& tensor, const v1::SharedBytes& where, v1::Tensor* out,
                           const std::string& field) {
   GRADWIRE_CHECK(out != nullptr);

@@ -39,6 +39,12 @@ std::string wire_dtype_name(int dtype);
 // memcpy of its bytes. InvalidArgument naming `field` for other dtypes or non-CPU tensors.
 void encode_tensor(const at::Tensor& tensor, v1::Tensor* out, const std::string& field = "tensor");
 v1::Tensor encode_tensor(const at::Tensor& tensor, const std::string& field = "tensor");
+// Sets `out`'s dtype and shape for a tensor of `sizes` and `type` (a wire dtype: InvalidArgument
+// naming `field` otherwise), sizes its bytes and returns a contiguous tensor viewing them, to be
+// filled in place: encoding without a tensor between the values and the wire. The view is valid
+// while `out` lives and its bytes are not changed otherwise.
+at::Tensor tensor_in_message(v1::Tensor* out, at::IntArrayRef sizes, at::ScalarType type,
+                             const std::string& field);
 // Writes `tensor`'s dtype and shape into `out` and `where` its bytes lie in shared memory
 // (SharedRegions::find), no bytes: what a server on the trainer's host reads in place.
 void encode_shared_tensor(const at::Tensor& tensor, const v1::SharedBytes& where, v1::Tensor* out,

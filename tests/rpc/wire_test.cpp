@@ -44,6 +44,18 @@ TEST(Wire, InPlaceDecodingViewsTheMessagesAlignedBytes) {
   EXPECT_NE(widened.data_ptr(), static_cast<const void*>(half.data().data()));
 }
 
+// tensor_in_message: values written into the view are the message's, as encode_tensor writes them.
+TEST(Wire, ATensorFilledInAMessageDecodesAsEncoded) {
+  const at::Tensor rows = at::randn({3, 5});
+  v1::Tensor message;
+  at::Tensor view = tensor_in_message(&message, {3, 5}, at::kFloat, "rows");
+  view.copy_(rows);
+  EXPECT_EQ(message.SerializeAsString(), encode_tensor(rows).SerializeAsString());
+  EXPECT_FALSE(invalid_argument_message([&] {
+                 tensor_in_message(&message, {2}, at::kInt, "rows");
+               }).empty());
+}
+
 TEST(Wire, SixteenBitFloatsTakeTwoBytesAndArriveAsFloat32) {
   const at::Tensor rows = at::randn({4, 3});
   for (const at::ScalarType type : {at::kHalf, at::kBFloat16}) {

@@ -62,9 +62,9 @@ inline at::Tensor view_of(std::vector<int64_t>& values) {
 // Rows `positions` of the contiguous matrix `rows` (n x dim), as a new tensor of its dtype; the
 // whole matrix itself when `positions` are all its rows in order.
 at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& positions);
-// The same rows written straight into `out`'s bytes (dtype and shape set as rpc::encode_tensor
-// does): no tensor between the rows and the wire. `rows`: contiguous, 2-D, a wire dtype.
+// The same rows written into `out` (contiguous, [positions, dim], rows' dtype): e.g. a tensor in
+// a request's bytes (rpc::tensor_in_message), so no tensor lies between the rows and the wire.
 void gather_rows_into(const at::Tensor& rows, const std::vector<int64_t>& positions,
-                      v1::Tensor* out, const std::string& field);
+                      const at::Tensor& out);
 
 }  // namespace gradwire::ps

@@ -100,7 +100,10 @@ void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::
         rpc::encode_tensor(values, call->request.mutable_grads(), "push.grads");
       }
     } else {
-      gather_rows_into(rows.values, share.positions, call->request.mutable_grads(), "push.grads");
+      const int64_t count = static_cast<int64_t>(share.positions.size());
+      gather_rows_into(rows.values, share.positions,
+                       rpc::tensor_in_message(call->request.mutable_grads(), {count, config.dim},
+                                              rows.values.scalar_type(), "push.grads"));
     }
     rpc::prepare_context(call->context, token_,
                          std::chrono::system_clock::now() + options_.call_deadline);

@@ -19,32 +19,22 @@ at::Tensor gather_rows(const at::Tensor& rows, const std::vector<int64_t>& posit
       in_order = positions[static_cast<size_t>(i)] == i;
     if (in_order) return rows;
   }
-  const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(rows.element_size());
   at::Tensor out = at::empty({count, rows.size(1)}, rows.options());
-  const char* from = static_cast<const char*>(rows.data_ptr());
-  char* to = static_cast<char*>(out.data_ptr());
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(to + i * row_bytes, from + positions[static_cast<size_t>(i)] * row_bytes,
-                static_cast<size_t>(row_bytes));
-  }
+  gather_rows_into(rows, positions, out);
   return out;
 }
 
 void gather_rows_into(const at::Tensor& rows, const std::vector<int64_t>& positions,
-                      v1::Tensor* out, const std::string& field) {
-  GRADWIRE_CHECK(rows.dim() == 2 && rows.is_contiguous());
+                      const at::Tensor& out) {
   const int64_t count = static_cast<int64_t>(positions.size());
+  GRADWIRE_CHECK(rows.dim() == 2 && rows.is_contiguous() && out.is_contiguous() &&
+                 out.scalar_type() == rows.scalar_type() && out.size(0) == count &&
+                 out.size(1) == rows.size(1));
   const int64_t row_bytes = rows.size(1) * static_cast<int64_t>(rows.element_size());
-  out->set_dtype(rpc::to_wire_dtype(rows.scalar_type(), field));
-  out->clear_shape();
-  out->add_shape(count);
-  out->add_shape(rows.size(1));
-  std::string* bytes = out->mutable_data();
-  bytes->resize(static_cast<size_t>(count * row_bytes));
   const char* from = static_cast<const char*>(rows.data_ptr());
+  char* to = static_cast<char*>(out.data_ptr());
   for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(&(*bytes)[static_cast<size_t>(i * row_bytes)],
-                from + positions[static_cast<size_t>(i)] * row_bytes,
+    std::memcpy(to + i * row_bytes, from + positions[static_cast<size_t>(i)] * row_bytes,
                 static_cast<size_t>(row_bytes));
   }
 }

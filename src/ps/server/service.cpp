@@ -257,15 +257,10 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     }
     if (wire == v1::FLOAT32 || wire == v1::DTYPE_UNSPECIFIED) {
       // Gathered straight into the answer's bytes: no tensor between the rows and the wire.
-      v1::Tensor* out = response->mutable_rows();
-      out->set_dtype(v1::FLOAT32);
-      out->add_shape(ids.numel());
-      out->add_shape(shard->config().dim);
-      std::string* bytes = out->mutable_data();
-      bytes->resize(static_cast<size_t>(ids.numel() * row_bytes));
       shard->lookup_into(ids, values_deadline,
-                         at::from_blob(bytes->data(), {ids.numel(), shard->config().dim},
-                                       at::kFloat));
+                         rpc::tensor_in_message(response->mutable_rows(),
+                                                {ids.numel(), shard->config().dim}, at::kFloat,
+                                                "lookup.rows"));
       return grpc::Status::OK;
     }
     const at::Tensor rows = shard->lookup(ids, values_deadline);
