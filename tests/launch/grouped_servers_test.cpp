@@ -16,6 +16,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
+#include "servers_fixture.h"
 #include "test_support.h"
 
 namespace gradwire::launch {
@@ -90,30 +91,16 @@ class OneCpu {
   bool bound_ = false;
 };
 
-class GroupedServersTest : public ::testing::Test {
+class GroupedServersTest : public testing::ServersFixture {
  protected:
-  // `servers` fake servers in `processes` processes (0: automatic), `nproc` trainers running
-  // `script` under /bin/sh; output captured in files of `dir_`.
+  // `servers` fake servers in `processes` processes (0: automatic); see server_options. Signals
+  // are not forwarded.
   LaunchOptions options_for(const std::string& script, int nproc, int servers, int processes,
                             const std::vector<std::string>& server_args = {}) {
-    LaunchOptions options;
-    options.nproc_per_node = nproc;
-    options.command = {"/bin/sh", "-c", script, "trainer"};
-    options.servers = servers;
-    options.server_processes = processes;
-    options.server_command = {FAKE_PS_SERVER_PATH};
-    options.server_command.insert(options.server_command.end(), server_args.begin(),
-                                  server_args.end());
-    options.stdout_fd = out_.get();
-    options.stderr_fd = err_.get();
+    LaunchOptions options = server_options(script, nproc, servers, processes, server_args);
     options.forward_signals = false;
-    options.grace_period = 2000ms;
-    options.extra_env["DIR"] = dir_.path();
-    options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
     return options;
   }
-  std::string out() const { return read_file(dir_.file("stdout")); }
-  std::string err() const { return read_file(dir_.file("stderr")); }
 
   // The pids the process labelled `label` ("servers 2-3") printed, one per start, oldest first;
   // remembered for cleanup.
@@ -140,12 +127,6 @@ class GroupedServersTest : public ::testing::Test {
     for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << "process " << pid;
   }
 
-  void TearDown() override { testing::kill_leftovers(spawned_); }
-
-  TempDir dir_;
-  UniqueFd out_{::open(dir_.file("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
-  UniqueFd err_{::open(dir_.file("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
-  std::vector<pid_t> spawned_;  // killed in TearDown should a test fail half-way
 };
 
 TEST_F(GroupedServersTest, FourServersInTwoProcesses) {

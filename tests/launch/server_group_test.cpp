@@ -173,6 +173,23 @@ void expect_refused(const LaunchOptions& options, const std::string& part) {
   }
 }
 
+TEST(ServerProcessesTest, ValidationOfServerProcesses) {
+  LaunchOptions options;
+  options.command = {"train"};
+  options.servers = 4;
+  for (int processes : {0, 1, 4}) {
+    options.server_processes = processes;
+    EXPECT_NO_THROW(validate_launch_options(options)) << processes;
+  }
+  options.server_processes = 5;
+  expect_refused(options, "must be 0 (automatic) or in [1, servers] = [1, 4], got 5");
+  options.server_processes = -1;
+  expect_refused(options, "got -1");
+  options.servers = 0;
+  options.server_processes = 1;
+  expect_refused(options, "pass it with --servers");
+}
+
 TEST(ServerGroupTest, ValidationOfTlsOptions) {
   LaunchOptions options = options_with_servers();
   options.tls_cert_file = "cert.pem";

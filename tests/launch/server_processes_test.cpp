@@ -1,12 +1,11 @@
 // Unit tests of the pure server-process layout (server_processes.h): how many processes host the
-// servers, which servers each hosts, how they are named, and the validation of
-// LaunchOptions::server_processes.
+// servers, which servers each hosts and how they are named (the validation of
+// LaunchOptions::server_processes is with the other options' in server_group_test.cpp).
 #include "launch/server_processes.h"
 
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
-#include "launch/worker_env.h"
 
 namespace gradwire::launch::detail {
 // Named after the file: the unity build puts several test files in one translation unit.
@@ -94,33 +93,6 @@ TEST(ServerProcessesTest, DescribingAnExit) {
   exit.server_indices = {2};
   exit.addresses = {"h:2"};
   EXPECT_EQ(describe_server_exit(exit), "server 2 (h:2, pid 40)");
-}
-
-// validate_launch_options(options) throws InvalidArgument whose message contains `part`.
-void expect_refused(const LaunchOptions& options, const std::string& part) {
-  try {
-    validate_launch_options(options);
-    ADD_FAILURE() << "expected InvalidArgument containing '" << part << "'";
-  } catch (const InvalidArgument& error) {
-    EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
-  }
-}
-
-TEST(ServerProcessesTest, ValidationOfServerProcesses) {
-  LaunchOptions options;
-  options.command = {"train"};
-  options.servers = 4;
-  for (int processes : {0, 1, 4}) {
-    options.server_processes = processes;
-    EXPECT_NO_THROW(validate_launch_options(options)) << processes;
-  }
-  options.server_processes = 5;
-  expect_refused(options, "must be 0 (automatic) or in [1, servers] = [1, 4], got 5");
-  options.server_processes = -1;
-  expect_refused(options, "got -1");
-  options.servers = 0;
-  options.server_processes = 1;
-  expect_refused(options, "pass it with --servers");
 }
 
 }  // namespace server_processes_test

@@ -13,6 +13,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
 #include "gradwire/launch/launcher.h"
+#include "servers_fixture.h"
 #include "test_support.h"
 
 namespace gradwire::launch {
@@ -29,30 +30,14 @@ using testing::TempDir;
 const std::string kGreetServers =
     "\"$FAKE\" --send \"$GRADWIRE_PS_ADDRS\" \"hello from rank $RANK\"";
 
-class ServersTest : public ::testing::Test {
+class ServersTest : public testing::ServersFixture {
  protected:
-  // `servers` fake servers (extra arguments `server_args`), one process each whatever this
-  // host's cores (grouped_servers_test.cpp tests several per process), and `nproc` trainers
-  // running `script` under /bin/sh; output captured in files of `dir_`.
+  // `servers` fake servers, one process each whatever this host's cores
+  // (grouped_servers_test.cpp tests several per process); see server_options.
   LaunchOptions options_for(const std::string& script, int nproc, int servers,
                             const std::vector<std::string>& server_args = {}) {
-    LaunchOptions options;
-    options.nproc_per_node = nproc;
-    options.command = {"/bin/sh", "-c", script, "trainer"};
-    options.servers = servers;
-    options.server_processes = servers;
-    options.server_command = {FAKE_PS_SERVER_PATH};
-    options.server_command.insert(options.server_command.end(), server_args.begin(),
-                                  server_args.end());
-    options.stdout_fd = out_.get();
-    options.stderr_fd = err_.get();
-    options.grace_period = 2000ms;
-    options.extra_env["DIR"] = dir_.path();
-    options.extra_env["FAKE"] = FAKE_PS_SERVER_PATH;
-    return options;
+    return server_options(script, nproc, servers, servers, server_args);
   }
-  std::string out() const { return read_file(dir_.file("stdout")); }
-  std::string err() const { return read_file(dir_.file("stderr")); }
 
   // The pid server `index` printed ("[server I] pid=N"), remembered for cleanup; -1 if none.
   pid_t printed_server_pid(int index) {
@@ -78,12 +63,6 @@ class ServersTest : public ::testing::Test {
     }
   }
 
-  void TearDown() override { testing::kill_leftovers(spawned_); }
-
-  TempDir dir_;
-  UniqueFd out_{::open(dir_.file("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
-  UniqueFd err_{::open(dir_.file("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
-  std::vector<pid_t> spawned_;  // killed in TearDown should a test fail half-way
 };
 
 TEST_F(ServersTest, ServersStartFirstAndTrainersReachThem) {
