@@ -63,6 +63,7 @@ nlohmann::json hybrid_settings_json(const HybridSettings& s) {
           {"lr", kHybridLearningRate},
           {"mode", to_string(s.mode)},
           {"server_threads", s.server_threads},
+          {"defer_pushes", s.defer_pushes},
           {"backend", s.backend},
           {"repeat", s.repeat}};
 }

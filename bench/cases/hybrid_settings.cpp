@@ -37,6 +37,9 @@ OptionTable<HybridSettings> hybrid_options() {
                     "processes hosting the servers (0: gradwire-run's rule, one per server unless "
                     "trainers + servers exceed the cores)",
                     non_negative_number)
+      .switch_flag("--defer-pushes", &Settings::defer_pushes,
+                   "pushes travel with the next call to their server (the step, in sync mode) "
+                   "instead of at once, and no flush() after backward")
       .option("--json", &Settings::json_path, "write the results to this JSON file")
       .option("--html", &Settings::html_path, "draw the results into this HTML page")
       .option<std::string>(
@@ -102,6 +105,7 @@ std::string describe_hybrid_settings(const HybridSettings& settings) {
     text << ", servers in " << settings.server_processes
          << (settings.server_processes == 1 ? " process" : " processes");
   }
+  if (settings.defer_pushes) text << ", deferred pushes";
   if (settings.repeat > 1) text << ", " << settings.repeat << " repeats";
   return text.str();
 }

@@ -42,6 +42,10 @@ struct HybridSettings {
   // Processes hosting the servers (LaunchOptions::server_processes): 0 = gradwire-run's rule
   // (one per server unless trainers + servers exceed the cores).
   int server_processes = 0;
+  // ClientOptions::defer_pushes: the pushes travel with the trainer's next call to each server
+  // (in sync mode the step: one round trip instead of two), and the bench leaves out its flush()
+  // after backward (docs/ps.md "Batched calls").
+  bool defer_pushes = false;
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;

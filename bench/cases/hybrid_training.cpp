@@ -72,6 +72,7 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
   ps::ClientOptions client_options;
   client_options.rank = trainer;
   client_options.world_size = communicator->size();
+  client_options.defer_pushes = settings.defer_pushes;
   const std::shared_ptr<ps::Client> client = ps::connect(client_options);
   ps::RemoteEmbeddingBagOptions embedding_options;
   embedding_options.table = table_config(settings, repeat, communicator->size());
@@ -111,7 +112,7 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
       dense_forward += clock.lap();
       loss.backward();  // the embedding's hook sends its gradient to the servers
       backward += clock.lap();
-      client->flush();
+      if (!settings.defer_pushes) client->flush();  // else they go with step()
       push += clock.lap();
       client->step();
       optimizer.step();

@@ -2,8 +2,9 @@
 // (gradwire::ps::start_server) and one client (gradwire::ps::connect) in this process talk over
 // loopback TCP, a second pair over the shared-memory call channel (docs/ps.md "Shared-memory
 // calls"); a bare gRPC echo (cases/rpc_echo.h) of the same bytes runs beside them. Each call kind
-// (an empty round trip, a lookup, a push) is timed on every side in alternating rounds, so that
-// all see the same machine load (docs/benchmarks.md "gradwire-bench rpc").
+// (an empty round trip, a lookup, a push, and the batched calls against one call per part: a
+// lookup of several tables, a push with a sync step) is timed on every side in alternating
+// rounds, so that all see the same machine load (docs/benchmarks.md "gradwire-bench rpc").
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -43,14 +44,24 @@ struct CallSides {
   std::function<void()> echo;
 };
 
-// A server and its client in this process; `shared_memory`: the calls go over the call channel
-// (checked), else bytes over loopback TCP.
+constexpr const char* kSyncEach = "rpc_sync_each";
+constexpr const char* kSyncDeferred = "rpc_sync_deferred";
+
+std::string table_name(int t) { return std::string(kTable) + "_" + std::to_string(t); }
+
+// A server and its clients in this process; `shared_memory`: the calls go over the call channel
+// (checked), else bytes over loopback TCP. `client` calls the async tables; `each` and `deferred`
+// a sync table each, pushing at once and deferring the pushes (ClientOptions::defer_pushes).
 struct ServerAndClient {
   std::unique_ptr<ps::Server> server;
   std::shared_ptr<ps::Client> client;
+  std::shared_ptr<ps::Client> each;
+  std::shared_ptr<ps::Client> deferred;
 };
 
-ServerAndClient start_pair(const ps::TableConfig& table, bool shared_memory) {
+// `table`: the async table of staleness 1; `tables` more without staleness, and the two sync
+// tables, of its size.
+ServerAndClient start_pair(const ps::TableConfig& table, int tables, bool shared_memory) {
   ps::ServerOptions server_options;
   server_options.token = kToken;
   server_options.shared_memory = shared_memory;
@@ -63,11 +74,28 @@ ServerAndClient start_pair(const ps::TableConfig& table, bool shared_memory) {
   client_options.world_size = 1;
   client_options.shared_memory = shared_memory;
   pair.client = ps::connect(client_options, EnvMap{});
+  pair.each = ps::connect(client_options, EnvMap{});
+  client_options.defer_pushes = true;
+  pair.deferred = ps::connect(client_options, EnvMap{});
   pair.client->create_table(table);
+  ps::TableConfig other = table;
+  other.staleness = 0;
+  for (int t = 0; t < tables; ++t) {
+    other.name = table_name(t);
+    pair.client->create_table(other);
+  }
+  other.mode = ps::UpdateMode::kSync;
+  other.num_trainers = 1;
+  other.name = kSyncEach;
+  pair.each->create_table(other);
+  other.name = kSyncDeferred;
+  pair.deferred->create_table(other);
   const std::string expected = shared_memory ? "shared memory" : "grpc";
-  if (pair.client->transport(0) != expected) {
-    throw BackendError("gradwire-bench rpc: the calls go over " + pair.client->transport(0) +
-                       ", not " + expected);
+  for (const auto& client : {pair.client, pair.each, pair.deferred}) {
+    if (client->transport(0) != expected) {
+      throw BackendError("gradwire-bench rpc: the calls go over " + client->transport(0) +
+                         ", not " + expected);
+    }
   }
   return pair;
 }
@@ -82,8 +110,8 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
   table.dim = settings.dim;
   table.mode = ps::UpdateMode::kAsync;
   table.staleness = 1;
-  const ServerAndClient grpc = start_pair(table, false);
-  const ServerAndClient shm = start_pair(table, true);
+  const ServerAndClient grpc = start_pair(table, settings.tables, false);
+  const ServerAndClient shm = start_pair(table, settings.tables, true);
 
   const at::Tensor ids = at::arange(0, table.num_rows, kIdStride, at::kLong);
   const at::Tensor grads = at::full({settings.ids, settings.dim}, 1e-3, at::kFloat);
@@ -108,10 +136,36 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
       client->flush();
     };
   };
+  std::vector<ps::TableIds> several;
+  for (int t = 0; t < settings.tables; ++t) several.push_back({table_name(t), ids});
+  const auto tables = [&](const std::shared_ptr<ps::Client>& client) {
+    return [client, &several] { client->lookup_many(several); };
+  };
+  const auto tables_each = [&](const std::shared_ptr<ps::Client>& client) {
+    return [client, &several] {
+      std::vector<std::unique_ptr<ps::PendingLookup>> pending;
+      for (const ps::TableIds& lookup : several) {
+        pending.push_back(client->start_lookup(lookup.table, lookup.ids));
+      }
+      for (auto& lookup : pending) lookup->wait();
+    };
+  };
+  const auto push_step = [&](const std::shared_ptr<ps::Client>& client, const char* name) {
+    return [client, name, &ids, &grads] {
+      client->push(name, ids, grads);
+      client->step();
+    };
+  };
   const std::vector<CallSides> kinds = {
       {"empty", step(grpc.client), step(shm.client), echo_call("empty")},
       {"lookup", lookup(grpc.client), lookup(shm.client), echo_call("lookup")},
       {"push", push(grpc.client), push(shm.client), echo_call("push")},
+      {"tables", tables(grpc.client), tables(shm.client), echo_call("tables")},
+      {"tables-each", tables_each(grpc.client), tables_each(shm.client), echo_call("tables-each")},
+      {"step", push_step(grpc.deferred, kSyncDeferred), push_step(shm.deferred, kSyncDeferred),
+       echo_call("step")},
+      {"step-each", push_step(grpc.each, kSyncEach), push_step(shm.each, kSyncEach),
+       echo_call("step-each")},
   };
   std::vector<RpcCallSamples> results;
   for (const auto& kind : kinds) {
@@ -128,8 +182,7 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
     for (int round = 0; round < rounds; ++round) {
       const int timed = settings.iters / rounds + (round < settings.iters % rounds ? 1 : 0);
       const IterationCounts counts{round == 0 ? settings.warmup : 0, timed};
-      for (auto [side, samples] : {std::pair{&kind.gradwire, &ours},
-                                   std::pair{&kind.shm, &channel},
+      for (auto [side, samples] : {std::pair{&kind.gradwire, &ours}, std::pair{&kind.shm, &channel},
                                    std::pair{&kind.echo, &floor}}) {
         for (const double s : time_iterations(counts, *side)) {
           samples->microseconds.push_back(s * 1e6);
@@ -150,8 +203,9 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
 Subcommand rpc_subcommand() {
   return case_subcommand<RpcSettings>(
       "rpc",
-      "the parameter servers' per-call floor: an empty round trip, a lookup and a push on "
-      "loopback and over shared memory, against a bare gRPC echo of the same bytes",
+      "the parameter servers' per-call floor: an empty round trip, a lookup, a push and the "
+      "batched calls on loopback and over shared memory, against a bare gRPC echo of the same "
+      "bytes",
       rpc_options, [](CLI::App&, RankOptions&) {},
       [](const OptionTable<RpcSettings>& options, const RankOptions&,
          const std::vector<std::string>& argv) {

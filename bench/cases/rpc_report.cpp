@@ -20,18 +20,39 @@ const RpcCallSamples* find_call(const std::vector<RpcCallSamples>& calls, const 
 
 std::uint64_t rpc_request_bytes(const std::string& call, const RpcSettings& settings) {
   const auto ids = static_cast<std::uint64_t>(settings.ids) * 8;
+  const auto tables = static_cast<std::uint64_t>(settings.tables);
   if (call == "empty") return 0;
   if (call == "lookup") return ids;
-  if (call == "push") return ids + rpc_response_bytes("lookup", settings);
-  throw InvalidArgument("unknown rpc call kind '" + call + "': use empty, lookup or push");
+  if (call == "push" || call == "step" || call == "step-each") {
+    return ids + rpc_response_bytes("lookup", settings);
+  }
+  if (call == "tables" || call == "tables-each") return tables * ids;
+  throw InvalidArgument("unknown rpc call kind '" + call +
+                        "': use empty, lookup, push, tables, tables-each, step or step-each");
 }
 
 std::uint64_t rpc_response_bytes(const std::string& call, const RpcSettings& settings) {
-  if (call == "lookup") {
-    return static_cast<std::uint64_t>(settings.ids) * static_cast<std::uint64_t>(settings.dim) * 4;
+  const auto rows =
+      static_cast<std::uint64_t>(settings.ids) * static_cast<std::uint64_t>(settings.dim) * 4;
+  if (call == "lookup") return rows;
+  if (call == "tables" || call == "tables-each") {
+    return static_cast<std::uint64_t>(settings.tables) * rows;
   }
   rpc_request_bytes(call, settings);  // checks the name
   return 0;
+}
+
+std::optional<double> rpc_batched_ratio(const std::vector<RpcCallSamples>& calls,
+                                        const RpcBatchedKind& kind, const std::string& system) {
+  const RpcCallSamples* batched = find_call(calls, kind.batched, system);
+  const RpcCallSamples* each = find_call(calls, kind.each, system);
+  if (batched == nullptr || each == nullptr || batched->microseconds.empty() ||
+      each->microseconds.empty()) {
+    return std::nullopt;
+  }
+  const double one_per_part = percentile(each->microseconds, 50);
+  if (one_per_part <= 0) return std::nullopt;
+  return percentile(batched->microseconds, 50) / one_per_part;
 }
 
 std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
@@ -53,7 +74,7 @@ void print_rpc_report(std::ostream& out, const RpcSettings& settings,
          "TCP (gRPC: gradwire) and on the shared-memory call channel (shm), against a bare gRPC "
          "echo of the same bytes\n"
       << "# " << describe_rpc_settings(settings) << "\n";
-  const Table table({{"call", 8, Align::kLeft},
+  const Table table({{"call", 11, Align::kLeft},
                      {"system", 10, Align::kLeft},
                      {"request", 10},
                      {"response", 10},
@@ -80,6 +101,18 @@ void print_rpc_report(std::ostream& out, const RpcSettings& settings,
     }
     if (!ratios.empty()) out << "# " << system << " / echo, p50:" << ratios << "\n";
   }
+  for (const char* system : {kRpcGradwire, kRpcShm}) {
+    std::string ratios;
+    for (const RpcBatchedKind& kind : kRpcBatchedKinds) {
+      const auto ratio = rpc_batched_ratio(calls, kind, system);
+      if (!ratio) continue;
+      ratios += (ratios.empty() ? " " : ", ") + std::string(kind.batched) + " " +
+                format_fixed(*ratio, 2) + "x";
+    }
+    if (!ratios.empty()) {
+      out << "# " << system << " batched / one call per part, p50:" << ratios << "\n";
+    }
+  }
 }
 
 RowSet rpc_rows(const std::vector<RpcCallSamples>& calls) {
@@ -94,10 +127,11 @@ RowSet rpc_rows(const std::vector<RpcCallSamples>& calls) {
 nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& settings,
                             const std::vector<RpcCallSamples>& calls) {
   nlohmann::json document = make_document("rpc", metadata);
-  document["settings"] = {{"preset", settings.preset}, {"ids", settings.ids},
-                          {"dim", settings.dim},       {"iters", settings.iters},
-                          {"warmup", settings.warmup}, {"transport", "grpc"},
-                          {"shm_transport", "shared-memory call channel"}};
+  document["settings"] = {
+      {"preset", settings.preset}, {"ids", settings.ids},
+      {"tables", settings.tables}, {"dim", settings.dim},
+      {"iters", settings.iters},   {"warmup", settings.warmup},
+      {"transport", "grpc"},       {"shm_transport", "shared-memory call channel"}};
   nlohmann::json list = nlohmann::json::array();
   for (const auto& samples : calls) {
     list.push_back({{"call", samples.call},
@@ -117,6 +151,15 @@ nlohmann::json rpc_document(const RunMetadata& metadata, const RpcSettings& sett
     if (const auto ratio = rpc_p50_ratio(calls, call, kRpcShm)) shm[call] = *ratio;
   }
   if (!shm.empty()) document["p50_ratio_shm"] = shm;
+  nlohmann::json batched = nlohmann::json::object();
+  for (const char* system : {kRpcGradwire, kRpcShm}) {
+    for (const RpcBatchedKind& kind : kRpcBatchedKinds) {
+      if (const auto ratio = rpc_batched_ratio(calls, kind, system)) {
+        batched[system][kind.batched] = *ratio;
+      }
+    }
+  }
+  if (!batched.empty()) document["p50_batched_ratio"] = batched;
   document["rows"] = to_json(rpc_rows(calls));
   return document;
 }

@@ -9,6 +9,9 @@ OptionTable<RpcSettings> rpc_options() {
   OptionTable<Settings> options({"default", "quick"}, "settings preset (quick: fewer calls)");
   options.preset_value("--ids", &Settings::ids, {}, "ids per lookup and push", positive_number)
       .preset_value("--dim", &Settings::dim, {}, "floats per row", positive_number)
+      .preset_value("--tables", &Settings::tables, {},
+                    "tables in the lookups of several tables (tables, tables-each)",
+                    positive_number)
       .preset_value("--iters", &Settings::iters, {{"quick", 100}},
                     "timed calls of each kind on each side", positive_number)
       .preset_value("--warmup", &Settings::warmup, {{"quick", 20}},
@@ -22,8 +25,8 @@ OptionTable<RpcSettings> rpc_options() {
 std::string describe_rpc_settings(const RpcSettings& settings) {
   std::ostringstream text;
   text << "preset " << settings.preset << ": " << settings.ids << " ids x dim " << settings.dim
-       << ", " << settings.warmup << " warm-up + " << settings.iters
-       << " timed calls of each kind on each side";
+       << ", " << settings.tables << " tables, " << settings.warmup << " warm-up + "
+       << settings.iters << " timed calls of each kind on each side";
   return text.str();
 }
 

@@ -41,7 +41,7 @@
 namespace gradwire::rpc {
 
 // The methods a channel carries (the hot path); everything else goes over gRPC.
-enum class ChannelMethod : uint32_t { kLookup = 1, kPush = 2, kStep = 3 };
+enum class ChannelMethod : uint32_t { kLookup = 1, kPush = 2, kStep = 3, kBatch = 4 };
 
 inline constexpr int kChannelSlots = 4;
 inline constexpr int64_t kChannelSlotBytes = int64_t{1} << 20;

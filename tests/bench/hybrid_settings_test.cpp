@@ -31,6 +31,7 @@ TEST(HybridSettings, DefaultsArePyTorchDdpRpcBenchmarks) {
   EXPECT_EQ(s.repeat, 1);
   EXPECT_EQ(s.backend, "shm");     // "auto" with trainers started here, all on one host
   EXPECT_EQ(s.server_threads, 1);  // one thread per process, as PyTorch's DDP + RPC benchmark
+  EXPECT_FALSE(s.defer_pushes);
 }
 
 TEST(HybridSettings, QuickPresetAndFlagsOverride) {
@@ -41,7 +42,7 @@ TEST(HybridSettings, QuickPresetAndFlagsOverride) {
   EXPECT_EQ(s.warmup, 2);
   s = resolve(
       "--preset quick --trainers 3 --servers 2 --dim 16 --epochs 4 --warmup 0 --seed 7 --mode sync "
-      "--reference pytorch --repeat 3 --backend gloo");
+      "--reference pytorch --repeat 3 --backend gloo --defer-pushes");
   EXPECT_EQ(s.trainers, 3);
   EXPECT_EQ(s.servers, 2);
   EXPECT_EQ(s.embedding_width(), 32);
@@ -52,10 +53,11 @@ TEST(HybridSettings, QuickPresetAndFlagsOverride) {
   EXPECT_TRUE(s.reference_pytorch);
   EXPECT_EQ(s.repeat, 3);
   EXPECT_EQ(s.backend, "gloo");
+  EXPECT_TRUE(s.defer_pushes);
   EXPECT_EQ(describe_hybrid_settings(s),
             "preset quick: 3 trainers x 2 servers, 300 rows x 16 per server (32 wide), 0 warm-up "
-            "+ 4 epochs of 10 batches, seed 7, sync updates, gloo allreduce, reference pytorch, 3 "
-            "repeats");
+            "+ 4 epochs of 10 batches, seed 7, sync updates, gloo allreduce, reference pytorch, "
+            "deferred pushes, 3 repeats");
   EXPECT_THROW(resolve("--mode eventually"), CLI::ValidationError);
   EXPECT_THROW(resolve("--backend mpi"), CLI::ValidationError);
 }

@@ -16,12 +16,13 @@ TEST(RpcBenchSettingsTest, DefaultPresetIsFiftyIdsOfSixtyFourFloats) {
   EXPECT_EQ(settings.preset, "default");
   EXPECT_EQ(settings.ids, 50);
   EXPECT_EQ(settings.dim, 64);
+  EXPECT_EQ(settings.tables, 4);
   EXPECT_EQ(settings.iters, 2000);
   EXPECT_EQ(settings.warmup, 200);
   EXPECT_TRUE(settings.json_path.empty());
   EXPECT_EQ(describe_rpc_settings(settings),
-            "preset default: 50 ids x dim 64, 200 warm-up + 2000 timed calls of each kind on "
-            "each side");
+            "preset default: 50 ids x dim 64, 4 tables, 200 warm-up + 2000 timed calls of each "
+            "kind on each side");
 }
 
 TEST(RpcBenchSettingsTest, QuickPresetMakesFewerCallsAndFlagsOverrideIt) {
@@ -29,17 +30,20 @@ TEST(RpcBenchSettingsTest, QuickPresetMakesFewerCallsAndFlagsOverrideIt) {
   EXPECT_EQ(settings.iters, 100);
   EXPECT_EQ(settings.warmup, 20);
   EXPECT_EQ(settings.ids, 50);
-  settings = resolve("--preset quick --iters 7 --warmup 0 --ids 3 --dim 2 --json out.json");
+  settings =
+      resolve("--preset quick --iters 7 --warmup 0 --ids 3 --dim 2 --tables 2 --json out.json");
   EXPECT_EQ(settings.iters, 7);
   EXPECT_EQ(settings.warmup, 0);
   EXPECT_EQ(settings.ids, 3);
   EXPECT_EQ(settings.dim, 2);
+  EXPECT_EQ(settings.tables, 2);
   EXPECT_EQ(settings.json_path, "out.json");
 }
 
 TEST(RpcBenchSettingsTest, RefusesCountsBelowOne) {
   EXPECT_ANY_THROW(resolve("--iters 0"));
   EXPECT_ANY_THROW(resolve("--ids 0"));
+  EXPECT_ANY_THROW(resolve("--tables 0"));
   EXPECT_ANY_THROW(resolve("--warmup -1"));
 }
 

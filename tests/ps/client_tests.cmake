@@ -1,5 +1,6 @@
-# Client and modules: id routing, lookups, sync training equal to one process (each optimizer,
-# the hybrid model with DDP, and DenseModel in both roles, on shared memory and bytes), async
+# Client and modules: id routing, lookups, batched calls, sync training equal to one process (each
+# optimizer, with pushes sent at once or deferred, the hybrid model with DDP, and DenseModel in
+# both roles, on shared memory and bytes), async
 # convergence, the shared-memory transport, and failures (unreachable and stopped
 # servers, a trainer that never finishes its step). Servers run in-process.
 gradwire_add_test(ps_client_test
@@ -10,9 +11,10 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/hybrid_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/dense_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/shared_memory_client_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/batched_calls_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
-  LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_messages gradwire_rpc gradwire_ddp gradwire_launch gradwire_test_support
+  LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_client_internal gradwire_ps_messages gradwire_rpc gradwire_ddp gradwire_launch gradwire_test_support
   LABELS ps)
 
 # The client's defaults from an injected environment (trainer rank and count from the launcher

@@ -89,7 +89,8 @@ std::unique_ptr<torch::optim::Optimizer> local_optimizer(const TableConfig& conf
 }
 
 using Case = std::tuple<OptimizerKind, BagMode, int>;
-using Param = std::tuple<Case, Transport>;
+// The third member: ClientOptions::defer_pushes (pushes travel with the step, one call per server).
+using Param = std::tuple<Case, Transport, bool>;
 
 class SyncEquivalence : public ::testing::TestWithParam<Param> {};
 
@@ -100,6 +101,7 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
   const BagMode mode = std::get<1>(std::get<0>(GetParam()));
   const int num_servers = std::get<2>(std::get<0>(GetParam()));
   const Transport transport = std::get<1>(GetParam());
+  const bool defer_pushes = std::get<2>(GetParam());
   const TableConfig config = table_for(kind, kTrainers);
   at::Generator generator = at::detail::createCPUGenerator(5);
   std::vector<GlobalBatch> batches;
@@ -123,9 +125,10 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
 
   Servers servers(num_servers, testing::one_process(transport));
   ASSERT_NO_THROW(run_trainers(kTrainers, [&](int t) {
-    auto client = connect(
-        testing::with_transport(testing::client_options(servers.addresses(), t, kTrainers),
-                                transport));
+    ClientOptions options = testing::with_transport(
+        testing::client_options(servers.addresses(), t, kTrainers), transport);
+    options.defer_pushes = defer_pushes;
+    auto client = connect(options);
     RemoteEmbeddingBag bags(client, RemoteEmbeddingBagOptions{config, mode});
     for (int server = 0; server < num_servers; ++server) {
       EXPECT_EQ(client->transport(server), testing::transport_name(transport))
@@ -149,21 +152,30 @@ TEST_P(SyncEquivalence, TwoTrainersEqualOneProcessOnTheConcatenatedBatch) {
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
   const auto [kind, mode, servers] = std::get<0>(info.param);
   return std::string(to_string(kind)) + (mode == BagMode::kSum ? "_sum_" : "_mean_") +
-         std::to_string(servers) + "servers_" + to_string(std::get<1>(info.param));
+         std::to_string(servers) + "servers_" + to_string(std::get<1>(info.param)) +
+         (std::get<2>(info.param) ? "_deferred" : "");
 }
+
+const auto kCases = ::testing::Values(
+    Case{OptimizerKind::kSgd, BagMode::kSum, 2}, Case{OptimizerKind::kSgd, BagMode::kMean, 3},
+    Case{OptimizerKind::kAdagrad, BagMode::kMean, 2},
+    Case{OptimizerKind::kAdagrad, BagMode::kSum, 3}, Case{OptimizerKind::kAdam, BagMode::kMean, 2},
+    Case{OptimizerKind::kAdam, BagMode::kSum, 3});
 
 // Every case on every transport (calls over shared memory to servers in separate hubs or started
 // together, gRPC, another host's trainer).
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, SyncEquivalence,
-    ::testing::Combine(::testing::Values(Case{OptimizerKind::kSgd, BagMode::kSum, 2},
-                                         Case{OptimizerKind::kSgd, BagMode::kMean, 3},
-                                         Case{OptimizerKind::kAdagrad, BagMode::kMean, 2},
-                                         Case{OptimizerKind::kAdagrad, BagMode::kSum, 3},
-                                         Case{OptimizerKind::kAdam, BagMode::kMean, 2},
-                                         Case{OptimizerKind::kAdam, BagMode::kSum, 3}),
+    ::testing::Combine(kCases,
                        ::testing::Values(Transport::kShared, Transport::kSharedOneProcess,
-                                         Transport::kBytes, Transport::kOtherHost)),
+                                         Transport::kBytes, Transport::kOtherHost),
+                       ::testing::Values(false)),
+    name_of);
+// And with deferred pushes (docs/ps.md "Batched calls") on shared memory and over gRPC.
+INSTANTIATE_TEST_SUITE_P(
+    DeferredPushes, SyncEquivalence,
+    ::testing::Combine(kCases, ::testing::Values(Transport::kShared, Transport::kBytes),
+                       ::testing::Values(true)),
     name_of);
 
 // RemoteEmbedding (no pooling) likewise, with duplicate ids in one trainer's batch.

@@ -102,9 +102,15 @@ inline std::vector<v1::Tensor> hostile_tensors() {
 inline std::vector<v1::SharedBytes> hostile_shared_bytes() {
   std::vector<v1::SharedBytes> out;
   const int32_t self = static_cast<int32_t>(::getpid());
-  for (const auto& [pid, fd, offset] : std::vector<std::tuple<int32_t, int32_t, int64_t>>{
-           {self, 0, 0}, {1, 0, 0}, {0, 3, 0}, {self, -1, 0}, {-7, 2, 0}, {self, 2, kI64Max},
-           {self, 1, -8}, {kI32Max, kI32Max, 4}}) {
+  for (const auto& [pid, fd, offset] :
+       std::vector<std::tuple<int32_t, int32_t, int64_t>>{{self, 0, 0},
+                                                          {1, 0, 0},
+                                                          {0, 3, 0},
+                                                          {self, -1, 0},
+                                                          {-7, 2, 0},
+                                                          {self, 2, kI64Max},
+                                                          {self, 1, -8},
+                                                          {kI32Max, kI32Max, 4}}) {
     v1::SharedBytes ref;
     ref.set_key(0x5eed5eed5eedULL);
     ref.set_pid(pid);
@@ -205,6 +211,29 @@ inline std::vector<std::string> valid_requests(const std::string& method, const 
       request.set_complete(true);
       add(request);
     }
+  }
+  if (method == "Batch") {
+    // Every Push, Step and Lookup seed as a part, and all of them together in their order.
+    v1::BatchRequest all;
+    for (const std::string& bytes : valid_requests("Push", names)) {
+      v1::BatchRequest request;
+      request.add_pushes()->ParseFromString(bytes);
+      *all.add_pushes() = request.pushes(0);
+      add(request);
+    }
+    for (const std::string& bytes : valid_requests("Step", names)) {
+      v1::BatchRequest request;
+      request.add_steps()->ParseFromString(bytes);
+      *all.add_steps() = request.steps(0);
+      add(request);
+    }
+    for (const std::string& bytes : valid_requests("Lookup", names)) {
+      v1::BatchRequest request;
+      request.add_lookups()->ParseFromString(bytes);
+      *all.add_lookups() = request.lookups(0);
+      add(request);
+    }
+    add(all);
   }
   return serialized(out);
 }
@@ -406,6 +435,28 @@ inline std::vector<std::string> hostile_requests(const std::string& method, cons
       }
     }
     for (const std::string& name : bad_names) add(request(name));
+  }
+  if (method == "Batch") {
+    // Every hostile Push, Step and Lookup as a batch's only part, then after a valid lookup.
+    const auto wrap = [&](const std::string& part_method, auto set_part) {
+      for (const std::string& bytes : hostile_requests(part_method, names, big_name)) {
+        v1::BatchRequest request;
+        set_part(request, bytes);
+        add(request);
+        v1::BatchRequest after;
+        v1::LookupRequest* lookup = after.add_lookups();
+        lookup->set_table(names.async);
+        *lookup->mutable_ids() = ids({1});
+        set_part(after, bytes);
+        add(after);
+      }
+    };
+    wrap("Push",
+         [](v1::BatchRequest& r, const std::string& b) { r.add_pushes()->ParseFromString(b); });
+    wrap("Step",
+         [](v1::BatchRequest& r, const std::string& b) { r.add_steps()->ParseFromString(b); });
+    wrap("Lookup",
+         [](v1::BatchRequest& r, const std::string& b) { r.add_lookups()->ParseFromString(b); });
   }
   return serialized(out);
 }

@@ -84,6 +84,12 @@ TEST_F(ServiceTest, EveryMethodRejectsAMissingOrWrongToken) {
     v1::StepResponse step_response;
     results.emplace_back("Step", stub.Step(context().get(), step, &step_response));
 
+    v1::BatchRequest batch;
+    *batch.add_pushes() = push;
+    *batch.add_lookups() = lookup;
+    v1::BatchResponse batch_response;
+    results.emplace_back("Batch", stub.Batch(context().get(), batch, &batch_response));
+
     v1::CheckpointResponse checkpoint_response;
     results.emplace_back("Checkpoint", stub.Checkpoint(context().get(), v1::CheckpointRequest(),
                                                        &checkpoint_response));
@@ -209,6 +215,61 @@ TEST_F(ServiceTest, SyncStepOfTwoTrainersAppliesTheMeanOnce) {
   // mean over 2 trainers: id 2 gets (2 + 4) / 2 = 3, id 5 gets 4 / 2 = 2; lr 0.5.
   const at::Tensor expected = at::stack({start[0] - 1.5f, start[1] - 1.0f});
   EXPECT_TRUE(at::allclose(client_->rows("emb", ids), expected));
+}
+
+TEST_F(ServiceTest, ABatchRunsItsPushesThenItsLookupsAsTheirOwnCallsWould) {
+  const TableConfig config = table_config();  // async, SGD lr 0.5
+  ASSERT_TRUE(client_->create(config).ok());
+  ASSERT_TRUE(client_->create(table_config("other", 6, 2)).ok());
+  const at::Tensor start = client_->rows("emb", ids_tensor({1, 3}));
+  const at::Tensor other = client_->rows("other", ids_tensor({0, 5}));
+
+  v1::BatchRequest request;
+  v1::PushRequest* push = request.add_pushes();
+  push->set_table("emb");
+  rpc::encode_tensor(ids_tensor({1}), push->mutable_ids());
+  rpc::encode_tensor(at::full({1, 4}, 2.0f), push->mutable_grads());
+  for (const auto& [table, ids] :
+       {std::pair{"emb", ids_tensor({3, 1})}, std::pair{"other", ids_tensor({5, 0})}}) {
+    v1::LookupRequest* lookup = request.add_lookups();
+    lookup->set_table(table);
+    rpc::encode_tensor(ids, lookup->mutable_ids());
+  }
+  v1::BatchResponse response;
+  const grpc::Status status = client_->stub().Batch(client_->context().get(), request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.lookups_size(), 2);
+  EXPECT_EQ(response.steps_size(), 0);
+  // The push is applied before the lookups read the rows.
+  const at::Tensor emb = rpc::decode_tensor(response.lookups(0).rows(), "rows");
+  EXPECT_TRUE(at::allclose(emb, at::stack({start[1], start[0] - 1.0f})));
+  const at::Tensor got = rpc::decode_tensor(response.lookups(1).rows(), "rows");
+  EXPECT_TRUE(at::equal(got, at::stack({other[1], other[0]})));
+}
+
+TEST_F(ServiceTest, ABatchStopsAtItsFirstFailingPartAndNamesIt) {
+  ASSERT_TRUE(client_->create(table_config()).ok());
+  const at::Tensor before = client_->rows("emb", ids_tensor({1, 2}));
+  v1::BatchRequest request;
+  for (const char* table : {"emb", "missing", "emb"}) {
+    v1::PushRequest* push = request.add_pushes();
+    push->set_table(table);
+    rpc::encode_tensor(ids_tensor({table == std::string("emb") ? 1 : 2}), push->mutable_ids());
+    rpc::encode_tensor(at::ones({1, 4}), push->mutable_grads());
+  }
+  v1::LookupRequest* lookup = request.add_lookups();
+  lookup->set_table("emb");
+  rpc::encode_tensor(ids_tensor({1}), lookup->mutable_ids());
+  v1::BatchResponse response;
+  const grpc::Status status = client_->stub().Batch(client_->context().get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(contains(status.error_message(), "push 2 of 3 (table 'missing') of a batch"))
+      << status.error_message();
+  EXPECT_TRUE(contains(status.error_message(), "does not exist")) << status.error_message();
+  // The first push stays applied (lr 0.5 x 1); the third never ran.
+  const at::Tensor after = client_->rows("emb", ids_tensor({1, 2}));
+  EXPECT_TRUE(at::allclose(after, at::stack({before[0] - 0.5f, before[1]})));
+  EXPECT_EQ(response.lookups_size(), 0);
 }
 
 TEST_F(ServiceTest, SyncStepWithAMissingTrainerFailsNamingItWithinTheDeadline) {

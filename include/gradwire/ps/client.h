@@ -59,6 +59,13 @@ struct ClientOptions {
   // servers' --max-request-bytes (4 MiB by default, gRPC's default: what any caller, token or
   // not, can make a server read).
   int64_t max_request_bytes = 4 << 20;
+  // Pushes wait for this client's next call to their server and travel in it (docs/ps.md
+  // "Batched calls"): a lookup that asks that server, flush() or step(). A sync step then costs
+  // one round trip per server (pushes and steps together) instead of two. Off (the default):
+  // each push is sent at once, overlapping the transfer with what the trainer does next
+  // (DenseModel's buckets during backward). Either way a server's waiting pushes go out once
+  // they fill a request (max_request_bytes).
+  bool defer_pushes = false;
   // Servers on this trainer's host take pushes and answer lookups through memory shared with them
   // when the tensors live in it (shared_tensor(); docs/ps.md "Shared memory"): no bytes on the
   // socket. Each server says at create_table whether it can (same host identity, region mapped).
@@ -75,6 +82,12 @@ struct ClientOptions {
 // uses them; the incarnation stays unset (connect() takes the process's). Throws ConfigError
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
+
+// One table's ids in a lookup of several tables (Client::lookup_many).
+struct TableIds {
+  std::string table;
+  at::Tensor ids;
+};
 
 // A lookup in flight (Client::start_lookup).
 class PendingLookup {
@@ -115,6 +128,12 @@ class Client {
   // InvalidArgument. Blocks until every owner answered.
   virtual at::Tensor lookup(const std::string& table, const at::Tensor& ids) = 0;
 
+  // The rows of several tables at once: result i is lookup(lookups[i].table, lookups[i].ids), but
+  // each server gets one call carrying its share of every table (docs/ps.md "Batched calls"),
+  // more only where the byte limits need it. Throws what lookup() throws, naming the table.
+  // Blocks until every owner answered.
+  virtual std::vector<at::Tensor> lookup_many(const std::vector<TableIds>& lookups) = 0;
+
   // lookup() started without waiting: the calls go out now and wait() collects them, so a trainer
   // can compute while rows arrive (DenseModel's pulls). Unlike lookup(), an unavailable server is
   // not retried: wait() throws. Input errors are thrown here. `wire` at::kHalf or at::kBFloat16
@@ -138,7 +157,9 @@ class Client {
 
   // Sends gradient rows (ids: int64 1-D of N, grads: float N x dim; float16 or bfloat16 grads
   // travel in 16 bits and are widened on the server) to their owners without
-  // waiting; duplicate ids are summed first. Errors surface from flush() or step(). Grads in a
+  // waiting (with ClientOptions::defer_pushes, in this client's next call to each owner);
+  // duplicate ids are summed first. Input errors are thrown here; the servers' errors surface
+  // from flush() or step(), or from the lookup that carried a deferred push. Grads in a
   // shared_tensor() go by reference to servers that share memory (unique sorted ids): the
   // servers read them until the step is applied, so leave them unchanged until step() returns
   // (sync) or flush() (async).
@@ -148,7 +169,8 @@ class Client {
   virtual void flush() = 0;
   // Ends this trainer's step on every table: flush(); then, for sync tables, waits until every
   // trainer finished the step and the servers applied it (TimeoutError naming the trainers that
-  // did not arrive within step_timeout).
+  // did not arrive within step_timeout). Each server gets one call for the steps of all tables,
+  // carrying the deferred pushes too (docs/ps.md "Batched calls").
   virtual void step() = 0;
   // Steps this client has completed on `table` (sync: the servers' count at create_table, plus
   // step(); async: the step() calls since create_table).

@@ -42,14 +42,15 @@ ClientImpl::ClientImpl(const ClientOptions& options) : options_(options) {
   }
   shared_with_.assign(addresses_.size(), 0);
   channels_.resize(addresses_.size());
+  deferred_.resize(addresses_.size());
 }
 
 ClientImpl::~ClientImpl() {
-  // Pushes still in flight: their queues wait for them, so none outlives the stubs.
-  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
-  for (auto& queue : pushes) {
-    queue->wait_or_cancel(Clock::now() + options_.call_deadline + kCompletionMargin,
-                          kCompletionMargin);
+  // Deferred pushes are sent, and pushes in flight waited for, so none outlives the stubs; their
+  // errors have no one to go to.
+  try {
+    flush();
+  } catch (const std::exception&) {
   }
 }
 
@@ -288,12 +289,6 @@ std::shared_ptr<rpc::ChannelClient> ClientImpl::usable_channel(int server) const
   return channel && channel->usable() ? channel : nullptr;
 }
 
-int64_t ClientImpl::table_dim(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = tables_.find(name);
-  return found == tables_.end() ? 0 : found->second.config.dim;
-}
-
 bool ClientImpl::shares_memory_with_all() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::all_of(shared_with_.begin(), shared_with_.end(), [](char on) { return on != 0; });
@@ -309,9 +304,9 @@ const ClientImpl::TableState& ClientImpl::find_table(const std::string& name) co
   return found->second;
 }
 
-std::vector<std::unique_ptr<CallQueue<PushCall>>> ClientImpl::take_pushes() {
+std::vector<std::unique_ptr<CallQueue<BatchCall>>> ClientImpl::take_pushes() {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes;
+  std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes;
   pushes.swap(pushes_);
   return pushes;
 }

@@ -14,9 +14,8 @@ namespace gradwire::ps {
 
 using Stub = v1::ParameterServer::Stub;
 
-using LookupCall = QueuedCall<v1::LookupRequest, v1::LookupResponse>;
-using PushCall = QueuedCall<v1::PushRequest, v1::PushResponse>;
-using StepCall = QueuedCall<v1::StepRequest, v1::StepResponse>;
+// Lookups, pushes and steps all travel in batches (batch_plan.h).
+using BatchCall = QueuedCall<v1::BatchRequest, v1::BatchResponse>;
 using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
 using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
 using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
@@ -31,13 +30,21 @@ auto prepare(Stub& stub, std::unique_ptr<grpc::ClientAsyncResponseReader<Respons
     return (stub.*method)(context, request, queue);
   };
 }
-inline auto prepare_lookup(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncLookup); }
-inline auto prepare_push(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncPush); }
-inline auto prepare_step(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncStep); }
+inline auto prepare_batch(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncBatch); }
 inline auto prepare_create(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCreateTable); }
 inline auto prepare_checkpoint(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCheckpoint); }
 inline auto prepare_resume(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncResume); }
 inline auto prepare_assign(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncAssign); }
+
+// Whether a call that failed UNAVAILABLE may be sent again: every call but a batch carrying pushes
+// or steps (a push that reached the server would be applied twice).
+template <typename Call>
+bool retryable(const Call& /*call*/) {
+  return true;
+}
+inline bool retryable(const BatchCall& call) {
+  return call.request.pushes_size() == 0 && call.request.steps_size() == 0;
+}
 
 // Bytes of a request besides its tensors' data: the table name (at most 64 characters), the
 // tensors' shapes and the small fields, with room to spare.

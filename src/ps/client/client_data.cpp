@@ -1,6 +1,7 @@
-// The client's data calls (client_impl.h): lookups (planned in lookup_plan.cpp, started on every
-// owning server at once and collected on the caller's thread), pushes kept in flight until flush()
-// or step(), and the sync step on every server.
+// The client's data calls (client_impl.h): lookups of one or several tables (planned in
+// lookup_plan.cpp, packed per server with the pushes deferred to it, started on every owning
+// server at once and collected on the caller's thread) and pushes (sent at once, or deferred).
+// flush() and step() are in client_batches.cpp.
 #include "client_impl.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/id_routing.h"
@@ -10,49 +11,90 @@
 namespace gradwire::ps {
 
 at::Tensor ClientImpl::lookup(const std::string& name, const at::Tensor& ids) {
-  LookupPlan plan = plan_lookup(name, ids);
-  std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, plan);
-  CallQueue<LookupCall> queue;
-  const std::vector<LookupCall*> calls =
-      run_idempotent(queue, std::move(requests), plan.servers(), table_op("lookup", name),
-                     [](Stub& stub) { return prepare_lookup(stub); });
-  return assemble_rows(name, plan, calls);
+  return lookup_many({TableIds{name, ids}}).front();
+}
+
+std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& lookups) {
+  std::unique_ptr<Pending> pending = plan_lookups(lookups, at::kFloat, at::Tensor());
+  // Retried on UNAVAILABLE unless a batch carries pushes (retryable()).
+  pending->calls =
+      run_idempotent(pending->queue, std::move(pending->requests), pending->servers,
+                     pending->operation(), [](Stub& stub) { return prepare_batch(stub); });
+  return pending->rows();
 }
 
 std::unique_ptr<PendingLookup> ClientImpl::start_lookup(const std::string& name,
                                                         const at::Tensor& ids, at::ScalarType wire,
                                                         const at::Tensor& out) {
+  std::unique_ptr<Pending> pending = plan_lookups({TableIds{name, ids}}, wire, out);
+  const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
+  pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+  for (size_t i = 0; i < pending->requests.size(); ++i) {
+    const int server = pending->servers[i];
+    rpc::prepare_context(pending->requests[i]->context, token_, system_deadline);
+    pending->calls.push_back(&start_call(pending->queue, std::move(pending->requests[i]), server,
+                                         prepare_batch(*stubs_[server])));
+  }
+  return pending;
+}
+
+std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<TableIds>& lookups,
+                                                              at::ScalarType wire,
+                                                              const at::Tensor& out) {
   auto pending = std::make_unique<Pending>();
-  pending->name = name;
-  pending->plan = plan_lookup(name, ids);
-  std::vector<std::unique_ptr<LookupCall>> requests = lookup_requests(name, pending->plan, wire);
-  const std::vector<int> servers = pending->plan.servers();
+  std::vector<std::vector<v1::LookupRequest>> requests;
+  std::vector<int> servers;  // the servers asked, each once
+  for (const TableIds& lookup : lookups) {
+    pending->names.push_back(lookup.table);
+    pending->plans.push_back(plan_lookup(lookup.table, lookup.ids));
+    requests.push_back(lookup_requests(lookup.table, pending->plans.back(), wire));
+    for (const int server : pending->plans.back().servers()) {
+      if (std::find(servers.begin(), servers.end(), server) == servers.end()) {
+        servers.push_back(server);
+      }
+    }
+  }
   if (out.defined()) {
-    const int64_t dim = pending->plan.config.dim;
-    if (out.scalar_type() != at::kFloat || out.dim() != 2 || out.size(0) != ids.numel() ||
-        out.size(1) != dim || !out.is_contiguous()) {
+    const std::string& name = lookups.front().table;
+    const LookupPlan& plan = pending->plans.front();
+    const int64_t count = lookups.front().ids.numel();
+    if (out.scalar_type() != at::kFloat || out.dim() != 2 || out.size(0) != count ||
+        out.size(1) != plan.config.dim || !out.is_contiguous()) {
       throw InvalidArgument("gradwire: lookup of table '" + name + "': out must be a " +
-                            "contiguous float tensor [" + std::to_string(ids.numel()) + ", " +
-                            std::to_string(dim) + "], got " + out.toString() + " " +
+                            "contiguous float tensor [" + std::to_string(count) + ", " +
+                            std::to_string(plan.config.dim) + "], got " + out.toString() + " " +
                             c10::str(out.sizes()));
     }
     pending->out = out;
     // One server's answer for unique sorted ids, in the caller's order: written in place.
-    const bool in_place = requests.size() == 1 && pending->plan.unique_already &&
-                          wire == at::kFloat && shares_memory_with(servers.front());
+    const bool in_place = requests.front().size() == 1 && plan.unique_already &&
+                          wire == at::kFloat && shares_memory_with(plan.shares.front().server);
     if (const auto where = in_place ? regions_.find(out) : std::nullopt) {
-      *requests.front()->request.mutable_rows_into() = *where;
+      *requests.front().front().mutable_rows_into() = *where;
       pending->into = *where;
     }
   }
-  const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
-  pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    requests[i]->address = addresses_[servers[i]];
-    rpc::prepare_context(requests[i]->context, token_, system_deadline);
-    pending->calls.push_back(&start_call(pending->queue, std::move(requests[i]), servers[i],
-                                         prepare_lookup(*stubs_[servers[i]])));
+  // Per server: the pushes deferred to it, then its share of every table (Note [batched calls]).
+  BatchPlan plan([this](int server) { return batch_limits(server); });
+  for (auto& [server, pushes] : take_deferred(servers)) {
+    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
   }
+  const int64_t wire_bytes = static_cast<int64_t>(c10::elementSize(wire));
+  for (size_t t = 0; t < requests.size(); ++t) {
+    const LookupPlan& table = pending->plans[t];
+    pending->places.emplace_back();
+    for (size_t i = 0; i < requests[t].size(); ++i) {
+      const RoutedIds& share = table.shares[i];
+      const int64_t answer =
+          requests[t][i].has_rows_into()
+              ? 0
+              : static_cast<int64_t>(share.ids.size()) * table.config.dim * wire_bytes;
+      pending->places.back().push_back(plan.add(share.server, std::move(requests[t][i]), answer));
+    }
+  }
+  auto [calls, call_servers] = batch_calls(plan, std::nullopt);
+  pending->requests = std::move(calls);
+  pending->servers = std::move(call_servers);
   return pending;
 }
 
@@ -76,100 +118,106 @@ void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::
   const SparseRows rows = strictly_increasing(dense_ids)
                               ? SparseRows{dense_ids, grads.contiguous()}
                               : coalesce(dense_ids, grads.to(at::kFloat).contiguous());
-  auto queue = std::make_unique<CallQueue<PushCall>>();
   // Gradients in shared memory go by reference to servers that share it: only ids travel.
   const bool by_reference = regions_.find(rows.values).has_value() && shares_memory_with_all();
   const int64_t rows_per_call = std::max<int64_t>(
       1,
       (options_.max_request_bytes - kRequestOverhead) /
           (8 + (by_reference ? 0 : config.dim * static_cast<int64_t>(rows.values.element_size()))));
+  std::vector<std::pair<int, v1::PushRequest>> requests;
   for (RoutedIds& share : split_shares(route_ids(rows.ids, num_servers()), rows_per_call)) {
-    auto call = std::make_unique<PushCall>();
-    call->address = addresses_[share.server];
-    call->request.set_table(name);
-    call->request.set_trainer(trainer_rank_);
-    call->request.set_step(step);
-    *call->request.mutable_attempt() = to_message(attempt_);
-    rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "push.ids");
+    v1::PushRequest request;
+    request.set_table(name);
+    request.set_trainer(trainer_rank_);
+    request.set_step(step);
+    *request.mutable_attempt() = to_message(attempt_);
+    rpc::encode_tensor(view_of(share.ids), request.mutable_ids(), "push.ids");
     if (by_reference) {
       const at::Tensor values = gather_rows(rows.values, share.positions);
       const auto where = regions_.find(values);
       if (where) {
-        rpc::encode_shared_tensor(values, *where, call->request.mutable_grads(), "push.grads");
+        rpc::encode_shared_tensor(values, *where, request.mutable_grads(), "push.grads");
       } else {
-        rpc::encode_tensor(values, call->request.mutable_grads(), "push.grads");
+        rpc::encode_tensor(values, request.mutable_grads(), "push.grads");
       }
     } else {
       const int64_t count = static_cast<int64_t>(share.positions.size());
       gather_rows_into(rows.values, share.positions,
-                       rpc::tensor_in_message(call->request.mutable_grads(), {count, config.dim},
+                       rpc::tensor_in_message(request.mutable_grads(), {count, config.dim},
                                               rows.values.scalar_type(), "push.grads"));
     }
-    rpc::prepare_context(call->context, token_,
-                         std::chrono::system_clock::now() + options_.call_deadline);
-    start_call(*queue, std::move(call), share.server, prepare_push(*stubs_[share.server]));
+    requests.emplace_back(share.server, std::move(request));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  pushes_.push_back(std::move(queue));
-}
-
-void ClientImpl::flush() {
-  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes = take_pushes();
-  const Clock::time_point limit = Clock::now() + options_.call_deadline + kCompletionMargin;
-  for (auto& queue : pushes) queue->wait_or_cancel(limit, kCompletionMargin);
-  for (auto& queue : pushes) throw_first_failure(*queue, "push");
-}
-
-void ClientImpl::step() {
-  flush();
-  const std::vector<std::pair<std::string, TableState>> tables = tables_now();
-  for (const auto& [name, state] : tables) {
-    if (!state.disagreement.empty()) throw BackendError(state.disagreement);
-    // Async tables with bounded staleness wait in Step too (until the slowest is near).
-    if (state.config.mode == UpdateMode::kSync || state.config.staleness > 0) {
-      CallQueue<StepCall> queue;
-      for (int server = 0; server < num_servers(); ++server) {
-        auto call = std::make_unique<StepCall>();
-        call->address = addresses_[server];
-        call->request.set_table(name);
-        call->request.set_trainer(trainer_rank_);
-        call->request.set_step(state.step);
-        *call->request.mutable_attempt() = to_message(attempt_);
-        rpc::prepare_context(call->context, token_,
-                             std::chrono::system_clock::now() + step_timeout_);
-        start_call(queue, std::move(call), server, prepare_step(*stubs_[server]));
-      }
-      queue.wait_or_cancel(Clock::now() + step_timeout_ + kCompletionMargin, kCompletionMargin);
-      throw_first_failure(queue, "step " + std::to_string(state.step) + " of table '" + name + "'");
-      // Where each server keeps the rows now (a restarted server's are elsewhere).
-      std::vector<std::optional<v1::SharedBytes>> rows;
-      for (const auto& call : queue.calls()) rows.push_back(rows_of(call->response));
-      std::lock_guard<std::mutex> lock(mutex_);
-      tables_[name].server_rows = std::move(rows);
-    }
+  const std::vector<BatchLimits> limits = all_batch_limits();
+  BatchPlan now([&limits](int server) { return limits[static_cast<size_t>(server)]; });
+  if (!options_.defer_pushes) {
+    for (auto& [server, request] : requests) now.add(server, std::move(request));
+  } else {
+    // Deferred to the next call to each server (Note [batched calls]). A server's deferred pushes
+    // stay within half a batch, leaving the other half to the lookups or steps that carry them:
+    // those that would not fit go now.
     std::lock_guard<std::mutex> lock(mutex_);
-    tables_[name].step = state.step + 1;
+    for (auto& [server, request] : requests) {
+      Deferred& deferred = deferred_[static_cast<size_t>(server)];
+      const int64_t bytes = static_cast<int64_t>(request.ByteSizeLong()) + 16;
+      if (!deferred.pushes.empty() &&
+          deferred.bytes + bytes > limits[static_cast<size_t>(server)].request_bytes / 2) {
+        for (v1::PushRequest& waiting : deferred.pushes) now.add(server, std::move(waiting));
+        deferred = Deferred{};
+      }
+      deferred.pushes.push_back(std::move(request));
+      deferred.bytes += bytes;
+    }
   }
+  send_pushes(now);
 }
 
 at::Tensor ClientImpl::Pending::wait() {
   queue.wait_or_cancel(limit, kCompletionMargin);
-  throw_first_failure(queue, table_op("lookup", name));
+  throw_first_failure(queue, operation());
   if (into) {
-    const v1::Tensor& rows = calls.front()->response.rows();
-    if (!rows.has_shared() || rows.shared().key() != into->key() ||
-        rows.shared().offset() != into->offset() || rows.shape_size() != 2 ||
-        rows.shape(0) != out.size(0) || rows.shape(1) != out.size(1)) {
-      throw BackendError("gradwire: lookup of table '" + name + "': server " +
-                         calls.front()->address +
+    const BatchCall& call = *calls[places.front().front().batch];
+    const int index = places.front().front().index;
+    const v1::Tensor* rows =
+        index < call.response.lookups_size() ? &call.response.lookups(index).rows() : nullptr;
+    if (rows == nullptr || !rows->has_shared() || rows->shared().key() != into->key() ||
+        rows->shared().offset() != into->offset() || rows->shape_size() != 2 ||
+        rows->shape(0) != out.size(0) || rows->shape(1) != out.size(1)) {
+      throw BackendError("gradwire: " + operation() + ": server " + call.address +
                          " did not answer in the shared memory it was given");
     }
     return out;
   }
-  const at::Tensor rows = assemble_rows(name, plan, calls);
+  const at::Tensor rows = this->rows().front();
   if (!out.defined()) return rows;
   out.copy_(rows);
   return out;
+}
+
+std::vector<at::Tensor> ClientImpl::Pending::rows() const {
+  std::vector<at::Tensor> tables;
+  for (size_t t = 0; t < plans.size(); ++t) {
+    std::vector<ShareAnswer> answers;
+    for (const PartPlace& place : places[t]) {
+      const BatchCall& call = *calls[place.batch];
+      if (place.index >= call.response.lookups_size()) {
+        throw BackendError("gradwire: " + table_op("lookup", names[t]) + ": server " +
+                           call.address + " answered " +
+                           std::to_string(call.response.lookups_size()) + " lookups for " +
+                           std::to_string(call.request.lookups_size()) + " asked");
+      }
+      answers.push_back(ShareAnswer{&call.response.lookups(place.index), &call.address});
+    }
+    tables.push_back(assemble_rows(names[t], plans[t], answers));
+  }
+  return tables;
+}
+
+std::string ClientImpl::Pending::operation() const {
+  if (names.size() == 1) return table_op("lookup", names.front());
+  std::string tables;
+  for (const std::string& name : names) tables += (tables.empty() ? "'" : ", '") + name + "'";
+  return "lookup of tables " + tables;
 }
 
 LookupPlan ClientImpl::plan_lookup(const std::string& name, const at::Tensor& ids) const {

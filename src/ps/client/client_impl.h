@@ -2,8 +2,9 @@
 // client.cpp (connecting, the tables' lifecycle: create, resume, assign, checkpoint, and the
 // transports) and client_data.cpp (the data calls: lookups, pushes, steps). Calls to several
 // servers run in parallel on a completion queue the waiting thread polls (client_queue.h), or
-// over the servers' call channels (rpc/call_channel.h); pushes stay in flight until flush() or
-// step().
+// over the servers' call channels (rpc/call_channel.h). Lookups, pushes and steps travel in
+// batches (batch_plan.h): one call per server per round trip. Pushes stay in flight (or deferred,
+// ClientOptions::defer_pushes) until flush() or step().
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "batch_plan.h"
 #include "client_calls.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/client.h"
@@ -63,6 +65,7 @@ class ClientImpl final : public Client {
   void resume(int64_t step) override;
   const TableConfig& table(const std::string& name) const override;
   at::Tensor lookup(const std::string& name, const at::Tensor& ids) override;
+  std::vector<at::Tensor> lookup_many(const std::vector<TableIds>& lookups) override;
   std::unique_ptr<PendingLookup> start_lookup(const std::string& name, const at::Tensor& ids,
                                               at::ScalarType wire, const at::Tensor& out) override;
   void assign(const std::string& name, const at::Tensor& ids, const at::Tensor& rows) override;
@@ -87,19 +90,31 @@ class ClientImpl final : public Client {
     std::vector<std::optional<v1::SharedBytes>> server_rows;
   };
 
-  // start_lookup's calls in flight; wait() polls them on the caller's thread.
+  // Lookups in flight (start_lookup, lookup_many): the tables' plans and the batches that carry
+  // them; wait() polls them on the caller's thread.
   struct Pending final : PendingLookup {
-    std::string name;
-    LookupPlan plan;
-    CallQueue<LookupCall> queue;
-    std::vector<LookupCall*> calls;
+    std::vector<std::string> names;
+    std::vector<LookupPlan> plans;
+    std::vector<std::vector<PartPlace>> places;        // per table, where each share's lookup went
+    std::vector<std::unique_ptr<BatchCall>> requests;  // before they start
+    std::vector<int> servers;                          // requests[i] goes to servers[i]
+    CallQueue<BatchCall> queue;
+    std::vector<BatchCall*> calls;  // once started, in the order of requests
     Clock::time_point limit;
 
     at::Tensor out;                       // the caller's, if given
     std::optional<v1::SharedBytes> into;  // where the server writes the rows itself
 
     at::Tensor wait() override;
+    // Every table's rows from the answered calls.
+    std::vector<at::Tensor> rows() const;
+    std::string operation() const;
   };
+
+  // The lookups' plans and the batches carrying them to each server, with the pushes deferred to
+  // those servers; `out` and `wire` as start_lookup's (one table).
+  std::unique_ptr<Pending> plan_lookups(const std::vector<TableIds>& lookups, at::ScalarType wire,
+                                        const at::Tensor& out);
 
   LookupPlan plan_lookup(const std::string& name, const at::Tensor& ids) const;
 
@@ -114,39 +129,41 @@ class ClientImpl final : public Client {
   std::shared_ptr<rpc::ChannelClient> open_channel(int server);
   std::shared_ptr<rpc::ChannelClient> usable_channel(int server) const;
 
-  // Starts `call` to `server` on `queue`: Lookup, Push and Step over the server's call channel
-  // when it serves one and the call fits a slot, everything else over gRPC.
+  // Starts `call` to `server` on `queue`: batches over the server's call channel when it serves
+  // one and the call fits a slot, everything else over gRPC.
   template <typename Call, typename Prepare>
   Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server,
                    Prepare prepare) {
-    if constexpr (std::is_same_v<Call, LookupCall>) {
+    if constexpr (std::is_same_v<Call, BatchCall>) {
       if (auto channel = usable_channel(server)) {
-        // The answer's rows in float32 (16-bit ones are smaller), unless they go into memory.
-        const v1::Tensor& ids = call->request.ids();
-        const int64_t rows = ids.shape_size() == 1 ? ids.shape(0) : 0;
-        const int64_t answer = call->request.has_rows_into()
-                                   ? kRequestOverhead
-                                   : kRequestOverhead + rows * table_dim(call->request.table()) * 4;
-        return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kLookup, answer);
-      }
-    } else if constexpr (std::is_same_v<Call, PushCall> || std::is_same_v<Call, StepCall>) {
-      if (auto channel = usable_channel(server)) {
-        return queue.start(
-            std::move(call), prepare, channel,
-            std::is_same_v<Call, PushCall> ? rpc::ChannelMethod::kPush : rpc::ChannelMethod::kStep,
-            kRequestOverhead);
+        const int64_t answer = call->answer_bytes;
+        return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kBatch, answer);
       }
     }
     return queue.start(std::move(call), prepare);
   }
 
-  int64_t table_dim(const std::string& name) const;
+  // How large a batch to `server` may be: the byte limits, and a call channel's slot when the
+  // server serves one.
+  BatchLimits batch_limits(int server) const;
+  std::vector<BatchLimits> all_batch_limits() const;
+  // Calls for the batches of `plan` whose `last` is `last` (all of them: both), each to its
+  // server with `deadline` from now, address and answer size set; returned with their servers.
+  std::pair<std::vector<std::unique_ptr<BatchCall>>, std::vector<int>> batch_calls(
+      BatchPlan& plan, std::optional<bool> last) const;
+  // Starts the batches of `plan` as pushes in flight (flush() and step() wait for them).
+  void send_pushes(BatchPlan& plan);
+  // The pushes deferred to `servers` (all: every server), taken out, in order per server.
+  std::vector<std::pair<int, std::vector<v1::PushRequest>>> take_deferred(
+      const std::vector<int>& servers);
+  // Waits for the pushes in flight and throws the first failure.
+  void wait_for_pushes();
 
   bool shares_memory_with_all() const;
 
   const TableState& find_table(const std::string& name) const;
 
-  std::vector<std::unique_ptr<CallQueue<PushCall>>> take_pushes();
+  std::vector<std::unique_ptr<CallQueue<BatchCall>>> take_pushes();
 
   std::vector<int> all_servers() const;
 
@@ -187,7 +204,7 @@ class ClientImpl final : public Client {
         const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
         const std::optional<milliseconds> delay =
             rpc::next_retry_delay(failed.status.error_code(), retries, retry_, left);
-        if (!delay) {
+        if (!delay || !retryable(failed)) {
           rpc::throw_rpc_error(failed.status, operation, failed.address,
                                std::chrono::duration_cast<milliseconds>(Clock::now() - started));
         }
@@ -197,6 +214,7 @@ class ClientImpl final : public Client {
         auto again = std::make_unique<Call>();
         again->request = failed.request;
         again->address = failed.address;
+        again->answer_bytes = failed.answer_bytes;
         rpc::prepare_context(again->context, token_, system_deadline);
         calls[i] = &start_call(queue, std::move(again), servers[i], prepare(*stubs_[servers[i]]));
         queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
@@ -218,13 +236,20 @@ class ClientImpl final : public Client {
   rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
   rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
 
-  mutable std::mutex mutex_;  // guards tables_, pushes_, shared_with_ and channels_
+  mutable std::mutex mutex_;  // guards tables_, pushes_, deferred_, shared_with_ and channels_
   std::map<std::string, TableState> tables_;
   std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
   // Per server, this trainer's call channel (created at the first create_table with shared memory
   // on); calls hold them too, so a channel outlives the client while a call of it is in flight.
   std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
-  std::vector<std::unique_ptr<CallQueue<PushCall>>> pushes_;  // one queue per push()
+  std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes_;  // batches of pushes in flight
+  // Per server, the pushes waiting for this client's next call to it (defer_pushes), and their
+  // bytes in a batch.
+  struct Deferred {
+    std::vector<v1::PushRequest> pushes;
+    int64_t bytes = 0;
+  };
+  std::vector<Deferred> deferred_;
 };
 
 }  // namespace gradwire::ps

@@ -17,6 +17,7 @@
 #include <grpcpp/support/async_unary_call.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ struct QueuedCall {
   Response response;
   grpc::Status status;
   std::string address;
+  int64_t answer_bytes = 0;  // the answer's size expected (a call channel takes it if it fits)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
   std::shared_ptr<rpc::ChannelClient> channel;  // set when the call went over shared memory

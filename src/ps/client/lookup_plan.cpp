@@ -62,25 +62,23 @@ LookupPlan plan_lookup(const TableConfig& config_in, const std::string& name, co
   return plan;
 }
 
-std::vector<std::unique_ptr<LookupCall>> lookup_requests(const std::string& name, LookupPlan& plan,
-                                                         at::ScalarType wire) {
+std::vector<v1::LookupRequest> lookup_requests(const std::string& name, LookupPlan& plan,
+                                               at::ScalarType wire) {
   if (wire != at::kFloat && wire != at::kHalf && wire != at::kBFloat16) {
     throw InvalidArgument("gradwire: lookup of table '" + name + "': rows travel as float32, " +
                           "float16 or bfloat16, not " + c10::toString(wire));
   }
-  std::vector<std::unique_ptr<LookupCall>> requests;
-  for (RoutedIds& share : plan.shares) {
-    auto call = std::make_unique<LookupCall>();
-    call->request.set_table(name);
-    call->request.set_rows_dtype(rpc::to_wire_dtype(wire, "lookup.rows"));
-    rpc::encode_tensor(view_of(share.ids), call->request.mutable_ids(), "lookup.ids");
-    requests.push_back(std::move(call));
+  std::vector<v1::LookupRequest> requests(plan.shares.size());
+  for (size_t i = 0; i < plan.shares.size(); ++i) {
+    requests[i].set_table(name);
+    requests[i].set_rows_dtype(rpc::to_wire_dtype(wire, "lookup.rows"));
+    rpc::encode_tensor(view_of(plan.shares[i].ids), requests[i].mutable_ids(), "lookup.ids");
   }
   return requests;
 }
 
 at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
-                         const std::vector<LookupCall*>& calls) {
+                         const std::vector<ShareAnswer>& answers) {
   const int64_t dim = plan.config.dim;
   at::Tensor rows = at::empty({plan.unique.ids.numel(), dim}, at::kFloat);
   float* to = rows.data_ptr<float>();
@@ -89,18 +87,18 @@ at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
     expect.dtype = at::kFloat;
     expect.rank = 2;
     expect.in_place = true;  // copied into place below, while the answer lives
-    const at::Tensor got = rpc::decode_tensor(calls[i]->response.rows(), "lookup.rows", expect);
+    const v1::Tensor& answer = answers[i].response->rows();
+    const at::Tensor got = rpc::decode_tensor(answer, "lookup.rows", expect);
     const auto count = static_cast<int64_t>(plan.shares[i].ids.size());
     if (got.size(0) != count || got.size(1) != dim) {
-      throw BackendError("gradwire: lookup of table '" + name + "': server " + calls[i]->address +
+      throw BackendError("gradwire: lookup of table '" + name + "': server " + *answers[i].address +
                          " answered " + std::to_string(got.size(0)) + " x " +
                          std::to_string(got.size(1)) + " rows for " + std::to_string(count) +
                          " ids of dim " + std::to_string(dim));
     }
     // One server's answer for unique ids in order (a dense pull): the rows copied out once.
     if (plan.shares.size() == 1 && plan.unique_already && count == rows.size(0)) {
-      const bool aliases_answer =
-          got.data_ptr() == static_cast<const void*>(calls[i]->response.rows().data().data());
+      const bool aliases_answer = got.data_ptr() == static_cast<const void*>(answer.data().data());
       return aliases_answer ? got.clone() : got;
     }
     const float* from = got.data_ptr<float>();

@@ -35,12 +35,18 @@ LookupPlan plan_lookup(const TableConfig& config, const std::string& name, const
                        int num_servers, int64_t max_request_bytes, int64_t max_message_bytes);
 
 // One request per share of the plan; `wire` is the answer's dtype (float32, float16, bfloat16).
-std::vector<std::unique_ptr<LookupCall>> lookup_requests(const std::string& name, LookupPlan& plan,
-                                                         at::ScalarType wire = at::kFloat);
+std::vector<v1::LookupRequest> lookup_requests(const std::string& name, LookupPlan& plan,
+                                               at::ScalarType wire = at::kFloat);
 
-// The answered calls' rows in the caller's order (float32). BackendError naming the server for an
-// answer of the wrong shape.
+// One share's answer: its rows and the server that sent them.
+struct ShareAnswer {
+  const v1::LookupResponse* response = nullptr;
+  const std::string* address = nullptr;
+};
+
+// The answers' rows (answers[i] for the plan's share i) in the caller's order (float32).
+// BackendError naming the server for an answer of the wrong shape.
 at::Tensor assemble_rows(const std::string& name, const LookupPlan& plan,
-                         const std::vector<LookupCall*>& calls);
+                         const std::vector<ShareAnswer>& answers);
 
 }  // namespace gradwire::ps

@@ -117,8 +117,7 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
                                                std::string shared_host, TableRegistry& tables,
-                                               ServerCheckpoints& checkpoints,
-                                               rpc::ChannelHub& hub)
+                                               ServerCheckpoints& checkpoints, rpc::ChannelHub& hub)
     : token_(std::move(token)),
       limits_(limits),
       shared_host_(std::move(shared_host)),
@@ -187,7 +186,7 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     // Note [shared memory]: a trainer of this host whose region maps here may send references.
     response->set_shared_memory(!shared_host_.empty() && request->has_probe() &&
                                 request->host() == shared_host_ && shared_.probe(request->probe()));
-    // Note [call channels]: this trainer's Lookup, Push and Step calls may come over memory.
+    // Note [call channels]: this trainer's Lookup, Push, Step and Batch calls may come over memory.
     response->set_channel(response->shared_memory() && request->has_channel() &&
                           open_channel(request->channel()));
     // Note [shared rows]: a sync dense table's trainers on this host read its rows after a step
@@ -257,10 +256,10 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     }
     if (wire == v1::FLOAT32 || wire == v1::DTYPE_UNSPECIFIED) {
       // Gathered straight into the answer's bytes: no tensor between the rows and the wire.
-      shard->lookup_into(ids, values_deadline,
-                         rpc::tensor_in_message(response->mutable_rows(),
-                                                {ids.numel(), shard->config().dim}, at::kFloat,
-                                                "lookup.rows"));
+      shard->lookup_into(
+          ids, values_deadline,
+          rpc::tensor_in_message(response->mutable_rows(), {ids.numel(), shard->config().dim},
+                                 at::kFloat, "lookup.rows"));
       return grpc::Status::OK;
     }
     const at::Tensor rows = shard->lookup(ids, values_deadline);
@@ -345,14 +344,14 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
     // caller went away, or shutdown's grace passed), so that such a call frees its thread instead
     // of holding shutdown() until the deadline.
     WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);  // Note [waiting steps]
-    const StepOutcome outcome = shard->finish_step(
-        request->trainer(), request->step(), from_message(request->attempt()),
-        StepWait{deadline, [&] { return call.cancelled(); },
-                 [&] {
-                   if (!place.take()) return false;
-                   if (call.will_wait) call.will_wait();  // Note [hub threads]
-                   return true;
-                 }});
+    const StepOutcome outcome =
+        shard->finish_step(request->trainer(), request->step(), from_message(request->attempt()),
+                           StepWait{deadline, [&] { return call.cancelled(); },
+                                    [&] {
+                                      if (!place.take()) return false;
+                                      if (call.will_wait) call.will_wait();  // Note [hub threads]
+                                      return true;
+                                    }});
     if (outcome.refused) {
       return grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -383,6 +382,46 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
     checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });
+}
+
+grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
+                                           const v1::BatchRequest* request,
+                                           v1::BatchResponse* response) {
+  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
+  return batch(grpc_call(*context), *request, response);
+}
+
+// Note [batched calls]: a trainer sends a server one call per round trip carrying what it has for
+// that server: the pushes it deferred, the steps of all its tables, the lookups of several tables
+// (docs/ps.md "Batched calls"). Each part runs through its own handler, as its own call would, in
+// a fixed order: pushes before the steps they belong to, lookups after the steps whose rows they
+// read. A failed part ends the call; its status keeps its code and names the part.
+grpc::Status ParameterServerService::batch(const CallInfo& call, const v1::BatchRequest& request,
+                                           v1::BatchResponse* response) {
+  const auto failed = [](const grpc::Status& status, const char* part, int index, int count,
+                         const std::string& table) {
+    return grpc::Status(status.error_code(), std::string(part) + " " + std::to_string(index + 1) +
+                                                 " of " + std::to_string(count) + " (table " +
+                                                 quoted_name(table) +
+                                                 ") of a batch: " + status.error_message());
+  };
+  for (int i = 0; i < request.pushes_size(); ++i) {
+    const grpc::Status status = push(request.pushes(i));
+    if (!status.ok())
+      return failed(status, "push", i, request.pushes_size(), request.pushes(i).table());
+  }
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const grpc::Status status = step(call, request.steps(i), response->add_steps());
+    if (!status.ok())
+      return failed(status, "step", i, request.steps_size(), request.steps(i).table());
+  }
+  for (int i = 0; i < request.lookups_size(); ++i) {
+    const grpc::Status status = lookup(call, request.lookups(i), response->add_lookups());
+    if (!status.ok()) {
+      return failed(status, "lookup", i, request.lookups_size(), request.lookups(i).table());
+    }
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,

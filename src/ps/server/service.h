@@ -10,11 +10,11 @@
 // No exception leaves a handler. Names from requests appear in messages cut to 64 characters.
 //
 // Thread safety: handlers run on gRPC's sync-server threads and on the channel hub's threads (one
-// per trainer that calls over shared memory, more while calls block), any number at once; the service itself holds an atomic
-// count of the Step calls waiting and the channels under a mutex (TableRegistry and
-// ServerCheckpoints lock their own state). Blocking: Step blocks its thread until the step is
-// applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable initialises rows;
-// Checkpoint writes files.
+// per trainer that calls over shared memory, more while calls block), any number at once; the
+// service itself holds an atomic count of the Step calls waiting and the channels under a mutex
+// (TableRegistry and ServerCheckpoints lock their own state). Blocking: Step blocks its thread
+// until the step is applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable
+// initialises rows; Checkpoint writes files.
 #pragma once
 
 #include <atomic>
@@ -96,8 +96,10 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                       v1::ResumeResponse* response) override;
   grpc::Status Assign(grpc::ServerContext* context, const v1::AssignRequest* request,
                       v1::AssignResponse* response) override;
+  grpc::Status Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
+                     v1::BatchResponse* response) override;
 
-  // A Lookup, Push or Step that came over a trainer's channel (opened by its authenticated
+  // A Lookup, Push, Step or Batch that came over a trainer's channel (opened by its authenticated
   // CreateTable): parsed and run as its gRPC twin, the answer in *answer.
   grpc::Status serve_channel_call(const rpc::ChannelCall& call,
                                   std::unique_ptr<google::protobuf::Message>* answer);
@@ -112,6 +114,9 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status push(const v1::PushRequest& request);
   grpc::Status step(const CallInfo& call, const v1::StepRequest& request,
                     v1::StepResponse* response);
+  // The parts of a Batch in order (pushes, steps, lookups) through the handlers above.
+  grpc::Status batch(const CallInfo& call, const v1::BatchRequest& request,
+                     v1::BatchResponse* response);
   // Serves the channel `ref` names unless it is served already; false when it cannot (not
   // mappable, or kMaxChannels served).
   bool open_channel(const v1::SharedBytes& ref);

@@ -1,5 +1,5 @@
 // The service's call channels (service.h, Note [call channels]): opening a trainer's channel at
-// CreateTable, running the Lookup, Push and Step calls that come over it through the same
+// CreateTable, running the Lookup, Push, Step and Batch calls that come over it through the same
 // handlers as their gRPC twins, and stopping the channels' threads.
 #include <memory>
 
@@ -27,13 +27,13 @@ grpc::Status run_parsed(const rpc::ChannelCall& call,
 
 }  // namespace
 
-// Note [call channels]: a trainer on this host may send its hot calls (Lookup, Push, Step) through
-// a channel in its shared memory instead of gRPC (rpc/call_channel.h): a request and its answer
-// cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The channel is
-// opened only by an authenticated CreateTable that passed the shared-memory probe, and is then the
-// credential of the calls on it (whoever can write it can read the trainer's memory, token
-// included). The process's rpc::ChannelHub serves it, on one thread per trainer process for all
-// the servers of this process (more while calls block: a call that will wait says so with
+// Note [call channels]: a trainer on this host may send its hot calls (Lookup, Push, Step, Batch)
+// through a channel in its shared memory instead of gRPC (rpc/call_channel.h): a request and its
+// answer cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The
+// channel is opened only by an authenticated CreateTable that passed the shared-memory probe, and
+// is then the credential of the calls on it (whoever can write it can read the trainer's memory,
+// token included). The process's rpc::ChannelHub serves it, on one thread per trainer process for
+// all the servers of this process (more while calls block: a call that will wait says so with
 // CallInfo::will_wait), until the trainer closes the channel or exits, or the server stops; calls
 // on it run exactly as their gRPC twins.
 bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
@@ -70,6 +70,10 @@ grpc::Status ParameterServerService::serve_channel_call(
       return run_parsed<v1::StepRequest, v1::StepResponse>(
           call, answer,
           [&](const auto& request, auto* response) { return step(info, request, response); });
+    case rpc::ChannelMethod::kBatch:
+      return run_parsed<v1::BatchRequest, v1::BatchResponse>(
+          call, answer,
+          [&](const auto& request, auto* response) { return batch(info, request, response); });
   }
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
 }

@@ -1,0 +1,165 @@
+// The client's batches (client_impl.h, Note [batched calls] in ps/server/service.cpp): their
+// limits per server, the calls that carry them, the pushes deferred to each server and the pushes
+// in flight.
+#include "client_impl.h"
+#include "rpc/auth.h"
+
+namespace gradwire::ps {
+namespace {
+
+// Room left in a batch's request and answer for the batch's own framing.
+constexpr int64_t kBatchFraming = 1024;
+
+}  // namespace
+
+BatchLimits ClientImpl::batch_limits(int server) const {
+  BatchLimits limits{options_.max_request_bytes - kBatchFraming,
+                     options_.max_message_bytes - kBatchFraming};
+  if (usable_channel(server)) {
+    // A batch that fits a slot goes over memory; a larger one would go over gRPC.
+    limits.request_bytes = std::min(limits.request_bytes, rpc::kChannelSlotBytes - kBatchFraming);
+    limits.answer_bytes = std::min(limits.answer_bytes, rpc::kChannelSlotBytes - kBatchFraming);
+  }
+  return limits;
+}
+
+std::vector<BatchLimits> ClientImpl::all_batch_limits() const {
+  std::vector<BatchLimits> limits;
+  for (int server = 0; server < num_servers(); ++server) limits.push_back(batch_limits(server));
+  return limits;
+}
+
+std::pair<std::vector<std::unique_ptr<BatchCall>>, std::vector<int>> ClientImpl::batch_calls(
+    BatchPlan& plan, std::optional<bool> last) const {
+  std::vector<std::unique_ptr<BatchCall>> calls;
+  std::vector<int> servers;
+  for (BatchPlan::Batch& batch : plan.batches()) {
+    if (last && batch.last != *last) continue;
+    auto call = std::make_unique<BatchCall>();
+    call->request = std::move(batch.request);
+    call->address = addresses_[batch.server];
+    call->answer_bytes = batch.answer_bytes + kBatchFraming;
+    calls.push_back(std::move(call));
+    servers.push_back(batch.server);
+  }
+  return {std::move(calls), std::move(servers)};
+}
+
+void ClientImpl::send_pushes(BatchPlan& plan) {
+  if (plan.empty()) return;
+  auto queue = std::make_unique<CallQueue<BatchCall>>();
+  auto [calls, servers] = batch_calls(plan, std::nullopt);
+  const auto deadline = std::chrono::system_clock::now() + options_.call_deadline;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    rpc::prepare_context(calls[i]->context, token_, deadline);
+    start_call(*queue, std::move(calls[i]), servers[i], prepare_batch(*stubs_[servers[i]]));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  pushes_.push_back(std::move(queue));
+}
+
+std::vector<std::pair<int, std::vector<v1::PushRequest>>> ClientImpl::take_deferred(
+    const std::vector<int>& servers) {
+  std::vector<std::pair<int, std::vector<v1::PushRequest>>> taken;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const int server : servers) {
+    Deferred& deferred = deferred_[static_cast<size_t>(server)];
+    if (deferred.pushes.empty()) continue;
+    taken.emplace_back(server, std::move(deferred.pushes));
+    deferred = Deferred{};
+  }
+  return taken;
+}
+
+void ClientImpl::wait_for_pushes() {
+  std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes = take_pushes();
+  const Clock::time_point limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+  for (auto& queue : pushes) queue->wait_or_cancel(limit, kCompletionMargin);
+  for (auto& queue : pushes) throw_first_failure(*queue, "push");
+}
+
+void ClientImpl::flush() {
+  BatchPlan plan([this](int server) { return batch_limits(server); });
+  for (auto& [server, pushes] : take_deferred(all_servers())) {
+    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
+  }
+  send_pushes(plan);
+  wait_for_pushes();
+}
+
+void ClientImpl::step() {
+  // Pushes sent before (not deferred) are accepted before the steps go out: calls to one server
+  // are not ordered.
+  wait_for_pushes();
+  const std::vector<std::pair<std::string, TableState>> tables = tables_now();
+  // Async tables with bounded staleness wait in Step too (until the slowest is near).
+  std::vector<const std::pair<std::string, TableState>*> stepped;
+  std::string operation;
+  for (const auto& entry : tables) {
+    const TableState& state = entry.second;
+    if (!state.disagreement.empty()) throw BackendError(state.disagreement);
+    if (state.config.mode == UpdateMode::kSync || state.config.staleness > 0) {
+      stepped.push_back(&entry);
+      operation += (operation.empty() ? "step " : " and step ") + std::to_string(state.step) +
+                   " of table '" + entry.first + "'";
+    }
+  }
+  // One batch per server: the pushes deferred to it, then the steps of every table (Note
+  // [batched calls]).
+  BatchPlan plan([this](int server) { return batch_limits(server); });
+  for (auto& [server, pushes] : take_deferred(all_servers())) {
+    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
+  }
+  std::vector<std::vector<PartPlace>> places(stepped.size());
+  for (int server = 0; server < num_servers(); ++server) {
+    for (size_t t = 0; t < stepped.size(); ++t) {
+      v1::StepRequest request;
+      request.set_table(stepped[t]->first);
+      request.set_trainer(trainer_rank_);
+      request.set_step(stepped[t]->second.step);
+      *request.mutable_attempt() = to_message(attempt_);
+      places[t].push_back(plan.add(server, std::move(request)));
+    }
+  }
+  if (operation.empty()) operation = "push";
+  const milliseconds timeout = stepped.empty() ? options_.call_deadline : step_timeout_;
+  CallQueue<BatchCall> queue;
+  std::vector<BatchCall*> calls(plan.batches().size());
+  // Where a server's parts did not fit one batch, the earlier ones are answered first.
+  for (const std::optional<bool> wave : plan.split()
+                                            ? std::vector<std::optional<bool>>{false, true}
+                                            : std::vector<std::optional<bool>>{std::nullopt}) {
+    std::vector<size_t> indices;
+    for (size_t i = 0; i < plan.batches().size(); ++i) {
+      if (!wave || plan.batches()[i].last == *wave) indices.push_back(i);
+    }
+    auto [requests, servers] = batch_calls(plan, wave);
+    const auto deadline = std::chrono::system_clock::now() + timeout;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      rpc::prepare_context(requests[i]->context, token_, deadline);
+      calls[indices[i]] = &start_call(queue, std::move(requests[i]), servers[i],
+                                      prepare_batch(*stubs_[servers[i]]));
+    }
+    queue.wait_or_cancel(Clock::now() + timeout + kCompletionMargin, kCompletionMargin);
+    throw_first_failure(queue, operation);
+  }
+  for (size_t t = 0; t < stepped.size(); ++t) {
+    // Where each server keeps the rows now (a restarted server's are elsewhere).
+    std::vector<std::optional<v1::SharedBytes>> rows;
+    for (const PartPlace& place : places[t]) {
+      const BatchCall& call = *calls[place.batch];
+      if (place.index >= call.response.steps_size()) {
+        throw BackendError("gradwire: " + operation + ": server " + call.address + " answered " +
+                           std::to_string(call.response.steps_size()) + " steps for " +
+                           std::to_string(call.request.steps_size()) + " asked");
+      }
+      rows.push_back(rows_of(call.response.steps(place.index)));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    tables_[stepped[t]->first].server_rows = std::move(rows);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, state] : tables) tables_[name].step = state.step + 1;
+}
+
+}  // namespace gradwire::ps
