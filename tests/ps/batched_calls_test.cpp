@@ -4,6 +4,9 @@
 // shared memory and over gRPC.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+
 #include "client_test_support.h"
 #include "ps/client/batch_plan.h"
 #include "ps/core/initializer.h"
@@ -182,6 +185,43 @@ TEST_P(BatchedCalls, StepsOfSeveralSyncTablesCarryingDeferredPushesEqualTheMeanG
     EXPECT_TRUE(at::allclose(reader->lookup(tables[i].name, at::arange(8, at::kLong)), expected))
         << tables[i].name;
   }
+}
+
+TEST(CarriedPushes, FlushWaitsForALookupOfAnotherThreadCarryingItsPushes) {
+  // The other thread's lookup carries this thread's deferred push and then waits, in the server,
+  // for a dense table's values: this thread's flush() may return only once that call ended.
+  Servers servers(1);
+  auto client = client_for(servers, Transport::kBytes, 0, 1, /*defer=*/true);
+  TableConfig emb = small_table("emb", 4, 2, UpdateMode::kAsync, 1);
+  emb.optimizer.lr = 1.0;
+  TableConfig dense = small_table("dense", 4, 2, UpdateMode::kSync, 1);
+  dense.kind = TableKind::kDense;
+  client->create_table(emb);
+  client->create_table(dense);
+  ASSERT_TRUE(client->awaiting_values("dense"));
+  const at::Tensor before = client->lookup("emb", at::arange(4, at::kLong));
+
+  client->push("emb", at::tensor({2}, at::kLong), at::ones({1, 2}));
+  auto lookup = std::async(std::launch::async, [&] {
+    return client->lookup_many({{"dense", at::tensor({1}, at::kLong)}});
+  });
+  auto reader = client_for(servers, Transport::kBytes);
+  reader->create_table(emb);
+  at::Tensor expected = before.clone();
+  expected[2] -= 1;
+  // The push went with the lookup (applied before its wait), not with a flush.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!at::allclose(reader->lookup("emb", at::arange(4, at::kLong)), expected) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(at::allclose(reader->lookup("emb", at::arange(4, at::kLong)), expected));
+  auto flushed = std::async(std::launch::async, [&] { client->flush(); });
+  EXPECT_EQ(flushed.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "flush() returned while a lookup carrying its push was still in flight";
+  client->assign("dense", at::arange(4, at::kLong), at::full({4, 2}, 5.0f));
+  EXPECT_TRUE(at::equal(lookup.get().front(), at::full({1, 2}, 5.0f)));
+  flushed.get();
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, BatchedCalls,

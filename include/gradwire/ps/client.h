@@ -60,7 +60,8 @@ struct ClientOptions {
   // not, can make a server read).
   int64_t max_request_bytes = 4 << 20;
   // Pushes wait for this client's next call to their server and travel in it (docs/ps.md
-  // "Batched calls"): a lookup that asks that server, flush() or step(). A sync step then costs
+  // "Batched calls"): a lookup() or lookup_many() that asks that server (not start_lookup()),
+  // flush() or step(); flush() and step() also wait for such lookups on other threads. A sync step then costs
   // one round trip per server (pushes and steps together) instead of two. Off (the default):
   // each push is sent at once, overlapping the transfer with what the trainer does next
   // (DenseModel's buckets during backward). Either way a server's waiting pushes go out once

@@ -59,7 +59,7 @@ void ClientImpl::send_pushes(BatchPlan& plan) {
 }
 
 std::vector<std::pair<int, std::vector<v1::PushRequest>>> ClientImpl::take_deferred(
-    const std::vector<int>& servers) {
+    const std::vector<int>& servers, bool by_lookup) {
   std::vector<std::pair<int, std::vector<v1::PushRequest>>> taken;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const int server : servers) {
@@ -68,12 +68,29 @@ std::vector<std::pair<int, std::vector<v1::PushRequest>>> ClientImpl::take_defer
     taken.emplace_back(server, std::move(deferred.pushes));
     deferred = Deferred{};
   }
+  // Counted in the same lock that took them: a flush() that found nothing to send waits for them.
+  if (by_lookup && !taken.empty()) ++carrying_;
   return taken;
 }
 
+void ClientImpl::carried_done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --carrying_;
+  carried_.notify_all();
+}
+
 void ClientImpl::wait_for_pushes() {
-  std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes = take_pushes();
   const Clock::time_point limit = Clock::now() + options_.call_deadline + kCompletionMargin;
+  {
+    // A lookup carrying pushes ends within its deadline; its errors are its own.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!carried_.wait_until(lock, limit, [this] { return carrying_ == 0; })) {
+      throw TimeoutError("gradwire: push: lookups carrying deferred pushes did not end within " +
+                         format_duration(std::chrono::duration_cast<milliseconds>(
+                             options_.call_deadline + kCompletionMargin)));
+    }
+  }
+  std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes = take_pushes();
   for (auto& queue : pushes) queue->wait_or_cancel(limit, kCompletionMargin);
   for (auto& queue : pushes) throw_first_failure(*queue, "push");
 }

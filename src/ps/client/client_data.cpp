@@ -15,7 +15,18 @@ at::Tensor ClientImpl::lookup(const std::string& name, const at::Tensor& ids) {
 }
 
 std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& lookups) {
-  std::unique_ptr<Pending> pending = plan_lookups(lookups, at::kFloat, at::Tensor());
+  bool carried = false;
+  std::unique_ptr<Pending> pending =
+      plan_lookups(lookups, at::kFloat, at::Tensor(), true, &carried);
+  // Once the calls ended (run_idempotent returns, or throws after they did), the pushes they
+  // carried were applied or failed: flush() on another thread need not wait for them any more.
+  struct CarriedDone {
+    ClientImpl* client;
+    bool carried;
+    ~CarriedDone() {
+      if (carried) client->carried_done();
+    }
+  } done{this, carried};
   // Retried on UNAVAILABLE unless a batch carries pushes (retryable()).
   pending->calls =
       run_idempotent(pending->queue, std::move(pending->requests), pending->servers,
@@ -26,7 +37,9 @@ std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& loo
 std::unique_ptr<PendingLookup> ClientImpl::start_lookup(const std::string& name,
                                                         const at::Tensor& ids, at::ScalarType wire,
                                                         const at::Tensor& out) {
-  std::unique_ptr<Pending> pending = plan_lookups({TableIds{name, ids}}, wire, out);
+  // Its calls are collected whenever the caller waits: they carry no deferred pushes, which
+  // flush() would then wait for.
+  std::unique_ptr<Pending> pending = plan_lookups({TableIds{name, ids}}, wire, out, false, nullptr);
   const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
   pending->limit = Clock::now() + options_.call_deadline + kCompletionMargin;
   for (size_t i = 0; i < pending->requests.size(); ++i) {
@@ -40,7 +53,8 @@ std::unique_ptr<PendingLookup> ClientImpl::start_lookup(const std::string& name,
 
 std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<TableIds>& lookups,
                                                               at::ScalarType wire,
-                                                              const at::Tensor& out) {
+                                                              const at::Tensor& out,
+                                                              bool carry_pushes, bool* carried) {
   auto pending = std::make_unique<Pending>();
   std::vector<std::vector<v1::LookupRequest>> requests;
   std::vector<int> servers;  // the servers asked, each once
@@ -76,8 +90,12 @@ std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<
   }
   // Per server: the pushes deferred to it, then its share of every table (Note [batched calls]).
   BatchPlan plan([this](int server) { return batch_limits(server); });
-  for (auto& [server, pushes] : take_deferred(servers)) {
-    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
+  if (carry_pushes) {
+    auto taken = take_deferred(servers, /*by_lookup=*/true);
+    *carried = !taken.empty();
+    for (auto& [server, pushes] : taken) {
+      for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
+    }
   }
   const int64_t wire_bytes = static_cast<int64_t>(c10::elementSize(wire));
   for (size_t t = 0; t < requests.size(); ++t) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,9 +113,10 @@ class ClientImpl final : public Client {
   };
 
   // The lookups' plans and the batches carrying them to each server, with the pushes deferred to
-  // those servers; `out` and `wire` as start_lookup's (one table).
+  // those servers when `carry_pushes` (then *carried says whether there were some: the caller
+  // calls carried_done() once their calls ended); `out` and `wire` as start_lookup's (one table).
   std::unique_ptr<Pending> plan_lookups(const std::vector<TableIds>& lookups, at::ScalarType wire,
-                                        const at::Tensor& out);
+                                        const at::Tensor& out, bool carry_pushes, bool* carried);
 
   LookupPlan plan_lookup(const std::string& name, const at::Tensor& ids) const;
 
@@ -153,10 +155,13 @@ class ClientImpl final : public Client {
       BatchPlan& plan, std::optional<bool> last) const;
   // Starts the batches of `plan` as pushes in flight (flush() and step() wait for them).
   void send_pushes(BatchPlan& plan);
-  // The pushes deferred to `servers` (all: every server), taken out, in order per server.
+  // The pushes deferred to `servers`, taken out, in order per server. `by_lookup`: a lookup carries
+  // them; when there were some it counts as carrying pushes until carried_done().
   std::vector<std::pair<int, std::vector<v1::PushRequest>>> take_deferred(
-      const std::vector<int>& servers);
-  // Waits for the pushes in flight and throws the first failure.
+      const std::vector<int>& servers, bool by_lookup = false);
+  void carried_done();
+  // Waits for the pushes in flight (and for lookups of other threads carrying deferred pushes)
+  // and throws the first failure.
   void wait_for_pushes();
 
   bool shares_memory_with_all() const;
@@ -250,6 +255,10 @@ class ClientImpl final : public Client {
     int64_t bytes = 0;
   };
   std::vector<Deferred> deferred_;
+  // Lookups in flight that carry deferred pushes (perhaps another thread's): flush() and step()
+  // wait for them too. Under mutex_.
+  int carrying_ = 0;
+  std::condition_variable carried_;
 };
 
 }  // namespace gradwire::ps
