@@ -6,8 +6,10 @@
 
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include "client_test_support.h"
+#include "gradwire/ps/embedding.h"
 #include "ps/client/batch_plan.h"
 #include "ps/core/initializer.h"
 #include "rpc/wire.h"
@@ -222,6 +224,71 @@ TEST(CarriedPushes, FlushWaitsForALookupOfAnotherThreadCarryingItsPushes) {
   client->assign("dense", at::arange(4, at::kLong), at::full({4, 2}, 5.0f));
   EXPECT_TRUE(at::equal(lookup.get().front(), at::full({1, 2}, 5.0f)));
   flushed.get();
+}
+
+TEST_P(BatchedCalls, ACollectionTrainsExactlyAsOneRemoteEmbeddingBagPerTable) {
+  constexpr int kTrainers = 2;
+  std::vector<RemoteEmbeddingBagOptions> tables;
+  for (const auto& [name, dim, mode] :
+       {std::tuple{"users", 4, BagMode::kSum}, std::tuple{"items", 3, BagMode::kMean}}) {
+    TableConfig config = small_table(name, 12, dim, UpdateMode::kSync, kTrainers);
+    config.optimizer.kind = OptimizerKind::kAdagrad;
+    tables.push_back(RemoteEmbeddingBagOptions{config, mode});
+  }
+  // Per trainer and step: table 0's bags as 2-D input, table 1's as ids with offsets.
+  const auto batch = [](int trainer, int step) {
+    at::Generator generator = at::detail::createCPUGenerator(100 * trainer + step);
+    return std::vector<at::Tensor>{at::randint(12, {3, 2}, generator),
+                                   at::randint(12, {5}, generator)};
+  };
+  const at::Tensor offsets = at::tensor({0, 2, 2}, at::kLong);  // an empty bag too
+  const auto train = [&](bool collection, std::vector<std::string> addresses) {
+    testing::run_trainers(kTrainers, [&](int t) {
+      ClientOptions options =
+          testing::with_transport(testing::client_options(addresses, t, kTrainers), GetParam());
+      options.defer_pushes = collection;  // the collection's pushes travel with the step
+      auto client = connect(options);
+      RemoteEmbeddingBagCollection together(nullptr);
+      std::vector<RemoteEmbeddingBag> apart;
+      if (collection) {
+        together = RemoteEmbeddingBagCollection(client, tables);
+      } else {
+        for (const auto& table : tables) apart.emplace_back(client, table);
+      }
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<at::Tensor> inputs = batch(t, step);
+        std::vector<at::Tensor> pooled;
+        if (collection) {
+          pooled = together(inputs, std::vector<at::Tensor>{at::Tensor(), offsets});
+        } else {
+          pooled = {apart[0](inputs[0]), apart[1](inputs[1], offsets)};
+        }
+        (pooled[0].pow(2).sum() + pooled[1].sum()).backward();
+        client->step();
+      }
+    });
+  };
+  Servers apart_servers(2, testing::one_process(GetParam()));
+  Servers together_servers(2, testing::one_process(GetParam()));
+  ASSERT_NO_THROW(train(false, apart_servers.addresses()));
+  ASSERT_NO_THROW(train(true, together_servers.addresses()));
+  auto apart = client_for(apart_servers, GetParam(), 0, kTrainers);
+  auto together = client_for(together_servers, GetParam(), 0, kTrainers);
+  for (const auto& table : tables) {
+    apart->create_table(table.table);
+    together->create_table(table.table);
+    const at::Tensor all = at::arange(12, at::kLong);
+    const at::Tensor expected = apart->lookup(table.table.name, all);
+    EXPECT_TRUE(at::equal(together->lookup(table.table.name, all), expected)) << table.table.name;
+    EXPECT_FALSE(at::equal(expected, initial_rows(table.table.initializer, all, table.table.dim)))
+        << "training did not move " << table.table.name;
+    EXPECT_EQ(together->step_count(table.table.name), 3);
+  }
+  auto client = client_for(together_servers, GetParam());
+  using Tables = std::vector<RemoteEmbeddingBagOptions>;
+  EXPECT_THROW(RemoteEmbeddingBagCollection(client, Tables{tables[0], tables[0]}), InvalidArgument);
+  RemoteEmbeddingBagCollection collection(client, Tables{tables[0]});
+  EXPECT_THROW(collection(batch(0, 0)), InvalidArgument);  // two inputs for one table
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, BatchedCalls,

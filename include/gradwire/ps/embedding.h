@@ -20,6 +20,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <vector>
 
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/table.h"
@@ -52,6 +53,31 @@ class RemoteEmbeddingBagImpl : public torch::nn::Module {
   RemoteEmbeddingBagOptions options_;
 };
 TORCH_MODULE(RemoteEmbeddingBag);
+
+// Several RemoteEmbeddingBags that look their rows up together: one Client::lookup_many per
+// forward, so each server gets one call for all the tables it serves (docs/ps.md "Batched
+// calls"), where separate modules would make one call per table. Backward pushes each table's
+// gradient as a RemoteEmbeddingBag does; with ClientOptions::defer_pushes they all travel with
+// the step. What it computes is exactly what one RemoteEmbeddingBag per table computes.
+class RemoteEmbeddingBagCollectionImpl : public torch::nn::Module {
+ public:
+  // Creates (or checks) every table on every server. Blocks for those calls. Table names must
+  // differ (InvalidArgument otherwise).
+  RemoteEmbeddingBagCollectionImpl(std::shared_ptr<Client> client,
+                                   std::vector<RemoteEmbeddingBagOptions> tables);
+
+  // inputs[i] (and offsets[i] when given) for table i, as RemoteEmbeddingBag::forward takes them;
+  // `offsets` empty when every input is 2-D. Returns [bags, dim] per table, in table order.
+  std::vector<at::Tensor> forward(const std::vector<at::Tensor>& inputs,
+                                  const std::vector<at::Tensor>& offsets = {});
+
+  const std::vector<RemoteEmbeddingBagOptions>& tables() const { return tables_; }
+
+ private:
+  std::shared_ptr<Client> client_;
+  std::vector<RemoteEmbeddingBagOptions> tables_;
+};
+TORCH_MODULE(RemoteEmbeddingBagCollection);
 
 class RemoteEmbeddingImpl : public torch::nn::Module {
  public:

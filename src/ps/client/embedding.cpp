@@ -1,6 +1,7 @@
-// RemoteEmbeddingBag and RemoteEmbedding: the unique rows of a batch come from the servers as a
-// leaf tensor; autograd pools them (embedding_bag / index_select) and a hook on the leaf pushes
-// its gradient, already summed over duplicate ids, to the owners.
+// RemoteEmbeddingBag, RemoteEmbeddingBagCollection and RemoteEmbedding: the unique rows of a batch
+// come from the servers as a leaf tensor (one lookup_many for a collection's tables); autograd
+// pools them (embedding_bag / index_select) and a hook on the leaf pushes its gradient, already
+// summed over duplicate ids, to the owners.
 #include "gradwire/ps/embedding.h"
 
 #include <ATen/ATen.h>
@@ -12,10 +13,10 @@
 namespace gradwire::ps {
 namespace {
 
-// The batch's unique rows; when gradients are on, backward pushes d(rows) for `unique` ids.
-at::Tensor remote_rows(const std::shared_ptr<Client>& client, const std::string& table,
-                       const at::Tensor& unique) {
-  at::Tensor rows = client->lookup(table, unique);
+// Pushes d(rows) for `unique` ids when backward reaches `rows` (the batch's unique rows, a leaf);
+// `rows` as it is when gradients are off.
+at::Tensor with_push_hook(const std::shared_ptr<Client>& client, const std::string& table,
+                          const at::Tensor& unique, at::Tensor rows) {
   if (!torch::autograd::GradMode::is_enabled()) return rows;
   rows.requires_grad_(true);
   rows.register_hook([client, table, unique](const at::Tensor& grad) {
@@ -25,17 +26,16 @@ at::Tensor remote_rows(const std::shared_ptr<Client>& client, const std::string&
   return rows;
 }
 
-}  // namespace
+// A bag module's input: the ids, each bag's first position, and the ids without duplicates.
+struct BagInput {
+  at::Tensor offsets;
+  UniqueIds unique;
+};
 
-RemoteEmbeddingBagImpl::RemoteEmbeddingBagImpl(std::shared_ptr<Client> client,
-                                               RemoteEmbeddingBagOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
-  GRADWIRE_CHECK(client_ != nullptr);
-  client_->create_table(options_.table);
-}
-
-at::Tensor RemoteEmbeddingBagImpl::forward(const at::Tensor& input, const at::Tensor& offsets) {
-  const std::string& name = options_.table.name;
+// `input` and `offsets` as torch::nn::EmbeddingBag takes them, checked against `options`.
+BagInput bag_input(const RemoteEmbeddingBagOptions& options, const at::Tensor& input,
+                   const at::Tensor& offsets) {
+  const std::string& name = options.table.name;
   at::Tensor ids = input;
   at::Tensor bag_offsets = offsets;
   if (input.dim() == 2) {
@@ -53,13 +53,74 @@ at::Tensor RemoteEmbeddingBagImpl::forward(const at::Tensor& input, const at::Te
         c10::str(input.sizes()) + " and " +
         (offsets.defined() ? "offsets " + c10::str(offsets.sizes()) : std::string("no offsets")));
   }
-  check_ids(ids, options_.table.num_rows, "RemoteEmbeddingBag lookup of", name);
+  check_ids(ids, options.table.num_rows, "RemoteEmbeddingBag lookup of", name);
   if (bag_offsets.scalar_type() != at::kLong) bag_offsets = bag_offsets.to(at::kLong);
-  const UniqueIds unique = unique_ids(ids);
-  const at::Tensor rows = remote_rows(client_, name, unique.ids);
-  const int64_t mode = options_.mode == BagMode::kSum ? 0 : 1;
-  return std::get<0>(at::embedding_bag(rows, unique.inverse, bag_offsets,
+  return BagInput{bag_offsets, unique_ids(ids)};
+}
+
+// The bags pooled from the batch's unique rows.
+at::Tensor pool(const RemoteEmbeddingBagOptions& options, const BagInput& input,
+                const at::Tensor& rows) {
+  const int64_t mode = options.mode == BagMode::kSum ? 0 : 1;
+  return std::get<0>(at::embedding_bag(rows, input.unique.inverse, input.offsets,
                                        /*scale_grad_by_freq=*/false, mode, /*sparse=*/false));
+}
+
+}  // namespace
+
+RemoteEmbeddingBagImpl::RemoteEmbeddingBagImpl(std::shared_ptr<Client> client,
+                                               RemoteEmbeddingBagOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  GRADWIRE_CHECK(client_ != nullptr);
+  client_->create_table(options_.table);
+}
+
+at::Tensor RemoteEmbeddingBagImpl::forward(const at::Tensor& input, const at::Tensor& offsets) {
+  const BagInput bags = bag_input(options_, input, offsets);
+  const std::string& name = options_.table.name;
+  return pool(
+      options_, bags,
+      with_push_hook(client_, name, bags.unique.ids, client_->lookup(name, bags.unique.ids)));
+}
+
+RemoteEmbeddingBagCollectionImpl::RemoteEmbeddingBagCollectionImpl(
+    std::shared_ptr<Client> client, std::vector<RemoteEmbeddingBagOptions> tables)
+    : client_(std::move(client)), tables_(std::move(tables)) {
+  GRADWIRE_CHECK(client_ != nullptr);
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (tables_[i].table.name == tables_[j].table.name) {
+        throw InvalidArgument("gradwire: RemoteEmbeddingBagCollection: table '" +
+                              tables_[i].table.name + "' is named twice (tables " +
+                              std::to_string(j) + " and " + std::to_string(i) + ")");
+      }
+    }
+  }
+  for (const RemoteEmbeddingBagOptions& options : tables_) client_->create_table(options.table);
+}
+
+std::vector<at::Tensor> RemoteEmbeddingBagCollectionImpl::forward(
+    const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& offsets) {
+  if (inputs.size() != tables_.size() || (!offsets.empty() && offsets.size() != tables_.size())) {
+    throw InvalidArgument("gradwire: RemoteEmbeddingBagCollection of " +
+                          std::to_string(tables_.size()) + " tables got " +
+                          std::to_string(inputs.size()) + " inputs and " +
+                          std::to_string(offsets.size()) + " offsets; give one input per table " +
+                          "(and one offsets tensor per table, or none when all inputs are 2-D)");
+  }
+  std::vector<BagInput> bags;
+  std::vector<TableIds> lookups;
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    bags.push_back(bag_input(tables_[i], inputs[i], offsets.empty() ? at::Tensor() : offsets[i]));
+    lookups.push_back({tables_[i].table.name, bags.back().unique.ids});
+  }
+  const std::vector<at::Tensor> rows = client_->lookup_many(lookups);
+  std::vector<at::Tensor> pooled;
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    pooled.push_back(pool(tables_[i], bags[i],
+                          with_push_hook(client_, lookups[i].table, lookups[i].ids, rows[i])));
+  }
+  return pooled;
 }
 
 RemoteEmbeddingImpl::RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableConfig table)
@@ -71,7 +132,8 @@ RemoteEmbeddingImpl::RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableCo
 at::Tensor RemoteEmbeddingImpl::forward(const at::Tensor& ids) {
   check_ids(ids, table_.num_rows, "RemoteEmbedding lookup of", table_.name);
   const UniqueIds unique = unique_ids(ids);
-  const at::Tensor rows = remote_rows(client_, table_.name, unique.ids);
+  const at::Tensor rows =
+      with_push_hook(client_, table_.name, unique.ids, client_->lookup(table_.name, unique.ids));
   std::vector<int64_t> shape = ids.sizes().vec();
   shape.push_back(table_.dim);
   return rows.index_select(0, unique.inverse.reshape({-1})).view(shape);
