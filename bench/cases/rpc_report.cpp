@@ -16,6 +16,18 @@ const RpcCallSamples* find_call(const std::vector<RpcCallSamples>& calls, const 
   return nullptr;
 }
 
+// p50 of `over` divided by p50 of `under`; nullopt when either is missing or empty, or the
+// divisor is 0.
+std::optional<double> p50_ratio(const RpcCallSamples* over, const RpcCallSamples* under) {
+  if (over == nullptr || under == nullptr || over->microseconds.empty() ||
+      under->microseconds.empty()) {
+    return std::nullopt;
+  }
+  const double divisor = percentile(under->microseconds, 50);
+  if (divisor <= 0) return std::nullopt;
+  return percentile(over->microseconds, 50) / divisor;
+}
+
 }  // namespace
 
 std::uint64_t rpc_request_bytes(const std::string& call, const RpcSettings& settings) {
@@ -44,28 +56,12 @@ std::uint64_t rpc_response_bytes(const std::string& call, const RpcSettings& set
 
 std::optional<double> rpc_batched_ratio(const std::vector<RpcCallSamples>& calls,
                                         const RpcBatchedKind& kind, const std::string& system) {
-  const RpcCallSamples* batched = find_call(calls, kind.batched, system);
-  const RpcCallSamples* each = find_call(calls, kind.each, system);
-  if (batched == nullptr || each == nullptr || batched->microseconds.empty() ||
-      each->microseconds.empty()) {
-    return std::nullopt;
-  }
-  const double one_per_part = percentile(each->microseconds, 50);
-  if (one_per_part <= 0) return std::nullopt;
-  return percentile(batched->microseconds, 50) / one_per_part;
+  return p50_ratio(find_call(calls, kind.batched, system), find_call(calls, kind.each, system));
 }
 
 std::optional<double> rpc_p50_ratio(const std::vector<RpcCallSamples>& calls,
                                     const std::string& call, const std::string& system) {
-  const RpcCallSamples* ours = find_call(calls, call, system);
-  const RpcCallSamples* echo = find_call(calls, call, kRpcEcho);
-  if (ours == nullptr || echo == nullptr || ours->microseconds.empty() ||
-      echo->microseconds.empty()) {
-    return std::nullopt;
-  }
-  const double floor = percentile(echo->microseconds, 50);
-  if (floor <= 0) return std::nullopt;
-  return percentile(ours->microseconds, 50) / floor;
+  return p50_ratio(find_call(calls, call, system), find_call(calls, call, kRpcEcho));
 }
 
 void print_rpc_report(std::ostream& out, const RpcSettings& settings,

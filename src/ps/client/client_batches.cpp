@@ -29,48 +29,54 @@ std::vector<BatchLimits> ClientImpl::all_batch_limits() const {
   return limits;
 }
 
-std::pair<std::vector<std::unique_ptr<BatchCall>>, std::vector<int>> ClientImpl::batch_calls(
-    BatchPlan& plan, std::optional<bool> last) const {
-  std::vector<std::unique_ptr<BatchCall>> calls;
-  std::vector<int> servers;
-  for (BatchPlan::Batch& batch : plan.batches()) {
+ClientImpl::BatchCalls ClientImpl::batch_calls(BatchPlan& plan, std::optional<bool> last) const {
+  BatchCalls out;
+  for (size_t i = 0; i < plan.batches().size(); ++i) {
+    BatchPlan::Batch& batch = plan.batches()[i];
     if (last && batch.last != *last) continue;
     auto call = std::make_unique<BatchCall>();
     call->request = std::move(batch.request);
     call->address = addresses_[batch.server];
     call->answer_bytes = batch.answer_bytes + kBatchFraming;
-    calls.push_back(std::move(call));
-    servers.push_back(batch.server);
+    out.calls.push_back(std::move(call));
+    out.servers.push_back(batch.server);
+    out.batches.push_back(i);
   }
-  return {std::move(calls), std::move(servers)};
+  return out;
 }
 
 void ClientImpl::send_pushes(BatchPlan& plan) {
   if (plan.empty()) return;
   auto queue = std::make_unique<CallQueue<BatchCall>>();
-  auto [calls, servers] = batch_calls(plan, std::nullopt);
+  BatchCalls batches = batch_calls(plan, std::nullopt);
   const auto deadline = std::chrono::system_clock::now() + options_.call_deadline;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    rpc::prepare_context(calls[i]->context, token_, deadline);
-    start_call(*queue, std::move(calls[i]), servers[i], prepare_batch(*stubs_[servers[i]]));
+  for (size_t i = 0; i < batches.calls.size(); ++i) {
+    const int server = batches.servers[i];
+    rpc::prepare_context(batches.calls[i]->context, token_, deadline);
+    start_call(*queue, std::move(batches.calls[i]), server, prepare_batch(*stubs_[server]));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   pushes_.push_back(std::move(queue));
 }
 
-std::vector<std::pair<int, std::vector<v1::PushRequest>>> ClientImpl::take_deferred(
-    const std::vector<int>& servers, bool by_lookup) {
+bool ClientImpl::add_deferred(BatchPlan& plan, const std::vector<int>& servers, bool by_lookup) {
   std::vector<std::pair<int, std::vector<v1::PushRequest>>> taken;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const int server : servers) {
-    Deferred& deferred = deferred_[static_cast<size_t>(server)];
-    if (deferred.pushes.empty()) continue;
-    taken.emplace_back(server, std::move(deferred.pushes));
-    deferred = Deferred{};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const int server : servers) {
+      Deferred& deferred = deferred_[static_cast<size_t>(server)];
+      if (deferred.pushes.empty()) continue;
+      taken.emplace_back(server, std::move(deferred.pushes));
+      deferred = Deferred{};
+    }
+    // Counted in the same lock that took them: a flush() that found nothing to send waits.
+    if (by_lookup && !taken.empty()) ++carrying_;
   }
-  // Counted in the same lock that took them: a flush() that found nothing to send waits for them.
-  if (by_lookup && !taken.empty()) ++carrying_;
-  return taken;
+  // Outside the lock: the plan asks batch_limits(), which takes it.
+  for (auto& [server, pushes] : taken) {
+    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
+  }
+  return !taken.empty();
 }
 
 void ClientImpl::carried_done() {
@@ -97,9 +103,7 @@ void ClientImpl::wait_for_pushes() {
 
 void ClientImpl::flush() {
   BatchPlan plan([this](int server) { return batch_limits(server); });
-  for (auto& [server, pushes] : take_deferred(all_servers())) {
-    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
-  }
+  add_deferred(plan, all_servers());
   send_pushes(plan);
   wait_for_pushes();
 }
@@ -124,9 +128,7 @@ void ClientImpl::step() {
   // One batch per server: the pushes deferred to it, then the steps of every table (Note
   // [batched calls]).
   BatchPlan plan([this](int server) { return batch_limits(server); });
-  for (auto& [server, pushes] : take_deferred(all_servers())) {
-    for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
-  }
+  add_deferred(plan, all_servers());
   std::vector<std::vector<PartPlace>> places(stepped.size());
   for (int server = 0; server < num_servers(); ++server) {
     for (size_t t = 0; t < stepped.size(); ++t) {
@@ -146,16 +148,13 @@ void ClientImpl::step() {
   for (const std::optional<bool> wave : plan.split()
                                             ? std::vector<std::optional<bool>>{false, true}
                                             : std::vector<std::optional<bool>>{std::nullopt}) {
-    std::vector<size_t> indices;
-    for (size_t i = 0; i < plan.batches().size(); ++i) {
-      if (!wave || plan.batches()[i].last == *wave) indices.push_back(i);
-    }
-    auto [requests, servers] = batch_calls(plan, wave);
+    BatchCalls batches = batch_calls(plan, wave);
     const auto deadline = std::chrono::system_clock::now() + timeout;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      rpc::prepare_context(requests[i]->context, token_, deadline);
-      calls[indices[i]] = &start_call(queue, std::move(requests[i]), servers[i],
-                                      prepare_batch(*stubs_[servers[i]]));
+    for (size_t i = 0; i < batches.calls.size(); ++i) {
+      const int server = batches.servers[i];
+      rpc::prepare_context(batches.calls[i]->context, token_, deadline);
+      calls[batches.batches[i]] =
+          &start_call(queue, std::move(batches.calls[i]), server, prepare_batch(*stubs_[server]));
     }
     queue.wait_or_cancel(Clock::now() + timeout + kCompletionMargin, kCompletionMargin);
     throw_first_failure(queue, operation);

@@ -90,13 +90,7 @@ std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<
   }
   // Per server: the pushes deferred to it, then its share of every table (Note [batched calls]).
   BatchPlan plan([this](int server) { return batch_limits(server); });
-  if (carry_pushes) {
-    auto taken = take_deferred(servers, /*by_lookup=*/true);
-    *carried = !taken.empty();
-    for (auto& [server, pushes] : taken) {
-      for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
-    }
-  }
+  if (carry_pushes) *carried = add_deferred(plan, servers, /*by_lookup=*/true);
   const int64_t wire_bytes = static_cast<int64_t>(c10::elementSize(wire));
   for (size_t t = 0; t < requests.size(); ++t) {
     const LookupPlan& table = pending->plans[t];
@@ -110,9 +104,9 @@ std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<
       pending->places.back().push_back(plan.add(share.server, std::move(requests[t][i]), answer));
     }
   }
-  auto [calls, call_servers] = batch_calls(plan, std::nullopt);
-  pending->requests = std::move(calls);
-  pending->servers = std::move(call_servers);
+  BatchCalls batches = batch_calls(plan, std::nullopt);
+  pending->requests = std::move(batches.calls);
+  pending->servers = std::move(batches.servers);
   return pending;
 }
 

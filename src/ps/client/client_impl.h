@@ -149,16 +149,19 @@ class ClientImpl final : public Client {
   // server serves one.
   BatchLimits batch_limits(int server) const;
   std::vector<BatchLimits> all_batch_limits() const;
-  // Calls for the batches of `plan` whose `last` is `last` (all of them: both), each to its
-  // server with `deadline` from now, address and answer size set; returned with their servers.
-  std::pair<std::vector<std::unique_ptr<BatchCall>>, std::vector<int>> batch_calls(
-      BatchPlan& plan, std::optional<bool> last) const;
+  // Calls for the batches of `plan` whose `last` is `last` (all of them: unset), address and
+  // answer size set, the requests moved out of the plan.
+  struct BatchCalls {
+    std::vector<std::unique_ptr<BatchCall>> calls;
+    std::vector<int> servers;     // calls[i] goes to servers[i]
+    std::vector<size_t> batches;  // and carries the plan's batch batches[i]
+  };
+  BatchCalls batch_calls(BatchPlan& plan, std::optional<bool> last) const;
   // Starts the batches of `plan` as pushes in flight (flush() and step() wait for them).
   void send_pushes(BatchPlan& plan);
-  // The pushes deferred to `servers`, taken out, in order per server. `by_lookup`: a lookup carries
-  // them; when there were some it counts as carrying pushes until carried_done().
-  std::vector<std::pair<int, std::vector<v1::PushRequest>>> take_deferred(
-      const std::vector<int>& servers, bool by_lookup = false);
+  // Moves the pushes deferred to `servers` into `plan`, in order per server; true when there were
+  // some. `by_lookup`: a lookup carries them, counted as carrying pushes until carried_done().
+  bool add_deferred(BatchPlan& plan, const std::vector<int>& servers, bool by_lookup = false);
   void carried_done();
   // Waits for the pushes in flight (and for lookups of other threads carrying deferred pushes)
   // and throws the first failure.
