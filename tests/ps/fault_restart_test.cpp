@@ -1,8 +1,9 @@
 // Parameter servers under faults, end to end (docs/ps.md "Restarts"): a hybrid job (remote
 // embedding bags, a layer on the servers through DenseModel and a DDP dense layer, sync,
-// deterministic) runs under `gradwire-run --servers 2 --max-restarts 2`, and a trainer, a server
-// or the process hosting both servers is SIGKILLed in the middle of a step. The job must end with
-// tables and dense parameters bit for bit equal to an uninterrupted run's.
+// deterministic; pushes sent at once or deferred to the step) runs under `gradwire-run --servers 2
+// --max-restarts 2`, and a trainer, a server or the process hosting both servers is SIGKILLed in
+// the middle of a step. The job must end with tables and dense parameters bit for bit equal to an
+// uninterrupted run's.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -99,6 +100,19 @@ TEST_F(FaultRestart, ATrainerKilledMidStepEndsBitIdentical) {
   EXPECT_TRUE(contains(job.stderr, "killed by signal 9")) << job.stderr;
   EXPECT_TRUE(contains(job.stderr, "restart 1 of 2")) << job.stderr;
   EXPECT_EQ(job.output, uninterrupted_->output);
+}
+
+TEST_F(FaultRestart, ATrainerHoldingDeferredPushesKilledMidStepEndsBitIdentical) {
+  // As above, with ClientOptions::defer_pushes: trainer 1 dies holding its gradients (they go
+  // with the step it never sends), and trainer 0's step carries its own pushes. A server killed
+  // mid-step likewise takes the step batches of both trainers down with it.
+  const JobResult trainer = run_job({"--defer-pushes", "die:1:6"});
+  ASSERT_TRUE(succeeded(trainer, 1)) << trainer.stderr;
+  EXPECT_TRUE(contains(trainer.stderr, "ps_fault_trainer: deferring pushes")) << trainer.stderr;
+  EXPECT_EQ(trainer.output, uninterrupted_->output);
+  const JobResult server = run_job({"--defer-pushes", "kill-server:0:8"});
+  ASSERT_TRUE(succeeded(server, 1)) << server.stderr;
+  EXPECT_EQ(server.output, uninterrupted_->output);
 }
 
 TEST_F(FaultRestart, TrainersKilledStepsAfterTheirCheckpointEndBitIdentical) {

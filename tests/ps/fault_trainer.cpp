@@ -3,7 +3,10 @@
 // parameters live on the servers too (DenseModel, SGD with momentum), a dense layer under DDP,
 // deterministic batches, and the checkpoint-and-resume pattern of docs/ps.md "Restarts".
 //
-//   ps_fault_trainer STEPS EVERY DIR OUT [FAULT...]
+//   ps_fault_trainer STEPS EVERY DIR OUT [--defer-pushes] [FAULT...]
+//
+// --defer-pushes: the client holds its pushes until the step (ClientOptions::defer_pushes), so a
+// trainer killed after its backward has sent none of them.
 //
 // Every EVERY steps each trainer writes its dense state (module, optimizer, step) to
 // DIR/trainer_RANK.pt; the servers run with --checkpoint-every EVERY. At start a trainer loads its
@@ -108,14 +111,17 @@ void append_raw(std::ofstream& out, const torch::Tensor& tensor) {
 }
 
 int run(int64_t steps, int64_t every, const std::string& dir, const std::string& out,
-        const std::vector<Fault>& faults) {
+        bool defer_pushes, const std::vector<Fault>& faults) {
   auto world = gradwire::init();
   auto comm = world->communicator();
   const int rank = comm->rank();
   const char* restart_text = std::getenv("TORCHELASTIC_RESTART_COUNT");
   const int restart = restart_text ? std::atoi(restart_text) : 0;
 
-  std::shared_ptr<gradwire::ps::Client> client = gradwire::ps::connect();
+  gradwire::ps::ClientOptions client_options;
+  client_options.defer_pushes = defer_pushes;
+  if (defer_pushes) std::fprintf(stderr, "ps_fault_trainer: deferring pushes\n");
+  std::shared_ptr<gradwire::ps::Client> client = gradwire::ps::connect(client_options);
   gradwire::ps::TableConfig table;
   table.name = "bags";
   table.num_rows = kRows;
@@ -211,13 +217,17 @@ int run(int64_t steps, int64_t every, const std::string& dir, const std::string&
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: ps_fault_trainer STEPS EVERY DIR OUT [FAULT...]\n");
+    std::fprintf(stderr,
+                 "usage: ps_fault_trainer STEPS EVERY DIR OUT [--defer-pushes] [FAULT...]\n");
     return 2;
   }
   try {
+    int first = 5;
+    const bool defer_pushes = argc > first && std::string(argv[first]) == "--defer-pushes";
+    if (defer_pushes) ++first;
     std::vector<Fault> faults;
-    for (int i = 5; i < argc; ++i) faults.push_back(parse_fault(argv[i]));
-    return run(std::stoll(argv[1]), std::stoll(argv[2]), argv[3], argv[4], faults);
+    for (int i = first; i < argc; ++i) faults.push_back(parse_fault(argv[i]));
+    return run(std::stoll(argv[1]), std::stoll(argv[2]), argv[3], argv[4], defer_pushes, faults);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ps_fault_trainer: %s\n", error.what());
     return 1;
