@@ -12,9 +12,19 @@ namespace gradwire::ddp {
 using torch::autograd::Node;
 using torch::autograd::variable_list;
 
+// std::shared_ptr<Node> in libtorch 1.13, c10::intrusive_ptr<Node> in 2.x.
+using NodeHandle =
+    decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+
+struct GradReadyHooks::Accumulators {
+  std::vector<NodeHandle> nodes;
+};
+
 GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params,
-                               std::function<void(size_t)> on_ready) {
-  accumulators_.reserve(params.size());
+                               std::function<void(size_t)> on_ready)
+    : accumulators_(std::make_unique<Accumulators>()) {
+  auto& accumulators = accumulators_->nodes;
+  accumulators.reserve(params.size());
   keys_.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
@@ -24,12 +34,13 @@ GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params,
           return outputs;
         });
     keys_.push_back(accumulator->add_post_hook(std::move(hook)));
-    accumulators_.push_back(std::move(accumulator));
+    accumulators.push_back(std::move(accumulator));
   }
 }
 
 GradReadyHooks::~GradReadyHooks() {
-  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(keys_[i]);
+  const auto& accumulators = accumulators_->nodes;
+  for (size_t i = 0; i < accumulators.size(); ++i) accumulators[i]->del_post_hook(keys_[i]);
 }
 
 std::vector<bool> GradReadyHooks::reachable_from(const std::vector<at::Tensor>& outputs) const {
@@ -52,9 +63,10 @@ std::vector<bool> GradReadyHooks::reachable_from(const std::vector<at::Tensor>& 
     stack.pop_back();
     for (const auto& edge : node->next_edges()) visit(edge.function.get());
   }
-  std::vector<bool> reachable(accumulators_.size());
-  for (size_t i = 0; i < accumulators_.size(); ++i) {
-    reachable[i] = seen.count(accumulators_[i].get()) > 0;
+  const auto& accumulators = accumulators_->nodes;
+  std::vector<bool> reachable(accumulators.size());
+  for (size_t i = 0; i < accumulators.size(); ++i) {
+    reachable[i] = seen.count(accumulators[i].get()) > 0;
   }
   return reachable;
 }

@@ -1,6 +1,7 @@
 // The only file of gradwire that uses libtorch's autograd internals (torch/csrc/autograd: gradient
-// accumulators, post hooks, the engine's end-of-backward callback). These APIs are the same in
-// libtorch 1.13 and 2.x.
+// accumulators, post hooks, the engine's end-of-backward callback), and so the adapter for them:
+// the calls are the same in libtorch 1.13 and 2.x, but 2.x holds a Node by c10::intrusive_ptr where
+// 1.13 holds it by std::shared_ptr, which the .cpp takes from the calls' own types.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -9,10 +10,6 @@
 #include <functional>
 #include <memory>
 #include <vector>
-
-namespace torch::autograd {
-struct Node;
-}
 
 namespace gradwire::ddp {
 
@@ -31,7 +28,8 @@ class GradReadyHooks {
   std::vector<bool> reachable_from(const std::vector<at::Tensor>& outputs) const;
 
  private:
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  struct Accumulators;  // the parameters' gradient accumulators, held by libtorch's own pointer type
+  std::unique_ptr<Accumulators> accumulators_;
   std::vector<uintptr_t> keys_;
 };
 

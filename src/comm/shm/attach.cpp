@@ -47,7 +47,7 @@ Segment join_segment(c10d::Store& store, int rank, const Layout& layout, int por
     segment->control(rank).pid.store(getpid(), std::memory_order_release);
     if (store.add(kAttachedKey, 1) == layout.ranks) {
       unlink_segment(name);
-      store.set(kUnlinkedKey, {'1'});
+      store.set(kUnlinkedKey, std::vector<uint8_t>{'1'});
     }
     wait_key(store, kUnlinkedKey, timeout, "every rank to attach the shared-memory segment");
   } catch (...) {

@@ -1,6 +1,8 @@
 // The registry of sparse optimizers and what they share (sparse_optimizer.h).
 #include "ps/core/sparse_optimizer.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <string>
 
 #include "gradwire/common/error.h"
