@@ -129,10 +129,27 @@ endif()
 # One target carrying torch + c10d's Gloo. Torch's own imported targets carry its include
 # directories, so nothing here names a path inside torch's install (which may lie anywhere, a
 # virtual environment of the project included).
+# The torch wheel's libraries find the CUDA libraries of the wheel's nvidia-* packages at run time
+# through an RPATH relative to themselves ($ORIGIN/../../nvidia/...), which GNU ld does not follow
+# when it checks a program's link: it would take the machine's own, older libnccl.so.2 and report
+# NCCL functions missing. GRADWIRE_TORCH_LINK_OPTIONS names those directories to the linker; the
+# build puts them on gradwire_torch, the installed package on gradwire::gradwire_torch.
+set(GRADWIRE_TORCH_LINK_OPTIONS "")
+if(TORCH_INSTALL_PREFIX)
+  file(GLOB _gw_nvidia_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(_gw_dir IN LISTS _gw_nvidia_lib_dirs)
+    get_filename_component(_gw_dir "${_gw_dir}" ABSOLUTE)
+    list(APPEND GRADWIRE_TORCH_LINK_OPTIONS "LINKER:-rpath-link,${_gw_dir}")
+  endforeach()
+endif()
+
 if(NOT TARGET gradwire_torch)
   add_library(gradwire_torch INTERFACE)
   target_link_libraries(gradwire_torch INTERFACE ${TORCH_LIBRARIES} ${GRADWIRE_GLOO_LIBRARY}
                         Threads::Threads)
+  foreach(_gw_option IN LISTS GRADWIRE_TORCH_LINK_OPTIONS)
+    target_link_options(gradwire_torch INTERFACE "$<BUILD_INTERFACE:${_gw_option}>")
+  endforeach()
   target_include_directories(gradwire_torch SYSTEM INTERFACE ${GLOO_INCLUDE_DIR})
   target_compile_definitions(gradwire_torch INTERFACE USE_C10D_GLOO)
   if(GRADWIRE_WITH_NCCL)

@@ -62,7 +62,11 @@ TEST_P(HomedGradients, GradKeepsItsObjectAndLivesInOneBucketFromTheSecondStepOn)
         DistributedDataParallel<MlpImpl> ddp(model, w.communicator(), DdpOptions{});
         auto optimizer = make_sgd(*model);
         for (const auto& batch : prepared.batches) {
-          optimizer.zero_grad();
+          // Zeroed in place, as 1.13's zero_grad() does; 2.x's default resets .grad to none, and
+          // a reset gradient is homed again at the next backward (docs/ddp.md, Homed gradients).
+          for (auto& p : model->parameters()) {
+            if (p.grad().defined()) p.mutable_grad().zero_();
+          }
           auto output = ddp(rank_chunk(batch.input, rank, kWorld));
           torch::mse_loss(output, rank_chunk(batch.target, rank, kWorld)).backward();
           optimizer.step();

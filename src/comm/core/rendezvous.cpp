@@ -10,6 +10,8 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "comm/diagnostics/store_connection.h"
+
 #include "gradwire/common/error.h"
 
 namespace gradwire {
@@ -76,7 +78,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
       continue;
     }
     try {
-      return c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+      return connect_tcp_store(world.master_addr, options);
     } catch (const std::exception& e) {
       auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "comm/diagnostics/store_connection.h"
+
 #include "gradwire/common/error.h"
 
 namespace gradwire {
@@ -154,13 +156,8 @@ c10::intrusive_ptr<c10d::Store> connect_board_store(const c10::intrusive_ptr<c10
   options.waitWorkers = false;
   // libtorch 1.13 rounds the connect timeout down to whole seconds: below 1 s it never connects.
   options.timeout = std::max(timeout, std::chrono::milliseconds(1000));
-  auto board_store = c10::make_intrusive<c10d::TCPStore>(tcp->getHost(), options);
-  // libtorch 1.13 puts the timeout on the connection's socket only in wait() (and get()); until
-  // then a request to a stopped host would wait for its reply forever.
-  const std::string key = "gradwire/board_connections";
-  board_store->add(key, 1);
-  board_store->wait({key}, options.timeout);
-  return board_store;
+  // Every request on this connection times out: a stopped host cannot hold the error path.
+  return connect_tcp_store(tcp->getHost(), options);
 }
 
 }  // namespace gradwire
