@@ -55,6 +55,7 @@ CollectiveRow make_collective_row(std::uint64_t bytes, std::int64_t count,
 void print_collectives_header(std::ostream& out, const RunMetadata& metadata) {
   out << "# gradwire-bench collectives\n"
       << "# gradwire " << metadata.gradwire_version << ", torch " << metadata.torch_version
+      << (metadata.torch_cuda.empty() ? " (CPU only)" : " (CUDA " + metadata.torch_cuda + ")")
       << ", backend " << metadata.backend << ", ranks " << metadata.ranks << ", threads per rank "
       << metadata.threads_per_rank
       << (metadata.bound_cpus.empty() ? std::string()

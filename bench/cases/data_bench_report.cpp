@@ -83,6 +83,7 @@ void print_data_header(std::ostream& out, const RunMetadata& metadata,
                        const DataSettings& settings) {
   out << "# gradwire-bench data\n"
       << "# gradwire " << metadata.gradwire_version << ", torch " << metadata.torch_version
+      << (metadata.torch_cuda.empty() ? " (CPU only)" : " (CUDA " + metadata.torch_cuda + ")")
       << ", ranks up to " << metadata.ranks << "\n"
       << "# " << metadata.cpu_model << ", " << metadata.cores << " cores, host "
       << metadata.hostname << ", " << metadata.date << "\n"

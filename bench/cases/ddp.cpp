@@ -188,7 +188,7 @@ class DdpSweep {
     hardware_.cores = context_.machine_cores;  // the machine's, not this bound rank's
     DdpHeader header;
     header.gradwire_version = version();
-    header.torch_version = torch_version();
+    header.torch_version = torch_description();
     header.backend = backends_text();
     header.bucket_cap_mb = settings_.bucket_cap_mb;
     header.first_bucket_mb = benchmark_ddp_options(setup_for("")).first_bucket_mb;
@@ -370,7 +370,8 @@ class DdpSweep {
     document["implementation"] = "gradwire";
     // PyTorch benchmark.py's fields, same meaning.
     document["pytorch_version"] = torch_version();
-    document["cuda_version"] = nullptr;
+    document["cuda_version"] = torch_cuda_version().empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(torch_cuda_version());
     document["distributed_backend"] = backends_text();
     const double bucket = settings_.bucket_cap_mb;
     document["bucket_size"] = bucket == static_cast<double>(static_cast<std::int64_t>(bucket))

@@ -66,7 +66,7 @@ OptionTable<DdpSettings> ddp_options() {
                     "and pool the measurements",
                     positive_number)
       .option("--python", &Settings::python,
-              "Python with torch for --reference [python3, then /usr/bin/python3]")
+              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
       .option("--reference-script", &Settings::reference_script,
               "path of ddp_reference.py [the source tree's, then the installed copy]");
   return options;

@@ -8,7 +8,7 @@ namespace gradwire::bench {
 
 void print_hybrid_header(std::ostream& out, const HybridSettings& s, const std::string& reference,
                          const HardwareInfo& hardware) {
-  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, version(), torch_version());
+  print_suite_title(out, "hybrid (DDP + parameter servers)", 49, version(), torch_description());
   out << "* Distributed backend: " << s.backend << " (dense part), gRPC (servers)\n"
       << "* Trainers: " << s.trainers << ", parameter servers: " << s.servers
       << ", one intra-op thread per trainer\n"

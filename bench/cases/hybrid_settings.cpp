@@ -51,7 +51,7 @@ OptionTable<HybridSettings> hybrid_options() {
                     "run gradwire and the reference alternately this many times and pool",
                     positive_number)
       .option("--python", &Settings::python,
-              "Python with torch for --reference [python3, then /usr/bin/python3]")
+              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
       .option("--reference-script", &Settings::reference_script,
               "path of hybrid_reference.py [the source tree's, then the installed copy]")
       .option<std::string>(

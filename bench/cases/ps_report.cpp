@@ -129,7 +129,7 @@ nlohmann::json ps_settings_json(const PsSettings& s, const PsThreads& threads) {
 
 void print_ps_header(std::ostream& out, const PsHeader& header) {
   const PsSettings& s = header.settings;
-  print_suite_title(out, "ps (dense parameter servers)", 49, version(), torch_version());
+  print_suite_title(out, "ps (dense parameter servers)", 49, version(), torch_description());
   out << "* Model: " << s.model << ", " << s.num_classes << " classes, " << s.image_size << "x"
       << s.image_size << " synthetic images (one batch per trainer, made before the clock, seed "
       << s.seed << "), cross-entropy\n"

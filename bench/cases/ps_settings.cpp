@@ -103,7 +103,7 @@ OptionTable<PsSettings> ps_options() {
       .option("--json", &Settings::json_path, "write the results to this JSON file")
       .option("--html", &Settings::html_path, "draw the results into this HTML page")
       .option("--python", &Settings::python,
-              "Python with torch for --reference [python3, then /usr/bin/python3]")
+              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
       .option("--reference-script", &Settings::reference_script,
               "path of ps_reference.py [the source tree's, then the installed copy]");
   return options;

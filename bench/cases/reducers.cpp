@@ -92,7 +92,7 @@ class ReducersStudy {
   void print_header() {
     hardware_ = describe_hardware();
     hardware_.cores = context_.machine_cores;  // the machine's, not this bound rank's
-    print_suite_title(std::cout, "reducers", 41, version(), torch_version());
+    print_suite_title(std::cout, "reducers", 41, version(), torch_description());
     std::cout << "* Distributed backend: " << context_.communicator.backend() << "\n"
               << "* Model: " << settings_.model << ", batch " << settings_.batch_size
               << " per rank, " << settings_.image_size << "x" << settings_.image_size

@@ -1,5 +1,9 @@
 #include "harness/python.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "gradwire/common/error.h"
@@ -7,15 +11,33 @@
 
 namespace gradwire::bench {
 
-std::vector<std::string> python_candidates(const std::string& preferred) {
+std::vector<std::string> python_candidates(const std::string& preferred,
+                                           const std::vector<std::string>& environments) {
   if (!preferred.empty()) return {preferred};
-  return {"python3", "/usr/bin/python3"};
+  std::vector<std::string> candidates = environments;
+  candidates.push_back("python3");
+  candidates.push_back("/usr/bin/python3");
+  return candidates;
+}
+
+std::vector<std::string> environment_pythons() {
+  std::vector<std::string> pythons;
+  const char* active = std::getenv("VIRTUAL_ENV");
+  for (const std::string& python :
+       {active ? std::string(active) + "/bin/python" : std::string(),
+        std::string(GRADWIRE_BENCH_PROJECT_PYTHON)}) {
+    if (!python.empty() && access(python.c_str(), X_OK) == 0 &&
+        std::find(pythons.begin(), pythons.end(), python) == pythons.end()) {
+      pythons.push_back(python);
+    }
+  }
+  return pythons;
 }
 
 PythonSearch find_python_with_torch(const std::string& preferred, const std::string& module) {
   const std::string imports = module.empty() ? "torch" : "torch, " + module;
   PythonSearch search;
-  for (const auto& python : python_candidates(preferred)) {
+  for (const auto& python : python_candidates(preferred, environment_pythons())) {
     const CommandOutput probe = run_command(
         {python, "-c", "import sys, " + imports + "; sys.stdout.write(torch.__version__)"});
     if (probe.succeeded()) {

@@ -15,9 +15,17 @@ struct PythonTorch {
   std::string torch_version;  // torch.__version__ as it reports it
 };
 
-// The interpreters tried, in order: `preferred` alone when given; else python3 on PATH, then
-// /usr/bin/python3 (where Debian's python3-torch lives when PATH has another python3 first).
-std::vector<std::string> python_candidates(const std::string& preferred);
+// The interpreters tried, in order: `preferred` alone when given; else the `environments'`
+// interpreters (virtual environments' bin/python that exist: the active one, $VIRTUAL_ENV, then
+// the project's .venv, where scripts/setup --torch-wheel puts PyTorch 2.x), then python3 on PATH,
+// then /usr/bin/python3 (where Debian's python3-torch, PyTorch 1.13, lives when PATH has another
+// python3 first). Pure.
+std::vector<std::string> python_candidates(const std::string& preferred,
+                                           const std::vector<std::string>& environments = {});
+
+// The virtual environments' interpreters that exist here: $VIRTUAL_ENV/bin/python, then the
+// project's .venv/bin/python (the source tree this gradwire-bench was built from).
+std::vector<std::string> environment_pythons();
 
 struct PythonSearch {
   std::optional<PythonTorch> found;

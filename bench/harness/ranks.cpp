@@ -147,6 +147,7 @@ RunMetadata run_metadata(const RankContext& context, const std::vector<std::stri
   RunMetadata metadata = collect_machine_metadata();
   metadata.gradwire_version = version();
   metadata.torch_version = torch_version();
+  metadata.torch_cuda = torch_cuda_version();
   metadata.backend = context.communicator.backend();
   metadata.ranks = context.communicator.size();
   metadata.threads_per_rank = context.threads_per_rank;
@@ -161,6 +162,7 @@ RunMetadata conductor_metadata(const std::string& backend, int ranks, int thread
   RunMetadata metadata = collect_machine_metadata();
   metadata.gradwire_version = version();
   metadata.torch_version = torch_version();
+  metadata.torch_cuda = torch_cuda_version();
   metadata.backend = backend;
   metadata.ranks = ranks;
   metadata.threads_per_rank = threads_per_rank;

@@ -66,6 +66,8 @@ RunMetadata collect_machine_metadata() {
 nlohmann::json to_json(const RunMetadata& metadata) {
   return {{"gradwire_version", metadata.gradwire_version},
           {"torch_version", metadata.torch_version},
+          {"torch_cuda", metadata.torch_cuda.empty() ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(metadata.torch_cuda)},
           {"backend", metadata.backend},
           {"ranks", metadata.ranks},
           {"threads_per_rank", metadata.threads_per_rank},

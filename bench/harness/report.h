@@ -20,6 +20,7 @@ inline constexpr int kSchemaVersion = 1;
 struct RunMetadata {
   std::string gradwire_version;
   std::string torch_version;
+  std::string torch_cuda;    // CUDA runtime of the libtorch (torch_cuda_version), empty: CPU only
   std::string backend;       // communicator backend, e.g. "gloo"
   int ranks = 1;             // world size
   int threads_per_rank = 1;  // at::get_num_threads() in each rank

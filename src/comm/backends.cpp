@@ -1,6 +1,9 @@
 #include "comm/backends.h"
 
 #include <torch/cuda.h>
+#if defined(GRADWIRE_WITH_NCCL)
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 
 #include <optional>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -38,7 +41,6 @@ BackendTraits gloo_traits(const WorldInfo& world, const InitOptions& options, co
   const auto settings = gloo_settings(world, options, env, timeout);
   BackendTraits traits;
   traits.name = "gloo";
-  traits.device = c10::DeviceType::CPU;
   traits.make = [settings](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
     return c10d_adapter::make_gloo(store, rank, size, settings);
   };
@@ -79,7 +81,6 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
   traits.avg_in_pass = true;  // core/reduce_kernels.h: the sum is scaled as it is stored
   traits.native_bfloat16 = true;
   traits.native_reduce_scatter = true;
-  traits.device = c10::DeviceType::CPU;
   traits.make = [gloo, shm](const c10::intrusive_ptr<c10d::Store>& store, int rank,
                             int size) -> c10d_adapter::BackendPtr {
     auto point_to_point = c10d_adapter::make_gloo(
@@ -102,7 +103,6 @@ BackendTraits hierarchical_traits(const WorldInfo& world, const InitOptions& opt
   traits.name = "hierarchical";
   traits.native_avg = true;
   traits.native_bfloat16 = true;
-  traits.device = c10::DeviceType::CPU;
   traits.make = [hierarchical](const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                int size) -> c10d_adapter::BackendPtr {
     return c10::make_intrusive<HierarchicalProcessGroup>(store, rank, size, hierarchical);
@@ -117,7 +117,8 @@ BackendTraits nccl_traits(std::chrono::milliseconds timeout) {
   traits.native_avg = true;
   traits.avg_in_pass = true;  // ncclAvg
   traits.native_bfloat16 = true;
-  traits.device = c10::DeviceType::CUDA;
+  // The device this process's ranks use: the one current when init() runs (set_device(LOCAL_RANK)).
+  traits.device = c10::Device(c10::kCUDA, c10::cuda::current_device());
   traits.make = [timeout](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
     return c10d_adapter::make_nccl(store, rank, size, timeout);
   };

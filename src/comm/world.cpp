@@ -2,6 +2,7 @@
 #include "gradwire/comm/world.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <atomic>
 #include <iostream>
@@ -89,5 +90,17 @@ std::unique_ptr<World> init(const InitOptions& options) {
 }
 
 std::string torch_version() { return c10d_adapter::torch_version_string(); }
+
+std::string torch_cuda_version() {
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (!hooks.hasCUDART()) return "";
+  const long version = hooks.versionCUDART();  // 1000 * major + 10 * minor
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::string torch_description() {
+  const std::string cuda = torch_cuda_version();
+  return torch_version() + (cuda.empty() ? " (CPU only)" : " (CUDA " + cuda + ")");
+}
 
 }  // namespace gradwire

@@ -2,4 +2,5 @@
 
 namespace gradwire {
 std::string version() { return GRADWIRE_VERSION_STRING; }
+std::string built_with() { return GRADWIRE_BUILT_WITH; }
 }  // namespace gradwire

@@ -87,16 +87,20 @@ std::optional<std::string> find_model_mismatch(
 void check_model_across_ranks(torch::nn::Module& module, Communicator& comm) {
   if (comm.size() < 2) return;
   std::string mine = join_lines(describe_model(module));
-  auto opts = at::TensorOptions().dtype(at::kLong);
-  at::Tensor length = at::full({1}, static_cast<int64_t>(mine.size()), opts);
-  at::Tensor lengths = at::empty({comm.size()}, opts);
+  // Exchanged on the communicator's device (CUDA for nccl), read on the CPU.
+  const auto on_device = at::TensorOptions().device(comm.device());
+  at::Tensor length = at::full({1}, static_cast<int64_t>(mine.size()), on_device.dtype(at::kLong));
+  at::Tensor lengths = at::empty({comm.size()}, on_device.dtype(at::kLong));
   comm.allgather(length, lengths)->wait();
+  lengths = lengths.cpu();
   int64_t longest = lengths.max().item<int64_t>();
 
   at::Tensor text = at::zeros({std::max<int64_t>(longest, 1)}, at::kByte);
   std::copy(mine.begin(), mine.end(), text.data_ptr<uint8_t>());
-  at::Tensor all = at::empty({comm.size() * text.numel()}, at::kByte);
+  text = text.to(comm.device());
+  at::Tensor all = at::empty({comm.size() * text.numel()}, on_device.dtype(at::kByte));
   comm.allgather(text, all)->wait();
+  all = all.cpu();
 
   std::vector<std::vector<std::string>> descriptions;
   const auto* bytes = reinterpret_cast<const char*>(all.data_ptr<uint8_t>());

@@ -180,7 +180,11 @@ void Reducer::rebuild_buckets_if_due() {
   for (size_t k = 0; k < rebuild_order_.size(); ++k) {
     order[static_cast<int64_t>(k)] = static_cast<int64_t>(rebuild_order_[k]);
   }
-  if (comm_->size() > 1) comm_->broadcast(order, 0)->wait();  // rank 0 decides
+  if (comm_->size() > 1) {  // rank 0 decides, over the communicator's device
+    at::Tensor on_device = order.to(comm_->device());
+    comm_->broadcast(on_device, 0)->wait();
+    order = on_device.cpu();
+  }
   std::vector<size_t> chosen(params_.size());
   const int64_t* data = order.data_ptr<int64_t>();
   for (size_t k = 0; k < chosen.size(); ++k) chosen[k] = static_cast<size_t>(data[k]);
@@ -378,7 +382,11 @@ void Reducer::fail_unused(const std::vector<size_t>& missing) {
 at::Tensor Reducer::reduce_used_map() {
   at::Tensor used = at::empty({static_cast<int64_t>(used_.size())}, at::kInt);
   std::copy(used_.begin(), used_.end(), used.data_ptr<int32_t>());
-  if (comm_->size() > 1) comm_->allreduce(used, ReduceOp::kMax)->wait();
+  if (comm_->size() > 1) {
+    at::Tensor on_device = used.to(comm_->device());
+    comm_->allreduce(on_device, ReduceOp::kMax)->wait();
+    used = on_device.cpu();
+  }
   return used;
 }
 

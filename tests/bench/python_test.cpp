@@ -11,9 +11,13 @@
 namespace gradwire::bench {
 namespace {
 
-TEST(PythonTest, CandidatesArePreferredAloneOrPython3ThenDebians) {
+TEST(PythonTest, CandidatesArePreferredAloneOrEnvironmentsThenPython3ThenDebians) {
   EXPECT_EQ(python_candidates(""), (std::vector<std::string>{"python3", "/usr/bin/python3"}));
   EXPECT_EQ(python_candidates("/opt/py"), (std::vector<std::string>{"/opt/py"}));
+  EXPECT_EQ(python_candidates("", {"/venv/bin/python"}),
+            (std::vector<std::string>{"/venv/bin/python", "python3", "/usr/bin/python3"}));
+  EXPECT_EQ(python_candidates("/opt/py", {"/venv/bin/python"}),
+            (std::vector<std::string>{"/opt/py"}));
 }
 
 TEST(PythonTest, AMissingInterpreterIsAValueNamingWhatWasTried) {

@@ -29,6 +29,7 @@
 
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/version.h"
 #include "gradwire/launch/launcher.h"
 
 namespace {
@@ -133,6 +134,8 @@ int run(int argc, char** argv) {
   app.prefix_command();  // stop parsing at PROGRAM: its flags belong to it
   CommandLine line;
   add_options(app, line);
+  app.set_version_flag("--version", "gradwire-run " + gradwire::version() + " (" +
+                                        gradwire::built_with() + ")");
 
   try {
     app.parse(argc, argv);

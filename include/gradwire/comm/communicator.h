@@ -94,6 +94,11 @@ class Communicator {
   // kAvg (ddp/comm_hook.h).
   virtual bool averages_while_reducing() const { return false; }
 
+  // The device its collectives take tensors on: CPU, or for nccl the CUDA device current when the
+  // world was made (the launcher's LOCAL_RANK, set with c10::cuda::set_device before init()).
+  // Callers put their own small tensors (DDP's model check, bucket order, used map) there.
+  virtual at::Device device() const { return at::kCPU; }
+
   // A communicator over the given ranks of this one (sorted, distinct, containing rank()); its
   // rank() is this process's index in `ranks`. Called by the members only, in the same order on
   // each; blocks until all members joined or the timeout passed (TimeoutError naming the absent).

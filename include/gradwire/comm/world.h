@@ -100,4 +100,11 @@ std::string world_of_one_notice();
 // The libtorch version gradwire was built against, e.g. "1.13.0".
 std::string torch_version();
 
+// The CUDA runtime version of the libtorch this process runs on, e.g. "13.2"; empty for a libtorch
+// built without CUDA. Says nothing about whether a GPU is visible (torch::cuda::is_available).
+std::string torch_cuda_version();
+
+// torch_version() with its CUDA: "2.15.0 (CUDA 13.2)" or "1.13.0 (CPU only)".
+std::string torch_description();
+
 }  // namespace gradwire

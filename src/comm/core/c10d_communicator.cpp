@@ -127,9 +127,9 @@ void C10dCommunicator::check_tensor(const char* op, const at::Tensor& tensor) co
     throw InvalidArgument(std::string("gradwire ") + op +
                           ": tensor must be contiguous; call .contiguous() first");
   }
-  if (tensor.device().type() != shared_->traits.device) {
+  if (tensor.device().type() != shared_->traits.device.type()) {
     throw InvalidArgument(std::string("gradwire ") + op + ": the " + shared_->traits.name +
-                          " backend takes " + c10::DeviceTypeName(shared_->traits.device, true) +
+                          " backend takes " + c10::DeviceTypeName(shared_->traits.device.type(), true) +
                           " tensors, got one on " + tensor.device().str());
   }
 }

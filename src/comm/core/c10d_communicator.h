@@ -24,7 +24,7 @@ struct BackendTraits {
   // backend's send/recv (core/ring_reduce_scatter.h), whose messages use the tags 2^30 .. 2^31-1:
   // user send/recv on such a communicator must keep below 2^30.
   bool native_reduce_scatter = false;
-  c10::DeviceType device = c10::DeviceType::CPU;
+  c10::Device device{c10::kCPU};  // collectives take tensors on this device's type
   // Builds the backend for `size` members on `store` (already prefixed).
   std::function<c10d_adapter::BackendPtr(const c10::intrusive_ptr<c10d::Store>&, int rank,
                                          int size)>
@@ -57,6 +57,7 @@ class C10dCommunicator : public Communicator {
   int size() const override { return static_cast<int>(world_ranks_.size()); }
   std::string backend() const override { return shared_->traits.name; }
   bool averages_while_reducing() const override { return shared_->traits.avg_in_pass; }
+  at::Device device() const override { return shared_->traits.device; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
   std::chrono::milliseconds timeout() const override { return shared_->timeout; }
 
