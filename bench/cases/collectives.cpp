@@ -33,18 +33,31 @@ namespace {
 // Sizes at or above this get a progress line on stderr (they take long enough to wonder).
 constexpr std::uint64_t kProgressBytes = std::uint64_t{16} << 20;
 
+// `values` (on the CPU) reduced over the ranks on the communicator's device; the result on the CPU.
+at::Tensor reduced(Communicator& communicator, const at::Tensor& values, ReduceOp op) {
+  at::Tensor on_device = values.to(communicator.device());
+  communicator.allreduce(on_device, op)->wait();
+  return on_device.cpu();
+}
+
 // The slowest rank's time for each iteration.
 std::vector<double> slowest_rank_seconds(Communicator& communicator,
                                          const std::vector<double>& seconds) {
-  at::Tensor times = at::tensor(at::ArrayRef<double>(seconds), at::kDouble);
-  communicator.allreduce(times, ReduceOp::kMax)->wait();
+  const at::Tensor times = reduced(
+      communicator, at::tensor(at::ArrayRef<double>(seconds), at::kDouble), ReduceOp::kMax);
   return std::vector<double>(times.data_ptr<double>(), times.data_ptr<double>() + times.numel());
 }
 
 std::int64_t sum_over_ranks(Communicator& communicator, std::int64_t value) {
-  at::Tensor total = at::full({1}, value, at::kLong);
-  communicator.allreduce(total, ReduceOp::kSum)->wait();
-  return total.item<std::int64_t>();
+  return reduced(communicator, at::full({1}, value, at::kLong), ReduceOp::kSum)
+      .item<std::int64_t>();
+}
+
+// `buffers` as they are on the CPU, or copies on `device`.
+CollectiveBuffers on(const CollectiveBuffers& buffers, const at::Device& device) {
+  if (device.is_cpu()) return buffers;
+  return {buffers.input.to(device),
+          buffers.output.defined() ? buffers.output.to(device) : at::Tensor()};
 }
 
 // Runs `counts.warmup` untimed iterations, then more in doubling batches until the slowest rank
@@ -58,9 +71,8 @@ int warm_up(Communicator& communicator, const IterationPolicy& policy,
   for (int batch = counts.warmup; batch > 0;) {
     const Stopwatch clock;
     for (int i = 0; i < batch; ++i) body();
-    at::Tensor elapsed = at::full({1}, clock.seconds(), at::kDouble);
-    communicator.allreduce(elapsed, ReduceOp::kMax)->wait();
-    spent += elapsed.item<double>();
+    spent += reduced(communicator, at::full({1}, clock.seconds(), at::kDouble), ReduceOp::kMax)
+                 .item<double>();
     done += batch;
     if (spent >= policy.min_warmup_seconds) break;
     batch = std::min(done, kMostIterations - done);
@@ -84,14 +96,17 @@ std::optional<CollectiveRow> measure_size(RankContext& context, Communicator& co
               << format_bytes(bytes) << ": at least " << iterations.warmup << " warm-up + "
               << iterations.timed << " timed iterations" << std::endl;
   }
-  CollectiveBuffers buffers = op.allocate(count, ranks);
+  // Filled and checked on the CPU (`host`), issued on the communicator's device (`buffers`).
+  CollectiveBuffers host = op.allocate(count, ranks);
   if (shared_buffers) {
-    buffers.input = communicator.shared_buffer(count, buffers.input.scalar_type());
+    host.input = communicator.shared_buffer(count, host.input.scalar_type());
   }
-  op.fill(buffers, communicator.rank());
+  op.fill(host, communicator.rank());
+  CollectiveBuffers buffers = on(host, communicator.device());
   op.issue(communicator, buffers)->wait();
+  const CollectiveBuffers result = on(buffers, at::kCPU);
   const std::int64_t wrong =
-      sum_over_ranks(communicator, op.count_wrong(buffers, communicator.rank(), ranks));
+      sum_over_ranks(communicator, op.count_wrong(result, communicator.rank(), ranks));
   auto once = [&] { op.issue(communicator, buffers)->wait(); };
   iterations.warmup = warm_up(communicator, policy, iterations, once);
   const std::vector<double> seconds = time_iterations({0, iterations.timed}, once);

@@ -73,6 +73,9 @@ OptionTable<CollectivesSettings> collectives_options() {
               "shared (Communicator::shared_buffer; the shm backend reduces them in place) "
               "[ordinary]",
               names_from({"ordinary", "shared"}))
+      .option("--device", &Settings::device,
+              "where the tensors live: cpu, or cuda (one GPU per rank, the nccl backend) [cpu]",
+              names_from({"cpu", "cuda"}))
       .option("--json", &Settings::json_path, "write the results to this JSON file");
   return options;
 }
@@ -82,6 +85,17 @@ CollectivesSettings resolve_collectives_settings(const OptionTable<CollectivesSe
   settings.sizes = doubling_sizes(settings.min_bytes, settings.max_bytes);
   // An explicit --iters below the preset's floor lowers the floor too.
   settings.policy.min_iters = std::min(settings.policy.min_iters, settings.policy.iters);
+  if (settings.device == "cuda") {
+    if (settings.backends.empty()) settings.backends = {"nccl"};
+    for (const auto& backend : settings.backends) {
+      if (backend != "nccl") {
+        throw InvalidArgument("--device cuda takes the nccl backend, not '" + backend + "'");
+      }
+    }
+    for (const auto& kind : settings.buffers) {
+      if (kind == "shared") throw InvalidArgument("--buffers shared are CPU memory: not with --device cuda");
+    }
+  }
   settings.backends = resolve_backends(settings.backends);
   return settings;
 }

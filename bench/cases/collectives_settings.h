@@ -26,6 +26,9 @@ struct CollectivesSettings {
   // (at::zeros) or "shared" (Communicator::shared_buffer, which the shm backend allreduces in
   // place without copies; like nccl-tests' registered buffers).
   std::vector<std::string> buffers = {"ordinary"};
+  // Where the tensors live: "cpu", or "cuda" (each rank's GPU is its local rank's; the backends
+  // default to, and must be, nccl).
+  std::string device = "cpu";
   std::string json_path;  // empty: no JSON
 };
 
@@ -46,7 +49,8 @@ std::vector<std::string> resolve_backends(const std::vector<std::string>& given)
 // Pure: "gloo,shm".
 std::string join_backends(const std::vector<std::string>& backends);
 
-// Pure. Throws InvalidArgument for malformed sizes, min > max, or a backend given twice.
+// Pure. Throws InvalidArgument for malformed sizes, min > max, a backend given twice, or a backend
+// other than nccl with --device cuda.
 CollectivesSettings resolve_collectives_settings(const OptionTable<CollectivesSettings>& options);
 
 }  // namespace gradwire::bench

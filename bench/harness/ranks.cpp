@@ -92,6 +92,8 @@ int run_as_rank(const RankOptions& options, const std::function<int(RankContext&
     const int threads = options.threads_per_rank.value_or(
         bound_cpus.empty() ? default_threads_per_rank(available_cores(), info.local_world_size)
                            : available_cores());
+    // nccl takes one GPU per rank: this rank's is its local rank's, as with torchrun.
+    if (options.backend == "nccl") set_cuda_device(info.local_rank);
     auto world = init(init_options);
     // After init, which may apply its own default: the benchmark's choice wins.
     at::set_num_threads(threads);

@@ -1,6 +1,7 @@
 // Data-parallel training of a small classifier with gradwire's DistributedDataParallel.
 //
 //   build/bin/gradwire-run --nproc-per-node 2 build/bin/example-ddp-train [steps]
+//   build/bin/gradwire-run --nproc-per-node gpu build/bin/example-ddp-train [steps]   (a GPU each)
 //
 // Every rank draws the same synthetic dataset, trains on its own shard of each global batch and
 // ends with the same parameters; each rank prints a checksum of them so that can be checked.
@@ -29,8 +30,16 @@ struct ClassifierImpl : torch::nn::Module {
 TORCH_MODULE(Classifier);
 
 int run(int steps) {
+  // With GPUs each worker trains on its own, the one its local rank names (gradwire-run
+  // --nproc-per-node gpu, torchrun), and init() picks the nccl backend; otherwise the CPU.
+  const bool cuda = torch::cuda::is_available();
+  if (cuda) {
+    gradwire::set_cuda_device(
+        gradwire::resolve_world({}, gradwire::EnvMap::from_process()).local_rank);
+  }
   auto world = gradwire::init();
   auto comm = world->communicator();
+  const torch::Device device = comm->device();
   const int rank = comm->rank();
   const int ranks = comm->size();
   constexpr int64_t kGlobalBatch = 64;
@@ -38,6 +47,7 @@ int run(int steps) {
   torch::manual_seed(0);  // the same data on every rank; DDP makes the parameters equal anyway
   torch::Tensor centers = torch::randn({4, 20}) * 2;
   Classifier model;
+  model->to(device);
   gradwire::ddp::DistributedDataParallel ddp(model, comm);  // the one line DDP adds
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
 
@@ -45,8 +55,8 @@ int run(int steps) {
     torch::Tensor labels = torch::randint(0, 4, {kGlobalBatch});
     torch::Tensor inputs = centers.index_select(0, labels) + torch::randn({kGlobalBatch, 20});
     // This rank's shard of the global batch.
-    torch::Tensor x = inputs.chunk(ranks)[rank];
-    torch::Tensor y = labels.chunk(ranks)[rank];
+    torch::Tensor x = inputs.chunk(ranks)[rank].to(device);
+    torch::Tensor y = labels.chunk(ranks)[rank].to(device);
 
     optimizer.zero_grad();
     torch::Tensor loss = torch::nn::functional::cross_entropy(ddp(x), y);

@@ -1,9 +1,7 @@
 #include "comm/backends.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
-#if defined(GRADWIRE_WITH_NCCL)
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 #include <optional>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -118,7 +116,7 @@ BackendTraits nccl_traits(std::chrono::milliseconds timeout) {
   traits.avg_in_pass = true;  // ncclAvg
   traits.native_bfloat16 = true;
   // The device this process's ranks use: the one current when init() runs (set_device(LOCAL_RANK)).
-  traits.device = c10::Device(c10::kCUDA, c10::cuda::current_device());
+  traits.device = c10::impl::getDeviceGuardImpl(c10::kCUDA)->getDevice();
   traits.make = [timeout](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
     return c10d_adapter::make_nccl(store, rank, size, timeout);
   };

@@ -3,6 +3,8 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/cuda.h>
 
 #include <atomic>
 #include <iostream>
@@ -96,6 +98,19 @@ std::string torch_cuda_version() {
   if (!hooks.hasCUDART()) return "";
   const long version = hooks.versionCUDART();  // 1000 * major + 10 * minor
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+void set_cuda_device(int index) {
+  const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  if (index < 0 || index >= visible) {
+    throw InvalidArgument("set_cuda_device(" + std::to_string(index) + "): " +
+                          (torch_cuda_version().empty()
+                               ? "libtorch " + torch_version() + " was built without CUDA"
+                               : std::to_string(visible) + " GPU(s) visible") +
+                          "; check CUDA_VISIBLE_DEVICES and the workers per node");
+  }
+  c10::impl::getDeviceGuardImpl(c10::kCUDA)
+      ->setDevice(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
 }
 
 std::string torch_description() {

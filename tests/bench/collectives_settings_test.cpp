@@ -43,6 +43,17 @@ TEST(CollectivesSettingsTest, QuickPresetIsSmallerAndFlagsOverrideIt) {
   EXPECT_EQ(join_backends(settings.backends), "shm,gloo");
 }
 
+TEST(CollectivesSettingsTest, CudaDeviceTakesNcclOnly) {
+  EXPECT_EQ(resolve("").device, "cpu");
+  const CollectivesSettings cuda = resolve("--device cuda");
+  EXPECT_EQ(cuda.device, "cuda");
+  EXPECT_EQ(cuda.backends, std::vector<std::string>{"nccl"});
+  EXPECT_EQ(resolve("--device cuda --backend nccl").backends, std::vector<std::string>{"nccl"});
+  EXPECT_THROW(resolve("--device cuda --backend gloo"), InvalidArgument);
+  EXPECT_THROW(resolve("--device cuda --buffers shared"), InvalidArgument);
+  EXPECT_THROW(resolve("--device gpu"), CLI::ValidationError);  // CLI11 names the choices
+}
+
 TEST(CollectivesSettingsTest, RejectsBadInput) {
   EXPECT_THROW(resolve("-b 1M -e 1K"), InvalidArgument);
   EXPECT_THROW(resolve("-b lots"), InvalidArgument);

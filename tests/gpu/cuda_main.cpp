@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
   if (gradwire::torch_cuda_version().empty()) {
     std::cout << "gpu_cuda_test: skipped: libtorch " << gradwire::torch_version()
               << " was built without CUDA\n";

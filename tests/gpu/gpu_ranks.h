@@ -6,10 +6,6 @@
 
 #include <functional>
 
-#if defined(GRADWIRE_WITH_CUDA)
-#include <c10/cuda/CUDAFunctions.h>
-#endif
-
 #include "gradwire/comm/communicator.h"
 #include "gradwire/comm/world.h"
 #include "support/rank_threads.h"
@@ -21,9 +17,7 @@ namespace gradwire::testing {
 inline void on_gpus(int ranks, const std::function<void(int, World&)>& fn) {
   const int port = free_port();
   run_threads(ranks, [&](int rank) {
-#if defined(GRADWIRE_WITH_CUDA)
-    c10::cuda::set_device(static_cast<c10::DeviceIndex>(rank));
-#endif
+    set_cuda_device(rank);
     InitOptions options = loopback_options(rank, ranks, port, std::chrono::seconds(60));
     options.backend = "nccl";
     auto world = init(options);

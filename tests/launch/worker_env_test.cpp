@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gradwire/common/error.h"
+#include "gradwire/launch/launcher.h"
 
 namespace gradwire::launch::detail {
 namespace {
@@ -185,3 +186,36 @@ TEST(WorkerEnvTest, RunWorkersRejectsInvalidOptionsBeforeStartingAnything) {
 
 }  // namespace
 }  // namespace gradwire::launch::detail
+
+namespace gradwire::launch {
+namespace {
+
+TEST(WorkersPerNodeTest, NumbersGpuCpuAndAutoAsTorchrunTakesThem) {
+  const EnvMap none;
+  EXPECT_EQ(resolve_nproc_per_node("3", none, 0, 2), 3);
+  EXPECT_EQ(resolve_nproc_per_node("gpu", none, 8, 2), 8);
+  EXPECT_EQ(resolve_nproc_per_node("cpu", none, 8, 2), 2);
+  EXPECT_EQ(resolve_nproc_per_node("auto", none, 8, 2), 8);
+  EXPECT_EQ(resolve_nproc_per_node("auto", none, 0, 2), 2);
+  // CUDA_VISIBLE_DEVICES narrows what the driver lists, up to its first invalid entry.
+  EXPECT_EQ(resolve_nproc_per_node("gpu", EnvMap{{"CUDA_VISIBLE_DEVICES", "2,3"}}, 8, 2), 2);
+  EXPECT_EQ(visible_gpu_count(EnvMap{{"CUDA_VISIBLE_DEVICES", "0,-1,2"}}, 8), 1);
+  EXPECT_EQ(visible_gpu_count(EnvMap{{"CUDA_VISIBLE_DEVICES", ""}}, 8), 0);
+  EXPECT_EQ(visible_gpu_count(EnvMap{{"CUDA_VISIBLE_DEVICES", "0,1,2"}}, 1), 1);
+}
+
+TEST(WorkersPerNodeTest, GpuWithoutOneAndOtherWordsAreRefused) {
+  try {
+    resolve_nproc_per_node("gpu", EnvMap{{"CUDA_VISIBLE_DEVICES", "-1"}}, 2, 2);
+    ADD_FAILURE() << "gpu with no visible GPU was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU is visible"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES is -1"), std::string::npos);
+  }
+  EXPECT_THROW(resolve_nproc_per_node("gpus", EnvMap{}, 2, 2), InvalidArgument);
+  EXPECT_THROW(resolve_nproc_per_node("-1", EnvMap{}, 2, 2), InvalidArgument);
+  EXPECT_THROW(resolve_nproc_per_node("", EnvMap{}, 2, 2), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradwire::launch

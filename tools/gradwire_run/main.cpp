@@ -22,9 +22,11 @@
 // interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
 // executed; 1 for other launcher errors (e.g. a server that never accepted connections).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gradwire/common/env.h"
@@ -44,13 +46,16 @@ struct CommandLine {
   std::string server_program;  // empty: the default (LaunchOptions::server_command)
   std::vector<std::string> server_args;
   std::string server_ready_timeout = "30s";
+  std::string nproc_per_node = "1";  // a number, gpu, cpu or auto (resolve_nproc_per_node)
 };
 
 void add_options(CLI::App& app, CommandLine& line) {
   auto& options = line.options;
   // Each option also accepts torchrun's underscore spelling (--nproc_per_node).
-  app.add_option("-n,--nproc-per-node,--nproc_per_node", options.nproc_per_node,
-                 "Workers to start on this node")
+  app.add_option("-n,--nproc-per-node,--nproc_per_node", line.nproc_per_node,
+                 "Workers to start on this node: a number, gpu (one per visible GPU, each with "
+                 "LOCAL_RANK to pick its own), cpu (one per CPU) or auto (gpu when a GPU is "
+                 "visible, else cpu)")
       ->capture_default_str();
   app.add_option("--nnodes", options.nnodes, "Nodes in the job")->capture_default_str();
   app.add_option("--node-rank,--node_rank", options.node_rank, "This node's index in [0, nnodes)")
@@ -143,6 +148,9 @@ int run(int argc, char** argv) {
     if (line.options.command.empty()) {
       throw CLI::RequiredError("PROGRAM (the program each worker runs)");
     }
+    line.options.nproc_per_node = gradwire::launch::resolve_nproc_per_node(
+        line.nproc_per_node, gradwire::EnvMap::from_process(), gradwire::launch::driver_gpu_count(),
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
     if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
     if (!line.server_program.empty() || !line.server_args.empty()) {

@@ -107,4 +107,10 @@ std::string torch_cuda_version();
 // torch_version() with its CUDA: "2.15.0 (CUDA 13.2)" or "1.13.0 (CPU only)".
 std::string torch_description();
 
+// Makes CUDA device `index` current for the calling thread, as torch.cuda.set_device does. A
+// worker calls it with its local rank (WorldInfo::local_rank, LOCAL_RANK) before init(), so that
+// the nccl backend, DDP's buckets and its own tensors use its GPU. InvalidArgument when libtorch
+// has no CUDA or no such device is visible.
+void set_cuda_device(int index);
+
 }  // namespace gradwire

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::launch {
@@ -225,5 +226,17 @@ LaunchResult run_workers(const LaunchOptions& options);
 
 // A TCP port on `address` that was free when asked (bind to port 0, read it, close).
 int pick_free_port(const std::string& address = "127.0.0.1");
+
+// --nproc-per-node as torchrun takes it: a number; "gpu", one worker per visible GPU (InvalidArgument
+// when none is visible); "cpu", one per CPU (`cpus`); "auto", gpu when a GPU is visible, else cpu.
+// InvalidArgument for anything else. Pure.
+int resolve_nproc_per_node(const std::string& text, const EnvMap& env, int driver_gpus, int cpus);
+
+// The GPUs a worker will see: the driver's `driver_gpus`, or as many as CUDA_VISIBLE_DEVICES names
+// (a comma-separated list up to its first invalid entry, as the CUDA runtime reads it). Pure.
+int visible_gpu_count(const EnvMap& env, int driver_gpus);
+
+// The GPUs the NVIDIA driver lists (/proc/driver/nvidia/gpus); 0 without the driver.
+int driver_gpu_count();
 
 }  // namespace gradwire::launch
