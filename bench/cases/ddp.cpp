@@ -173,6 +173,7 @@ class DdpSweep {
     setup.gradient_as_bucket_view = settings_.gradient_as_bucket_view;
     setup.shared_buckets = settings_.shared_buckets;
     setup.comm_hook = settings_.comm_hooks.front();
+    setup.device = settings_.device;
     return setup;
   }
 
@@ -381,6 +382,7 @@ class DdpSweep {
     document["gradwire_version"] = version();
     document["torch_version"] = torch_version();
     document["preset"] = settings_.preset;
+    document["device"] = settings_.device;
     document["image_size"] = settings_.image_size;
     document["threads_per_rank"] = context_.threads_per_rank;
     document["bound_cpus"] = context_.bound_cpus;  // rank 0's; empty: not bound

@@ -40,6 +40,9 @@ std::vector<std::string> reference_command(const PythonTorch& python, const std:
                                       "--world-sizes",   world_sizes,
                                       "--threads",       std::to_string(threads_per_rank),
                                       "--quiet"};
+  if (settings.device == "cuda") {
+    for (const char* arg : {"--device", "cuda", "--backend", "nccl"}) command.push_back(arg);
+  }
   if (settings.interleave) command.push_back("--interleave");
   if (settings.gradient_as_bucket_view) command.push_back("--gradient-as-bucket-view");
   if (!json_path.empty()) {

@@ -40,6 +40,9 @@ OptionTable<DdpSettings> ddp_options() {
       .option("--comm-hook", &Settings::comm_hooks,
               "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 [allreduce]",
               comma_separated)
+      .option("--device", &Settings::device,
+              "where the model trains: cpu, or cuda (a GPU per rank, the nccl backend) [cpu]",
+              names_from({"cpu", "cuda"}))
       .option("--json", &Settings::json_path, "write the results to this JSON file")
       .option("--html", &Settings::html_path,
               "draw the results into this HTML page (gradwire-bench report)")
@@ -108,6 +111,14 @@ DdpSettings resolve_ddp_settings(const OptionTable<DdpSettings>& options,
   // Inside a job every rank takes part (the idle ones wait), so the sweep needs all of them.
   if (job_world_size) settings.ranks = *job_world_size;
 
+  if (settings.device == "cuda") {
+    if (settings.backends.empty()) settings.backends = {"nccl"};
+    for (const auto& backend : settings.backends) {
+      if (backend != "nccl") {
+        throw InvalidArgument("--device cuda takes the nccl backend, not '" + backend + "'");
+      }
+    }
+  }
   settings.backends = resolve_backends(settings.backends);
   const auto known = ddp::comm_hook_names();
   for (const auto& hook : settings.comm_hooks) {

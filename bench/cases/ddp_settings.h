@@ -25,6 +25,9 @@ struct DdpSettings {
   // The largest default world size when gradwire-bench starts the ranks: 1, 2, 4, ... up to it.
   int max_ranks = 2;
   int ranks = 1;  // processes the sweep needs: the largest world size
+  // "cpu", or "cuda": each rank trains on its local rank's GPU; the backends default to, and must
+  // be, nccl (--device).
+  std::string device = "cpu";
   std::string json_path;
   std::string html_path;
   bool reference_pytorch = false;

@@ -60,8 +60,13 @@ class TrainingLoop {
                std::uint64_t seed) {
     SyntheticTraining training = make_synthetic_training(setup, seed);
     model_ = training.model;
-    input_ = training.input;  // random data, generated once
-    target_ = training.target;
+    // A CUDA rank's GPU is the current one (set_cuda_device with its local rank, ranks.cpp).
+    device_ = setup.device == "cuda" ? communicator ? communicator->device()
+                                                    : torch::Device(torch::kCUDA)
+                                     : torch::Device(torch::kCPU);
+    model_->to(device_);
+    input_ = training.input.to(device_);  // random data, generated once
+    target_ = training.target.to(device_);
     optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), sgd_options(setup));
     if (communicator) {
       ddp_ = std::make_unique<ddp::DistributedDataParallel<torch::nn::SequentialImpl>>(
@@ -80,6 +85,7 @@ class TrainingLoop {
     loss.backward();
     const double backward = clock.lap();
     optimizer_->step();
+    if (device_.is_cuda()) torch::cuda::synchronize(device_.index());  // its kernels ran
     const double whole = clock.seconds();
     if (record == nullptr) return;
     record->seconds.push_back(whole);
@@ -99,6 +105,7 @@ class TrainingLoop {
 
  private:
   torch::nn::Sequential model_{nullptr};
+  torch::Device device_{torch::kCPU};
   torch::Tensor input_;
   torch::Tensor target_;
   std::unique_ptr<torch::optim::SGD> optimizer_;

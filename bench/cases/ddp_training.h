@@ -34,6 +34,8 @@ struct TrainingSetup {
   bool gradient_as_bucket_view = false;  // DdpOptions::gradient_as_bucket_view
   bool shared_buckets = true;            // DdpOptions::shared_buckets
   std::string comm_hook = "allreduce";   // DdpOptions::comm_hook, by ddp::make_comm_hook name
+  // Where the model, its batch and its buckets live; a CUDA iteration ends when its kernels have.
+  std::string device = "cpu";
   // The SGD optimizer (upstream's by default: lr 0.001, momentum 0.9, weight decay 1e-4).
   double lr = 0.001;
   double momentum = 0.9;

@@ -65,13 +65,16 @@ class Loop:
     def __init__(self, args, name, group, seed):
         torch.manual_seed(seed)
         model, shape, classes = make_model(name, args.image_size)
-        self.inputs = torch.randn([args.batch_size] + shape)
-        self.target = torch.randint(0, classes, [args.batch_size])
+        self.device = args.torch_device
+        model.to(self.device)
+        self.inputs = torch.randn([args.batch_size] + shape).to(self.device)
+        self.target = torch.randint(0, classes, [args.batch_size]).to(self.device)
         self.optimizer = torch.optim.SGD(model.parameters(), 0.001, momentum=0.9,
                                          weight_decay=1e-4)
         if group is not None:
             model = torch.nn.parallel.DistributedDataParallel(
                 model, process_group=group, bucket_cap_mb=args.bucket_cap_mb,
+                device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 broadcast_buffers=False, gradient_as_bucket_view=args.gradient_as_bucket_view)
         self.model = model
 
@@ -81,6 +84,8 @@ class Loop:
         self.optimizer.zero_grad(set_to_none=False)
         F.cross_entropy(self.model(self.inputs), self.target).backward()
         self.optimizer.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # the iteration's kernels, not their launches
         return time.perf_counter() - start
 
 
@@ -142,11 +147,12 @@ def sweep(args, name, rank):
                 rounds.append({"ranks": [0], "ddp": True, "label": "ddp", "measurements": paired})
             else:
                 log("%s, DDP on %d rank%s" % (name, size, "" if size == 1 else "s"))
-                mine = torch.tensor(train_and_time(args, name, group, rank), dtype=torch.float64)
+                mine = torch.tensor(train_and_time(args, name, group, rank), dtype=torch.float64,
+                                    device=args.torch_device)
                 everyone = [torch.empty_like(mine) for _ in range(size)]
                 dist.all_gather(everyone, mine, group=group)
                 rounds.append({"ranks": list(range(size)), "ddp": True, "label": "ddp",
-                               "measurements": torch.cat(everyone).tolist()})
+                               "measurements": torch.cat(everyone).cpu().tolist()})
         dist.barrier()
     return rounds
 
@@ -162,6 +168,8 @@ def main():
     parser.add_argument("--world-sizes", default="")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="cuda: rank r on GPU r modulo the GPUs (use --backend nccl)")
     parser.add_argument("--json", default="")
     parser.add_argument("--quiet", action="store_true", help="no table on stdout")
     parser.add_argument("--gradient-as-bucket-view", action="store_true")
@@ -174,6 +182,12 @@ def main():
     if args.self_test:
         sys.exit(0 if check_parameter_counts(TORCHVISION_MODELS) else 1)
     torch.set_num_threads(args.threads)
+    args.torch_device = torch.device("cpu")
+    if args.device == "cuda":
+        # gradwire-bench starts each reference rank as a node of its own: one host, GPU = rank.
+        rank = int(os.environ.get("RANK", "0"))
+        args.torch_device = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(args.torch_device)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(hours=1))
     rank, world = dist.get_rank(), dist.get_world_size()
     args.world_sizes = [int(s) for s in args.world_sizes.split(",")] if args.world_sizes \
@@ -209,6 +223,7 @@ def main():
             "iterations": args.iterations,
             "interleave": args.interleave,
             "gradient_as_bucket_view": args.gradient_as_bucket_view,
+            "device": args.device,
             "benchmark_results": results,
         }
         with open(args.json + ".tmp", "w") as f:
