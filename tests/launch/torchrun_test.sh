@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# gradwire workers under PyTorch 2.x's torchrun (Debian's 1.13 torchrun is broken): the DDP example
+# on 2 workers with torchrun's default rendezvous and with --rdzv-backend c10d ends with the same
+# parameters on both ranks as under gradwire-run; with --max-restarts 1, a worker that dies in the
+# first attempt is restarted by torchrun, sees TORCHELASTIC_RESTART_COUNT=1, and the job finishes.
+# Exit 77 (ctest: skipped, with the reason) when no torchrun of PyTorch 2.x is found: the project's
+# .venv (scripts/setup --torch-wheel), else torchrun on PATH.
+# Usage: torchrun_test.sh SOURCE_DIR BIN_DIR
+set -euo pipefail
+source_dir=$1
+bin=$2
+torchrun=""
+for candidate in "$source_dir/.venv/bin/torchrun" "$(command -v torchrun || true)"; do
+  [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+  python=$(head -1 "$candidate" | sed 's/^#!//')
+  if "$python" -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
+    torchrun=$candidate
+    break
+  fi
+done
+if [ -z "$torchrun" ]; then
+  echo "torchrun_test: skipped: no torchrun of PyTorch 2.x (scripts/setup --torch-wheel installs one into .venv)"
+  exit 77
+fi
+echo "torchrun_test: $torchrun ($("$python" -c 'import torch; print(torch.__version__)'))"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+checksums() { grep -o "rank [0-9] parameter checksum .*" "$1" | sort; }
+export OMP_NUM_THREADS=1 GRADWIRE_BACKEND=gloo
+
+"$bin/gradwire-run" --nproc-per-node 2 --master-port "$(port)" "$bin/example-ddp-train" 5 \
+  >"$scratch/gradwire-run.txt" 2>&1
+want=$(checksums "$scratch/gradwire-run.txt" | sed 's/^rank [0-9] //' | sort -u)
+[ "$(wc -l <<<"$want")" = 1 ] || { cat "$scratch/gradwire-run.txt"; echo "ranks differ under gradwire-run" >&2; exit 1; }
+
+check() {  # NAME TORCHRUN-ARGS...: the example under torchrun ends with gradwire-run's parameters
+  local name=$1
+  shift
+  timeout 240 "$torchrun" "$@" --no-python "$bin/example-ddp-train" 5 >"$scratch/$name.txt" 2>&1 ||
+    { cat "$scratch/$name.txt"; echo "torchrun $name failed" >&2; exit 1; }
+  local got
+  got=$(checksums "$scratch/$name.txt")
+  if [ "$(wc -l <<<"$got")" != 2 ] || [ "$(sed 's/^rank [0-9] //' <<<"$got" | sort -u)" != "$want" ]; then
+    cat "$scratch/$name.txt"
+    echo "torchrun $name: checksums '$got', gradwire-run's '$want'" >&2
+    exit 1
+  fi
+  echo "torchrun $name: both ranks end with gradwire-run's parameters ($want)"
+}
+check default --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "$(port)"
+check c10d --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$(port)"
+
+# A worker that dies in the first attempt: torchrun restarts the group once.
+cat >"$scratch/dies_once.sh" <<SCRIPT
+#!/usr/bin/env bash
+echo "attempt \$TORCHELASTIC_RESTART_COUNT rank \$RANK"
+if [ "\$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "\$RANK" = 1 ]; then kill -9 \$\$; fi
+exec "$bin/example-ddp-train" 5
+SCRIPT
+chmod +x "$scratch/dies_once.sh"
+timeout 240 "$torchrun" --nproc-per-node 2 --max-restarts 1 --rdzv-backend c10d \
+  --rdzv-endpoint "127.0.0.1:$(port)" --no-python "$scratch/dies_once.sh" >"$scratch/restart.txt" 2>&1 ||
+  { cat "$scratch/restart.txt"; echo "torchrun --max-restarts 1 failed" >&2; exit 1; }
+grep -q "attempt 1 rank 1" "$scratch/restart.txt" ||
+  { cat "$scratch/restart.txt"; echo "no second attempt with TORCHELASTIC_RESTART_COUNT=1" >&2; exit 1; }
+[ "$(checksums "$scratch/restart.txt" | sed 's/^rank [0-9] //' | sort -u)" = "$want" ] ||
+  { cat "$scratch/restart.txt"; echo "the restarted job ended elsewhere" >&2; exit 1; }
+echo "torchrun --max-restarts 1: rank 1 killed in attempt 0, restarted with TORCHELASTIC_RESTART_COUNT=1, same parameters"
