@@ -55,6 +55,13 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
                                              const std::vector<double>& reference_seconds,
                                              std::int64_t batch_size);
 
+// Pure: compute parity, the plain training step (no DDP, one rank) of both sides timed in the same
+// run: "plain step (no ddp): gradwire p50 0.0900s, pytorch p50 0.1000s, 0.900x", followed by a
+// warning line when they differ by more than 10%, since every DDP ratio then also measures a
+// difference in plain compute. Empty when either side has no measurement.
+std::vector<std::string> compute_parity_lines(const std::vector<double>& gradwire_seconds,
+                                              const std::vector<double>& reference_seconds);
+
 // Pure: the reference's round matching `round` (same ddp flag and world size, and the same variant
 // when both name one), if any.
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round);

@@ -95,6 +95,20 @@ int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node) {
   return static_cast<int>(std::max(1u, cores / procs));
 }
 
+// Note [worker allocator]: with glibc's defaults a training loop that frees and re-allocates its
+// activations every iteration hands the memory back to the kernel and page-faults it in again
+// (dear on a VM: docs/launcher.md, "Allocator"). Workers get glibc's thresholds raised, as
+// gradwire-bench's processes do, unless the user chose: GRADWIRE_MALLOC=system, either variable
+// set, or an allocator preloaded (LD_PRELOAD).
+void apply_allocator_policy(const EnvMap& parent, std::map<std::string, std::string>& env) {
+  if (inherited(parent, "GRADWIRE_MALLOC") == "system") return;
+  for (const char* chosen : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD"}) {
+    if (parent.get(chosen)) return;
+  }
+  env["MALLOC_MMAP_THRESHOLD_"] = kWorkerMmapThreshold;
+  env["MALLOC_TRIM_THRESHOLD_"] = kWorkerTrimThreshold;
+}
+
 int global_rank(const LaunchOptions& options, int local_rank) {
   return options.node_rank * options.nproc_per_node + local_rank;
 }
@@ -136,6 +150,7 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
     env["OMP_NUM_THREADS"] = std::to_string(options.threads_per_worker.value_or(default_threads));
   }
+  apply_allocator_policy(context.parent, env);
   env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
   if (!context.server_addresses.empty()) {
     env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);

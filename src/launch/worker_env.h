@@ -31,6 +31,15 @@ struct WorkerEnvContext {
   std::vector<std::vector<int>> bound_cpus;
 };
 
+// The glibc thresholds workers get (Note [worker allocator] in worker_env.cpp): allocations up to
+// 32 MiB (glibc's largest mmap threshold) come from the heap, and freed memory stays mapped.
+inline constexpr const char* kWorkerMmapThreshold = "33554432";
+inline constexpr const char* kWorkerTrimThreshold = "1073741824";
+
+// Sets MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ in `env` unless `parent` says the user
+// chose (GRADWIRE_MALLOC=system, either variable, LD_PRELOAD). Pure.
+void apply_allocator_policy(const EnvMap& parent, std::map<std::string, std::string>& env);
+
 // OMP_NUM_THREADS used when neither the parent environment nor threads_per_worker sets it and
 // the workers are not bound: max(1, hardware_threads / nproc_per_node). (Bound workers: the
 // number of their CPUs.)

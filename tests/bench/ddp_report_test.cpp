@@ -41,6 +41,17 @@ TEST(DdpTableTest, ComparisonShowsBothAndTheRatio) {
   EXPECT_EQ(lines[2].back(), 'x');  // no trailing blanks
 }
 
+TEST(DdpTableTest, ComputeParitySaysWhenThePlainStepsDifferByMoreThanTenPercent) {
+  const auto close = compute_parity_lines({0.095}, {0.1});
+  ASSERT_EQ(close.size(), 1u);
+  EXPECT_EQ(close[0], "plain step (no ddp): gradwire p50 0.0950s, pytorch p50 0.1000s, 0.950x");
+  const auto apart = compute_parity_lines({0.32}, {0.0865});
+  ASSERT_EQ(apart.size(), 2u);
+  EXPECT_NE(apart[1].find("differ by more than 10%"), std::string::npos) << apart[1];
+  EXPECT_EQ(compute_parity_lines({0.08}, {0.1}).size(), 2u);  // faster by more than 10% too
+  EXPECT_TRUE(compute_parity_lines({}, {0.1}).empty());
+}
+
 TEST(DdpComparisonTest, MatchesRoundsAndNamesMissingOnes) {
   DdpRound baseline;
   baseline.ddp = false;

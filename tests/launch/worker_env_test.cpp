@@ -187,6 +187,27 @@ TEST(WorkerEnvTest, RunWorkersRejectsInvalidOptionsBeforeStartingAnything) {
 }  // namespace
 }  // namespace gradwire::launch::detail
 
+namespace gradwire::launch::detail {
+namespace {
+
+TEST(AllocatorPolicyTest, WorkersKeepFreedMemoryUnlessTheUserChose) {
+  std::map<std::string, std::string> env;
+  apply_allocator_policy(EnvMap{}, env);
+  EXPECT_EQ(env["MALLOC_MMAP_THRESHOLD_"], kWorkerMmapThreshold);
+  EXPECT_EQ(env["MALLOC_TRIM_THRESHOLD_"], kWorkerTrimThreshold);
+  for (const EnvMap& chose : {EnvMap{{"GRADWIRE_MALLOC", "system"}},
+                              EnvMap{{"MALLOC_TRIM_THRESHOLD_", "0"}},
+                              EnvMap{{"MALLOC_MMAP_THRESHOLD_", "65536"}},
+                              EnvMap{{"LD_PRELOAD", "libjemalloc.so.2"}}}) {
+    std::map<std::string, std::string> untouched;
+    apply_allocator_policy(chose, untouched);
+    EXPECT_TRUE(untouched.empty());
+  }
+}
+
+}  // namespace
+}  // namespace gradwire::launch::detail
+
 namespace gradwire::launch {
 namespace {
 
