@@ -138,6 +138,8 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(context.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
   env.erase("GRADWIRE_BOUND_CPUS");
+  // gradwire-run hosts no store of its own for the workers (rank 0 does), whatever launched it.
+  env.erase("TORCHELASTIC_USE_AGENT_STORE");
   int default_threads =
       default_threads_per_worker(context.hardware_threads, options.nproc_per_node);
   if (!context.bound_cpus.empty()) {

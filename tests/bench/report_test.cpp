@@ -73,7 +73,7 @@ TEST(JsonReportTest, RoundTripKeepsSchemaVersionAndFields) {
   EXPECT_EQ(read.at("benchmark"), "collectives");
   const auto& meta = read.at("metadata");
   for (const char* field :
-       {"gradwire_version", "torch_version", "backend", "ranks", "threads_per_rank", "cpu_model",
+       {"gradwire_version", "torch_version", "torch_cuda", "backend", "ranks", "threads_per_rank", "cpu_model",
         "cores", "hostname", "date", "memcpy_gbps", "command"}) {
     EXPECT_TRUE(meta.contains(field)) << field;
   }

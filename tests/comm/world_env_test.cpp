@@ -33,6 +33,17 @@ TEST(ResolveWorld, Torchrun) {
   EXPECT_EQ(w.master_port, 29500);
 }
 
+TEST(ResolveWorld, TorchrunAgentStoreIsUsedUnderTheAttemptsPrefix) {
+  std::map<std::string, std::string> vars = {{"RANK", "0"},           {"WORLD_SIZE", "2"},
+                                             {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}};
+  EXPECT_EQ(resolve_world({}, EnvMap(vars)).agent_store_prefix, "");  // rank 0 hosts the store
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  vars["TORCHELASTIC_RESTART_COUNT"] = "2";
+  EXPECT_EQ(resolve_world({}, EnvMap(vars)).agent_store_prefix, "/worker/attempt_2");
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(resolve_world({}, EnvMap(vars)).agent_store_prefix, "");
+}
+
 TEST(ResolveWorld, OpenMpi) {
   EnvMap env({{"OMPI_COMM_WORLD_RANK", "5"},
               {"OMPI_COMM_WORLD_SIZE", "8"},

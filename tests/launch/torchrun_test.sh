@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gradwire workers under PyTorch 2.x's torchrun (Debian's 1.13 torchrun is broken): the DDP example
-# on 2 workers with torchrun's default rendezvous and with --rdzv-backend c10d ends with the same
-# parameters on both ranks as under gradwire-run; with --max-restarts 1, a worker that dies in the
-# first attempt is restarted by torchrun, sees TORCHELASTIC_RESTART_COUNT=1, and the job finishes.
+# on 2 workers with torchrun's default rendezvous and with --rdzv-backend c10d (both through the
+# store torchrun's agent hosts) ends with the same parameters on both ranks as under gradwire-run;
+# with --max-restarts 1, a worker that dies in the first attempt is restarted by torchrun, sees
+# TORCHELASTIC_RESTART_COUNT=1 (its keys under the next attempt's prefix), and the job finishes.
+# A gradwire built against libtorch 1.13 is refused by both rendezvous with an error saying why.
 # Exit 77 (ctest: skipped, with the reason) when no torchrun of PyTorch 2.x is found: the project's
 # .venv (scripts/setup --torch-wheel), else torchrun on PATH.
 # Usage: torchrun_test.sh SOURCE_DIR BIN_DIR
@@ -48,6 +50,23 @@ check() {  # NAME TORCHRUN-ARGS...: the example under torchrun ends with gradwir
   fi
   echo "torchrun $name: both ranks end with gradwire-run's parameters ($want)"
 }
+# torchrun 2.x hosts the rendezvous store in its agent (TORCHELASTIC_USE_AGENT_STORE=True, with
+# the default static rendezvous and with c10d's). A gradwire built against libtorch 1.13 cannot
+# talk to that 2.x store: each way must be refused with an error that says so.
+if "$bin/gradwire-run" --version | grep -q "libtorch 1\."; then
+  for args in "--master-addr 127.0.0.1 --master-port $(port)" \
+              "--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:$(port)"; do
+    # shellcheck disable=SC2086
+    if timeout 120 "$torchrun" --nproc-per-node 2 $args --no-python "$bin/example-ddp-train" 5 \
+        >"$scratch/refused.txt" 2>&1 || ! grep -q "cannot talk to a libtorch 2.x store" "$scratch/refused.txt"; then
+      cat "$scratch/refused.txt"
+      echo "torchrun $args with libtorch 1.13: expected the error naming the store" >&2
+      exit 1
+    fi
+    echo "torchrun $args: refused with libtorch 1.13, saying why"
+  done
+  exit 0
+fi
 check default --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "$(port)"
 check c10d --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$(port)"
 

@@ -39,6 +39,11 @@ struct WorldInfo {
   int local_world_size = 1;
   std::string master_addr;
   int master_port = 0;  // 0 for a world of one, which needs no rendezvous port
+  // Set when torchrun's agent hosts the store at MASTER_ADDR:MASTER_PORT itself
+  // (TORCHELASTIC_USE_AGENT_STORE=True, its static rendezvous): every rank connects as a client and
+  // keys go under this prefix, "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>", as PyTorch's env://
+  // does, since the agent's store outlives a restart. Empty: rank 0 hosts the store.
+  std::string agent_store_prefix;
   // Where the values came from; kNone: no launcher, a world of one.
   EnvFlavour flavour = EnvFlavour::kExplicit;
 };

@@ -27,6 +27,11 @@ using BackendBase = c10d::ProcessGroup;
 using BackendPtr = c10::intrusive_ptr<BackendBase>;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
+// Whether this libtorch's TCPStore client speaks the protocol of a 2.x store server, such as the
+// one torchrun 2.x's agent hosts for its rendezvous (1.13's client and 2.x's server do not
+// understand each other: the client waits for ever).
+inline constexpr bool kStoreClientSpeaks2x = TORCH_VERSION_MAJOR >= 2;
+
 inline std::string torch_version_string() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);

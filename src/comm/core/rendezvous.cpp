@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "comm/core/c10d_adapter.h"
 #include "comm/diagnostics/store_connection.h"
 
 #include "gradwire/common/error.h"
@@ -57,13 +59,22 @@ std::vector<uint8_t> to_bytes(const std::string& text) {
 
 c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
                                               std::chrono::milliseconds timeout) {
+  if (!world.agent_store_prefix.empty() && !c10d_adapter::kStoreClientSpeaks2x) {
+    throw ConfigError(
+        "gradwire: torchrun's agent hosts the rendezvous store (TORCHELASTIC_USE_AGENT_STORE=True), "
+        "and this gradwire's libtorch " +
+        c10d_adapter::torch_version_string() +
+        " cannot talk to a libtorch 2.x store: build gradwire against libtorch 2.x (README, "
+        "\"Your own libtorch\"), or start the workers with gradwire-run");
+  }
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(world.master_port);
-  options.isServer = world.rank == 0;
+  options.isServer = world.rank == 0 && world.agent_store_prefix.empty();
   options.numWorkers = c10::nullopt;  // gradwire's own join names absent ranks instead.
   options.waitWorkers = false;
   options.timeout = timeout;
   const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  const bool hosts = options.isServer;
   const auto start = std::chrono::steady_clock::now();
   // Rank 0 starting later than this rank is normal. libtorch 1.13 gives up at once when nobody
   // listens yet (logging an error), so wait quietly for a listener, then connect; retry until
@@ -71,20 +82,22 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
   while (true) {
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
-    if (world.rank != 0 && elapsed < timeout &&
+    if (!hosts && elapsed < timeout &&
         !accepts_connections(world.master_addr, world.master_port,
                              std::min(timeout - elapsed, std::chrono::milliseconds(1000)))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
     try {
-      return connect_tcp_store(world.master_addr, options);
+      c10::intrusive_ptr<c10d::Store> store = connect_tcp_store(world.master_addr, options);
+      if (world.agent_store_prefix.empty()) return store;
+      return c10::make_intrusive<c10d::PrefixStore>(world.agent_store_prefix, store);
     } catch (const std::exception& e) {
       auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);
       std::string detail = e.what();
       detail = detail.substr(0, detail.find('\n'));
-      if (world.rank == 0) {
+      if (hosts) {
         throw ConfigError("gradwire: rank 0 could not host the rendezvous store on " + where +
                           ": " + detail +
                           ". Pick another MASTER_PORT (gradwire-run picks a free one).");
@@ -92,7 +105,9 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
       if (waited >= timeout) {
         throw TimeoutError("gradwire: rank " + std::to_string(world.rank) +
                            " could not reach the rendezvous store at " + where +
-                           " (hosted by rank 0) after " + format_duration(waited) + ": " + detail +
+                           (world.agent_store_prefix.empty() ? " (hosted by rank 0)"
+                                                             : " (hosted by torchrun's agent)") +
+                           " after " + format_duration(waited) + ": " + detail +
                            ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all "
                            "ranks?");
       }

@@ -183,6 +183,11 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   if (options.rank && options.world_size && options.master_addr && options.master_port) {
     w.flavour = EnvFlavour::kExplicit;
   }
+  if (env.get("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True" &&
+      !(options.master_addr || options.master_port)) {
+    w.agent_store_prefix =
+        "/worker/attempt_" + env.get("TORCHELASTIC_RESTART_COUNT").value_or("0");
+  }
   check_consistent(w, to_string(w.flavour));
   return w;
 }
