@@ -107,7 +107,9 @@ std::optional<CollectiveRow> measure_size(RankContext& context, Communicator& co
   const CollectiveBuffers result = on(buffers, at::kCPU);
   const std::int64_t wrong =
       sum_over_ranks(communicator, op.count_wrong(result, communicator.rank(), ranks));
-  auto once = [&] { op.issue(communicator, buffers)->wait(); };
+  // A timeout given to wait() blocks the host until the operation has finished, on CUDA too (a
+  // wait without one only orders the current stream), so each iteration is timed to its end.
+  auto once = [&] { op.issue(communicator, buffers)->wait(communicator.timeout()); };
   iterations.warmup = warm_up(communicator, policy, iterations, once);
   const std::vector<double> seconds = time_iterations({0, iterations.timed}, once);
   return make_collective_row(bytes, count, iterations, slowest_rank_seconds(communicator, seconds),

@@ -115,6 +115,7 @@ BackendTraits nccl_traits(std::chrono::milliseconds timeout) {
   traits.native_avg = true;
   traits.avg_in_pass = true;  // ncclAvg
   traits.native_bfloat16 = true;
+  traits.stream_ordered_wait = true;
   // The device this process's ranks use: the one current when init() runs (set_device(LOCAL_RANK)).
   traits.device = c10::impl::getDeviceGuardImpl(c10::kCUDA)->getDevice();
   traits.make = [timeout](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {

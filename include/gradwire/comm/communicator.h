@@ -13,6 +13,11 @@
 //  - Failures surface from wait(): TimeoutError after the timeout, PeerLostError when a peer went
 //    away (naming the ranks found dead), BackendError otherwise. Each message names the
 //    operation, the ranks involved and the time waited.
+//  - On CUDA (nccl), as with PyTorch's work.wait(): wait() without a timeout makes the calling
+//    thread's current CUDA stream wait for the operation and returns without blocking the host;
+//    the result is defined for work queued on that stream afterwards. NCCL's watchdog enforces the
+//    communicator's timeout and the next wait() throws what it found. wait(timeout) blocks the
+//    host until the operation has finished.
 //
 // Thread safety: a Communicator may be used from several threads, but the order in which
 // collectives are issued must match on every rank; Work handles may be waited on any thread.
@@ -37,8 +42,9 @@ const char* to_string(ReduceOp op);
 class Work {
  public:
   virtual ~Work() = default;
-  // Blocks until the operation is done and its results are written. timeout: nullopt means the
-  // communicator's timeout. Throws TimeoutError, PeerLostError or BackendError. Calling wait()
+  // Blocks until the operation is done and its results are written (nccl, no timeout given: the
+  // current CUDA stream waits instead of the host; see the contract above). timeout: nullopt means
+  // the communicator's timeout. Throws TimeoutError, PeerLostError or BackendError. Calling wait()
   // again after success returns at once; after a failure it throws the same error again.
   virtual void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt) = 0;
   // True once the backend has finished (successfully or not). Non-blocking.

@@ -15,6 +15,7 @@
 #endif
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 namespace gradwire::c10d_adapter {
@@ -62,8 +63,25 @@ inline BackendPtr make_gloo(const c10::intrusive_ptr<c10d::Store>& store, int ra
 }
 
 #if defined(GRADWIRE_WITH_NCCL)
+// The watchdog's action on a failed or timed-out NCCL collective when the user set none:
+// CleanUpOnly (2) aborts the communicator, which releases the streams waiting on it, and keeps
+// the process, so the next Work::wait() throws the failure as a gradwire error naming the ranks
+// behind (the desync report). libtorch 2.x's own default, SkipCleanUp (3), ends the process at
+// once; 1.13's is off. The variable is read when the process group is built.
+inline void default_nccl_error_handling() {
+  if (std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") == nullptr &&
+      std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) {
+#if TORCH_VERSION_MAJOR >= 2
+    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+#else
+    ::setenv("NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+#endif
+  }
+}
+
 inline BackendPtr make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                             std::chrono::milliseconds timeout) {
+  default_nccl_error_handling();
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);

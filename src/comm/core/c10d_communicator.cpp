@@ -149,7 +149,8 @@ WorkHandle C10dCommunicator::wrap(c10d_adapter::WorkPtr work, std::string descri
     context.sequence = board_->note_issued(context.description);
     context.progress = board_;
   }
-  return std::make_shared<C10dWork>(std::move(work), std::move(context), std::move(finish));
+  return std::make_shared<C10dWork>(std::move(work), std::move(context), std::move(finish),
+                                    shared_->traits.stream_ordered_wait);
 }
 
 namespace {

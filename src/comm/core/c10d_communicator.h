@@ -25,6 +25,10 @@ struct BackendTraits {
   // user send/recv on such a communicator must keep below 2^30.
   bool native_reduce_scatter = false;
   c10::Device device{c10::kCPU};  // collectives take tensors on this device's type
+  // Work::wait() without a timeout orders the caller's current device stream after the operation
+  // and returns without blocking the host (nccl, as PyTorch's work.wait()); the backend's own
+  // watchdog enforces the timeout and the next wait() throws what it found.
+  bool stream_ordered_wait = false;
   // Builds the backend for `size` members on `store` (already prefixed).
   std::function<c10d_adapter::BackendPtr(const c10::intrusive_ptr<c10d::Store>&, int rank,
                                          int size)>

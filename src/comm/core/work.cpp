@@ -4,8 +4,12 @@
 
 namespace gradwire {
 
-C10dWork::C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<void()> finish)
-    : work_(std::move(work)), context_(std::move(context)), finish_(std::move(finish)) {}
+C10dWork::C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<void()> finish,
+                   bool stream_ordered)
+    : work_(std::move(work)),
+      context_(std::move(context)),
+      finish_(std::move(finish)),
+      stream_ordered_(stream_ordered) {}
 
 void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -13,7 +17,11 @@ void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
   if (error_) std::rethrow_exception(error_);
   auto limit = timeout.value_or(context_.default_timeout);
   try {
-    work_->wait(limit);
+    if (stream_ordered_ && !timeout) {
+      work_->wait();  // c10d's kNoTimeout: the current stream waits, the host does not
+    } else {
+      work_->wait(limit);
+    }
   } catch (const gradwire::Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -14,10 +14,13 @@
 namespace gradwire {
 
 // Wraps a c10d work. wait() waits with a timeout, runs `finish` once (copy-back, averaging) and
-// turns backend exceptions into gradwire errors via OpContext.
+// turns backend exceptions into gradwire errors via OpContext. `stream_ordered`
+// (BackendTraits::stream_ordered_wait): wait() without a timeout only makes the current device
+// stream wait for the work, and `finish` is queued on that stream after it.
 class C10dWork : public Work {
  public:
-  C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<void()> finish);
+  C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<void()> finish,
+           bool stream_ordered = false);
   void wait(std::optional<std::chrono::milliseconds> timeout) override;
   bool is_completed() override;
 
@@ -26,6 +29,7 @@ class C10dWork : public Work {
   c10d_adapter::WorkPtr work_;
   OpContext context_;
   std::function<void()> finish_;
+  bool stream_ordered_;
   bool done_ = false;
   std::exception_ptr error_;
 };
