@@ -18,6 +18,12 @@
 //              parameter's grad(), and the trainer runs any torch::optim optimizer itself.
 // In sync mode both equal one-process training on the concatenated batch.
 //
+// A module on a CUDA device works as one on the CPU: gradients come to the host through pinned
+// buffers (the hook waits for its own copy, on the current stream), and pulled values (or reduced
+// gradients) go to the device through pinned buffers asynchronously on the current stream of the
+// thread that takes them (step(), or the forward pre-hook), ahead of the forward that uses them.
+// Parameters are contiguous float32, on the CPU or a CUDA device.
+//
 // Thread safety: one training thread drives a DenseModel (as a model). Gradient hooks run on
 // autograd's thread during backward; the forward pre-hook on the thread running forward.
 #pragma once

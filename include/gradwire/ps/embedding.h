@@ -12,11 +12,16 @@
 //   loss.backward();                                     // pushes the embedding gradients
 //   optimizer.step();  client->step();
 //
-// The modules hold no local parameters: the table's optimizer runs on the servers. Thread safety:
-// as torch modules (one forward/backward at a time per module); the client may be shared.
+// The modules hold no local parameters: the table's optimizer runs on the servers. On a CUDA
+// module (`module->to(torch::kCUDA)`, or a parent's `to`), forward returns its rows on that device,
+// copied through pinned host buffers asynchronously on the current stream, and backward brings
+// the gradient back the same way; the ids may be on either device (the host routes them). Rows
+// stay float32 whatever dtype `to` names. Thread safety: as torch modules (one forward/backward
+// at a time per module); the client may be shared.
 #pragma once
 
 #include <torch/nn/cloneable.h>
+#include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 #include <memory>
@@ -29,6 +34,20 @@ namespace gradwire::ps {
 
 enum class BagMode { kSum, kMean };
 
+// The base of the remote modules: it has no parameters, so it remembers the device `to` names,
+// where forward puts its rows.
+class RemoteRowsModule : public torch::nn::Module {
+ public:
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
+  // Where forward puts its rows (the CPU until `to` names a device).
+  const torch::Device& device() const { return device_; }
+
+ private:
+  torch::Device device_{torch::kCPU};
+};
+
 struct RemoteEmbeddingBagOptions {
   // The table, created on the servers by the constructor (or checked to exist with this config).
   TableConfig table;
@@ -36,7 +55,7 @@ struct RemoteEmbeddingBagOptions {
   BagMode mode = BagMode::kSum;
 };
 
-class RemoteEmbeddingBagImpl : public torch::nn::Module {
+class RemoteEmbeddingBagImpl : public RemoteRowsModule {
  public:
   // Creates (or checks) the table on every server. Blocks for that call.
   RemoteEmbeddingBagImpl(std::shared_ptr<Client> client, RemoteEmbeddingBagOptions options);
@@ -59,7 +78,7 @@ TORCH_MODULE(RemoteEmbeddingBag);
 // calls"), where separate modules would make one call per table. Backward pushes each table's
 // gradient as a RemoteEmbeddingBag does; with ClientOptions::defer_pushes they all travel with
 // the step. What it computes is exactly what one RemoteEmbeddingBag per table computes.
-class RemoteEmbeddingBagCollectionImpl : public torch::nn::Module {
+class RemoteEmbeddingBagCollectionImpl : public RemoteRowsModule {
  public:
   // Creates (or checks) every table on every server. Blocks for those calls. Table names must
   // differ (InvalidArgument otherwise).
@@ -79,7 +98,7 @@ class RemoteEmbeddingBagCollectionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RemoteEmbeddingBagCollection);
 
-class RemoteEmbeddingImpl : public torch::nn::Module {
+class RemoteEmbeddingImpl : public RemoteRowsModule {
  public:
   // Creates (or checks) the table on every server. Blocks for that call.
   RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableConfig table);

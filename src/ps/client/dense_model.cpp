@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "device_copy.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/dense.h"
 
@@ -170,7 +171,7 @@ struct DenseModel::State {
 
   // The gradient hook of parameter `param`.
   void on_gradient(int param, const at::Tensor& grad) {
-    const at::Tensor flat = grad.detach().to(at::kFloat).contiguous().view(-1);
+    const at::Tensor flat = to_host(grad.detach().to(at::kFloat)).view(-1);
     const float* from = flat.data_ptr<float>();
     const std::lock_guard<std::mutex> lock(mutex);
     record(DenseEvent::Kind::kGradient, param);
@@ -210,6 +211,9 @@ struct DenseModel::State {
     const float* from = rows.defined() ? rows.data_ptr<float>() : nullptr;
     at::NoGradGuard no_grad;
     const std::vector<Piece>& pieces = pull_pieces[static_cast<size_t>(m)];
+    // Pieces of device parameters go through a pinned buffer of the message's size, then
+    // asynchronously to the device (device_copy.h); host parameters take them in place.
+    at::Tensor staging;
     for (size_t p = 0; p < pieces.size(); ++p) {
       const Piece& piece = pieces[p];
       const float* source =
@@ -223,8 +227,20 @@ struct DenseModel::State {
       } else {
         target = param;
       }
-      float* to = target.data_ptr<float>();
-      std::memcpy(to + piece.begin, source, static_cast<size_t>(piece.end - piece.begin) * 4);
+      const auto count = static_cast<size_t>(piece.end - piece.begin);
+      if (target.device().is_cpu()) {
+        std::memcpy(target.data_ptr<float>() + piece.begin, source, count * 4);
+        continue;
+      }
+      if (!staging.defined()) {
+        staging = staging_buffer({layout.pull_messages[static_cast<size_t>(m)].rows *
+                                  layout.row_width},
+                                 target.device());
+      }
+      std::memcpy(staging.data_ptr<float>() + piece.offset, source, count * 4);
+      target.view(-1)
+          .narrow(0, piece.begin, piece.end - piece.begin)
+          .copy_(staging.narrow(0, piece.offset, piece.end - piece.begin), /*non_blocking=*/true);
     }
     arrived[static_cast<size_t>(m)] = 1;
     const std::lock_guard<std::mutex> lock(mutex);
@@ -284,7 +300,7 @@ struct DenseModel::State {
       at::Tensor buffer = at::zeros({layout.pull_messages[m].rows, layout.row_width}, at::kFloat);
       float* to = buffer.data_ptr<float>();
       for (const Piece& piece : pull_pieces[m]) {
-        const at::Tensor flat = params[static_cast<size_t>(piece.param)].detach().view(-1);
+        const at::Tensor flat = to_host(params[static_cast<size_t>(piece.param)].detach()).view(-1);
         std::memcpy(to + piece.offset, flat.data_ptr<float>() + piece.begin,
                     static_cast<size_t>(piece.end - piece.begin) * 4);
       }
@@ -316,10 +332,12 @@ DenseModel::DenseModel(std::shared_ptr<Client> client, std::shared_ptr<torch::nn
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& item : s.module->named_parameters(/*recurse=*/true)) {
     const at::Tensor& param = item.value();
-    if (param.scalar_type() != at::kFloat || !param.device().is_cpu() || !param.is_contiguous()) {
+    const bool on_cpu_or_cuda = param.device().is_cpu() || param.device().is_cuda();
+    if (param.scalar_type() != at::kFloat || !on_cpu_or_cuda || !param.is_contiguous()) {
       throw InvalidArgument("gradwire: DenseModel: parameter '" + item.key() +
-                            "' must be a contiguous float32 CPU tensor, got " +
-                            std::string(param.toString()));
+                            "' must be a contiguous float32 tensor on the CPU or a CUDA device, "
+                            "got " + std::string(param.toString()) + " on " +
+                            param.device().str());
     }
     s.param_index[param.unsafeGetTensorImpl()] = static_cast<int>(s.params.size());
     s.names.push_back(item.key());

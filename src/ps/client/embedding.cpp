@@ -7,20 +7,23 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "device_copy.h"
 #include "gradwire/common/error.h"
 #include "ps/core/id_routing.h"
 
 namespace gradwire::ps {
 namespace {
 
-// Pushes d(rows) for `unique` ids when backward reaches `rows` (the batch's unique rows, a leaf);
-// `rows` as it is when gradients are off.
+// The looked-up `rows` (on the host) on `device`, pushing d(rows) for `unique` ids when backward
+// reaches them (the batch's unique rows, a leaf); without the hook when gradients are off.
 at::Tensor with_push_hook(const std::shared_ptr<Client>& client, const std::string& table,
-                          const at::Tensor& unique, at::Tensor rows) {
+                          const at::Tensor& unique, const at::Tensor& host_rows,
+                          const c10::Device& device) {
+  at::Tensor rows = to_module_device(host_rows, device);
   if (!torch::autograd::GradMode::is_enabled()) return rows;
   rows.requires_grad_(true);
   rows.register_hook([client, table, unique](const at::Tensor& grad) {
-    client->push(table, unique, grad.contiguous());
+    client->push(table, unique, to_host(grad));
     return at::Tensor();  // leave the gradient as it is
   });
   return rows;
@@ -36,8 +39,8 @@ struct BagInput {
 BagInput bag_input(const RemoteEmbeddingBagOptions& options, const at::Tensor& input,
                    const at::Tensor& offsets) {
   const std::string& name = options.table.name;
-  at::Tensor ids = input;
-  at::Tensor bag_offsets = offsets;
+  at::Tensor ids = input.cpu();
+  at::Tensor bag_offsets = offsets.defined() ? offsets.cpu() : offsets;
   if (input.dim() == 2) {
     if (offsets.defined()) {
       throw InvalidArgument("gradwire: RemoteEmbeddingBag '" + name +
@@ -58,15 +61,24 @@ BagInput bag_input(const RemoteEmbeddingBagOptions& options, const at::Tensor& i
   return BagInput{bag_offsets, unique_ids(ids)};
 }
 
-// The bags pooled from the batch's unique rows.
+// The bags pooled from the batch's unique rows, on the rows' device.
 at::Tensor pool(const RemoteEmbeddingBagOptions& options, const BagInput& input,
                 const at::Tensor& rows) {
   const int64_t mode = options.mode == BagMode::kSum ? 0 : 1;
-  return std::get<0>(at::embedding_bag(rows, input.unique.inverse, input.offsets,
+  const c10::Device device = rows.device();
+  return std::get<0>(at::embedding_bag(rows, to_module_device(input.unique.inverse, device),
+                                       to_module_device(input.offsets, device),
                                        /*scale_grad_by_freq=*/false, mode, /*sparse=*/false));
 }
 
 }  // namespace
+
+void RemoteRowsModule::to(torch::Device device, torch::Dtype /*rows stay float32*/,
+                          bool /*non_blocking*/) {
+  device_ = device;
+}
+void RemoteRowsModule::to(torch::Dtype /*rows stay float32*/, bool /*non_blocking*/) {}
+void RemoteRowsModule::to(torch::Device device, bool /*non_blocking*/) { device_ = device; }
 
 RemoteEmbeddingBagImpl::RemoteEmbeddingBagImpl(std::shared_ptr<Client> client,
                                                RemoteEmbeddingBagOptions options)
@@ -78,9 +90,9 @@ RemoteEmbeddingBagImpl::RemoteEmbeddingBagImpl(std::shared_ptr<Client> client,
 at::Tensor RemoteEmbeddingBagImpl::forward(const at::Tensor& input, const at::Tensor& offsets) {
   const BagInput bags = bag_input(options_, input, offsets);
   const std::string& name = options_.table.name;
-  return pool(
-      options_, bags,
-      with_push_hook(client_, name, bags.unique.ids, client_->lookup(name, bags.unique.ids)));
+  return pool(options_, bags,
+              with_push_hook(client_, name, bags.unique.ids,
+                             client_->lookup(name, bags.unique.ids), device()));
 }
 
 RemoteEmbeddingBagCollectionImpl::RemoteEmbeddingBagCollectionImpl(
@@ -118,7 +130,8 @@ std::vector<at::Tensor> RemoteEmbeddingBagCollectionImpl::forward(
   std::vector<at::Tensor> pooled;
   for (size_t i = 0; i < tables_.size(); ++i) {
     pooled.push_back(pool(tables_[i], bags[i],
-                          with_push_hook(client_, lookups[i].table, lookups[i].ids, rows[i])));
+                          with_push_hook(client_, lookups[i].table, lookups[i].ids, rows[i],
+                                         device())));
   }
   return pooled;
 }
@@ -130,13 +143,15 @@ RemoteEmbeddingImpl::RemoteEmbeddingImpl(std::shared_ptr<Client> client, TableCo
 }
 
 at::Tensor RemoteEmbeddingImpl::forward(const at::Tensor& ids) {
-  check_ids(ids, table_.num_rows, "RemoteEmbedding lookup of", table_.name);
-  const UniqueIds unique = unique_ids(ids);
-  const at::Tensor rows =
-      with_push_hook(client_, table_.name, unique.ids, client_->lookup(table_.name, unique.ids));
+  const at::Tensor host_ids = ids.cpu();
+  check_ids(host_ids, table_.num_rows, "RemoteEmbedding lookup of", table_.name);
+  const UniqueIds unique = unique_ids(host_ids);
+  const at::Tensor rows = with_push_hook(client_, table_.name, unique.ids,
+                                         client_->lookup(table_.name, unique.ids), device());
   std::vector<int64_t> shape = ids.sizes().vec();
   shape.push_back(table_.dim);
-  return rows.index_select(0, unique.inverse.reshape({-1})).view(shape);
+  return rows.index_select(0, to_module_device(unique.inverse.reshape({-1}), rows.device()))
+      .view(shape);
 }
 
 }  // namespace gradwire::ps
