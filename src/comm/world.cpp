@@ -76,6 +76,7 @@ std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& e
   shared->peers = std::make_shared<PeerTable>(std::move(peers));
   // "auto" looks at which ranks share a host (host identities exchanged through the store).
   shared->traits = backend_traits(options.backend, info, options, env, timeout, *shared->store);
+  if (shared->traits.stream_ordered_wait) shared->unfinished = std::make_shared<UnfinishedWorks>();
   auto communicator =
       std::make_shared<C10dCommunicator>(shared, "gradwire/world", info.rank, everyone);
   return std::make_unique<WorldImpl>(std::move(info), std::move(communicator));

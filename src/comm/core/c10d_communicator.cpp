@@ -121,6 +121,7 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
 }
 
 void C10dCommunicator::check_tensor(const char* op, const at::Tensor& tensor) const {
+  if (shared_->unfinished) shared_->unfinished->check();  // an earlier operation's failure first
   if (!tensor.defined())
     throw InvalidArgument(std::string("gradwire ") + op + ": tensor is undefined");
   if (!tensor.is_contiguous()) {
@@ -150,7 +151,7 @@ WorkHandle C10dCommunicator::wrap(c10d_adapter::WorkPtr work, std::string descri
     context.progress = board_;
   }
   return std::make_shared<C10dWork>(std::move(work), std::move(context), std::move(finish),
-                                    shared_->traits.stream_ordered_wait);
+                                    shared_->unfinished);
 }
 
 namespace {
@@ -276,6 +277,7 @@ WorkHandle C10dCommunicator::reduce_scatter(const at::Tensor& input, at::Tensor&
 }
 
 WorkHandle C10dCommunicator::barrier() {
+  if (shared_->unfinished) shared_->unfinished->check();
   c10d::BarrierOptions options;
   options.timeout = shared_->timeout;
   return wrap(backend_->barrier(options), "barrier");

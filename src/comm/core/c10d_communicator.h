@@ -12,6 +12,7 @@
 #include "comm/diagnostics/peer_table.h"
 #include "comm/diagnostics/progress_board.h"
 #include "comm/core/ring_reduce_scatter.h"
+#include "comm/core/work.h"
 
 namespace gradwire {
 
@@ -41,6 +42,9 @@ struct CommunicatorShared {
   BackendTraits traits;
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<const PeerTable> peers;
+  // Stream-ordered backends only (traits.stream_ordered_wait), else null: the works whose wait()
+  // returned before the device finished them; every operation checks them first.
+  std::shared_ptr<UnfinishedWorks> unfinished;
 
   // The store connection of the communicators' progress boards (connect_board_store), made by
   // the first communicator. Guarded by board_store_mutex.

@@ -4,12 +4,49 @@
 
 namespace gradwire {
 
+void UnfinishedWorks::add(c10d_adapter::WorkPtr work, OpContext context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  works_.emplace_back(std::move(work), std::move(context));
+}
+
+void UnfinishedWorks::check() {
+  std::exception_ptr failure;
+  OpContext context;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = works_.begin(); it != works_.end();) {
+      if (!it->first->isCompleted()) {
+        ++it;
+        continue;
+      }
+      if (!failure && it->first->exception()) {
+        failure = it->first->exception();
+        context = it->second;
+      }
+      it = works_.erase(it);
+    }
+  }
+  if (!failure) return;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const gradwire::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::rethrow_exception(translate_failure(e, context));
+  }
+}
+
+size_t UnfinishedWorks::size() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return works_.size();
+}
+
 C10dWork::C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<void()> finish,
-                   bool stream_ordered)
+                   std::shared_ptr<UnfinishedWorks> unfinished)
     : work_(std::move(work)),
       context_(std::move(context)),
       finish_(std::move(finish)),
-      stream_ordered_(stream_ordered) {}
+      unfinished_(std::move(unfinished)) {}
 
 void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -17,8 +54,10 @@ void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
   if (error_) std::rethrow_exception(error_);
   auto limit = timeout.value_or(context_.default_timeout);
   try {
-    if (stream_ordered_ && !timeout) {
+    if (unfinished_ && !timeout) {
+      unfinished_->check();
       work_->wait();  // c10d's kNoTimeout: the current stream waits, the host does not
+      if (!work_->isCompleted()) unfinished_->add(work_, context_);
     } else {
       work_->wait(limit);
     }
