@@ -2,6 +2,9 @@
 // CPU. One rank per GPU (NCCL refuses two ranks of one communicator on the same device), as
 // threads of this process; with one GPU the one-rank cases run and the two-rank ones skip.
 #include <gtest/gtest.h>
+#include <chrono>
+#include <thread>
+
 #include "gpu_ranks.h"
 #include "gradwire/common/error.h"
 
@@ -59,5 +62,36 @@ TEST_P(NcclCollectives, CpuTensorIsRefusedNamingTheDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclCollectives, ::testing::Values(1, 2));
+
+// A peer that never issues a collective: rank 0's wait() only orders its stream, NCCL's watchdog
+// aborts the communicator after the timeout (gradwire's default async error handling keeps the
+// process), and rank 0's next collective throws a TimeoutError naming the operation and rank 1.
+TEST(NcclTimeout, AStuckPeerBecomesAnErrorNamingIt) {
+  GRADWIRE_NEED_GPUS(2);
+  const auto timeout = std::chrono::seconds(5);
+  on_gpus(
+      2,
+      [&](int rank, World& world) {
+        auto comm = world.communicator();
+        at::Tensor t = torch::ones({1024}, torch::TensorOptions().device(comm->device()));
+        comm->allreduce(t, ReduceOp::kSum)->wait();
+        torch::cuda::synchronize();
+        if (rank == 1) {  // stays away from the second allreduce until rank 0 gave up
+          std::this_thread::sleep_for(timeout * 4);
+          return;
+        }
+        comm->allreduce(t, ReduceOp::kSum)->wait();  // returns at once: the stream waits
+        torch::cuda::synchronize();  // until the watchdog aborted the communicator
+        try {
+          comm->allreduce(t, ReduceOp::kSum)->wait();
+          ADD_FAILURE() << "the stuck allreduce was never reported";
+        } catch (const gradwire::TimeoutError& e) {
+          const std::string what = e.what();
+          EXPECT_NE(what.find("allreduce(sum) of 1024 Float elements"), std::string::npos) << what;
+          EXPECT_NE(what.find("Rank 1"), std::string::npos) << what;
+        }
+      },
+      timeout);
+}
 
 }  // namespace

@@ -12,13 +12,14 @@
 
 namespace gradwire::testing {
 
-// Runs fn(rank, world) on `ranks` threads; each sets GPU `rank` current (as a worker does with
+// Runs fn(rank, world) on `ranks` threads (communicator timeout `timeout`); each sets GPU `rank` current (as a worker does with
 // LOCAL_RANK) before init(), so its communicator's device is that GPU.
-inline void on_gpus(int ranks, const std::function<void(int, World&)>& fn) {
+inline void on_gpus(int ranks, const std::function<void(int, World&)>& fn,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   const int port = free_port();
   run_threads(ranks, [&](int rank) {
     set_cuda_device(rank);
-    InitOptions options = loopback_options(rank, ranks, port, std::chrono::seconds(60));
+    InitOptions options = loopback_options(rank, ranks, port, timeout);
     options.backend = "nccl";
     auto world = init(options);
     ASSERT_EQ(world->communicator()->backend(), "nccl");
