@@ -82,23 +82,6 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
       trim_right(blank + " " + pad_left("gradwire/pytorch", 16) + ":" + ratios)};
 }
 
-std::vector<std::string> compute_parity_lines(const std::vector<double>& gradwire_seconds,
-                                              const std::vector<double>& reference_seconds) {
-  if (gradwire_seconds.empty() || reference_seconds.empty()) return {};
-  const double ours = percentile(gradwire_seconds, 50);
-  const double theirs = percentile(reference_seconds, 50);
-  if (theirs <= 0) return {};
-  const double ratio = ours / theirs;
-  std::vector<std::string> lines = {"plain step (no ddp): gradwire p50 " + format_fixed(ours, 4) +
-                                    "s, pytorch p50 " + format_fixed(theirs, 4) + "s, " +
-                                    format_fixed(ratio, 3) + "x"};
-  if (ratio > 1.1 || ratio < 1 / 1.1) {
-    lines.push_back("  they differ by more than 10%: the DDP ratios above include that difference "
-                    "in plain compute, not only the distributed part");
-  }
-  return lines;
-}
-
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round) {
   for (const auto& candidate : result.rounds) {
     // A round of a run over several backends matches only its own backend and hook; a round that

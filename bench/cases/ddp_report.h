@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cases/ddp_results.h"
+#include "cases/parity.h"
 #include "harness/hardware.h"
 #include "harness/repeats.h"
 #include "harness/table.h"
@@ -55,12 +56,9 @@ std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& 
                                              const std::vector<double>& reference_seconds,
                                              std::int64_t batch_size);
 
-// Pure: compute parity, the plain training step (no DDP, one rank) of both sides timed in the same
-// run: "plain step (no ddp): gradwire p50 0.0900s, pytorch p50 0.1000s, 0.900x", followed by a
-// warning line when they differ by more than 10%, since every DDP ratio then also measures a
-// difference in plain compute. Empty when either side has no measurement.
-std::vector<std::string> compute_parity_lines(const std::vector<double>& gradwire_seconds,
-                                              const std::vector<double>& reference_seconds);
+// Compute parity (the "no ddp" round of both sides: "plain step (no ddp): gradwire p50 0.0900s,
+// pytorch p50 0.1000s, 0.900x") is cases/parity.h's compute_parity_lines, shared with hybrid and
+// ps.
 
 // Pure: the reference's round matching `round` (same ddp flag and world size, and the same variant
 // when both name one), if any.

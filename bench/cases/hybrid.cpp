@@ -20,6 +20,7 @@
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
 #include "cases/hybrid_training.h"
+#include "cases/parity.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
@@ -38,6 +39,8 @@ namespace {
 // The hidden option through which the conductor tells trainer 0 where to leave the results.
 constexpr const char* kResultFileFlag = "--hybrid-result-file";
 constexpr const char* kRepeatIndexFlag = "--hybrid-repeat-index";
+// Intra-op threads of every trainer (PyTorch's benchmark: one per process), and of the plain step.
+constexpr int kTrainerThreads = 1;
 
 void progress(const std::string& line) {
   std::cerr << "gradwire-bench hybrid: " << line << std::endl;
@@ -120,6 +123,7 @@ class Conductor {
       runs.reference = [&](int, nlohmann::json& document) {  // throws when it fails
         progress("running the PyTorch reference: " + python_.python + " " + script_);
         document = run_hybrid_reference(python_, script_, settings_);
+        add_reference_plain_step(plain_, document, "the PyTorch reference");
         return true;
       };
       runs.reference_result = [&](const nlohmann::json& document) {
@@ -154,11 +158,14 @@ class Conductor {
       inputs.ratio_by_repeat = p50_ratio_by_repeat(repeats.ours, repeats.reference);
       repeats.reference_document["trainers"] = trainers_to_json(reference, hybrid_step_names());
       repeats.reference_document["repeat"] = settings_.repeat;
+      if (plain_.reference) repeats.reference_document["plain_step"] = to_json(*plain_.reference);
       inputs.reference = repeats.reference_document;
       print_hybrid_comparison(std::cout, pooled, reference,
                               "gradwire against PyTorch " + python_.torch_version +
                                   " (RPC, dist autograd, DistributedOptimizer), same batches",
                               inputs.ratio_by_repeat);
+      print_plain_step_parity(std::cout, plain_, hybrid_plain_step_names(settings_));
+      inputs.plain_step = plain_;
     }
     write_outputs(settings_, hybrid_document(inputs));
     return 0;
@@ -166,6 +173,14 @@ class Conductor {
 
  private:
   HybridResult run_gradwire(int repeat) {
+    if (settings_.reference_pytorch) {
+      // Compute parity (cases/parity.h): before the job, with the machine to ourselves, on as
+      // many threads as each trainer.
+      progress("timing the plain step (" + hybrid_plain_step_names(settings_).what +
+               "): " + std::to_string(kHybridPlainWarmup) + " + " +
+               std::to_string(kHybridPlainEpochs) + " epochs");
+      add_gradwire_plain_step(plain_, time_hybrid_plain_step(settings_, kTrainerThreads));
+    }
     TrainerJob job;
     job.argv = argv_;
     job.flags = {kRepeatIndexFlag, std::to_string(repeat)};
@@ -185,6 +200,7 @@ class Conductor {
   std::vector<std::string> argv_;
   PythonTorch python_;
   std::string script_;
+  PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
 };
 
 }  // namespace
@@ -228,7 +244,7 @@ Subcommand hybrid_subcommand() {
               RankOptions ranks = state->ranks;
               ranks.ranks = settings.trainers;
               ranks.backend = settings.backend;
-              ranks.threads_per_rank = 1;
+              ranks.threads_per_rank = kTrainerThreads;
               // Trainers share the cores with the servers (more processes than cores), as in
               // PyTorch's reference run: none is bound.
               ranks.bind_cores = false;

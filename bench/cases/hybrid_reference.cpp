@@ -32,7 +32,10 @@ std::vector<std::string> hybrid_reference_command(const PythonTorch& python,
           "--warmup",    std::to_string(s.warmup),
           "--batches",   std::to_string(s.batches),
           "--seed",      std::to_string(s.seed),
-          "--timeout",   std::to_string(hybrid_reference_timeout_s(s))};
+          "--timeout",   std::to_string(hybrid_reference_timeout_s(s)),
+          // Its plain step (cases/parity.h), as ours.
+          "--plain-warmup", std::to_string(kHybridPlainWarmup),
+          "--plain-steps", std::to_string(kHybridPlainEpochs)};
 }
 
 }  // namespace

@@ -47,6 +47,13 @@ void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
                            {"gradwire", "pytorch"});
 }
 
+PlainStepNames hybrid_plain_step_names(const HybridSettings& settings) {
+  const std::string batches =
+      std::to_string(settings.batches) + (settings.batches == 1 ? " batch" : " batches");
+  return {"no ps, no ddp: an epoch of " + batches + " in one process",
+          "the gradwire/pytorch ratios above", "DDP and the parameter servers"};
+}
+
 namespace {
 
 nlohmann::json hybrid_settings_json(const HybridSettings& s) {
@@ -89,6 +96,10 @@ nlohmann::json hybrid_document(const HybridDocumentInputs& inputs) {
          their_p50 > 0 ? all_p50_examples_per_second(inputs.gradwire) / their_p50 : 0.0},
         {"ratio_by_repeat", inputs.ratio_by_repeat}};
     document["reference"] = std::move(reference);
+  }
+  if (inputs.plain_step) {
+    document["plain_step"] =
+        plain_step_json(*inputs.plain_step, hybrid_plain_step_names(inputs.settings));
   }
   document["rows"] = to_json(rows);
   return document;

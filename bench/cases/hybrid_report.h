@@ -12,6 +12,7 @@
 
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
+#include "cases/parity.h"
 #include "cases/trainer_report.h"
 #include "harness/hardware.h"
 #include "harness/report.h"
@@ -33,6 +34,11 @@ void print_hybrid_comparison(std::ostream& out, const HybridResult& gradwire,
                              const HybridResult& reference, const std::string& title,
                              const std::vector<double>& ratio_by_repeat);
 
+// How the plain step's lines name it (cases/parity.h): "plain step (no ps, no ddp: an epoch of 10
+// batches in one process)", its difference being in "the gradwire/pytorch ratios above" rather
+// than in "DDP and the parameter servers".
+PlainStepNames hybrid_plain_step_names(const HybridSettings& settings);
+
 // What the JSON document holds besides the results.
 struct HybridDocumentInputs {
   RunMetadata metadata;
@@ -40,10 +46,12 @@ struct HybridDocumentInputs {
   HybridResult gradwire;                    // pooled over repeats
   std::optional<nlohmann::json> reference;  // the reference's document, pooled trainers
   std::vector<double> ratio_by_repeat;      // empty without a reference
+  std::optional<PlainStepParity> plain_step;  // both sides' plain steps; with a reference only
 };
 // {"schema_version", "benchmark": "hybrid", "metadata", "implementation": "gradwire",
 //  "settings", "trainers", "summary": {"all": {p50.. sec/epoch and ex/s}}, "reference",
-//  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "rows"} (docs/benchmarks.md); the
+//  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "plain_step" (plain_step_json, when
+//  given), "rows"} (docs/benchmarks.md); the
 // generic rows (harness/rows.h) are sec/epoch by implementation and trainer.
 nlohmann::json hybrid_document(const HybridDocumentInputs& inputs);
 

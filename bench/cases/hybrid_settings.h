@@ -19,6 +19,11 @@ inline constexpr std::int64_t kHybridMinIds = 20;  // ids per batch: uniform in 
 inline constexpr std::int64_t kHybridMaxIds = 50;
 inline constexpr std::int64_t kHybridMaxBag = 10;  // ids per bag (offset step): [1, 10]
 inline constexpr double kHybridLearningRate = 0.05;
+// The plain step of --reference pytorch (cases/parity.h): on each side, the model held in one
+// process and trained on trainer 0's batches, an epoch (--batches batches) per step; this many
+// untimed epochs, then this many timed.
+inline constexpr int kHybridPlainWarmup = 3;
+inline constexpr int kHybridPlainEpochs = 20;
 
 enum class HybridMode { kAsync, kSync };
 const char* to_string(HybridMode mode);

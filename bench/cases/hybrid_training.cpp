@@ -65,6 +65,42 @@ ps::TableConfig table_config(const HybridSettings& settings, int repeat, int tra
 
 }  // namespace
 
+PlainStep time_hybrid_plain_step(const HybridSettings& settings, int threads) {
+  if (at::get_num_threads() != threads) at::set_num_threads(threads);
+  torch::manual_seed(static_cast<std::uint64_t>(settings.seed));
+  std::vector<torch::nn::EmbeddingBag> bags;
+  std::vector<torch::Tensor> parameters;
+  for (int server = 0; server < settings.servers; ++server) {
+    bags.emplace_back(
+        torch::nn::EmbeddingBagOptions(settings.rows, settings.dim).mode(torch::kSum));
+    parameters.push_back(bags.back()->weight);
+  }
+  torch::nn::Sequential dense = dense_model(settings.embedding_width());
+  for (const auto& parameter : dense->parameters()) parameters.push_back(parameter);
+  torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(kHybridLearningRate));
+
+  HybridBatchGenerator generator(settings.seed, 0, settings.rows);
+  PlainStep plain;
+  plain.warmup = kHybridPlainWarmup;
+  plain.threads = threads;
+  for (int epoch = 0; epoch < kHybridPlainWarmup + kHybridPlainEpochs; ++epoch) {
+    const std::vector<BatchTensors> batches = epoch_tensors(generator, settings.batches);
+    const Stopwatch clock;
+    for (const auto& batch : batches) {
+      optimizer.zero_grad();
+      std::vector<at::Tensor> lookups;
+      for (auto& bag : bags) lookups.push_back(bag->forward(batch.ids, batch.offsets));
+      const at::Tensor loss =
+          torch::nn::functional::cross_entropy(dense->forward(at::cat(lookups, 1)), batch.targets);
+      loss.backward();
+      optimizer.step();
+    }
+    const double elapsed = clock.seconds();
+    if (epoch >= kHybridPlainWarmup) plain.seconds.push_back(elapsed);
+  }
+  return plain;
+}
+
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat,
                                  std::string* transport) {

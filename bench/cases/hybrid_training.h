@@ -12,6 +12,7 @@
 
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
+#include "cases/parity.h"
 #include "gradwire/comm/communicator.h"
 
 namespace gradwire::bench {
@@ -25,5 +26,14 @@ namespace gradwire::bench {
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat,
                                  std::string* transport = nullptr);
+
+// The plain step of --reference pytorch (cases/parity.h), timed in the calling process: the same
+// model held here, without DDP or servers (settings.servers torch::nn::EmbeddingBag(rows, dim,
+// sum), concatenated as the reference's lookups, then the dense part), seeded with settings.seed
+// and trained with one SGD (lr 0.05) over all of it on trainer 0's batches: zero_grad, lookups,
+// dense part and cross-entropy, backward, step, per batch. kHybridPlainWarmup untimed epochs, then
+// kHybridPlainEpochs timed, each epoch's batches made before its clock; on `threads` intra-op
+// threads (at::set_num_threads, so call it where nothing else computes: the conductor).
+PlainStep time_hybrid_plain_step(const HybridSettings& settings, int threads);
 
 }  // namespace gradwire::bench

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "cases/ddp_training.h"
+#include "cases/parity.h"
 #include "cases/ps_reference.h"
 #include "cases/ps_report.h"
 #include "cases/ps_results.h"
@@ -109,6 +110,7 @@ class Conductor {
       runs.reference = [&](int, nlohmann::json& document) {  // throws when it fails
         progress("running the PyTorch reference: " + python_.python + " " + script_);
         document = run_ps_reference(python_, script_, settings_);
+        add_reference_plain_step(plain_, document, "the PyTorch reference");
         return true;
       };
       runs.reference_result = [&](const nlohmann::json& document) {
@@ -137,6 +139,10 @@ class Conductor {
     PsDocumentInputs inputs;
     inputs.comparison = compare_ps(repeats.ours, reference_repeats);
     print_ps_comparisons(std::cout, pooled, reference, inputs.comparison, pytorch_title());
+    if (settings_.reference_pytorch) {
+      print_plain_step_parity(std::cout, plain_, ps_plain_step_names(settings_));
+      inputs.plain_step = plain_;
+    }
     inputs.metadata = conductor_metadata("grpc", settings_.trainers, threads_.ps, argv_);
     inputs.settings = settings_;
     inputs.threads = threads_;
@@ -145,6 +151,7 @@ class Conductor {
     if (reference) {
       repeats.reference_document["trainers"] = trainers_to_json(*reference, ps_step_names());
       repeats.reference_document["repeat"] = settings_.repeat;
+      if (plain_.reference) repeats.reference_document["plain_step"] = to_json(*plain_.reference);
       inputs.reference = repeats.reference_document;
     }
     write_result_files(settings_.json_path, settings_.html_path, ps_document(inputs), progress);
@@ -192,6 +199,14 @@ class Conductor {
   }
 
   PsRun run_ours(int repeat) {
+    if (settings_.reference_pytorch) {
+      // Compute parity (cases/parity.h): before the jobs, with the machine to ourselves, on as
+      // many threads as each parameter-server trainer.
+      progress("timing the plain step (" + ps_plain_step_names(settings_).what + "): " +
+               std::to_string(kPsPlainWarmup) + " + " + std::to_string(kPsPlainIterations) +
+               " iterations");
+      add_gradwire_plain_step(plain_, time_ps_plain_step(settings_, threads_.ps));
+    }
     PsRun run;
     progress("starting " + std::to_string(settings_.servers) + " servers and " +
              std::to_string(settings_.trainers) + " trainers");
@@ -214,6 +229,7 @@ class Conductor {
   nlohmann::json layout_;  // trainer 0's, from the first run
   PythonTorch python_;
   std::string script_;
+  PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
 };
 
 }  // namespace

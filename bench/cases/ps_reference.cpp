@@ -45,7 +45,10 @@ std::vector<std::string> ps_reference_command(const PythonTorch& python, const s
           "--iterations",  std::to_string(s.iterations),
           "--passes",      std::to_string(s.passes),
           "--seed",        std::to_string(s.seed),
-          "--timeout",     std::to_string(ps_reference_timeout_s(s))};
+          "--timeout",     std::to_string(ps_reference_timeout_s(s)),
+          // Its plain step (cases/parity.h), as ours.
+          "--plain-warmup", std::to_string(kPsPlainWarmup),
+          "--plain-steps", std::to_string(kPsPlainIterations)};
 }
 
 nlohmann::json run_ps_reference(const PythonTorch& python, const std::string& script,

@@ -187,6 +187,11 @@ void print_ps_side(std::ostream& out, const TrainerResults& side, const PsSettin
   }
 }
 
+PlainStepNames ps_plain_step_names(const PsSettings& settings) {
+  return {"no ps: the model in one process, batch " + std::to_string(settings.batch_size),
+          "the gradwire/pytorch ratios above", "the parameter servers"};
+}
+
 PsComparison compare_ps(const std::vector<PsRun>& runs,
                         const std::vector<TrainerResults>& reference) {
   std::vector<TrainerResults> ps, ddp, local;
@@ -283,6 +288,9 @@ nlohmann::json ps_document(const PsDocumentInputs& inputs) {
     comparison["gradwire_over_pytorch_p50_images_per_second"] = ratio_json(c.pytorch_images);
   }
   if (!comparison.empty()) document["comparison"] = std::move(comparison);
+  if (inputs.plain_step) {
+    document["plain_step"] = plain_step_json(*inputs.plain_step, ps_plain_step_names(settings));
+  }
   document["rows"] = to_json(rows);
   return document;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cases/ps_results.h"
+#include "cases/parity.h"
 #include "cases/ps_settings.h"
 #include "harness/hardware.h"
 #include "harness/report.h"
@@ -63,6 +64,11 @@ void print_ps_comparisons(std::ostream& out, const PsRun& pooled,
                           const std::optional<TrainerResults>& reference,
                           const PsComparison& comparison, const std::string& pytorch);
 
+// How the plain step's lines name it (cases/parity.h): "plain step (no ps: the model in one
+// process, batch 8)", its difference being in "the gradwire/pytorch ratios above" rather than in
+// "the parameter servers".
+PlainStepNames ps_plain_step_names(const PsSettings& settings);
+
 // What the JSON document holds besides the settings.
 struct PsDocumentInputs {
   RunMetadata metadata;
@@ -72,10 +78,12 @@ struct PsDocumentInputs {
   nlohmann::json layout;                    // trainer 0's (ps_training.h); null: unknown
   std::optional<nlohmann::json> reference;  // the reference's document, pooled trainers
   PsComparison comparison;
+  std::optional<PlainStepParity> plain_step;  // both sides' plain steps; with a reference only
 };
 // {"schema_version", "benchmark": "ps", "metadata", "implementation": "gradwire", "settings",
 //  "layout", "trainers", "passes", "summary": {"all"}, "compare": {"ddp", "local"},
-//  "reference", "comparison", "rows"} (docs/benchmarks.md); the rows are sec/iter by
+//  "reference", "comparison", "plain_step" (plain_step_json, when given), "rows"}
+// (docs/benchmarks.md); the rows are sec/iter by
 // implementation and trainer.
 nlohmann::json ps_document(const PsDocumentInputs& inputs);
 

@@ -16,6 +16,10 @@ namespace gradwire::bench {
 
 inline constexpr double kPsLearningRate = 0.01;
 inline constexpr double kPsMomentum = 0.9;
+// The plain step of --reference pytorch (cases/parity.h): on each side, the model trained in one
+// process on trainer 0's batch (no servers); this many untimed iterations, then this many timed.
+inline constexpr int kPsPlainWarmup = 3;
+inline constexpr int kPsPlainIterations = 10;
 
 // Who runs the optimizer (gradwire::ps::DenseRole): the servers (optimizer), or the trainers on
 // the gradients the servers summed (sum, BytePS's summation role).

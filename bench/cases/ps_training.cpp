@@ -144,6 +144,18 @@ PsTrainerOutcome train_ps(const PsSettings& settings, int trainer, int trainers)
   return outcome;
 }
 
+PlainStep time_ps_plain_step(const PsSettings& settings, int threads) {
+  if (at::get_num_threads() != threads) at::set_num_threads(threads);
+  TrainingSetup setup = ps_training_setup(settings);
+  setup.warmup = kPsPlainWarmup;
+  setup.iterations = kPsPlainIterations;
+  PlainStep plain;
+  plain.seconds = train_and_time(setup, nullptr, ps_trainer_seed(settings, 0)).seconds;
+  plain.warmup = kPsPlainWarmup;
+  plain.threads = threads;
+  return plain;
+}
+
 TrainerSamples train_ps_comparison(const PsSettings& settings,
                                    const std::shared_ptr<Communicator>& communicator, int trainer) {
   const TrainingSetup setup = ps_training_setup(settings);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cases/ddp_training.h"
+#include "cases/parity.h"
 #include "cases/ps_settings.h"
 #include "cases/trainer_results.h"
 #include "gradwire/comm/communicator.h"
@@ -39,6 +40,13 @@ PsTrainerOutcome train_ps(const PsSettings& settings, int trainer, int trainers)
 // communicator.
 TrainerSamples train_ps_comparison(const PsSettings& settings,
                                    const std::shared_ptr<Communicator>& communicator, int trainer);
+
+// The plain step of --reference pytorch (cases/parity.h), timed in the calling process: the local
+// comparison's loop (zero_grad, forward, cross-entropy, backward, SGD lr 0.01 momentum 0.9) on
+// trainer 0's model and batch, kPsPlainWarmup untimed iterations then kPsPlainIterations timed, on
+// `threads` intra-op threads (at::set_num_threads, so call it where nothing else computes: the
+// conductor).
+PlainStep time_ps_plain_step(const PsSettings& settings, int threads);
 
 // The seed of trainer `trainer`'s data and initial weights.
 std::uint64_t ps_trainer_seed(const PsSettings& settings, int trainer);

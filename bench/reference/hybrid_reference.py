@@ -17,8 +17,12 @@ Differences from the upstream script, all of them shared with gradwire's side (d
     before its clock starts;
   - ex/s uses the mean examples per measured epoch (upstream: the last epoch's).
 
+With --plain-steps N (gradwire-bench passes it) the launcher first times the plain step, the
+same model held in this one process without RPC or DDP (time_plain_step), and adds it to the
+document as "plain_step": compute parity, docs/benchmarks.md.
+
 Usage: hybrid_reference.py --trainers T --servers S --rows R --dim D --epochs E --warmup W
---seed N --json PATH. The script starts T + S + 1 worker processes of itself (trainer0..,
+--seed N [--plain-warmup W --plain-steps N] --json PATH. The script starts T + S + 1 worker processes of itself (trainer0..,
 ps0.., master) on loopback ports free at start, waits for them at most --timeout seconds, and
 stops them all when one fails or time runs out, naming the worker that failed; workers die with
 it (PR_SET_PDEATHSIG; reference_common.run_workers). Exit status 0 only when every worker
@@ -34,12 +38,14 @@ import time
 
 import torch
 
-from reference_common import die_with_parent, free_port, run_workers
+from reference_common import (add_to_document, die_with_parent, free_port, run_workers,
+                              time_plain_steps)
 
 MASK64 = (1 << 64) - 1
 CLASSES = 8
 HIDDEN = [256, 128, 64, 32]
 MIN_IDS, MAX_IDS, MAX_BAG = 20, 50, 10
+WORKER_THREADS = 1  # intra-op threads of every worker, and of the plain step
 
 
 class BatchGenerator:
@@ -75,6 +81,42 @@ def dense_model(width):
     return nn.Sequential(nn.Linear(width, HIDDEN[0]), nn.Linear(HIDDEN[0], HIDDEN[1]), nn.ReLU(),
                          nn.Linear(HIDDEN[1], HIDDEN[2]), nn.Linear(HIDDEN[2], HIDDEN[3]),
                          nn.Linear(HIDDEN[3], CLASSES))
+
+
+def plain_epoch(args):
+    """One plain step of the model held in this process: an epoch; see time_plain_step."""
+    torch.manual_seed(args.seed)
+    bags = [torch.nn.EmbeddingBag(args.rows, args.dim, mode="sum") for _ in range(args.servers)]
+    dense = dense_model(args.servers * args.dim)
+    parameters = [bag.weight for bag in bags] + list(dense.parameters())
+    optimizer = torch.optim.SGD(parameters, lr=args.lr)
+    criterion = torch.nn.CrossEntropyLoss()
+    generator = BatchGenerator(args.seed, 0)
+
+    def epoch():
+        batches = [generator.batch(args.rows) for _ in range(args.batches)]
+        start = time.perf_counter()
+        for ids, offsets, target in batches:
+            optimizer.zero_grad()
+            lookups = torch.cat([bag(ids, offsets) for bag in bags], 1)
+            loss = criterion(dense(lookups), target)
+            loss.backward()
+            optimizer.step()
+        return time.perf_counter() - start
+    return epoch
+
+
+def time_plain_step(args):
+    """The plain step (compute parity): the same model without RPC or DDP, in this process.
+
+    The S EmbeddingBag(rows, dim, sum) tables held locally, concatenated, then the dense part; one
+    SGD(lr) over all of it, on trainer 0's batches: zero_grad, lookups, dense part and loss,
+    backward, step, per batch. A step is an epoch of --batches batches (made before its clock):
+    --plain-warmup untimed, then --plain-steps timed, on the workers' thread count. gradwire-bench
+    times the same in C++ (time_hybrid_plain_step).
+    """
+    return time_plain_steps(plain_epoch(args), args.plain_warmup, args.plain_steps,
+                            WORKER_THREADS)
 
 
 def embedding_parameters(emb_rref):
@@ -136,7 +178,7 @@ def worker(args):
     import torch.distributed.rpc as rpc
 
     die_with_parent(args.launcher_pid)
-    torch.set_num_threads(1)
+    torch.set_num_threads(WORKER_THREADS)
     trainers, servers = args.trainers, args.servers
     rank, world = args.rank, args.trainers + args.servers + 1
     options = rpc.TensorPipeRpcBackendOptions(init_method="tcp://127.0.0.1:%d" % args.rpc_port,
@@ -198,7 +240,12 @@ def supervise(args):
     arguments = sys.argv[1:] + ["--rpc-port", str(free_port()), "--gloo-port", str(free_port())]
     env = dict(os.environ, GLOG_minloglevel="2")  # no "RPC agent ... is shutting down" lines
     names = [worker_name(args, r) for r in range(args.trainers + args.servers + 1)]
-    return run_workers(__file__, arguments, names, args.json, args.timeout, env)
+    # Before the workers start: this process then has the machine to itself.
+    plain = time_plain_step(args) if args.plain_steps > 0 else None
+    status = run_workers(__file__, arguments, names, args.json, args.timeout, env)
+    if status == 0 and plain is not None:
+        add_to_document(args.json, "plain_step", plain)
+    return status
 
 
 def main():
@@ -214,15 +261,20 @@ def main():
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds for the whole run")
     parser.add_argument("--json", required=True)
+    parser.add_argument("--plain-steps", type=int, default=0,
+                        help="also time this many plain epochs in one process (compute parity; "
+                             "0: none)")
+    parser.add_argument("--plain-warmup", type=int, default=3,
+                        help="untimed plain epochs before them")
     parser.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--rpc-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--gloo-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--launcher-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if min(args.trainers, args.servers, args.rows, args.dim, args.epochs, args.batches) < 1 \
-            or args.warmup < 0:
+            or min(args.warmup, args.plain_steps, args.plain_warmup) < 0:
         sys.exit("hybrid_reference.py: trainers, servers, rows, dim, epochs and batches must be "
-                 "positive, warmup non-negative")
+                 "positive, warmup and the plain step's counts non-negative")
     if args.rank >= 0:
         worker(args)
         return 0

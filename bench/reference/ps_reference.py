@@ -35,15 +35,19 @@ loss), backward, and comm (from the first rpc_async until every server has answe
 are copied into the model). Trainer 0 writes them as JSON (write_json); every list has one value
 per measured iteration, pass after pass.
 
+With --plain-steps N (gradwire-bench passes it) the launcher first times the plain step,
+trainer 0's model and batch trained in this one process without servers (time_plain_step), and
+adds it to the document as "plain_step": compute parity, docs/benchmarks.md.
+
 Usage: ps_reference.py --trainers T --servers S --model resnet18|vgg11|vgg16 --batch-size B
 --image-size H --num-classes C --lr LR --momentum M --warmup W --iterations N --passes P --seed N
---timeout SECONDS --json PATH; or ps_reference.py --self-test. The script starts T + S worker
-processes of itself (trainer0.., ps0..) on a loopback port free at start, waits for them at most
---timeout seconds, and stops them all when one fails or time runs out, naming the worker that
-failed; workers die with it (PR_SET_PDEATHSIG; reference_common.run_workers). Every process
-uses one intra-op thread. Exit status 0 only when every worker succeeded and the JSON was written.
-gradwire-bench runs it with its memory policy (MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set
-that by hand to compare.
+--timeout SECONDS [--plain-warmup W --plain-steps N] --json PATH; or ps_reference.py
+--self-test. The script starts T + S worker processes of itself (trainer0.., ps0..) on a loopback
+port free at start, waits for them at most --timeout seconds, and stops them all when one fails or
+time runs out, naming the worker that failed; workers die with it (PR_SET_PDEATHSIG;
+reference_common.run_workers). Every process uses one intra-op thread. Exit status 0 only when
+every worker succeeded and the JSON was written. gradwire-bench runs it with its memory policy
+(MALLOC_MMAP_THRESHOLD_, docs/benchmarks.md); set that by hand to compare.
 """
 
 import argparse
@@ -58,10 +62,11 @@ import torch
 import torch.nn.functional as F
 import torch.distributed.rpc as rpc
 
-from reference_common import (check_parameter_counts, die_with_parent, free_port, run_workers,
-                              torchvision_model)
+from reference_common import (add_to_document, check_parameter_counts, die_with_parent,
+                              free_port, run_workers, time_plain_steps, torchvision_model)
 
 MODELS = ["resnet18", "vgg11", "vgg16"]
+WORKER_THREADS = 1  # intra-op threads of every worker, and of the plain step
 
 
 def make_model(name, num_classes, seed):
@@ -234,6 +239,32 @@ def write_json(args, results, path):
     os.replace(path + ".tmp", path)
 
 
+# ---- the plain step ----
+
+def time_plain_step(args):
+    """The plain step (compute parity): trainer 0's model and batch trained in this process.
+
+    No servers: zero_grad, forward, cross-entropy, backward and SGD(lr, momentum) here, the loop of
+    gradwire-bench ps's local comparison (time_ps_plain_step); --plain-warmup untimed iterations,
+    then --plain-steps timed, on the workers' thread count.
+    """
+    model = make_model(args.model, args.num_classes, args.seed)
+    model.train()
+    generator = torch.Generator().manual_seed(args.seed * 1000003)
+    images = torch.randn(args.batch_size, 3, args.image_size, args.image_size,
+                         generator=generator)
+    labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=generator)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+
+    def step():
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        F.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+        return time.perf_counter() - start
+    return time_plain_steps(step, args.plain_warmup, args.plain_steps, WORKER_THREADS)
+
+
 # ---- processes ----
 
 def worker_name(args, rank):
@@ -244,7 +275,7 @@ def worker(args):
     global SERVER, INBOX
 
     die_with_parent(args.launcher_pid)
-    torch.set_num_threads(1)
+    torch.set_num_threads(WORKER_THREADS)
     rank, name = args.rank, worker_name(args, args.rank)
     options = rpc.TensorPipeRpcBackendOptions(init_method="tcp://127.0.0.1:%d" % args.rpc_port,
                                               rpc_timeout=args.timeout)
@@ -277,7 +308,12 @@ def supervise(args):
     arguments = sys.argv[1:] + ["--rpc-port", str(free_port())]
     env = dict(os.environ, GLOG_minloglevel="2", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     names = [worker_name(args, r) for r in range(args.trainers + args.servers)]
-    return run_workers(__file__, arguments, names, args.json, args.timeout, env)
+    # Before the workers start: this process then has the machine to itself.
+    plain = time_plain_step(args) if args.plain_steps > 0 else None
+    status = run_workers(__file__, arguments, names, args.json, args.timeout, env)
+    if status == 0 and plain is not None:
+        add_to_document(args.json, "plain_step", plain)
+    return status
 
 
 def self_test():
@@ -305,6 +341,11 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds for the whole run")
     parser.add_argument("--json", help="where trainer 0 writes the measurements (required)")
+    parser.add_argument("--plain-steps", type=int, default=0,
+                        help="also time this many plain iterations of trainer 0's model and batch "
+                             "in one process (compute parity; 0: none)")
+    parser.add_argument("--plain-warmup", type=int, default=3,
+                        help="untimed plain iterations before them")
     parser.add_argument("--self-test", action="store_true",
                         help="check the models' parameter counts at 1000 classes, and exit")
     parser.add_argument("--fail-trainer-at", type=int, default=-1,
@@ -317,9 +358,10 @@ def parse_args():
     if args.self_test:
         return args
     if min(args.trainers, args.servers, args.batch_size, args.num_classes, args.iterations,
-           args.passes, args.timeout) < 1 or args.warmup < 0:
+           args.passes, args.timeout) < 1 \
+            or min(args.warmup, args.plain_steps, args.plain_warmup) < 0:
         parser.error("trainers, servers, batch size, classes, iterations, passes and timeout must "
-                     "be positive, warmup non-negative")
+                     "be positive, warmup and the plain step's counts non-negative")
     if args.image_size < 32:
         parser.error("--image-size must be at least 32 (five 2x2 poolings)")
     if not args.json:

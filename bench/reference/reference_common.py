@@ -12,9 +12,13 @@ script passed with --reference-script needs a copy of this file beside it.
   - Launcher (hybrid and ps): run_workers starts one process of the calling script per worker,
     waits for them at most a timeout, and stops them all when one fails or time runs out, naming
     the worker that failed; the workers die with it (die_with_parent).
+  - Plain step (hybrid and ps; compute parity, gradwire-bench's bench/cases/parity.h):
+    time_plain_steps times the model trained in one process, without DDP or RPC, and
+    add_to_document adds the figures to the document the workers wrote.
 """
 
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -180,6 +184,31 @@ def check_parameter_counts(names):
               % (name, count, expected, "ok" if count == expected else "MISMATCH"), flush=True)
         ok = ok and count == expected
     return ok
+
+
+# ---- the plain step: the same model trained in one process (compute parity) ----
+
+def time_plain_steps(step, warmup, steps, threads):
+    """Runs step() warmup + steps times on `threads` intra-op threads; the timed steps' figures.
+
+    step() trains one plain step (no DDP, no RPC) and returns the seconds it measured itself, so
+    that it can make its data off the clock. Returns {"seconds": [...], "warmup": warmup,
+    "threads": threads}, the "plain_step" gradwire-bench reads (parse_plain_step). Call it where
+    nothing else computes: in the launcher, before it starts the workers.
+    """
+    torch.set_num_threads(threads)
+    seconds = [step() for _ in range(warmup + steps)][warmup:]
+    return {"seconds": seconds, "warmup": warmup, "threads": threads}
+
+
+def add_to_document(path, key, value):
+    """Sets `key` of the JSON document at `path` to `value` (the file replaced whole)."""
+    with open(path) as f:
+        document = json.load(f)
+    document[key] = value
+    with open(path + ".tmp", "w") as f:
+        json.dump(document, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 # ---- launcher: the workers of one run, as processes of the calling script ----

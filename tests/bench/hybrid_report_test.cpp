@@ -117,6 +117,45 @@ TEST(HybridReport, DocumentMatchesTheFixture) {
   EXPECT_NEAR(document.at("comparison").at("all_p50_ex_s_ratio").get<double>(), 10.0, 1e-9);
 }
 
+// --reference pytorch's plain step (cases/parity.h): named after hybrid's model, in the JSON only
+// when measured (the fixture document above has none).
+TEST(HybridReport, PlainStepLinesAndDocument) {
+  HybridSettings settings;
+  settings.batches = 10;
+  const PlainStepNames names = hybrid_plain_step_names(settings);
+  PlainStepParity parity;
+  parity.gradwire.seconds = {0.0045, 0.0040, 0.0050};
+  parity.gradwire.warmup = kHybridPlainWarmup;
+  PlainStep theirs;
+  theirs.seconds = {0.0064};
+  parity.reference = theirs;
+  std::ostringstream out;
+  print_plain_step_parity(out, parity, names);
+  EXPECT_EQ(out.str(),
+            "\nplain step (no ps, no ddp: an epoch of 10 batches in one process): gradwire p50 "
+            "0.004500s, pytorch p50 0.006400s, 0.703x\n"
+            "  they differ by more than 10%: the gradwire/pytorch ratios above include that "
+            "difference in plain compute, not only DDP and the parameter servers\n");
+  settings.batches = 1;
+  EXPECT_EQ(hybrid_plain_step_names(settings).what,
+            "no ps, no ddp: an epoch of 1 batch in one process");
+
+  HybridDocumentInputs inputs;
+  inputs.settings.batches = 10;
+  inputs.gradwire = gradwire_fixture();
+  inputs.reference = fixture_json("hybrid_result.json").at("reference");
+  inputs.ratio_by_repeat = {10.0};
+  EXPECT_FALSE(hybrid_document(inputs).contains("plain_step"));
+  inputs.plain_step = parity;
+  const nlohmann::json document = hybrid_document(inputs);
+  const nlohmann::json& plain = document.at("plain_step");
+  EXPECT_EQ(plain.at("what"), names.what);
+  EXPECT_EQ(plain.at("gradwire").at("seconds").size(), 3u);
+  EXPECT_EQ(plain.at("gradwire").at("warmup"), kHybridPlainWarmup);
+  EXPECT_NEAR(plain.at("p50_ratio").get<double>(), 0.0045 / 0.0064, 1e-12);
+  EXPECT_EQ(plain.at("differs_by_more_than_10_percent"), true);
+}
+
 TEST(HybridCharts, ThreeChartsWithBothSides) {
   nlohmann::json document = fixture_json("hybrid_result.json");
   const auto charts = hybrid_charts(document, "fixture");

@@ -89,11 +89,21 @@ TEST(HybridRun, WithThePyTorchReference) {
   EXPECT_EQ(count(run.output, "gradwire      All:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "pytorch       All:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "gradwire/pytorch ex/s: p50:"), 1u) << run.output;
+  // Compute parity: both sides' plain step, the model in one process (cases/parity.h).
+  EXPECT_EQ(count(run.output, "\nplain step (no ps, no ddp: an epoch of 10 batches in one "
+                              "process): gradwire p50 "),
+            1u)
+      << run.output;
   const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   check_side(document, "gradwire");
   check_side(document.at("reference"), "pytorch");
   EXPECT_GT(document.at("comparison").at("all_p50_ex_s_ratio").get<double>(), 0);
+  const nlohmann::json& plain = document.at("plain_step");
+  EXPECT_EQ(plain.at("gradwire").at("seconds").size(), 20u);
+  EXPECT_EQ(plain.at("pytorch").at("seconds").size(), 20u);
+  EXPECT_GT(plain.at("p50_ratio").get<double>(), 0);
+  EXPECT_EQ(document.at("reference").at("plain_step").at("seconds").size(), 20u);
 }
 
 TEST(HybridRun, MissingPythonIsAClearError) {

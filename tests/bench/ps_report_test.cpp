@@ -188,6 +188,35 @@ TEST(PsReport, ComparesWithDdpLocalAndThePyTorchReference) {
   EXPECT_EQ(count(text, "gradwire/pytorch ex/s: p50: 2.00x"), 1u) << text;
 }
 
+// --reference pytorch's plain step (cases/parity.h): named after ps's batch, in the JSON only
+// when measured.
+TEST(PsReport, PlainStepLinesAndDocument) {
+  const PlainStepNames names = ps_plain_step_names(settings());
+  PlainStepParity parity;
+  parity.gradwire.seconds = {0.0304, 0.0300, 0.0310};
+  PlainStep theirs;
+  theirs.seconds = {0.0312, 0.0320};
+  parity.reference = theirs;
+  std::ostringstream out;
+  print_plain_step_parity(out, parity, names);
+  EXPECT_EQ(out.str(),
+            "\nplain step (no ps: the model in one process, batch " +
+                std::to_string(settings().batch_size) +
+                "): gradwire p50 0.0304s, pytorch p50 0.0316s, 0.962x\n")
+      << "within 10%: no warning";
+
+  PsDocumentInputs inputs;
+  inputs.settings = settings();
+  inputs.pooled = PsRun{ps_result(), std::nullopt, std::nullopt};
+  EXPECT_FALSE(ps_document(inputs).contains("plain_step"));
+  inputs.plain_step = parity;
+  const nlohmann::json plain = ps_document(inputs).at("plain_step");
+  EXPECT_EQ(plain.at("what"), names.what);
+  EXPECT_EQ(plain.at("pytorch").at("seconds").size(), 2u);
+  EXPECT_NEAR(plain.at("p50_ratio").get<double>(), 0.0304 / 0.0316, 1e-12);
+  EXPECT_EQ(plain.at("differs_by_more_than_10_percent"), false);
+}
+
 TEST(PsReport, DocumentAndCharts) {
   PsDocumentInputs inputs;
   inputs.metadata.command = {"gradwire-bench", "ps"};

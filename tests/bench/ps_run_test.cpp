@@ -114,9 +114,18 @@ TEST(PsRun, WithThePyTorchReference) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(count(run.output, "\nPass = 0, Elapsed = "), 2u) << run.output;  // gradwire, PyTorch
   EXPECT_EQ(count(run.output, "gradwire / PyTorch: images/s p50 "), 1u) << run.output;
+  // Compute parity: both sides' plain step, the model in one process (cases/parity.h).
+  EXPECT_EQ(count(run.output,
+                  "\nplain step (no ps: the model in one process, batch 2): gradwire p50 "),
+            1u)
+      << run.output;
   const nlohmann::json document = read_json_file(json);
   std::remove(json.c_str());
   EXPECT_EQ(document.at("reference").at("implementation"), "pytorch");
+  const nlohmann::json& plain = document.at("plain_step");
+  EXPECT_EQ(plain.at("gradwire").at("seconds").size(), 10u);
+  EXPECT_EQ(plain.at("pytorch").at("seconds").size(), 10u);
+  EXPECT_GT(plain.at("p50_ratio").get<double>(), 0);
   check_side(document.at("reference"), 2, 2, {"forward", "backward", "comm"});
   EXPECT_GT(document.at("comparison")
                 .at("gradwire_over_pytorch_p50_images_per_second")

@@ -157,7 +157,8 @@ TEST(PsSettings, TheReferenceGetsTheSameSettings) {
       "python3",      "ps.py", "--trainers",   "2",  "--servers",     "3",  "--model",  "resnet18",
       "--batch-size", "2",     "--image-size", "32", "--num-classes", "10", "--lr",     "0.01",
       "--momentum",   "0.9",   "--warmup",     "1",  "--iterations",  "2",  "--passes", "2",
-      "--seed",       "4",     "--timeout",    "650"};  // 10 min + 2 s per iteration and process
+      "--seed",       "4",     "--timeout",    "650",  // 10 min + 2 s per iteration and process
+      "--plain-warmup", "3",   "--plain-steps", "10"};  // its plain step, as ours
   EXPECT_EQ(command, expected);
 }
 
