@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "gradwire/common/error.h"
 
@@ -51,6 +52,16 @@ struct FdCloser {
   }
 };
 
+// The keys of the live regions of every server_memory SharedRegions of this process.
+struct ServerKeys {
+  std::mutex mutex;
+  std::set<uint64_t> keys;
+};
+ServerKeys& server_keys() {
+  static ServerKeys* keys = new ServerKeys();  // never destroyed: regions may outlive statics
+  return *keys;
+}
+
 }  // namespace
 
 // A live region of SharedRegions: its key, descriptor and mapping.
@@ -66,7 +77,8 @@ struct SharedRegions::Registry {
   std::map<uintptr_t, Region> by_address;  // by the mapping's start
 };
 
-SharedRegions::SharedRegions() : registry_(std::make_shared<Registry>()) {}
+SharedRegions::SharedRegions(bool server_memory)
+    : registry_(std::make_shared<Registry>()), server_memory_(server_memory) {}
 
 at::Tensor SharedRegions::allocate(at::IntArrayRef sizes, at::ScalarType dtype) {
   int64_t numel = 1;
@@ -100,11 +112,20 @@ at::Tensor SharedRegions::allocate(at::IntArrayRef sizes, at::ScalarType dtype) 
     const std::lock_guard<std::mutex> lock(registry_->mutex);
     registry_->by_address[reinterpret_cast<uintptr_t>(region.data)] = region;
   }
+  if (server_memory_) {
+    const std::lock_guard<std::mutex> lock(server_keys().mutex);
+    server_keys().keys.insert(region.key);
+  }
   std::weak_ptr<Registry> registry = registry_;
   const Region owned = region;
+  const bool server_memory = server_memory_;
   return at::from_blob(
       region.data, sizes,
-      [registry, owned](void*) {
+      [registry, owned, server_memory](void*) {
+        if (server_memory) {
+          const std::lock_guard<std::mutex> lock(server_keys().mutex);
+          server_keys().keys.erase(owned.key);
+        }
         if (const auto live = registry.lock()) {
           const std::lock_guard<std::mutex> lock(live->mutex);
           live->by_address.erase(reinterpret_cast<uintptr_t>(owned.data));
@@ -143,9 +164,65 @@ v1::SharedBytes SharedRegions::probe() {
   return *find(probe_);
 }
 
-SharedMapping::~SharedMapping() { ::munmap(data, static_cast<size_t>(bytes)); }
 
-SharedRegionCache::SharedRegionCache(int max_regions) : max_regions_(std::max(1, max_regions)) {}
+bool SharedRegions::is_server_memory(uint64_t key) {
+  ServerKeys& known = server_keys();
+  const std::lock_guard<std::mutex> lock(known.mutex);
+  return known.keys.count(key) != 0;
+}
+
+SharedMapping::~SharedMapping() {
+  ::munmap(data, static_cast<size_t>(bytes));
+  if (on_unmap) on_unmap();
+}
+
+SharedRegionCache::SharedRegionCache(SharedRegionLimits limits, bool servers_rows)
+    : limits_(limits), servers_rows_(servers_rows) {}
+
+void SharedRegionCache::evict_locked(size_t keep) {
+  // Regions of processes that ended first, then the oldest.
+  for (auto key = order_.begin(); key != order_.end() && regions_.size() > keep;) {
+    const auto entry = regions_.find(*key);
+    if (entry != regions_.end() && ::kill(entry->second.pid, 0) != 0 && errno == ESRCH) {
+      regions_.erase(entry);
+      key = order_.erase(key);
+    } else {
+      ++key;
+    }
+  }
+  while (regions_.size() > keep && !order_.empty()) {
+    regions_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
+void SharedRegionCache::reserve(int32_t pid, int64_t bytes, const std::string& where) {
+  const auto fits = [&] {
+    const std::lock_guard<std::mutex> lock(usage_->mutex);
+    const int64_t mine = usage_->per_process[pid];
+    if (usage_->total + bytes > limits_.max_mapped_bytes || mine + bytes > limits_.max_process_bytes) {
+      return false;
+    }
+    usage_->total += bytes;
+    usage_->per_process[pid] = mine + bytes;
+    return true;
+  };
+  if (fits()) return;
+  {
+    // What only the cache holds is unmapped when it lets go; tensors in use keep theirs.
+    const std::lock_guard<std::mutex> lock(mutex_);
+    evict_locked(0);
+  }
+  if (fits()) return;
+  const std::lock_guard<std::mutex> lock(usage_->mutex);
+  throw InvalidArgument(
+      where + ": mapping its " + std::to_string(bytes) + " bytes would pass this server's limit " +
+      "on shared memory: " + std::to_string(usage_->total) + " bytes mapped of max_shared_bytes " +
+      std::to_string(limits_.max_mapped_bytes) + ", " + std::to_string(usage_->per_process[pid]) +
+      " of them from process " + std::to_string(pid) + " of max_shared_process_bytes " +
+      std::to_string(limits_.max_process_bytes) +
+      " (--max-shared-bytes, --max-shared-process-bytes); nothing was mapped");
+}
 
 std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& ref,
                                                          const std::string& field) {
@@ -166,6 +243,12 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
   }
   if (ref.key() == 0 || ref.pid() <= 0 || ref.fd() < 0) {
     throw InvalidArgument(where + ": not a region reference");
+  }
+  // A server's own memory (its rows, which it names in answers) is never mapped on a caller's
+  // word, under whichever process's descriptor: the name checked below carries the key.
+  if (!servers_rows_ && SharedRegions::is_server_memory(ref.key())) {
+    throw InvalidArgument(where + ": names a parameter server's own memory; only a trainer's "
+                          "own regions are taken");
   }
   const std::string path =
       "/proc/" + std::to_string(ref.pid()) + "/fd/" + std::to_string(ref.fd());
@@ -195,32 +278,36 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
   if (::fstat(fd, &info) != 0 || info.st_size <= 0) {
     throw InvalidArgument(where + ": cannot read the region's size");
   }
-  void* data = ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ | PROT_WRITE,
-                      MAP_SHARED, fd, 0);
-  if (data == MAP_FAILED) {
-    throw InvalidArgument(where + ": " + errno_text("mmap"));
+  const auto bytes = static_cast<int64_t>(info.st_size);
+  if (bytes > limits_.max_region_bytes) {
+    throw InvalidArgument(where + ": a region of " + std::to_string(bytes) +
+                          " bytes, above this server's max_shared_region_bytes " +
+                          std::to_string(limits_.max_region_bytes) +
+                          " (--max-shared-region-bytes); nothing was mapped");
   }
-  auto mapping = std::make_shared<SharedMapping>(data, static_cast<int64_t>(info.st_size));
+  reserve(ref.pid(), bytes, where);
+  void* data =
+      ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int32_t pid = ref.pid();
+  std::weak_ptr<Usage> usage = usage_;
+  auto give_back = [usage, pid, bytes] {
+    if (const auto live = usage.lock()) {
+      const std::lock_guard<std::mutex> lock(live->mutex);
+      live->total -= bytes;
+      if ((live->per_process[pid] -= bytes) <= 0) live->per_process.erase(pid);
+    }
+  };
+  if (data == MAP_FAILED) {
+    const std::string error = errno_text("mmap");
+    give_back();
+    throw InvalidArgument(where + ": " + error);
+  }
+  auto mapping = std::make_shared<SharedMapping>(data, bytes, give_back);
   const std::lock_guard<std::mutex> lock(mutex_);
   const auto [it, inserted] = regions_.emplace(ref.key(), Entry{ref.pid(), ref.fd(), mapping});
   if (!inserted) return it->second.mapping;  // another call mapped it meanwhile
   order_.push_back(ref.key());
-  if (static_cast<int>(regions_.size()) > max_regions_) {
-    // Regions of processes that ended first, then the oldest.
-    for (auto key = order_.begin(); key != order_.end();) {
-      const auto entry = regions_.find(*key);
-      if (entry != regions_.end() && ::kill(entry->second.pid, 0) != 0 && errno == ESRCH) {
-        regions_.erase(entry);
-        key = order_.erase(key);
-      } else {
-        ++key;
-      }
-    }
-    while (static_cast<int>(regions_.size()) > max_regions_) {
-      regions_.erase(order_.front());
-      order_.pop_front();
-    }
-  }
+  evict_locked(static_cast<size_t>(std::max(1, limits_.max_regions)));
   return mapping;
 }
 
@@ -255,6 +342,17 @@ bool SharedRegionCache::probe(const v1::SharedBytes& ref) {
 int SharedRegionCache::size() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(regions_.size());
+}
+
+int64_t SharedRegionCache::mapped_bytes() const {
+  const std::lock_guard<std::mutex> lock(usage_->mutex);
+  return usage_->total;
+}
+
+int64_t SharedRegionCache::mapped_bytes_of(int32_t pid) const {
+  const std::lock_guard<std::mutex> lock(usage_->mutex);
+  const auto found = usage_->per_process.find(pid);
+  return found == usage_->per_process.end() ? 0 : found->second;
 }
 
 }  // namespace gradwire::rpc

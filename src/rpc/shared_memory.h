@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,7 +33,9 @@ namespace v1 = ::gradwire::ps::v1;
 // The trainer's side: regions it creates and the tensors in them.
 class SharedRegions {
  public:
-  SharedRegions();
+  // `server_memory`: a server's own regions (its rows). Their keys are known process-wide, and
+  // no SharedRegionCache of this process maps them on a caller's word (is_server_memory).
+  explicit SharedRegions(bool server_memory = false);
 
   // A zero-filled contiguous CPU tensor of `sizes` and `dtype` in a region of its own, freed
   // (closed and unmapped here) with the tensor's storage. BackendError when the system refuses
@@ -45,29 +48,51 @@ class SharedRegions {
   // A reference to a small region whose first 8 bytes hold its key (CreateTable's probe).
   v1::SharedBytes probe();
 
+  // Whether `key` is a live region of a server_memory SharedRegions of this process.
+  static bool is_server_memory(uint64_t key);
+
  private:
   struct Registry;
   std::shared_ptr<Registry> registry_;
+  const bool server_memory_;
   std::once_flag probe_once_;
   at::Tensor probe_;
 };
 
 // One region mapped by a server. Unmapped when the last holder (the cache, a tensor viewing it)
-// lets go.
+// lets go; `on_unmap` then runs (the cache's accounting).
 struct SharedMapping {
-  SharedMapping(void* data, int64_t bytes) : data(data), bytes(bytes) {}
+  SharedMapping(void* data, int64_t bytes, std::function<void()> on_unmap = nullptr)
+      : data(data), bytes(bytes), on_unmap(std::move(on_unmap)) {}
   SharedMapping(const SharedMapping&) = delete;
   SharedMapping& operator=(const SharedMapping&) = delete;
   ~SharedMapping();
   void* const data;
   const int64_t bytes;
+  const std::function<void()> on_unmap;
+};
+
+// What a SharedRegionCache may map (ServerOptions::max_shared_*; docs/ps.md "Limits").
+struct SharedRegionLimits {
+  int max_regions = 1024;                          // regions kept mapped by the cache
+  int64_t max_region_bytes = int64_t{1} << 30;     // one region, whole
+  int64_t max_mapped_bytes = int64_t{16} << 30;    // all regions mapped at once
+  int64_t max_process_bytes = int64_t{4} << 30;    // the regions of one trainer process
+
+  // A trainer's, mapping its servers' rows: no byte caps.
+  static SharedRegionLimits unlimited() {
+    return {1024, INT64_MAX, INT64_MAX, INT64_MAX};
+  }
 };
 
 // The server's side: the regions of trainers on its host, mapped once per key. It keeps at most
 // `max_regions`; beyond that, regions of processes that ended go first, then the oldest.
 class SharedRegionCache {
  public:
-  explicit SharedRegionCache(int max_regions = 1024);
+  // A server's cache refuses references to a server's own memory (SharedRegions::
+  // is_server_memory): no caller can make a server of this process map, read or write the
+  // servers' rows. `servers_rows`: a trainer's cache, which maps exactly those (it reads them).
+  explicit SharedRegionCache(SharedRegionLimits limits = {}, bool servers_rows = false);
 
   // A tensor of `sizes` and `dtype` viewing the bytes `ref` names (no copy; the tensor keeps the
   // mapping). InvalidArgument naming `field` when the region cannot be opened, is not a sealed
@@ -79,6 +104,9 @@ class SharedRegionCache {
   bool probe(const v1::SharedBytes& ref);
 
   int size() const;
+  // Bytes of the regions mapped now (by the cache or tensors viewing them), all and one process's.
+  int64_t mapped_bytes() const;
+  int64_t mapped_bytes_of(int32_t pid) const;
 
  private:
   std::shared_ptr<SharedMapping> attach(const v1::SharedBytes& ref, const std::string& field);
@@ -88,7 +116,22 @@ class SharedRegionCache {
     int32_t fd = 0;
     std::shared_ptr<SharedMapping> mapping;
   };
-  const int max_regions_;
+  // Mapped bytes, all and per process; shared with the mappings, which give theirs back.
+  struct Usage {
+    std::mutex mutex;
+    int64_t total = 0;
+    std::map<int32_t, int64_t> per_process;
+  };
+  // Drops the cache's hold on regions of processes that ended, then on the oldest, until the
+  // cache holds at most `keep`. Caller holds mutex_.
+  void evict_locked(size_t keep);
+  // Counts `bytes` of process `pid` as mapped, or throws InvalidArgument (`where`) when that would
+  // pass a limit even after the cache let go of every region it alone holds.
+  void reserve(int32_t pid, int64_t bytes, const std::string& where);
+
+  const SharedRegionLimits limits_;
+  const bool servers_rows_;
+  const std::shared_ptr<Usage> usage_ = std::make_shared<Usage>();
   mutable std::mutex mutex_;
   std::map<uint64_t, Entry> regions_;
   std::deque<uint64_t> order_;  // keys, oldest first

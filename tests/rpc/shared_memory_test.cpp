@@ -160,7 +160,7 @@ TEST(SharedMemory, FreedTensorsLeaveTheRegistryAndServersKeepWhatTheyMapped) {
 TEST(SharedMemory, TheCacheKeepsAtMostItsBoundOfRegions) {
   SharedRegions regions;
   std::vector<at::Tensor> tensors;
-  SharedRegionCache cache(2);
+  SharedRegionCache cache(SharedRegionLimits{2});
   for (int i = 0; i < 3; ++i) {
     tensors.push_back(regions.allocate({4}, at::kFloat));
     cache.view(*regions.find(tensors.back()), {4}, at::kFloat, "push.grads");
@@ -169,6 +169,56 @@ TEST(SharedMemory, TheCacheKeepsAtMostItsBoundOfRegions) {
   // The evicted one maps again when used.
   cache.view(*regions.find(tensors.front()), {4}, at::kFloat, "push.grads");
   EXPECT_EQ(cache.size(), 2);
+}
+
+// A server's own rows (server_memory regions) are never mapped on a caller's word, under their
+// own descriptor or another one naming the same memory.
+TEST(SharedMemory, AServersOwnMemoryIsNeverMappedOnACallersWord) {
+  SharedRegions server(/*server_memory=*/true);
+  at::Tensor rows = server.allocate({16}, at::kFloat);
+  const v1::SharedBytes own = *server.find(rows);
+  EXPECT_TRUE(SharedRegions::is_server_memory(own.key()));
+  SharedRegionCache cache;
+  EXPECT_TRUE(contains(refusal(cache, own), "own memory"));
+  const int again = ::open(("/proc/self/fd/" + std::to_string(own.fd())).c_str(), O_RDWR);
+  ASSERT_GE(again, 0);
+  v1::SharedBytes other_descriptor = own;
+  other_descriptor.set_fd(again);
+  EXPECT_TRUE(contains(refusal(cache, other_descriptor), "own memory"));
+  ::close(again);
+  EXPECT_EQ(cache.mapped_bytes(), 0);
+  const uint64_t key = own.key();
+  rows = at::Tensor();
+  EXPECT_FALSE(SharedRegions::is_server_memory(key));  // freed with its tensor
+}
+
+// The caps: a region above max_region_bytes is refused unmapped; mapped bytes are counted, all
+// and per process, and given back when the last tensor and the cache let go.
+TEST(SharedMemory, TheCacheMapsWithinItsByteCaps) {
+  SharedRegionLimits limits;
+  limits.max_region_bytes = 1 << 20;
+  limits.max_mapped_bytes = 3 << 20;
+  limits.max_process_bytes = 2 << 20;
+  SharedRegionCache cache(limits);
+  SharedRegions trainer;
+  const at::Tensor big = trainer.allocate({(1 << 20) / 4 + 1}, at::kFloat);
+  EXPECT_TRUE(contains(refusal(cache, *trainer.find(big)), "max_shared_region_bytes"));
+  EXPECT_EQ(cache.mapped_bytes(), 0);
+
+  std::vector<at::Tensor> views;
+  std::vector<at::Tensor> regions;
+  for (int i = 0; i < 2; ++i) {
+    regions.push_back(trainer.allocate({(1 << 20) / 4}, at::kFloat));
+    views.push_back(cache.view(*trainer.find(regions.back()), {4}, at::kFloat, "push.grads"));
+  }
+  EXPECT_EQ(cache.mapped_bytes(), 2 << 20);
+  EXPECT_EQ(cache.mapped_bytes_of(::getpid()), 2 << 20);
+  regions.push_back(trainer.allocate({(1 << 20) / 4}, at::kFloat));
+  // Both regions are in use (views), so the process is at its cap.
+  EXPECT_TRUE(contains(refusal(cache, *trainer.find(regions.back())), "max_shared_process_bytes"));
+  views.clear();  // the cache alone holds them now: it lets go of them to map the new one
+  EXPECT_NO_THROW(cache.view(*trainer.find(regions.back()), {4}, at::kFloat, "push.grads"));
+  EXPECT_EQ(cache.mapped_bytes(), 1 << 20);
 }
 
 }  // namespace shared_memory_test

@@ -6,7 +6,8 @@
 //                      [--max-message-bytes N] [--max-trainers N] [--max-tables N]
 //                      [--max-total-table-bytes N] [--max-pending-bytes N]
 //                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
-//                      [--no-shared-memory]
+//                      [--max-shared-region-bytes N] [--max-shared-bytes N]
+//                      [--max-shared-process-bytes N] [--no-shared-memory]
 //
 // --listen given several times runs one server per address in this process, with the same
 // options (ps::start_servers: they share one thread per trainer for calls over shared memory).
@@ -87,6 +88,18 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
       ->check(CLI::PositiveNumber);
   app.add_option("--max-waiting-steps", options.max_waiting_steps,
                  "Most sync Step calls waiting for other trainers at once, all tables together")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-shared-region-bytes", options.max_shared_region_bytes,
+                 "Most bytes of one trainer's shared-memory region this server maps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-shared-bytes", options.max_shared_bytes,
+                 "Most bytes of trainers' shared-memory regions mapped at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-shared-process-bytes", options.max_shared_process_bytes,
+                 "Most bytes of one trainer process's shared-memory regions mapped at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-grpc-memory-bytes", options.max_grpc_memory_bytes,

@@ -74,6 +74,14 @@ struct ServerOptions {
   // at least 256 MiB (4 GiB with the defaults); else at least max_message_bytes.
   // --max-grpc-memory-bytes.
   int64_t max_grpc_memory_bytes = 0;
+  // Most bytes of one trainer's shared-memory region the server maps (a region is mapped whole);
+  // larger ones are refused. --max-shared-region-bytes.
+  int64_t max_shared_region_bytes = int64_t{1} << 30;
+  // Most bytes of trainers' regions mapped at once, all together and from one trainer process;
+  // past them a call naming another region is refused. --max-shared-bytes,
+  // --max-shared-process-bytes.
+  int64_t max_shared_bytes = int64_t{16} << 30;
+  int64_t max_shared_process_bytes = int64_t{4} << 30;
   // Trainers on this server's host may push and pull through memory they share with it instead
   // of bytes on the socket (docs/ps.md "Shared memory"); false: bytes only. --no-shared-memory.
   bool shared_memory = true;

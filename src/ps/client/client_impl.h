@@ -242,7 +242,9 @@ class ClientImpl final : public Client {
   std::vector<std::unique_ptr<Stub>> stubs_;
 
   rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
-  rpc::SharedRegionCache server_regions_;  // the servers' rows we read (thread-safe)
+  // The servers' rows we read (thread-safe).
+  rpc::SharedRegionCache server_regions_{rpc::SharedRegionLimits::unlimited(),
+                                         /*servers_rows=*/true};
 
   mutable std::mutex mutex_;  // guards tables_, pushes_, deferred_, shared_with_ and channels_
   std::map<std::string, TableState> tables_;

@@ -61,6 +61,9 @@ void check_options(const ServerOptions& options) {
       {"max_total_table_bytes (--max-total-table-bytes)", options.max_total_table_bytes},
       {"max_pending_bytes (--max-pending-bytes)", options.max_pending_bytes},
       {"max_waiting_steps (--max-waiting-steps)", options.max_waiting_steps},
+      {"max_shared_region_bytes (--max-shared-region-bytes)", options.max_shared_region_bytes},
+      {"max_shared_bytes (--max-shared-bytes)", options.max_shared_bytes},
+      {"max_shared_process_bytes (--max-shared-process-bytes)", options.max_shared_process_bytes},
   };
   for (const auto& [name, value] : limits) {
     if (value < 1) {
@@ -102,7 +105,10 @@ class ServerImpl final : public Server {
     service_ = std::make_unique<ParameterServerService>(
         options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
-                      options.max_waiting_steps},
+                      options.max_waiting_steps,
+                      rpc::SharedRegionLimits{1024, options.max_shared_region_bytes,
+                                              options.max_shared_bytes,
+                                              options.max_shared_process_bytes}},
         options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_,
         *hub_);
 

@@ -121,6 +121,7 @@ ParameterServerService::ParameterServerService(std::string token, ServiceLimits 
     : token_(std::move(token)),
       limits_(limits),
       shared_host_(std::move(shared_host)),
+      shared_(limits.shared),
       tables_(tables),
       checkpoints_(checkpoints),
       hub_(hub) {}

@@ -44,6 +44,7 @@ struct ServiceLimits {
   int64_t max_table_bytes = int64_t{8} << 30;
   int64_t max_trainers = 1024;
   int64_t max_waiting_steps = 1024;  // Note [waiting steps] in service.cpp
+  rpc::SharedRegionLimits shared;    // what trainers' shared memory may map (rpc/shared_memory.h)
 };
 
 // When a Step call stops waiting: the call's deadline, capped at kMaxStepWait from now, less a
@@ -131,8 +132,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   const std::string token_;
   const ServiceLimits limits_;
   const std::string shared_host_;
+  rpc::SharedRegions own_{/*server_memory=*/true};  // sync dense tables' rows (Note [shared rows])
   rpc::SharedRegionCache shared_;  // regions of trainers on this host (rpc/shared_memory.h)
-  rpc::SharedRegions own_;         // this server's: sync dense tables' rows (Note [shared rows])
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
   rpc::ChannelHub& hub_;
