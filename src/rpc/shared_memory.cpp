@@ -253,16 +253,29 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
   const std::string path =
       "/proc/" + std::to_string(ref.pid()) + "/fd/" + std::to_string(ref.fd());
   const std::string expected = "/memfd:" + region_name(ref.key()) + " (deleted)";
-  // Named as the region before it is opened (no device or pipe is ever opened), and the file
-  // opened checked again below (the descriptor may have been replaced in between).
+  // Named as the region before anything is opened. The trainer may replace its descriptor at any
+  // moment, so the file is first pinned with O_PATH (which opens nothing: no device, pipe or
+  // FIFO sees an open), checked there (a regular file, named as the region), and only that pinned
+  // file is then opened for reading and writing, through this process's own descriptor of it.
   if (link_target(path) != expected) {
     throw InvalidArgument(where + ": " + path + " is not that region (or cannot be read: is " +
                           "the trainer on this host and alive?)");
   }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
+  const int pinned = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (pinned < 0) {
     throw InvalidArgument(where + ": cannot open " + path + " (" + std::strerror(errno) +
                           "); is the trainer on this host and alive?");
+  }
+  FdCloser pin{pinned};
+  const std::string pinned_path = "/proc/self/fd/" + std::to_string(pinned);
+  struct stat kind {};
+  if (link_target(pinned_path) != expected || ::fstat(pinned, &kind) != 0 ||
+      !S_ISREG(kind.st_mode)) {
+    throw InvalidArgument(where + ": " + path + " is not that region");
+  }
+  const int fd = ::open(pinned_path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    throw InvalidArgument(where + ": cannot open " + path + " (" + std::strerror(errno) + ")");
   }
   FdCloser guard{fd};
   // The file opened must be the region named: a memfd "gradwire-ps-<key>", sealed.
