@@ -3,6 +3,8 @@
 // missing trainers.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "gradwire/common/error.h"
 #include "ps/messages/service_messages.h"
 #include "ps/server/server_listen.h"
@@ -122,6 +124,29 @@ TEST(StepWait, FollowsTheCallDeadlineLessAMarginAndIsCapped) {
   EXPECT_EQ(
       step_wait_deadline(std::chrono::system_clock::time_point::max(), system_now, steady_now),
       steady_now + kMaxStepWait - 200ms);
+}
+
+// A call channel's deadline is the trainer's int64 ns (rpc/channel_layout.h): any value is clamped
+// to [now, now + kMaxStepWait]. Before, INT64_MIN minus now wrapped around to a wait of about
+// 235 years (issue 37, finding 7).
+TEST(StepWait, HostileDeadlinesAreClamped) {
+  using std::chrono::nanoseconds;
+  using std::chrono::system_clock;
+  const auto system_now = system_clock::now();
+  const auto steady_now = std::chrono::steady_clock::now();
+  for (const int64_t ns : {std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::min() + 1, int64_t{-1}, int64_t{0}}) {
+    EXPECT_EQ(step_wait_deadline(system_clock::time_point(nanoseconds(ns)), system_now, steady_now),
+              steady_now)
+        << ns;
+  }
+  EXPECT_EQ(step_wait_deadline(system_clock::time_point::min(), system_now, steady_now),
+            steady_now);
+  EXPECT_EQ(step_wait_deadline(system_clock::time_point(nanoseconds(
+                                   std::numeric_limits<int64_t>::max())),
+                               system_now, steady_now),
+            steady_now + kMaxStepWait - 200ms);
+  EXPECT_EQ(step_wait_deadline(system_now, system_now, steady_now), steady_now);
 }
 
 TEST(StepWait, MissingTrainersAreNamed) {

@@ -87,11 +87,14 @@ std::chrono::steady_clock::time_point step_wait_deadline(
     std::chrono::system_clock::time_point call_deadline,
     std::chrono::system_clock::time_point system_now,
     std::chrono::steady_clock::time_point steady_now) {
-  // A call without a deadline carries a far-future one; compare before subtracting.
+  // Clamped to [0, kMaxStepWait] by comparing before subtracting: a call without a deadline
+  // carries a far-future one, and a call channel's deadline is the trainer's word (any int64 ns:
+  // INT64_MIN minus now wrapped to a wait of centuries).
   milliseconds left = kMaxStepWait;
-  if (call_deadline < system_now + kMaxStepWait) {
-    left = std::max(milliseconds(0),
-                    std::chrono::duration_cast<milliseconds>(call_deadline - system_now));
+  if (call_deadline <= system_now) {
+    left = milliseconds(0);
+  } else if (call_deadline < system_now + kMaxStepWait) {
+    left = std::chrono::duration_cast<milliseconds>(call_deadline - system_now);
   }
   const milliseconds margin = std::min(left / 10, milliseconds(200));
   return steady_now + (left - margin);
