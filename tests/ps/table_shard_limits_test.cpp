@@ -1,11 +1,17 @@
 // A table shard's limits: the bytes of sync pushes held for the step in progress
 // (max_pending_bytes: a push above it is refused with the shard unchanged; applied and discarded
-// pushes release their bytes) and finish_step's may_wait, asked only by a call that would wait.
+// pushes release their bytes) and finish_step's may_wait, asked only by a call that would wait;
+// values a trainer keeps rewriting in shared memory while the shard reads them (what is checked
+// finite is what is applied).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <thread>
 
 #include "error_message.h"
 #include "gradwire/common/error.h"
@@ -121,6 +127,102 @@ TEST(TableShardLimits, MayWaitIsAskedOnlyByACallThatWouldWaitAndARefusalRecordsN
   EXPECT_FALSE(done.refused);
   EXPECT_EQ(asked, 3);
   EXPECT_EQ(shard.step(), 1);
+}
+
+// Note [checked is applied] (issue 37, finding 7): an async push or an assign of values in a
+// trainer's shared memory (push_owned takes such views) is checked finite and then applied; the
+// trainer can rewrite the values in between. Before, the optimizer (or the row copy) read them
+// again after the check, so a racing write of NaN reached the rows. A thread here flips the last
+// value between 1 and NaN while the shard takes the same tensor again and again: each call is
+// refused or applies finite values, and the rows stay finite.
+class FlippingValue {
+ public:
+  explicit FlippingValue(const at::Tensor& values)
+      : last_(static_cast<uint32_t*>(values.data_ptr()) + values.numel() - 1),
+        writer_([this] {
+          const uint32_t one = bits(1.0f);
+          const uint32_t nan = bits(std::numeric_limits<float>::quiet_NaN());
+          while (!stop_.load(std::memory_order_relaxed)) {
+            __atomic_store_n(last_, nan, __ATOMIC_RELAXED);
+            __atomic_store_n(last_, one, __ATOMIC_RELAXED);
+          }
+        }) {}
+  ~FlippingValue() {
+    stop_ = true;
+    writer_.join();
+  }
+
+ private:
+  static uint32_t bits(float value) {
+    uint32_t out;
+    std::memcpy(&out, &value, sizeof(out));
+    return out;
+  }
+  uint32_t* const last_;
+  std::atomic<bool> stop_{false};
+  std::thread writer_;
+};
+
+constexpr int64_t kRacedRows = 2048;
+constexpr int64_t kRacedDim = 256;
+constexpr auto kRaceFor = std::chrono::seconds(2);
+
+TableConfig raced_table(UpdateMode mode, TableKind kind) {
+  TableConfig config = sync_table(1);
+  config.num_rows = kRacedRows;
+  config.dim = kRacedDim;
+  config.optimizer.lr = 1e-3;
+  config.mode = mode;
+  config.kind = kind;
+  return config;
+}
+
+TEST(TableShardLimits, AnAsyncPushOfValuesRewrittenMeanwhileNeverAppliesANonFiniteOne) {
+  TableShard shard(raced_table(UpdateMode::kAsync, TableKind::kEmbedding), 0, 1);
+  const at::Tensor ids = at::arange(kRacedRows, at::kLong);
+  const at::Tensor shared = at::ones({kRacedRows, kRacedDim});
+  int calls = 0;
+  int refused = 0;
+  {
+    const FlippingValue flipping(shared);
+    const auto end = Clock::now() + kRaceFor;
+    while (Clock::now() < end) {
+      ++calls;
+      try {
+        shard.push_owned(0, 0, ids, shared);
+      } catch (const InvalidArgument&) {
+        ++refused;
+      }
+      const at::Tensor last = shard.lookup(ids.slice(0, kRacedRows - 1));
+      ASSERT_TRUE(last.isfinite().all().item<bool>())
+          << "a NaN was applied after " << calls << " calls (" << refused << " refused)";
+    }
+  }
+  EXPECT_GT(calls, 0);
+}
+
+TEST(TableShardLimits, AnAssignOfValuesRewrittenMeanwhileNeverWritesANonFiniteOne) {
+  TableShard shard(raced_table(UpdateMode::kSync, TableKind::kDense), 0, 1);
+  const at::Tensor ids = at::arange(kRacedRows, at::kLong);
+  const at::Tensor shared = at::ones({kRacedRows, kRacedDim});
+  int calls = 0;
+  int refused = 0;
+  {
+    const FlippingValue flipping(shared);
+    const auto end = Clock::now() + kRaceFor;
+    while (Clock::now() < end) {
+      ++calls;
+      try {
+        shard.assign(0, ids, shared, /*complete=*/false);
+      } catch (const InvalidArgument&) {
+        ++refused;
+      }
+      const at::Tensor weights = shard.snapshot().weights;
+      ASSERT_TRUE(weights[kRacedRows - 1].isfinite().all().item<bool>())
+          << "a NaN was written after " << calls << " calls (" << refused << " refused)";
+    }
+  }
+  EXPECT_GT(calls, 0);
 }
 
 }  // namespace

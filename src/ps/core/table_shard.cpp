@@ -272,7 +272,9 @@ void TableShard::assign(int trainer, const at::Tensor& ids, const at::Tensor& ro
   }
   check_ids(ids, "assign");
   check_rows(ids, rows, "assign rows");
-  const at::Tensor values = rows.contiguous();
+  // A copy (Note [checked is applied]): `rows` may be a view of trainer 0's shared memory, and
+  // what is checked must be what is written.
+  const at::Tensor values = rows.clone(at::MemoryFormat::Contiguous);
   if (values.numel() > 0 && !all_finite(values)) {
     throw InvalidArgument(table_prefix(config_) +
                           ": assign rows are not finite (NaN or infinity); nothing was changed");
@@ -314,9 +316,16 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
   // keeps nothing; sync keeps copies.
   const bool coalesced = strictly_increasing(dense_ids);
   const bool keep = config_.mode == UpdateMode::kSync && !owned;
-  SparseRows rows = !coalesced ? coalesce(dense_ids, dense_grads)
-                    : keep     ? SparseRows{dense_ids.clone(), dense_grads.clone()}
-                               : SparseRows{dense_ids, dense_grads};
+  // Note [checked is applied]: owned gradients may be a view of a trainer's shared memory, which
+  // it can rewrite at any time, so an async shard checks and applies a copy of its own (checking
+  // the view and letting the optimizer read it again let a racing write put a NaN past the
+  // check). A sync shard keeps the view and checks the step's sums, its own tensors, before it
+  // applies them (reduce_and_apply_locked).
+  const bool copy_values = config_.mode == UpdateMode::kAsync && owned;
+  SparseRows rows = !coalesced  ? coalesce(dense_ids, dense_grads)
+                    : keep      ? SparseRows{dense_ids.clone(), dense_grads.clone()}
+                    : copy_values ? SparseRows{dense_ids, dense_grads.clone()}
+                                  : SparseRows{dense_ids, dense_grads};
   // Checked once duplicates are summed: finite gradients of one id can add up to infinity.
   if (rows.values.numel() > 0 && !all_finite(rows.values)) {
     throw InvalidArgument(table_prefix(config_) + ": push from trainer " + std::to_string(trainer) +
@@ -331,7 +340,7 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
                           "nothing was changed");
   }
   if (config_.mode == UpdateMode::kAsync) {
-    apply_locked(std::move(rows));
+    apply_locked(std::move(rows), /*owned=*/!coalesced || copy_values);
     return;
   }
   admit_locked(trainer, attempt);

@@ -183,7 +183,10 @@ class TableShard {
             Attempt attempt = {});
   // push() of tensors the caller gives up (the service's freshly decoded ones, or views of a
   // trainer's shared memory): a sync shard keeps them without a copy and never writes them. The
-  // caller must not change them until the step is applied or discarded.
+  // caller must not change them until the step is applied or discarded; a trainer that changes
+  // shared gradients anyway gets no non-finite value applied: async shards apply a copy, sync
+  // shards check the step's sums (Note [checked is applied] in table_shard.cpp). `ids` must be
+  // the caller's own (never shared memory): they are checked once and then used to index rows.
   void push_owned(int trainer, int64_t step, at::Tensor ids, at::Tensor grads,
                   Attempt attempt = {});
 
@@ -244,9 +247,9 @@ class TableShard {
   void discard_step_locked(std::string reason);
   void push_rows(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
                  Attempt attempt, bool owned);
-  // Scales (kMean) and applies coalesced gradients as update step_ + 1. Requires mutex_ held
-  // exclusively.
-  void apply_locked(SparseRows rows);
+  // Scales (kMean) and applies coalesced gradients as update step_ + 1; `owned`: the values are
+  // the shard's own and may be scaled in place. Requires mutex_ held exclusively.
+  void apply_locked(SparseRows rows, bool owned);
   // The same as update `update` without counting it; `owned`: the values may be scaled in place.
   // `scaled`: the values are the mean already (Note [fused reduction]).
   void apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled = false);

@@ -105,9 +105,9 @@ void TableShard::discard_step_locked(std::string reason) {
   step_applied_.notify_all();
 }
 
-void TableShard::apply_locked(SparseRows rows) {
+void TableShard::apply_locked(SparseRows rows, bool owned) {
   const int64_t update = step_ + 1;
-  apply_rows_locked(std::move(rows), update, /*owned=*/false);
+  apply_rows_locked(std::move(rows), update, owned);
   step_ = update;
 }
 
@@ -185,9 +185,9 @@ void TableShard::reduce_and_apply_locked() {
       }
     }
     if (ids.size() == 1) {
-      // A kept push is not written: scaled (below) as a copy.
-      sums.push_back(SparseRows{ids.front(), config_.num_trainers > 1 ? values.front().clone()
-                                                                      : values.front()});
+      // A kept push is not written, and may be a trainer's shared memory: checked, scaled and
+      // applied (below) as a copy (Note [checked is applied] in table_shard.cpp).
+      sums.push_back(SparseRows{ids.front(), values.front().clone()});
     }
     if (ids.size() > 1) sums.push_back(coalesce(at::cat(ids), at::cat(values)));
   }
