@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "../launch/test_support.h"
@@ -175,6 +176,59 @@ TEST(ServerCheckpoint, ADamagedFileStopsTheServerFromStartingNamingIt) {
               std::string::npos)
         << error.what();
   }
+}
+
+// A restored table keeps the limits CreateTable checks (check_table_limits): a file above them
+// stops the start with a ConfigError naming the file and the limit (issue 37, finding 7). Before,
+// a file of 2^31 - 1 trainers was restored unchecked and the start failed with bad_alloc, and a
+// table above max_table_bytes was served.
+TEST(ServerCheckpoint, ARestoredTableAboveTheServersLimitsStopsTheStartNamingTheFile) {
+  TempDir dir;
+  const auto write = [&](const TableConfig& config, int32_t num_trainers) {
+    ShardSnapshot snapshot = TableShard(config, 0, 1).snapshot();
+    snapshot.config.num_trainers = num_trainers;
+    const std::string file = dir.path() + "/" + generation_file_name(config.name, 0, 1, 0);
+    write_checkpoint(file, snapshot);
+    return file;
+  };
+  const auto refusal = [&](const ServerOptions& options) -> std::string {
+    try {
+      start_server(options);
+    } catch (const ConfigError& error) {
+      return error.what();
+    }
+    return "";
+  };
+  ServerOptions options = options_with_dir(dir.path());
+  const std::string crowd =
+      write(table_config("crowd", 4, 2, UpdateMode::kSync, 1), std::numeric_limits<int32_t>::max());
+  std::string message = refusal(options);
+  EXPECT_NE(message.find(crowd), std::string::npos) << message;
+  EXPECT_NE(message.find("num_trainers 2147483647, above this server's max_trainers 1024"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--max-trainers"), std::string::npos) << message;
+  EXPECT_TRUE(std::filesystem::exists(crowd));  // kept for a server with limits that hold it
+  std::filesystem::remove(crowd);
+
+  // 64 x 8 float32 rows and Adagrad's state: 4096 bytes.
+  TableConfig wide_config = adagrad_config();
+  wide_config.name = "wide";
+  wide_config.num_rows = 64;
+  wide_config.dim = 8;
+  const std::string wide = write(wide_config, 1);
+  options.max_table_bytes = 4095;
+  message = refusal(options);
+  EXPECT_NE(message.find(wide), std::string::npos) << message;
+  EXPECT_NE(message.find("needs 4096 bytes on server 0 of 1, above this server's "
+                         "max_table_bytes 4095"),
+            std::string::npos)
+      << message;
+  // Within the limits, the table is served.
+  options.max_table_bytes = 4096;
+  auto server = start_server(options);
+  ServerClient client(server->address());
+  EXPECT_EQ(client.rows("wide", at::arange(64, at::kLong)).size(0), 64);
 }
 
 TEST(ServerCheckpoint, KeepsTheNewestGenerationsAndResumesFromOne) {

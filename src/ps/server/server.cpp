@@ -100,7 +100,11 @@ class ServerImpl final : public Server {
                                options.max_pending_bytes}),
         checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps,
                      options.checkpoint_keep) {
-    tables_.add_restored(checkpoints_.read_all());
+    // Restored tables keep the limits CreateTable checks (a file above them stops the start).
+    tables_.add_restored(checkpoints_.read_all([&options](const ShardSnapshot& snapshot) {
+      check_table_limits(snapshot.config, snapshot.server_index, snapshot.num_servers,
+                         TableLimits{options.max_trainers, options.max_table_bytes});
+    }));
     at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(
         options.token,

@@ -79,7 +79,22 @@ ServerCheckpoints::ServerCheckpoints(std::string dir, int64_t every_steps, int k
   }
 }
 
-std::vector<ShardSnapshot> ServerCheckpoints::read_all() const {
+std::vector<ShardSnapshot> ServerCheckpoints::read_all(
+    const std::function<void(const ShardSnapshot&)>& check) const {
+  // Read and checked: a file whose table this server's limits refuse stops the start naming it
+  // (a restored table is never built past them: 2^31 - 1 trainers failed with bad_alloc).
+  const auto read_checked = [&](const std::string& path) {
+    ShardSnapshot snapshot = read_checkpoint(path);
+    if (!check) return snapshot;
+    try {
+      check(snapshot);
+    } catch (const ResourceLimitError& error) {
+      throw ConfigError("gradwire: cannot restore the checkpoint '" + path + "': " + error.what() +
+                        "; nothing was restored. Start the server with limits that hold the "
+                        "table, or move the file out of the checkpoint directory");
+    }
+    return snapshot;
+  };
   std::vector<ShardSnapshot> snapshots;
   if (!enabled()) return snapshots;
   std::error_code error;
@@ -116,14 +131,14 @@ std::vector<ShardSnapshot> ServerCheckpoints::read_all() const {
   }
   std::map<ShardKey, ShardSnapshot> chosen;
   for (const std::string& path : unnamed) {
-    ShardSnapshot snapshot = read_checkpoint(path);
+    ShardSnapshot snapshot = read_checked(path);
     const ShardKey key{snapshot.config.name, snapshot.server_index, snapshot.num_servers};
     const auto named = newest.find(key);
     if (named != newest.end() && named->second.first >= snapshot.step) continue;
     newest.erase(key);
     chosen[key] = std::move(snapshot);
   }
-  for (const auto& [key, file] : newest) chosen[key] = read_checkpoint(file.second);
+  for (const auto& [key, file] : newest) chosen[key] = read_checked(file.second);
   for (auto& [key, snapshot] : chosen) snapshots.push_back(std::move(snapshot));
   return snapshots;
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,11 @@ class ServerCheckpoints {
   // Creates the directory when missing (ConfigError when it cannot), removes the temporary files
   // of writes that did not finish (their writers are gone; reported on stderr) and reads the
   // newest file of every shard in it; the first damaged one throws gradwire::Error naming it.
-  std::vector<ShardSnapshot> read_all() const;
+  // `check` sees each snapshot read, before anything is built of it (the server checks the
+  // limits CreateTable checks, check_table_limits); a ResourceLimitError it throws becomes a
+  // ConfigError naming the file.
+  std::vector<ShardSnapshot> read_all(
+      const std::function<void(const ShardSnapshot&)>& check = {}) const;
 
   // Writes each shard's file now; returns the paths. Throws the first write error.
   // Precondition: enabled().

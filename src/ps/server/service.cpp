@@ -163,23 +163,9 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                             std::to_string(count) +
                             " do not name a server (need 0 <= " + "server_index < num_servers)");
     }
-    if (config.num_trainers > limits_.max_trainers) {
-      return grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          describe(config) + " has num_trainers " + std::to_string(config.num_trainers) +
-              ", above this server's max_trainers " + std::to_string(limits_.max_trainers) +
-              " (a sync table keeps state per trainer); use fewer trainers or "
-              "raise --max-trainers (ServerOptions::max_trainers)");
-    }
-    const int64_t bytes = shard_bytes(config, index, count);
-    if (bytes > limits_.max_table_bytes) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          describe(config) + " needs " + std::to_string(bytes) +
-                              " bytes on server " + std::to_string(index) + " of " +
-                              std::to_string(count) + ", above this server's max_table_bytes " +
-                              std::to_string(limits_.max_table_bytes) +
-                              "; use more servers or raise the limit");
-    }
+    // RESOURCE_EXHAUSTED naming the limit; checkpoints restored at start are checked alike.
+    check_table_limits(config, index, count,
+                       TableLimits{limits_.max_trainers, limits_.max_table_bytes});
     const CreatedTable table =
         tables_.create(config, index, count,
                        step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),

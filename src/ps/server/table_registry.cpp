@@ -21,6 +21,26 @@ std::string describe_conflict(const TableConfig& existing, int existing_index, i
   return "table '" + existing.name + "' exists with " + difference;
 }
 
+void check_table_limits(const TableConfig& config, int server_index, int num_servers,
+                        const TableLimits& limits) {
+  if (config.num_trainers > limits.max_trainers) {
+    throw ResourceLimitError(describe(config) + " has num_trainers " +
+                             std::to_string(config.num_trainers) +
+                             ", above this server's max_trainers " +
+                             std::to_string(limits.max_trainers) +
+                             " (a sync table keeps state per trainer); use fewer trainers or "
+                             "raise --max-trainers (ServerOptions::max_trainers)");
+  }
+  const int64_t bytes = shard_bytes(config, server_index, num_servers);
+  if (bytes > limits.max_table_bytes) {
+    throw ResourceLimitError(describe(config) + " needs " + std::to_string(bytes) +
+                             " bytes on server " + std::to_string(server_index) + " of " +
+                             std::to_string(num_servers) + ", above this server's max_table_bytes " +
+                             std::to_string(limits.max_table_bytes) +
+                             "; use more servers or raise the limit");
+  }
+}
+
 namespace {
 
 // a + b, at most INT64_MAX (both >= 0).

@@ -102,6 +102,20 @@ class TableRegistry {
   std::map<std::string, Build> building_;                      // guarded by mutex_
 };
 
+// The limits every table shard a server holds must keep, whether CreateTable asks for it or a
+// checkpoint restores it (ServerOptions has the same fields, documented there).
+struct TableLimits {
+  int64_t max_trainers = 1024;
+  int64_t max_table_bytes = int64_t{8} << 30;
+};
+
+// Throws ResourceLimitError, naming the limit, its value, what was asked and the flag that raises
+// it, when shard `server_index` of `num_servers` of `config` exceeds `limits`: more num_trainers
+// than max_trainers (a sync table keeps state per trainer), or more shard_bytes() than
+// max_table_bytes. Preconditions: validate(config) passed, 0 <= server_index < num_servers.
+void check_table_limits(const TableConfig& config, int server_index, int num_servers,
+                        const TableLimits& limits);
+
 // "table 'emb' exists with 300 x 64, asked 300 x 32" (or the shard position that differs).
 std::string describe_conflict(const TableConfig& existing, int existing_index, int existing_count,
                               const TableConfig& asked, int asked_index, int asked_count);
