@@ -9,6 +9,8 @@
 #include "../launch/test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
+#include "ps/server/service.h"
+#include "rpc/wire.h"
 #include "server_test_support.h"
 
 namespace gradwire::ps {
@@ -207,6 +209,46 @@ TEST_F(ServerLimitsTest, AServerWithASmallGrpcMemoryQuotaServes) {
   const at::Tensor ids = at::arange(2048, at::kLong);  // 512 KiB of gradients
   EXPECT_TRUE(client_->push("emb", 0, 0, ids, at::ones({2048, 64})).ok());
   EXPECT_EQ(client_->rows("emb", ids).size(0), 2048);
+}
+
+// Note [batch budget] (issue 37, finding 4): the limit on answers holds for a Batch as a whole.
+// 2,000 lookups of 4 ids each fit max_message_bytes one by one, but not together: the batch is
+// refused before any part runs (its push is not applied), where before the server built the whole
+// answer. Too many parts are refused alike.
+TEST_F(ServerLimitsTest, ABatchsLookupsShareOneAnswerBudgetAndItsPartsAreCounted) {
+  ServerOptions options = testing::test_server_options();
+  options.max_message_bytes = 64 << 10;
+  start(options);
+  ASSERT_TRUE(client_->create(table_config("wide", 10, 64)).ok());
+  const at::Tensor before = client_->rows("wide", ids_tensor({0, 1, 2, 3}));
+
+  v1::BatchRequest batch;
+  v1::PushRequest* push = batch.add_pushes();
+  push->set_table("wide");
+  rpc::encode_tensor(ids_tensor({0}), push->mutable_ids(), "ids");
+  rpc::encode_tensor(at::ones({1, 64}), push->mutable_grads(), "grads");
+  for (int i = 0; i < 2000; ++i) {  // 4 ids x 64 x 4 bytes = 1 KiB each: 2,000 KiB in all
+    v1::LookupRequest* lookup = batch.add_lookups();
+    lookup->set_table("wide");
+    rpc::encode_tensor(ids_tensor({0, 1, 2, 3}), lookup->mutable_ids(), "ids");
+  }
+  v1::BatchResponse answer;
+  expect_refused(client_->stub().Batch(client_->context().get(), batch, &answer),
+                 {"lookups of a batch of 2000", "max_message_bytes 65536", "nothing was done"});
+  EXPECT_TRUE(client_->rows("wide", ids_tensor({0, 1, 2, 3})).equal(before))
+      << "the refused batch's push was applied";
+
+  // The same lookups, few enough to fit together: served.
+  batch.mutable_lookups()->DeleteSubrange(60, 2000 - 60);
+  batch.clear_pushes();
+  EXPECT_TRUE(client_->stub().Batch(client_->context().get(), batch, &answer).ok());
+  EXPECT_EQ(answer.lookups_size(), 60);
+
+  v1::BatchRequest many;
+  for (int i = 0; i < kMaxBatchParts + 1; ++i) many.add_steps()->set_table("wide");
+  expect_refused(client_->stub().Batch(client_->context().get(), many, &answer),
+                 {"a batch of " + std::to_string(kMaxBatchParts + 1) + " parts",
+                  "nothing was done"});
 }
 
 TEST(ServerLimitOptions, BadLimitsAreConfigErrors) {

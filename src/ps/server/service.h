@@ -68,7 +68,13 @@ struct CallInfo {
   std::function<bool()> cancelled;  // the caller went away or the server stops
   // Called before the handler blocks for long (rpc::ChannelCall::will_wait); empty for gRPC.
   std::function<void()> will_wait;
+  // The largest answer the call can carry back besides max_message_bytes (a channel's slot); 0:
+  // none.
+  int64_t max_answer_bytes = 0;
 };
+
+// Most parts (pushes, steps and lookups together) one Batch call may have (Note [batch budget]).
+inline constexpr int kMaxBatchParts = 4096;
 
 // Most channels a server serves at once (one per trainer process and client); beyond that,
 // trainers call over gRPC.
@@ -126,6 +132,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   std::shared_ptr<TableShard> find_table(const std::string& name, grpc::Status* status) const;
   // The regions of trainers on this host, or nullptr when this server shares no memory.
   rpc::SharedRegionCache* shared();
+  // RESOURCE_EXHAUSTED when `request` passes the batch budget (Note [batch budget]).
+  grpc::Status check_batch_budget(const CallInfo& call, const v1::BatchRequest& request) const;
   // Where `shard`'s rows are in this server's shared memory, when they are there.
   std::optional<v1::SharedBytes> shared_rows(const TableShard& shard) const;
 
