@@ -461,6 +461,55 @@ inline std::vector<std::string> hostile_requests(const std::string& method, cons
   return serialized(out);
 }
 
+// Attempts beyond Note [attempt limits] (ps/core/table_shard.h), for a table at attempt 0 whose
+// trainer 0 is at incarnation 0: far newer attempts of the job, and incarnations far after `now_ns`
+// (this host's clock, in ns since the epoch), alone and together.
+inline std::vector<v1::Attempt> hostile_attempts(uint64_t now_ns) {
+  const auto attempt = [](int64_t restart, uint64_t incarnation) {
+    v1::Attempt message;
+    message.set_restart(restart);
+    message.set_incarnation(incarnation);
+    return message;
+  };
+  const uint64_t hour_ahead = now_ns + uint64_t{3600} * 1000000000u;
+  return {attempt(kI64Max, 0),
+          attempt(int64_t{1000000000000000000}, 0),
+          attempt(kMaxAttemptJump + 1, 0),
+          attempt(0, std::numeric_limits<uint64_t>::max()),
+          attempt(0, hour_ahead),
+          attempt(1, std::numeric_limits<uint64_t>::max()),
+          attempt(kI64Max, hour_ahead)};
+}
+
+// Push, Step, Resume and Batch (a push, then a step) requests of trainer 0 about `step` of
+// `table`, carrying `attempt`: (method, request bytes).
+inline std::vector<std::pair<std::string, std::string>> attempt_requests(
+    const std::string& table, int64_t step, const v1::Attempt& attempt) {
+  v1::PushRequest push;
+  push.set_table(table);
+  push.set_step(step);
+  *push.mutable_ids() = ids({1});
+  *push.mutable_grads() = grads(1);
+  *push.mutable_attempt() = attempt;
+  v1::StepRequest step_request;
+  step_request.set_table(table);
+  step_request.set_step(step);
+  *step_request.mutable_attempt() = attempt;
+  v1::ResumeRequest resume;
+  resume.set_table(table);
+  resume.set_step(step);
+  *resume.mutable_attempt() = attempt;
+  v1::BatchRequest pushes;
+  *pushes.add_pushes() = push;
+  v1::BatchRequest steps;
+  *steps.add_steps() = step_request;
+  return {{"Push", push.SerializeAsString()},
+          {"Step", step_request.SerializeAsString()},
+          {"Resume", resume.SerializeAsString()},
+          {"Batch", pushes.SerializeAsString()},
+          {"Batch", steps.SerializeAsString()}};
+}
+
 // 1 to 4 byte mutations of `bytes`.
 inline std::string mutate(std::string bytes, std::mt19937_64& rng) {
   const auto below = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };

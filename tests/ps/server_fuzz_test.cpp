@@ -358,6 +358,45 @@ TEST_F(ServerFuzz, EveryMethodRefusesWithoutTheTokenAndKeepsTheTables) {
   EXPECT_TRUE(at::equal(client_->rows(kRecorded.sync, all), sync_before.rows));
 }
 
+// Note [attempt limits] (issue 37, finding 6) over gRPC; the call channels' twin is
+// PsSharedMemory.HostileAttemptNumbersAreRefusedOnBothTransportsAndLockNoTable. Every call that
+// admits attempts (Push, Step, Resume, and Push and Step in a Batch) refuses an attempt far above
+// the newest or an incarnation far after the server's clock with INVALID_ARGUMENT, and nothing
+// changes. Before, one Step of attempt 2^63 - 1 was taken: the step in progress was discarded and
+// every later call of attempt 0, 1 or 10^18 was ABORTED until the server restarted.
+TEST_F(ServerFuzz, HostileAttemptNumbersAreRefusedAndLockNoTable) {
+  const TableConfig config = table_config("attempts", kRows, kDim, UpdateMode::kSync);
+  ASSERT_TRUE(client_->create(config).ok());
+  const at::Tensor one = testing::ids_tensor({1});
+  const at::Tensor before = client_->rows(config.name, one);
+  ASSERT_TRUE(client_->push(config.name, 0, 0, one, at::ones({1, kDim})).ok());
+  const auto now_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+  for (const v1::Attempt& attempt : hostile_attempts(now_ns)) {
+    for (const auto& [method, bytes] : attempt_requests(config.name, 0, attempt)) {
+      const Outcome outcome = raw_->call(method, bytes, rpc::authorization_value(testing::kToken));
+      const std::string context = method + " of " + attempt.ShortDebugString() + ": " +
+                                  std::to_string(outcome.status.error_code()) + " " +
+                                  outcome.status.error_message();
+      ASSERT_TRUE(outcome.completed) << context;
+      EXPECT_EQ(outcome.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << context;
+      EXPECT_NE(outcome.status.error_message().find("nothing was changed"), std::string::npos)
+          << context;
+    }
+  }
+  // Attempt 0's step is as it was: its push stays and the step completes with it (SGD lr 0.5).
+  int64_t new_step = -1;
+  const grpc::Status step = client_->step(config.name, 0, 0, 10s, &new_step);
+  ASSERT_TRUE(step.ok()) << step.error_message();
+  EXPECT_EQ(new_step, 1);
+  EXPECT_TRUE(at::allclose(client_->rows(config.name, one), before - 0.5));
+  // A restarted job is taken; its attempt then replaces attempt 0.
+  ASSERT_TRUE(client_->resume(config.name, 0, 1, /*restart=*/1).ok());
+  EXPECT_EQ(client_->push(config.name, 0, 1, one, at::ones({1, kDim})).error_code(),
+            grpc::StatusCode::ABORTED);
+}
+
 // Names of 1 MiB are cut in the errors of every method that takes a table name.
 TEST_F(ServerFuzz, UnknownTableNamesOfAMebibyteAreCutInErrors) {
   const std::string name(kMiB, 'n');

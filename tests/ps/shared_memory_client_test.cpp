@@ -3,6 +3,11 @@
 // them, lookups written in place into a shared `out`, and the bytes path for everything else.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "client_test_support.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/host_identity.h"
@@ -118,6 +123,50 @@ TEST(PsSharedMemory, ALookupIntoASharedTensorIsWrittenInPlaceAndAnyOtherOutIsFil
             plain.data_ptr());
   EXPECT_TRUE(at::equal(plain, expected));
   EXPECT_THROW(client->start_lookup("t", even, at::kFloat, at::zeros({2, 4})), InvalidArgument);
+}
+
+// Note [attempt limits] (ps/core/table_shard.h; issue 37, finding 6) on both transports: a
+// trainer whose attempt is far above the table's newest, or whose incarnation is far after the
+// server's clock, is refused with InvalidArgument, and the job's own trainer then trains as if
+// nothing happened. Before, the first hostile call was taken and the job's calls were refused as
+// stale until the servers restarted. ServerFuzz.HostileAttemptNumbersAreRefusedAndLockNoTable
+// sends every call that carries an attempt over gRPC.
+TEST(PsSharedMemory, HostileAttemptNumbersAreRefusedOnBothTransportsAndLockNoTable) {
+  const at::Tensor ids = at::tensor({0, 2, 3}, at::kLong);
+  for (const testing::Transport transport :
+       {testing::Transport::kShared, testing::Transport::kBytes}) {
+    SCOPED_TRACE(testing::to_string(transport));
+    Servers servers(2);
+    const auto trainer = [&](std::optional<int64_t> attempt, std::optional<uint64_t> incarnation) {
+      ClientOptions options =
+          testing::with_transport(client_options(servers.addresses()), transport);
+      options.attempt = attempt;
+      options.incarnation = incarnation;
+      const auto client = connect(options);
+      client->create_table(sync_table(1));
+      EXPECT_EQ(client->transport(0), testing::transport_name(transport));
+      EXPECT_EQ(client->transport(1), testing::transport_name(transport));
+      return client;
+    };
+    for (const auto& [attempt, incarnation] :
+         std::vector<std::pair<std::optional<int64_t>, std::optional<uint64_t>>>{
+             {std::numeric_limits<int64_t>::max(), std::nullopt},
+             {kMaxAttemptJump + 1, std::nullopt},
+             {std::nullopt, std::numeric_limits<uint64_t>::max()}}) {
+      const auto hostile = trainer(attempt, incarnation);
+      EXPECT_THROW(
+          {
+            hostile->push("t", ids, at::ones({3, 4}));
+            hostile->step();
+          },
+          InvalidArgument);
+    }
+    const auto job = trainer(std::nullopt, std::nullopt);
+    const at::Tensor before = job->lookup("t", ids);
+    job->push("t", ids, at::ones({3, 4}));
+    job->step();
+    EXPECT_TRUE(job->lookup("t", ids).allclose(before - 1.0));
+  }
 }
 
 // Note [call channels] (service.cpp): CreateTable opens a trainer's channel only when it shares

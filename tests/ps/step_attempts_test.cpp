@@ -145,6 +145,89 @@ TEST(StepAttempts, ReductionDoesNotDependOnArrivalOrder) {
   EXPECT_TRUE(at::equal(run({1, 2, 0}), first));
 }
 
+// Note [attempt limits] (issue 37, finding 6): before, one call with attempt 2^63 - 1 was taken,
+// and every later call of attempt 0, 1 or 10^18 was refused as stale until the server restarted.
+// Now an attempt more than kMaxAttemptJump above the newest one is refused with InvalidArgument
+// naming the limit, by every call that admits attempts, and nothing changes.
+TEST(StepAttempts, AnAttemptFarAboveTheNewestIsRefusedAndLocksNothing) {
+  TableShard shard(sgd_table(2), 0, 1);
+  shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 10});
+  EXPECT_FALSE(shard.finish_step(0, 0, kNow, Attempt{0, 10}).applied);
+  const int64_t pending = shard.pending_bytes();
+  for (const int64_t hostile : {std::numeric_limits<int64_t>::max(), int64_t{1000000000000000000},
+                                kMaxAttemptJump + 1}) {
+    SCOPED_TRACE(hostile);
+    const std::string message = message_of<InvalidArgument>(
+        [&] { shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{hostile, 20}); });
+    EXPECT_THAT(message, HasSubstr("from attempt " + std::to_string(hostile)));
+    EXPECT_THAT(message, HasSubstr("at most " + std::to_string(kMaxAttemptJump) +
+                                   " above it (up to " + std::to_string(kMaxAttemptJump) + ")"));
+    EXPECT_THAT(message, HasSubstr("nothing was changed"));
+    EXPECT_THROW(shard.finish_step(1, 0, kNow, Attempt{hostile, 20}), InvalidArgument);
+    EXPECT_THROW(shard.admit_at(1, 0, Attempt{hostile, 20}), InvalidArgument);
+    EXPECT_THROW(shard.rewind(shard.snapshot(), 1, Attempt{hostile, 20}), InvalidArgument);
+  }
+  // Attempt 0's step is as it was: trainer 0's push and finish stay, trainer 1 completes it.
+  EXPECT_EQ(shard.pending_bytes(), pending);
+  shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 20});
+  EXPECT_TRUE(shard.finish_step(1, 0, kNow, Attempt{0, 20}).applied);
+  EXPECT_TRUE(at::equal(row(shard, 0), at::full({2}, -1.0f)));
+  // A restarted job moves up within the window, step by step as far as it needs.
+  shard.push(0, 1, ids_tensor({1}), at::ones({1, 2}), Attempt{kMaxAttemptJump, 11});
+  shard.push(1, 1, ids_tensor({1}), at::ones({1, 2}), Attempt{2 * kMaxAttemptJump, 21});
+  // Trainer 1's push alone (one row: 8 + 2 x 4 bytes): the newer attempt discarded trainer 0's.
+  EXPECT_EQ(shard.pending_bytes(), 16);
+  EXPECT_THROW(shard.push(0, 1, ids_tensor({1}), at::ones({1, 2}),
+                          Attempt{3 * kMaxAttemptJump + 1, 12}),
+               InvalidArgument);
+  shard.push(0, 1, ids_tensor({1}), at::ones({1, 2}), Attempt{2 * kMaxAttemptJump, 12});
+  shard.finish_step(0, 1, kNow, Attempt{2 * kMaxAttemptJump, 12});
+  EXPECT_TRUE(shard.finish_step(1, 1, kNow, Attempt{2 * kMaxAttemptJump, 21}).applied);
+  EXPECT_EQ(shard.step(), 2);
+}
+
+// An incarnation is the trainer process's start time in ns since the epoch: one more than
+// kMaxIncarnationSkew after this host's clock is refused with InvalidArgument, and nothing
+// changes. Before, incarnation 2^64 - 1 was taken, and every later process of that trainer was
+// refused as "an earlier process" until the server restarted.
+TEST(StepAttempts, AnIncarnationFromTheFarFutureIsRefusedAndLocksNothing) {
+  const auto now_ns = [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  };
+  const auto skew = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxIncarnationSkew).count());
+  TableShard shard(sgd_table(2), 0, 1);
+  const uint64_t started = now_ns();
+  shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, started});
+  EXPECT_FALSE(shard.finish_step(1, 0, kNow, Attempt{0, started}).applied);
+  const int64_t pending = shard.pending_bytes();
+  for (const uint64_t hostile : {std::numeric_limits<uint64_t>::max(), now_ns() + 2 * skew}) {
+    SCOPED_TRACE(hostile);
+    const std::string message = message_of<InvalidArgument>(
+        [&] { shard.push(1, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, hostile}); });
+    EXPECT_THAT(message, HasSubstr("with incarnation " + std::to_string(hostile)));
+    EXPECT_THAT(message, HasSubstr("more than the " + std::to_string(kMaxIncarnationSkew.count()) +
+                                   " s allowed for clocks that disagree"));
+    EXPECT_THROW(shard.finish_step(1, 0, kNow, Attempt{0, hostile}), InvalidArgument);
+    EXPECT_THROW(shard.admit_at(1, 0, Attempt{0, hostile}), InvalidArgument);
+    // With a newer attempt as well: neither is taken.
+    EXPECT_THROW(shard.finish_step(0, 0, kNow, Attempt{1, hostile}), InvalidArgument);
+  }
+  // Trainer 1's process, its push and its finish are as they were; trainer 0 completes the step.
+  EXPECT_EQ(shard.pending_bytes(), pending);
+  shard.push(0, 0, ids_tensor({0}), at::ones({1, 2}), Attempt{0, 5});
+  EXPECT_TRUE(shard.finish_step(0, 0, kNow, Attempt{0, 5}).applied);
+  EXPECT_TRUE(at::equal(row(shard, 0), at::full({2}, -1.0f)));
+  // A restarted trainer whose host's clock is ahead, within the allowance, is taken; the one
+  // before it is then refused as an earlier process.
+  const uint64_t ahead = now_ns() + skew / 2;
+  shard.push(1, 1, ids_tensor({0}), at::ones({1, 2}), Attempt{0, ahead});
+  EXPECT_THROW(shard.push(1, 1, ids_tensor({0}), at::ones({1, 2}), Attempt{0, started}),
+               StaleAttemptError);
+}
+
 TEST(StepAttempts, RewindReplacesTheStateOnce) {
   TableShard shard(sgd_table(2), 0, 1);
   const auto step = [&](float gradient) {

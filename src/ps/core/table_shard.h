@@ -20,7 +20,12 @@
 // and finished marks of the step (the group was restarted and redoes it); a newer incarnation of
 // one trainer discards that trainer's own (it was restarted alone). Calls of an older attempt or
 // incarnation are refused with StaleAttemptError, and waiting ones stop with it, so nothing of an
-// abandoned step is ever applied and a redone step is applied exactly once.
+// abandoned step is ever applied and a redone step is applied exactly once. Note [attempt
+// limits]: a newer attempt is taken only up to kMaxAttemptJump above the newest one seen, and a
+// newer incarnation only up to kMaxIncarnationSkew after this host's clock; beyond them the call is
+// refused with InvalidArgument naming the limit, and nothing changes. Without them one call with
+// attempt 2^63 - 1 (or incarnation 2^64 - 1) refused every later call of the table (or trainer)
+// as stale until the server restarted, since no larger attempt exists.
 //
 // Dense tables (TableConfig::kind kDense) start awaiting their values: trainer 0 writes them with
 // assign() (the last call says complete), lookups wait for that up to their deadline, and pushes
@@ -58,6 +63,16 @@ struct Attempt {
   int64_t restart = 0;       // the job's restart count (TORCHELASTIC_RESTART_COUNT), >= 0
   uint64_t incarnation = 0;  // the trainer's process: a later process of a trainer is larger
 };
+
+// Note [attempt limits] (see the top): the most a call's attempt may exceed the newest attempt a
+// shard has seen. A fresh shard (a new table, a restarted server) has seen attempt 0, so a job
+// restarted up to this many times still reaches it; a hostile caller moves the attempt by at most
+// this much per call.
+inline constexpr int64_t kMaxAttemptJump = 1024;
+// How far after this host's clock a trainer's new incarnation may be (the client's default is its
+// process's start time, in ns since the epoch, on its own host's clock): room for hosts' clocks
+// that disagree; a trainer can be kept out by a hostile incarnation for at most this long.
+inline constexpr std::chrono::seconds kMaxIncarnationSkew{600};
 
 // A call of an attempt or a trainer process that a newer one replaced, or a step discarded while
 // the call waited for it (the message says which). The service answers ABORTED.
@@ -237,7 +252,9 @@ class TableShard {
   // `rows` is float32 [ids.size(0), dim] on the CPU (`what` names it in the error).
   void check_rows(const at::Tensor& ids, const at::Tensor& rows, const char* what) const;
   at::Tensor local_rows(const at::Tensor& ids) const;
-  // Admits `attempt` of `trainer` (see the top). Requires mutex_ held exclusively.
+  // Admits `attempt` of `trainer` (see the top): StaleAttemptError for a replaced one,
+  // InvalidArgument beyond Note [attempt limits], nothing changed by either. Requires mutex_ held
+  // exclusively.
   void admit_locked(int trainer, Attempt attempt);
   // Drops `trainer`'s pushes of the step in progress, releasing their bytes. Requires mutex_ held
   // exclusively.

@@ -2,6 +2,7 @@
 // applying steps, the sync barrier (Note [aligned pushes]), bounded staleness, and rewinding to a
 // checkpoint.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -67,26 +68,60 @@ void TableShard::drop_pending_locked(int trainer) {
 }
 
 void TableShard::admit_locked(int trainer, Attempt attempt) {
+  const auto caller = [trainer] { return "a call of trainer " + std::to_string(trainer); };
   if (attempt.restart < restart_) {
-    throw StaleAttemptError(table_prefix(config_) + ": a call of trainer " +
-                            std::to_string(trainer) + " from attempt " +
+    throw StaleAttemptError(table_prefix(config_) + ": " + caller() + " from attempt " +
                             std::to_string(attempt.restart) + " of the job was refused: attempt " +
                             std::to_string(restart_) + " has started (the job was restarted)");
   }
-  if (attempt.restart > restart_) {
-    discard_step_locked("attempt " + std::to_string(attempt.restart) +
-                        " of the job has started (the job was restarted) and redoes step " +
-                        std::to_string(step_));
-    restart_ = attempt.restart;
-    incarnations_.assign(incarnations_.size(), 0);
+  // Note [attempt limits]: checked before anything changes. Both are >= 0: no overflow.
+  if (attempt.restart - restart_ > kMaxAttemptJump) {
+    throw InvalidArgument(table_prefix(config_) + ": " + caller() + " from attempt " +
+                          std::to_string(attempt.restart) +
+                          " of the job was refused: this table is at attempt " +
+                          std::to_string(restart_) + " and takes a newer one at most " +
+                          std::to_string(kMaxAttemptJump) + " above it (up to " +
+                          std::to_string(restart_ + kMaxAttemptJump) +
+                          "); nothing was changed. The attempt is the job's restart count "
+                          "(ClientOptions::attempt, TORCHELASTIC_RESTART_COUNT)");
   }
+  const bool newer_restart = attempt.restart > restart_;
   uint64_t& newest = incarnations_[static_cast<size_t>(trainer)];
-  if (attempt.incarnation < newest) {
+  const uint64_t known = newer_restart ? 0 : newest;  // a newer attempt forgets the processes
+  if (attempt.incarnation < known) {
     throw StaleAttemptError(table_prefix(config_) + ": a call of an earlier process of trainer " +
                             std::to_string(trainer) +
                             " was refused: the trainer was restarted and its new process "
                             "redoes step " +
                             std::to_string(step_));
+  }
+  if (attempt.incarnation > known) {
+    // Only a process about to be taken is compared with the clock: one taken before stays taken
+    // if this host's clock is set back.
+    const uint64_t now = static_cast<uint64_t>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count()));
+    const auto skew = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxIncarnationSkew).count());
+    if (attempt.incarnation > now && attempt.incarnation - now > skew) {
+      const std::string seconds = std::to_string((attempt.incarnation - now) / 1000000000u);
+      throw InvalidArgument(
+          table_prefix(config_) + ": " + caller() + " with incarnation " +
+          std::to_string(attempt.incarnation) + " was refused: it is " + seconds +
+          " s after this server's clock, more than the " +
+          std::to_string(kMaxIncarnationSkew.count()) +
+          " s allowed for clocks that disagree; nothing was changed. The incarnation is the "
+          "trainer process's start time in ns since the epoch (ClientOptions::incarnation): "
+          "synchronise the hosts' clocks");
+    }
+  }
+  if (newer_restart) {
+    discard_step_locked("attempt " + std::to_string(attempt.restart) +
+                        " of the job has started (the job was restarted) and redoes step " +
+                        std::to_string(step_));
+    restart_ = attempt.restart;
+    incarnations_.assign(incarnations_.size(), 0);
   }
   if (attempt.incarnation > newest) {
     // The trainer was restarted alone: what its earlier process sent for this step goes.
