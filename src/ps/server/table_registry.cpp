@@ -35,7 +35,8 @@ void check_table_limits(const TableConfig& config, int server_index, int num_ser
   if (bytes > limits.max_table_bytes) {
     throw ResourceLimitError(describe(config) + " needs " + std::to_string(bytes) +
                              " bytes on server " + std::to_string(server_index) + " of " +
-                             std::to_string(num_servers) + ", above this server's max_table_bytes " +
+                             std::to_string(num_servers) +
+                             ", above this server's max_table_bytes " +
                              std::to_string(limits.max_table_bytes) +
                              "; use more servers or raise the limit");
   }
