@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <system_error>
 #include <cstring>
 
 #include "gradwire/common/error.h"
@@ -32,6 +34,13 @@ using namespace channel_layout;
 // a thread that finished its blocked call was not back yet; idle threads are reused). A slot taken is marked kTaken so that
 // the role holder, having moved on, never takes it twice. The group ends (its threads with it)
 // when the trainer's process is gone or none of its channels is served any more.
+//
+// Note [busy slots]: a slot's state lives in the trainer's memory, which the trainer may rewrite
+// at any time: a slot whose call is still being answered (blocked, on another thread) could be
+// posted again and taken again, each time by a new thread. The hub keeps its own record of the
+// slots being answered (Channel::busy) and never takes a busy slot, whatever its state says, so a
+// channel has at most kChannelSlots calls in its handlers and a group at most that many per
+// channel blocked threads. A slot posted while busy is taken once its call has been answered.
 struct ChannelHub::Channel {
   at::Tensor region;
   void* base = nullptr;
@@ -41,6 +50,9 @@ struct ChannelHub::Channel {
   std::atomic<bool> stopping{false};  // detached by its server, or the hub stops
   bool ended = false;                 // no longer served; under the group's mutex
   int running = 0;                    // its calls being answered now; under the group's mutex
+  // Slots whose call is being answered now, in the server's memory (Note [busy slots]); under
+  // the group's mutex.
+  std::array<bool, kChannelSlots> busy{};
 };
 
 struct ChannelHub::Group {
@@ -178,7 +190,15 @@ void ChannelHub::start_thread(const std::shared_ptr<Group>& group) {
   }
   // Detached: the hub's destructor waits for threads_ instead of joining (threads end and start
   // on their own as handlers block).
-  std::thread([this, group] { run(this, group); }).detach();
+  try {
+    std::thread([this, group] { run(this, group); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: uncounted again, so the destructor does not wait for it. The role
+    // stays free: the group's next thread back from a blocked call takes it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    --threads_;
+    threads_ended_.notify_all();
+  }
 }
 
 void ChannelHub::run(ChannelHub* hub, std::shared_ptr<Group> group) {
@@ -250,10 +270,12 @@ void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
     for (const auto& channel : channels) {
       Slot& slot = slot_of(channel->base, channel->next);
       if (slot.state.load(std::memory_order_acquire) != kPosted) continue;
+      const size_t slot_index = static_cast<size_t>(channel->next % kChannelSlots);
       {
         std::lock_guard<std::mutex> lock(group.mutex);
-        if (channel->ended) continue;
+        if (channel->ended || channel->busy[slot_index]) continue;  // Note [busy slots]
         ++channel->running;
+        channel->busy[slot_index] = true;
       }
       const uint64_t index = channel->next++;
       slot.state.store(kTaken, std::memory_order_release);
@@ -269,8 +291,12 @@ void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
       {
         std::lock_guard<std::mutex> lock(group.mutex);
         --channel->running;
+        channel->busy[slot_index] = false;
       }
       group.cv.notify_all();
+      // A blocked call answered on a thread that gave the role up: the role holder may be asleep
+      // beside a slot posted while this one was busy.
+      if (handed_off) bump(group.changed);
       served = true;
       if (handed_off) {  // this thread no longer serves the pass: its own answer is woken now
         futex_wake_all(slot.state);
@@ -285,7 +311,13 @@ void ChannelHub::serve(const std::shared_ptr<Group>& group_ptr) {
     for (const auto& channel : channels) {
       auto& state = slot_of(channel->base, channel->next).state;
       waiters.push_back({&state, state.load(std::memory_order_acquire)});
-      posted = posted || waiters.back().expected == kPosted;
+      bool busy = false;
+      {
+        std::lock_guard<std::mutex> lock(group.mutex);
+        busy = channel->busy[static_cast<size_t>(channel->next % kChannelSlots)];
+      }
+      // A busy slot posted again waits for its call's answer (Note [busy slots]), not a pass.
+      posted = posted || (waiters.back().expected == kPosted && !busy);
     }
     if (posted) continue;
     waiters.push_back({&group.changed, changed});

@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "error_text.h"
+#include "gradwire/common/futex.h"
+#include "rpc/channel_layout.h"
 
 namespace gradwire::rpc {
 namespace call_channel_test {  // not anonymous: unity batches (docs/architecture.md "Tests")
@@ -301,6 +304,50 @@ TEST(CallChannel, ABlockedCallHandsTheTrainersOtherChannelsToAnotherThread) {
   // a hand-off came before it was back.
   EXPECT_GE(hub.threads(), 2);
   EXPECT_LE(hub.threads(), 3);
+}
+
+// Note [busy slots] (issue 37, finding 3): a trainer that rewrites its slots to "posted" while
+// their calls are blocked in the server's handler gets each slot taken once, not once per
+// rewrite: the hub's threads stay bounded by the channel's slots (before: a new thread per
+// re-post, 310 threads from 300 re-posts).
+TEST(CallChannel, SlotsRepostedWhileTheirCallsBlockAreNotTakenAgain) {
+  SharedRegions regions;
+  SharedRegionCache cache;
+  ChannelHub hub;
+  std::atomic<bool> release{false};
+  std::atomic<int> calls{0};
+  ChannelClient client(regions, "server");
+  const auto server = hub.attach(cache, client.reference(), [&](const ChannelCall& call, auto* answer) {
+    ++calls;
+    call.will_wait();
+    while (!release.load() && !call.cancelled()) std::this_thread::sleep_for(milliseconds(1));
+    return echo(call, answer);
+  });
+  client.attached();
+  // The trainer's own view of its channel, to write the slots as a hostile trainer would.
+  SharedRegionCache mine;
+  const at::Tensor region =
+      mine.view(client.reference(), {channel_layout::kRegionBytes}, at::kByte, "channel");
+  void* base = region.data_ptr();
+  const std::string request = lookup_of("a", 1).SerializeAsString();
+  const int64_t deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  in(milliseconds(10000)).time_since_epoch())
+                                  .count();
+  for (int round = 0; round < 100; ++round) {
+    for (uint64_t index = 0; index < kChannelSlots; ++index) {
+      channel_layout::Slot& slot = channel_layout::slot_of(base, index);
+      std::memcpy(channel_layout::data_of(base, index), request.data(), request.size());
+      slot.method = static_cast<uint32_t>(ChannelMethod::kLookup);
+      slot.bytes = static_cast<uint32_t>(request.size());
+      slot.deadline_ns = deadline_ns;
+      slot.state.store(channel_layout::kPosted, std::memory_order_release);
+      futex_wake_all(slot.state);
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  EXPECT_LE(calls.load(), kChannelSlots) << "a blocked slot was taken again";
+  EXPECT_LE(hub.threads(), kChannelSlots + 2);
+  release = true;
 }
 
 TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {
