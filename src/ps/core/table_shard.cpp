@@ -216,6 +216,11 @@ at::Tensor TableShard::lookup(const at::Tensor& ids,
 void TableShard::lookup_into(const at::Tensor& ids,
                              std::chrono::steady_clock::time_point values_deadline,
                              const at::Tensor& out) const {
+  lookup_into(ids, StepWait{values_deadline, {}, {}}, out);
+}
+
+void TableShard::lookup_into(const at::Tensor& ids, const StepWait& values_wait,
+                             const at::Tensor& out) const {
   check_ids(ids, "lookup");
   const at::Tensor dense = ids.contiguous();
   const int64_t count = dense.numel();
@@ -225,12 +230,27 @@ void TableShard::lookup_into(const at::Tensor& ids,
   const int64_t* id = dense.data_ptr<int64_t>();
   float* to = out.data_ptr<float>();
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  if (awaiting_values_ &&
-      !step_applied_.wait_until(lock, values_deadline, [&] { return !awaiting_values_; })) {
-    throw TimeoutError(table_prefix(config_) +
-                       ": lookup before the table has its values: this server still waits for "
-                       "trainer 0 to assign them (Client::assign; DenseModel does it when it "
-                       "starts)");
+  if (awaiting_values_ && values_wait.may_wait && !values_wait.may_wait()) {
+    throw ResourceLimitError(
+        table_prefix(config_) +
+        ": a lookup before the table has its values would wait for them, and this server's "
+        "max_waiting_steps calls wait already; nothing was done. Call again later, or raise "
+        "--max-waiting-steps (ServerOptions::max_waiting_steps)");
+  }
+  while (awaiting_values_) {
+    if (values_wait.cancelled && values_wait.cancelled()) {
+      throw CancelledError(table_prefix(config_) +
+                           ": a lookup waiting for the table's values was cancelled (the caller "
+                           "went away or the server is shutting down)");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= values_wait.deadline) {
+      throw TimeoutError(table_prefix(config_) +
+                         ": lookup before the table has its values: this server still waits for "
+                         "trainer 0 to assign them (Client::assign; DenseModel does it when it "
+                         "starts)");
+    }
+    step_applied_.wait_until(lock, std::min(values_wait.deadline, now + kStepWaitSlice));
   }
   GRADWIRE_CHECK(weights_.is_contiguous());
   const float* rows = weights_.data_ptr<float>();

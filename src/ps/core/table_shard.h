@@ -88,6 +88,13 @@ class ResourceLimitError : public Error {
   using Error::Error;
 };
 
+// A wait given up because the caller went away or the server stops (StepWait::cancelled). The
+// service answers CANCELLED.
+class CancelledError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Bytes of sync pushes (ids and gradients) one shard holds for its step in progress, by default.
 inline constexpr int64_t kDefaultMaxPendingBytes = int64_t{1} << 30;
 
@@ -176,6 +183,11 @@ class TableShard {
   // The same written into `out` (float32 [n, dim], contiguous: a trainer's shared memory).
   void lookup_into(const at::Tensor& ids, std::chrono::steady_clock::time_point values_deadline,
                    const at::Tensor& out) const;
+  // The same, a dense shard awaiting its values waiting for them as a Step waits for trainers:
+  // `values_wait.may_wait` is asked once before it waits (false: ResourceLimitError, nothing
+  // done), `cancelled` every kStepWaitSlice (true: CancelledError), until `deadline`
+  // (TimeoutError).
+  void lookup_into(const at::Tensor& ids, const StepWait& values_wait, const at::Tensor& out) const;
 
   // Dense shards awaiting their values: writes `rows` (float32 [n, dim], finite) at `ids` (as in
   // lookup); `complete` ends the waiting (lookups answer from now on). Only trainer 0 assigns.

@@ -25,6 +25,8 @@ grpc::Status guarded(const char* method, Body&& body) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, error.what());
   } catch (const TimeoutError& error) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, error.what());
+  } catch (const CancelledError& error) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, error.what());
   } catch (const std::exception& error) {
     return grpc::Status(grpc::StatusCode::INTERNAL,
                         std::string(method) + " failed on the server: " + error.what());
@@ -47,7 +49,8 @@ milliseconds since(std::chrono::steady_clock::time_point start) {
 // the limit. Only a call that is about to wait takes a place (the shard asks, under its lock,
 // through finish_step's may_wait): the call that completes a step never waits and is never
 // refused, so the limit cannot keep a barrier from completing, and the waiters it releases free
-// their places. Lookups and pushes do not block and are not counted.
+// their places. A lookup of a dense table still waiting for its values waits as a Step does and is
+// counted alike; other lookups and pushes do not block and are not counted.
 
 // One Step call's place among the waiting ones: taken when its shard is about to wait, given
 // back when the call returns.
@@ -223,8 +226,18 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     }
     const auto values_deadline = step_wait_deadline(call.deadline, std::chrono::system_clock::now(),
                                                     std::chrono::steady_clock::now());
-    // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers.
-    if (call.will_wait && shard->awaiting_values()) call.will_wait();  // Note [hub threads]
+    // A dense shard awaiting trainer 0's values waits for them as a Step waits for trainers:
+    // counted among the waiting calls (Note [waiting steps]), handing its channels to another
+    // thread first (Note [hub threads]), and given up when the caller goes away or the server
+    // stops.
+    WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);
+    const StepWait values_wait{values_deadline,
+                               [&] { return call.cancelled && call.cancelled(); },
+                               [&] {
+                                 if (!place.take()) return false;
+                                 if (call.will_wait) call.will_wait();
+                                 return true;
+                               }};
     const int wire = request->rows_dtype();
     if (request->has_rows_into()) {
       // Into the trainer's shared memory (Note [shared memory]): float32 rows written in place.
@@ -239,7 +252,7 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
       }
       const at::Tensor into = shared_.view(request->rows_into(), {ids.numel(), shard->config().dim},
                                            at::kFloat, "lookup.rows_into");
-      shard->lookup_into(ids, values_deadline, into);
+      shard->lookup_into(ids, values_wait, into);
       rpc::encode_shared_tensor(into, request->rows_into(), response->mutable_rows(),
                                 "lookup.rows");
       return grpc::Status::OK;
@@ -247,12 +260,13 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     if (wire == v1::FLOAT32 || wire == v1::DTYPE_UNSPECIFIED) {
       // Gathered straight into the answer's bytes: no tensor between the rows and the wire.
       shard->lookup_into(
-          ids, values_deadline,
+          ids, values_wait,
           rpc::tensor_in_message(response->mutable_rows(), {ids.numel(), shard->config().dim},
                                  at::kFloat, "lookup.rows"));
       return grpc::Status::OK;
     }
-    const at::Tensor rows = shard->lookup(ids, values_deadline);
+    at::Tensor rows = at::empty({ids.numel(), shard->config().dim}, at::kFloat);
+    shard->lookup_into(ids, values_wait, rows);
     rpc::encode_tensor(wire == v1::FLOAT16 ? rows.to(at::kHalf) : rows.to(at::kBFloat16),
                        response->mutable_rows(), "lookup.rows");
     return grpc::Status::OK;
