@@ -382,7 +382,11 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
                                     shard->config().num_trainers, since(start)));
     }
     response->set_step(outcome.step);
-    if (const auto rows = shared_rows(*shard)) *response->mutable_rows() = *rows;
+    // Where the rows are, for a trainer that reads them in place: only over its call channel, so
+    // the server's own memory is never named to a caller that did not pass the probe.
+    if (call.shares_memory) {
+      if (const auto rows = shared_rows(*shard)) *response->mutable_rows() = *rows;
+    }
     checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });

@@ -71,6 +71,10 @@ struct CallInfo {
   // The largest answer the call can carry back besides max_message_bytes (a channel's slot); 0:
   // none.
   int64_t max_answer_bytes = 0;
+  // The caller passed the shared-memory probe: the call came over its call channel, which only a
+  // probed CreateTable opens (Note [call channels]). Only such calls are told where the server's
+  // own rows are (Note [shared rows]).
+  bool shares_memory = false;
 };
 
 // Most parts (pushes, steps and lookups together) one Batch call may have (Note [batch budget]).
