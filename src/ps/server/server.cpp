@@ -178,6 +178,7 @@ class ServerImpl final : public Server {
       if (shutting_down_) return;
       shutting_down_ = true;
     }
+    service_->begin_stop();  // waiting calls end now, not at the grace's end
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     service_->stop_channels();
     // No call runs any more: the files hold the final state.

@@ -33,8 +33,10 @@ grpc::Status guarded(const char* method, Body&& body) {
   }
 }
 
-CallInfo grpc_call(grpc::ServerContext& context) {
-  return CallInfo{context.deadline(), [&context] { return context.IsCancelled(); }};
+// `stopping`: the service's begin_stop() flag, which cancels waits too.
+CallInfo grpc_call(grpc::ServerContext& context, const std::atomic<bool>& stopping) {
+  return CallInfo{context.deadline(),
+                  [&context, &stopping] { return stopping.load() || context.IsCancelled(); }};
 }
 
 milliseconds since(std::chrono::steady_clock::time_point start) {
@@ -200,7 +202,7 @@ grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                                             const v1::LookupRequest* request,
                                             v1::LookupResponse* response) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return lookup(grpc_call(*context), *request, response);
+  return lookup(grpc_call(*context, stopping_), *request, response);
 }
 
 grpc::Status ParameterServerService::lookup(const CallInfo& call,
@@ -330,7 +332,7 @@ grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
                                           const v1::StepRequest* request,
                                           v1::StepResponse* response) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return step(grpc_call(*context), *request, response);
+  return step(grpc_call(*context, stopping_), *request, response);
 }
 
 grpc::Status ParameterServerService::step(const CallInfo& call,
@@ -396,7 +398,7 @@ grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
                                            const v1::BatchRequest* request,
                                            v1::BatchResponse* response) {
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return batch(grpc_call(*context), *request, response);
+  return batch(grpc_call(*context, stopping_), *request, response);
 }
 
 // Note [batch budget]: a batch's parts run one after another in one call and its answer holds

@@ -114,6 +114,10 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   // CreateTable): parsed and run as its gRPC twin, the answer in *answer.
   grpc::Status serve_channel_call(const rpc::ChannelCall& call,
                                   std::unique_ptr<google::protobuf::Message>* answer);
+  // The server stops: every call waiting (a Step for other trainers, a lookup for a table's values)
+  // ends at once, CANCELLED, since no call that could end its wait can arrive any more; calls that
+  // do not wait finish. Call before gRPC's shutdown, so the grace is not spent waiting.
+  void begin_stop() { stopping_.store(true); }
   // Stops serving every channel (a Step waiting in one is cancelled). Call after gRPC's shutdown.
   void stop_channels();
   // Channels served now.
@@ -150,6 +154,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   ServerCheckpoints& checkpoints_;
   rpc::ChannelHub& hub_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
+  std::atomic<bool> stopping_{false};      // begin_stop() was called
 
   mutable std::mutex channels_mutex_;  // guards channels_ and channels_stopped_
   bool channels_stopped_ = false;

@@ -57,8 +57,9 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
 
 grpc::Status ParameterServerService::serve_channel_call(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
-  const CallInfo info{call.deadline, call.cancelled, call.will_wait, rpc::kChannelSlotBytes,
-                      /*shares_memory=*/true};
+  const CallInfo info{call.deadline,
+                      [this, &call] { return stopping_.load() || call.cancelled(); },
+                      call.will_wait, rpc::kChannelSlotBytes, /*shares_memory=*/true};
   switch (call.method) {
     case rpc::ChannelMethod::kLookup:
       return run_parsed<v1::LookupRequest, v1::LookupResponse>(
