@@ -1,7 +1,7 @@
 // A server's configured limits end to end, each set small through ServerOptions: trainers per
-// table, tables, their total bytes (concurrent creators included), pending push bytes, waiting
-// Step calls, and gRPC's memory quota. Every refusal is RESOURCE_EXHAUSTED naming the limit and
-// its flag, and leaves the tables as they were.
+// table, tables, their total bytes (concurrent creators included), pending push bytes (per table
+// and for all tables together), waiting Step calls, and gRPC's memory quota. Every refusal is
+// RESOURCE_EXHAUSTED naming the limit and its flag, and leaves the tables as they were.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -9,6 +9,7 @@
 #include "../launch/test_support.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/server.h"
+#include "ps/core/table_shard.h"
 #include "ps/server/service.h"
 #include "rpc/wire.h"
 #include "server_test_support.h"
@@ -112,10 +113,14 @@ TEST_F(ServerLimitsTest, ConcurrentCreatorsOfDifferentTablesCannotOvershootTheTo
   EXPECT_EQ(created, 3);
 }
 
+// A push of `rows` rows of dim 4 is charged an id and a row each, and the push's bookkeeping
+// (Note [pending push bytes]).
+constexpr int64_t kRowBytes = 8 + 4 * 4;
+constexpr int64_t pushed(int64_t rows) { return kPendingPushOverheadBytes + rows * kRowBytes; }
+
 TEST_F(ServerLimitsTest, APushAboveMaxPendingBytesIsRefusedUntilTheStepIsApplied) {
-  constexpr int64_t kRowBytes = 8 + 4 * 4;  // an id and a row of dim 4
   ServerOptions options = testing::test_server_options();
-  options.max_pending_bytes = 3 * kRowBytes;
+  options.max_pending_bytes = pushed(3);
   start(options);
   ASSERT_TRUE(client_->create(table_config("emb", 10, 4, UpdateMode::kSync, 1)).ok());
   const at::Tensor all = at::arange(10, at::kLong);
@@ -123,7 +128,9 @@ TEST_F(ServerLimitsTest, APushAboveMaxPendingBytesIsRefusedUntilTheStepIsApplied
 
   ASSERT_TRUE(client_->push("emb", 0, 0, ids_tensor({0, 1}), at::ones({2, 4})).ok());
   expect_refused(client_->push("emb", 0, 0, ids_tensor({2, 3}), at::ones({2, 4})),
-                 {"max_pending_bytes 72", "48 + 48 bytes", "--max-pending-bytes"});
+                 {"max_pending_bytes " + std::to_string(pushed(3)),
+                  std::to_string(pushed(2)) + " + " + std::to_string(pushed(2)) + " bytes",
+                  "--max-pending-bytes"});
   EXPECT_TRUE(at::equal(client_->rows("emb", all), start_rows));
   int64_t step = -1;
   ASSERT_TRUE(client_->step("emb", 0, 0, 10s, &step).ok());
@@ -137,6 +144,41 @@ TEST_F(ServerLimitsTest, APushAboveMaxPendingBytesIsRefusedUntilTheStepIsApplied
   EXPECT_TRUE(client_->push("emb", 0, 1, ids_tensor({2, 3, 4}), at::ones({3, 4})).ok());
   EXPECT_EQ(client_->push("emb", 0, 1, ids_tensor({5}), at::ones({1, 4})).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+// Issue 37, finding 5: max_pending_bytes was per table shard only, so tables together held any
+// amount. Now every table's sync pushes also count against max_total_pending_bytes: the second
+// table's push that passes it is refused though its own table has room, and is never applied;
+// an applied step gives its bytes back to every table.
+TEST_F(ServerLimitsTest, PushesOfTwoTablesAboveMaxTotalPendingBytesAreRefused) {
+  ServerOptions options = testing::test_server_options();
+  options.max_pending_bytes = pushed(3);
+  options.max_total_pending_bytes = pushed(3) + pushed(1);
+  start(options);
+  ASSERT_TRUE(client_->create(table_config("a", 10, 4, UpdateMode::kSync, 1)).ok());
+  ASSERT_TRUE(client_->create(table_config("b", 10, 4, UpdateMode::kSync, 1)).ok());
+  const at::Tensor all = at::arange(10, at::kLong);
+  const at::Tensor b_rows = client_->rows("b", all);
+
+  ASSERT_TRUE(client_->push("a", 0, 0, ids_tensor({0, 1, 2}), at::ones({3, 4})).ok());
+  expect_refused(client_->push("b", 0, 0, ids_tensor({0, 1}), at::ones({2, 4})),
+                 {"table 'b'", "max_total_pending_bytes " + std::to_string(pushed(3) + pushed(1)),
+                  std::to_string(pushed(3)) + " + " + std::to_string(pushed(2)) + " bytes",
+                  "--max-total-pending-bytes", "nothing was changed"});
+  ASSERT_TRUE(client_->push("b", 0, 0, ids_tensor({5}), at::ones({1, 4})).ok());  // it fits
+  int64_t step = -1;
+  ASSERT_TRUE(client_->step("b", 0, 0, 10s, &step).ok());
+  ASSERT_EQ(step, 1);
+  // Only b's accepted push (row 5) was applied.
+  const at::Tensor expected = b_rows.clone();
+  expected.narrow(0, 5, 1).sub_(0.5);
+  EXPECT_TRUE(at::allclose(client_->rows("b", all), expected));
+
+  // b's applied step gave its bytes back; a's step gives back its own.
+  EXPECT_EQ(client_->push("b", 0, 1, ids_tensor({0, 1}), at::ones({2, 4})).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(client_->step("a", 0, 0, 10s, &step).ok());
+  EXPECT_TRUE(client_->push("b", 0, 1, ids_tensor({0, 1}), at::ones({2, 4})).ok());
 }
 
 // Step of `trainer`, called again while the server refuses it for too many waiting Steps (as a
@@ -272,6 +314,11 @@ TEST(ServerLimitOptions, BadLimitsAreConfigErrors) {
   options = testing::test_server_options();
   options.max_pending_bytes = 0;
   EXPECT_TRUE(contains(rejected(options), "--max-pending-bytes"));
+  options = testing::test_server_options();
+  options.max_total_pending_bytes = 0;
+  EXPECT_TRUE(contains(rejected(options), "--max-total-pending-bytes"));
+  options.max_total_pending_bytes = -1;
+  EXPECT_TRUE(contains(rejected(options), "--max-total-pending-bytes"));
   options = testing::test_server_options();
   options.max_waiting_steps = 0;
   EXPECT_TRUE(contains(rejected(options), "--max-waiting-steps"));

@@ -175,8 +175,9 @@ TEST(StepAttempts, AnAttemptFarAboveTheNewestIsRefusedAndLocksNothing) {
   // A restarted job moves up within the window, step by step as far as it needs.
   shard.push(0, 1, ids_tensor({1}), at::ones({1, 2}), Attempt{kMaxAttemptJump, 11});
   shard.push(1, 1, ids_tensor({1}), at::ones({1, 2}), Attempt{2 * kMaxAttemptJump, 21});
-  // Trainer 1's push alone (one row: 8 + 2 x 4 bytes): the newer attempt discarded trainer 0's.
-  EXPECT_EQ(shard.pending_bytes(), 16);
+  // Trainer 1's push alone (one row: 8 + 2 x 4 bytes, and the push's bookkeeping): the newer
+  // attempt discarded trainer 0's.
+  EXPECT_EQ(shard.pending_bytes(), kPendingPushOverheadBytes + 16);
   EXPECT_THROW(shard.push(0, 1, ids_tensor({1}), at::ones({1, 2}),
                           Attempt{3 * kMaxAttemptJump + 1, 12}),
                InvalidArgument);

@@ -83,7 +83,12 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-pending-bytes", options.max_pending_bytes,
-                 "Most bytes of sync pushes (ids and gradients) a table holds for one step")
+                 "Most bytes of sync pushes (ids, gradients and 1 KiB per push) a table holds "
+                 "for one step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-total-pending-bytes", options.max_total_pending_bytes,
+                 "Most bytes of sync pushes, counted alike, all tables hold together")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-waiting-steps", options.max_waiting_steps,

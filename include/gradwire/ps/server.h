@@ -62,9 +62,14 @@ struct ServerOptions {
   // Most bytes of all those tables together, each counted as for max_table_bytes; a new table's
   // bytes are reserved before it is built. --max-total-table-bytes.
   int64_t max_total_table_bytes = int64_t{16} << 30;
-  // Most bytes (ids and gradients) of sync pushes one table shard holds for the step in progress,
-  // all trainers together; released when the step is applied or discarded. --max-pending-bytes.
+  // Most bytes of sync pushes one table shard holds for the step in progress, all trainers
+  // together; released when the step is applied or discarded. A push is counted as what it holds:
+  // its ids' and gradients' storage and 1 KiB of bookkeeping (kPendingPushOverheadBytes, so many
+  // tiny pushes cannot hold far more than is counted). --max-pending-bytes.
   int64_t max_pending_bytes = int64_t{1} << 30;
+  // Most bytes of sync pushes, counted alike, all table shards of this server hold together.
+  // --max-total-pending-bytes.
+  int64_t max_total_pending_bytes = int64_t{4} << 30;
   // Most sync Step calls waiting for other trainers at once, all tables together (each holds a
   // handler thread). The call that completes a step never waits, so it is never refused.
   // --max-waiting-steps.

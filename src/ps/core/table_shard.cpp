@@ -57,9 +57,31 @@ bool strictly_increasing(const at::Tensor& ids) {
 }  // namespace
 
 int64_t bytes_of(const SparseRows& rows) {
-  return rows.ids.numel() * static_cast<int64_t>(sizeof(int64_t)) +
-         rows.values.numel() * static_cast<int64_t>(sizeof(float));
+  // Note [pending push bytes]: what the push keeps alive, not what it shows: a view (a coalesced
+  // push's ids may be a prefix of a larger buffer) holds its whole storage.
+  const auto storage_bytes = [](const at::Tensor& tensor) -> int64_t {
+    return tensor.defined() && tensor.has_storage()
+               ? static_cast<int64_t>(tensor.storage().nbytes())
+               : 0;
+  };
+  int64_t bytes = kPendingPushOverheadBytes + storage_bytes(rows.ids);
+  if (!rows.values.defined() || !rows.ids.defined() || !rows.values.has_storage() ||
+      !rows.ids.has_storage() || !rows.values.storage().is_alias_of(rows.ids.storage())) {
+    bytes += storage_bytes(rows.values);
+  }
+  return bytes;
 }
+
+bool PendingBudget::try_charge(int64_t bytes, int64_t* before) {
+  int64_t held = held_.load(std::memory_order_relaxed);
+  do {
+    if (before != nullptr) *before = held;
+    if (bytes > limit_ - std::min(held, limit_)) return false;
+  } while (!held_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void PendingBudget::release(int64_t bytes) { held_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 bool all_finite(const at::Tensor& values) {
   // By the exponent bits (all ones: infinity or NaN), a loop the compiler vectorises: pushes of
@@ -81,20 +103,23 @@ bool all_finite(const at::Tensor& values) {
 }
 
 TableShard::TableShard(TableConfig config, int server_index, int num_servers,
-                       int64_t max_pending_bytes, RestoreTag)
+                       int64_t max_pending_bytes, std::shared_ptr<PendingBudget> budget, RestoreTag)
     : config_((validate(config), check_position(config, server_index, num_servers), config)),
       server_index_(server_index),
       num_servers_(num_servers),
       rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),
       max_pending_bytes_(max_pending_bytes),
+      budget_(std::move(budget)),
       pending_(static_cast<size_t>(config_.num_trainers)),
+      pending_trainer_bytes_(static_cast<size_t>(config_.num_trainers), 0),
       finished_trainers_(config_.num_trainers, false),
       clocks_(static_cast<size_t>(config_.num_trainers), 0),
       incarnations_(static_cast<size_t>(config_.num_trainers), 0) {}
 
 TableShard::TableShard(TableConfig config, int server_index, int num_servers,
-                       int64_t max_pending_bytes)
-    : TableShard(std::move(config), server_index, num_servers, max_pending_bytes, RestoreTag{}) {
+                       int64_t max_pending_bytes, std::shared_ptr<PendingBudget> budget)
+    : TableShard(std::move(config), server_index, num_servers, max_pending_bytes, std::move(budget),
+                 RestoreTag{}) {
   // Global ids of the local rows: server_index, server_index + S, ...
   const at::Tensor ids =
       at::arange(0, rows_here_, at::kLong).mul_(num_servers_).add_(server_index_);
@@ -103,10 +128,15 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers,
   awaiting_values_ = config_.kind == TableKind::kDense;
 }
 
-std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot, int64_t max_pending_bytes) {
+TableShard::~TableShard() {
+  if (budget_ && pending_bytes_ > 0) budget_->release(pending_bytes_);
+}
+
+std::unique_ptr<TableShard> TableShard::restore(ShardSnapshot snapshot, int64_t max_pending_bytes,
+                                                std::shared_ptr<PendingBudget> budget) {
   std::unique_ptr<TableShard> shard(new TableShard(snapshot.config, snapshot.server_index,
                                                    snapshot.num_servers, max_pending_bytes,
-                                                   RestoreTag{}));
+                                                   std::move(budget), RestoreTag{}));
   const at::Tensor& weights = snapshot.weights;
   if (!weights.defined() || weights.scalar_type() != at::kFloat || weights.dim() != 2 ||
       weights.size(0) != shard->rows_here_ || weights.size(1) != shard->config_.dim) {
@@ -376,19 +406,39 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
                           " after finishing it; push before finish_step");
   }
   if (rows.ids.numel() == 0) return;
+  // Note [pending push bytes]: the push's tensors and kPendingPushOverheadBytes.
   const int64_t bytes = bytes_of(rows);
+  const auto refused = [&] {
+    return table_prefix(config_) + ": push of " + std::to_string(bytes) +
+           " bytes (ids, gradients and " + std::to_string(kPendingPushOverheadBytes) +
+           " bytes of bookkeeping) from trainer " + std::to_string(trainer) + " for step " +
+           std::to_string(step) + " refused: ";
+  };
   if (bytes > max_pending_bytes_ - pending_bytes_) {
     throw ResourceLimitError(
-        table_prefix(config_) + ": push of " + std::to_string(bytes) +
-        " bytes (ids and gradients) from trainer " + std::to_string(trainer) + " for step " +
-        std::to_string(step) + " refused: the step's pushes would hold " +
-        std::to_string(pending_bytes_) + " + " + std::to_string(bytes) +
-        " bytes on this server, above its max_pending_bytes " + std::to_string(max_pending_bytes_) +
-        "; nothing was changed. Push fewer rows per step, use more servers, or raise "
+        refused() + "the step's pushes would hold " + std::to_string(pending_bytes_) + " + " +
+        std::to_string(bytes) + " bytes on this server, above its max_pending_bytes " +
+        std::to_string(max_pending_bytes_) +
+        "; nothing was changed. Push fewer, larger messages per step, use more servers, or raise "
         "--max-pending-bytes (ServerOptions::max_pending_bytes)");
   }
+  int64_t held = 0;
+  if (budget_ && !budget_->try_charge(bytes, &held)) {
+    throw ResourceLimitError(
+        refused() + "the sync pushes of all tables on this server would hold " +
+        std::to_string(held) + " + " + std::to_string(bytes) +
+        " bytes, above its max_total_pending_bytes " + std::to_string(budget_->limit()) +
+        "; nothing was changed. Push fewer, larger messages per step, use more servers, or raise "
+        "--max-total-pending-bytes (ServerOptions::max_total_pending_bytes)");
+  }
+  try {
+    pending_[static_cast<size_t>(trainer)].push_back(std::move(rows));
+  } catch (...) {
+    if (budget_) budget_->release(bytes);
+    throw;
+  }
   pending_bytes_ += bytes;
-  pending_[static_cast<size_t>(trainer)].push_back(std::move(rows));
+  pending_trainer_bytes_[static_cast<size_t>(trainer)] += bytes;
 }
 
 ShardSnapshot TableShard::snapshot() const {

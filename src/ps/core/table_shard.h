@@ -41,6 +41,7 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -95,8 +96,41 @@ class CancelledError : public Error {
   using Error::Error;
 };
 
-// Bytes of sync pushes (ids and gradients) one shard holds for its step in progress, by default.
+// Bytes of sync pushes (as bytes_of() counts them) one shard holds for its step in progress, by
+// default.
 inline constexpr int64_t kDefaultMaxPendingBytes = int64_t{1} << 30;
+
+// Note [pending push bytes] (issue 37, finding 5): what bytes_of() charges a kept sync push beyond
+// its tensors' storage: the two TensorImpls and StorageImpls (about 200 + 100 bytes each in
+// libtorch 1.13 and 2.x), the allocator's rounding of each buffer (64-byte aligned, plus malloc's
+// header) and the push's entry in the pending list. Measured (libtorch 1.13): 200,000 one-id
+// pushes of dim 1 into a sync shard grew a fresh process's RSS by about 820 bytes each, 12 of them
+// ids and gradients; the issue's demonstration over gRPC, 8 M such pushes, was 697 MiB (about
+// 910 bytes each) for 9.6 MB counted. Counting ids and values alone undercounted tiny pushes about
+// 76-fold; with 1 KiB a push is charged at least about what it holds.
+inline constexpr int64_t kPendingPushOverheadBytes = 1024;
+
+// The bytes of sync pushes held by all the shards of one server together (ServerOptions::
+// max_total_pending_bytes): shards charge a push before they keep it and release it when the
+// step is applied or discarded (or the shard goes). Thread safe (one atomic).
+class PendingBudget {
+ public:
+  explicit PendingBudget(int64_t limit) : limit_(limit) {}
+  PendingBudget(const PendingBudget&) = delete;
+  PendingBudget& operator=(const PendingBudget&) = delete;
+
+  int64_t limit() const { return limit_; }
+  int64_t held() const { return held_.load(std::memory_order_relaxed); }
+  // Adds `bytes` (>= 0) unless the total would exceed limit(); false then, nothing added.
+  // `*before` (when given) receives the total seen.
+  bool try_charge(int64_t bytes, int64_t* before = nullptr);
+  // Gives back `bytes` that try_charge() took.
+  void release(int64_t bytes);
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> held_{0};
+};
 
 // What finish_step() saw.
 struct StepOutcome {
@@ -134,8 +168,12 @@ struct ShardSnapshot {
 };
 
 // Shared by table_shard.cpp and table_shard_step.cpp: "gradwire: table 'NAME'", the bytes a
-// pending push holds (ids and float32 values), and whether float32 `values` are all finite.
+// pending push holds, and whether float32 `values` are all finite.
 std::string table_prefix(const TableConfig& config);
+// Note [pending push bytes]: the storage bytes of the push's ids and values (a view holds its
+// whole storage; one storage shared by both counts once) plus kPendingPushOverheadBytes. A view of
+// a trainer's shared memory (SharedRegionCache::view, at::from_blob) has a storage of exactly its
+// own bytes: those are charged, not the region it keeps mapped (--max-shared-bytes counts that).
 int64_t bytes_of(const SparseRows& rows);
 bool all_finite(const at::Tensor& values);
 
@@ -143,15 +181,22 @@ class TableShard {
  public:
   // A new shard with rows from initial_rows(). InvalidArgument for a config that fails
   // validate() or unless 0 <= server_index < num_servers. Blocking: initialises the rows here.
-  // `max_pending_bytes` bounds the sync pushes held for the step in progress (see push()).
+  // `max_pending_bytes` bounds the sync pushes held for the step in progress (see push());
+  // `budget`, when given, is the server's, shared by all its shards, which every kept push is
+  // charged to as well.
   TableShard(TableConfig config, int server_index, int num_servers,
-             int64_t max_pending_bytes = kDefaultMaxPendingBytes);
+             int64_t max_pending_bytes = kDefaultMaxPendingBytes,
+             std::shared_ptr<PendingBudget> budget = nullptr);
 
   // The shard a snapshot describes (takes its tensors). InvalidArgument naming what disagrees:
   // the config, the shard position, the weights' dtype or shape, the optimizer state's names or
   // shapes, a negative step.
   static std::unique_ptr<TableShard> restore(ShardSnapshot snapshot,
-                                             int64_t max_pending_bytes = kDefaultMaxPendingBytes);
+                                             int64_t max_pending_bytes = kDefaultMaxPendingBytes,
+                                             std::shared_ptr<PendingBudget> budget = nullptr);
+
+  // Releases what the shard still holds to its budget.
+  ~TableShard();
 
   TableShard(const TableShard&) = delete;
   TableShard& operator=(const TableShard&) = delete;
@@ -163,8 +208,8 @@ class TableShard {
   int64_t max_pending_bytes() const { return max_pending_bytes_; }
   // Updates applied so far (sync: steps; async: pushes).
   int64_t step() const;
-  // sync: bytes of the pushes (ids and gradients, as kept: duplicates summed) held for the step
-  // in progress, every trainer's; 0 for async tables.
+  // sync: bytes of the pushes (as kept: duplicates summed; counted by bytes_of()) held for the
+  // step in progress, every trainer's; 0 for async tables.
   int64_t pending_bytes() const;
 
   // The rows of global ids (int64, 1-D, owned by this server, any order, duplicates fine): a new
@@ -203,9 +248,10 @@ class TableShard {
   // applied now (step and attempt ignored). sync: `attempt` is admitted (see the top:
   // StaleAttemptError for an old one); `step` must equal step(), and the trainer must not have
   // finished it yet; kept until the step ends. A push that would make the shard hold more than
-  // max_pending_bytes() for the step is refused with ResourceLimitError (after the attempt is
-  // admitted, as for every call; nothing of the push is kept). Pushes discarded or applied release
-  // their bytes. The shard keeps no reference to the caller's tensors.
+  // max_pending_bytes() for the step, or the server's budget more than its limit, is refused with
+  // ResourceLimitError (after the attempt is admitted, as for every call; nothing of the push is
+  // kept). Pushes are counted by bytes_of(); discarded or applied ones release their bytes. The
+  // shard keeps no reference to the caller's tensors.
   void push(int trainer, int64_t step, const at::Tensor& ids, const at::Tensor& grads,
             Attempt attempt = {});
   // push() of tensors the caller gives up (the service's freshly decoded ones, or views of a
@@ -256,7 +302,7 @@ class TableShard {
  private:
   struct RestoreTag {};
   TableShard(TableConfig config, int server_index, int num_servers, int64_t max_pending_bytes,
-             RestoreTag);
+             std::shared_ptr<PendingBudget> budget, RestoreTag);
 
   // Validation of the caller's input, without the lock (config_ never changes).
   void check_ids(const at::Tensor& ids, const char* what) const;
@@ -271,6 +317,9 @@ class TableShard {
   // Drops `trainer`'s pushes of the step in progress, releasing their bytes. Requires mutex_ held
   // exclusively.
   void drop_pending_locked(int trainer);
+  // Drops every trainer's pushes of the step in progress, releasing their bytes (to the budget
+  // too). Requires mutex_ held exclusively.
+  void clear_pending_locked();
   // Drops every trainer's pushes and finished marks of the step in progress and wakes the
   // waiters, who throw StaleAttemptError with `reason`. Requires mutex_ held exclusively.
   void discard_step_locked(std::string reason);
@@ -295,6 +344,7 @@ class TableShard {
   const int num_servers_;
   const int64_t rows_here_;
   const int64_t max_pending_bytes_;
+  const std::shared_ptr<PendingBudget> budget_;  // the server's, or nullptr
 
   mutable std::shared_mutex mutex_;
   mutable std::condition_variable_any step_applied_;  // notified when step_ grows or values come
@@ -303,8 +353,9 @@ class TableShard {
   std::unique_ptr<SparseOptimizer> optimizer_;
   int64_t step_ = 0;
   std::vector<std::vector<SparseRows>> pending_;  // sync: coalesced pushes of step_, by trainer
-  int64_t pending_bytes_ = 0;
-  bool rows_kept_ = false;  // keep_rows_in() was called: weights_'s storage never changes                     // sync: bytes held in pending_
+  int64_t pending_bytes_ = 0;  // sync: bytes_of() the pushes in pending_ (charged to budget_)
+  std::vector<int64_t> pending_trainer_bytes_;  // sync: the same, by trainer
+  bool rows_kept_ = false;  // keep_rows_in() was called: weights_'s storage never changes
   std::vector<bool> finished_trainers_;           // sync: who finished step_
   std::vector<int64_t> clocks_;                   // async with staleness: steps each finished
   bool awaiting_values_ = false;                  // dense: values not assigned yet

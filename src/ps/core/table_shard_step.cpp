@@ -62,9 +62,19 @@ bool reduce_into(const std::vector<const float*>& inputs, float* out, int64_t co
 }  // namespace
 
 void TableShard::drop_pending_locked(int trainer) {
-  auto& pushes = pending_[static_cast<size_t>(trainer)];
-  for (const SparseRows& rows : pushes) pending_bytes_ -= bytes_of(rows);
-  pushes.clear();
+  // What was charged, not bytes_of() again: a caller's tensor may have changed its storage since.
+  int64_t& bytes = pending_trainer_bytes_[static_cast<size_t>(trainer)];
+  pending_[static_cast<size_t>(trainer)].clear();
+  pending_bytes_ -= bytes;
+  if (budget_) budget_->release(bytes);
+  bytes = 0;
+}
+
+void TableShard::clear_pending_locked() {
+  for (auto& pushes : pending_) pushes.clear();
+  pending_trainer_bytes_.assign(pending_trainer_bytes_.size(), 0);
+  if (budget_) budget_->release(pending_bytes_);
+  pending_bytes_ = 0;
 }
 
 void TableShard::admit_locked(int trainer, Attempt attempt) {
@@ -132,8 +142,7 @@ void TableShard::admit_locked(int trainer, Attempt attempt) {
 }
 
 void TableShard::discard_step_locked(std::string reason) {
-  for (auto& pushes : pending_) pushes.clear();
-  pending_bytes_ = 0;
+  clear_pending_locked();
   finished_trainers_.assign(finished_trainers_.size(), false);
   ++discards_;
   discard_reason_ = std::move(reason);
@@ -235,8 +244,7 @@ void TableShard::reduce_and_apply_locked() {
       throw InvalidArgument(table_prefix(config_) + ": " + message + ". Check the trainers' loss.");
     }
   }
-  for (auto& pushes : pending_) pushes.clear();
-  pending_bytes_ = 0;
+  clear_pending_locked();
   finished_trainers_.assign(finished_trainers_.size(), false);
   // The sums are the shard's own tensors, or with one trainer its push, which is not scaled
   // (below) and which the optimizers only read.

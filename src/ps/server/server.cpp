@@ -60,6 +60,7 @@ void check_options(const ServerOptions& options) {
       {"max_tables (--max-tables)", options.max_tables},
       {"max_total_table_bytes (--max-total-table-bytes)", options.max_total_table_bytes},
       {"max_pending_bytes (--max-pending-bytes)", options.max_pending_bytes},
+      {"max_total_pending_bytes (--max-total-pending-bytes)", options.max_total_pending_bytes},
       {"max_waiting_steps (--max-waiting-steps)", options.max_waiting_steps},
       {"max_shared_region_bytes (--max-shared-region-bytes)", options.max_shared_region_bytes},
       {"max_shared_bytes (--max-shared-bytes)", options.max_shared_bytes},
@@ -97,7 +98,7 @@ class ServerImpl final : public Server {
         hub_(std::move(hub)),
         listen_(parse_listen_address(options.listen)),
         tables_(RegistryLimits{options.max_tables, options.max_total_table_bytes,
-                               options.max_pending_bytes}),
+                               options.max_pending_bytes, options.max_total_pending_bytes}),
         checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps,
                      options.checkpoint_keep) {
     // Restored tables keep the limits CreateTable checks (a file above them stops the start).

@@ -52,7 +52,9 @@ int64_t saturating_add(int64_t a, int64_t b) {
 
 }  // namespace
 
-TableRegistry::TableRegistry(RegistryLimits limits) : limits_(limits) {}
+TableRegistry::TableRegistry(RegistryLimits limits)
+    : limits_(limits),
+      pending_budget_(std::make_shared<PendingBudget>(limits.max_total_pending_bytes)) {}
 
 void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   std::map<std::string, std::vector<ShardSnapshot>> by_name;
@@ -63,7 +65,7 @@ void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   for (auto& [name, group] : by_name) {
     if (group.size() == 1) {
       std::shared_ptr<TableShard> shard =
-          TableShard::restore(std::move(group.front()), limits_.max_pending_bytes);
+          TableShard::restore(std::move(group.front()), limits_.max_pending_bytes, pending_budget_);
       const std::lock_guard<std::mutex> lock(mutex_);
       tables_[name] = std::move(shard);
     } else {
@@ -131,10 +133,10 @@ CreatedTable TableRegistry::create(const TableConfig& config, int server_index, 
     // Built outside the lock: initialising rows can take a while.
     std::shared_ptr<TableShard> shard;
     try {
-      shard = snapshot ? std::shared_ptr<TableShard>(
-                             TableShard::restore(*snapshot, limits_.max_pending_bytes))
+      shard = snapshot ? std::shared_ptr<TableShard>(TableShard::restore(
+                             *snapshot, limits_.max_pending_bytes, pending_budget_))
                        : std::make_shared<TableShard>(config, server_index, num_servers,
-                                                      limits_.max_pending_bytes);
+                                                      limits_.max_pending_bytes, pending_budget_);
     } catch (...) {
       const std::lock_guard<std::mutex> lock(mutex_);
       if (snapshot) pending_[config.name].push_back(std::move(*snapshot));

@@ -15,7 +15,8 @@
 // the lock before its build starts, so concurrent creators of different tables cannot together
 // pass the limits; a failed build releases them. Above a limit create() throws ResourceLimitError
 // and nothing changes. Restored tables (at start, or a waiting snapshot a CreateTable takes) are
-// never refused, but count.
+// never refused, but count. Every shard, created or restored, shares the registry's
+// PendingBudget (max_total_pending_bytes): the sync pushes all tables hold at once.
 //
 // Thread safety: every member may be called from any thread. mutex_ guards only the maps; shards
 // are created and restored outside it and handed out as shared_ptr, so calls on different tables
@@ -41,6 +42,8 @@ struct RegistryLimits {
   int64_t max_tables = 1024;
   int64_t max_total_table_bytes = int64_t{16} << 30;
   int64_t max_pending_bytes = kDefaultMaxPendingBytes;  // given to every shard
+  // The limit of the PendingBudget every shard (new or restored) shares.
+  int64_t max_total_pending_bytes = int64_t{4} << 30;
 };
 
 struct CreatedTable {
@@ -78,6 +81,8 @@ class TableRegistry {
     int64_t bytes = 0;
   };
   Held held() const;
+  // The budget of sync push bytes every shard here charges (max_total_pending_bytes).
+  const PendingBudget& pending_budget() const { return *pending_budget_; }
 
  private:
   // Takes this shard's pending snapshot of `config.name` (empty pointer when there is none);
@@ -96,6 +101,7 @@ class TableRegistry {
   };
 
   const RegistryLimits limits_;
+  const std::shared_ptr<PendingBudget> pending_budget_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<TableShard>> tables_;  // guarded by mutex_
   std::map<std::string, std::vector<ShardSnapshot>> pending_;  // guarded by mutex_
