@@ -86,6 +86,15 @@ void check_options(const ServerOptions& options) {
 // Idle handler threads a server keeps (Note [idle pollers]).
 constexpr int kIdlePollers = 16;
 
+// What the server maps of trainers' shared memory (the cache's own bound on regions kept).
+rpc::SharedRegionLimits shared_region_limits(const ServerOptions& options) {
+  rpc::SharedRegionLimits limits;
+  limits.max_region_bytes = options.max_shared_region_bytes;
+  limits.max_mapped_bytes = options.max_shared_bytes;
+  limits.max_process_bytes = options.max_shared_process_bytes;
+  return limits;
+}
+
 // The derived default of max_grpc_memory_bytes: room for this many largest messages, at least
 // kMinGrpcMemoryBytes (connections need buffers even when messages are small).
 constexpr int64_t kGrpcMemoryMessages = 64;
@@ -111,9 +120,7 @@ class ServerImpl final : public Server {
         options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
                       options.max_waiting_steps,
-                      rpc::SharedRegionLimits{1024, options.max_shared_region_bytes,
-                                              options.max_shared_bytes,
-                                              options.max_shared_process_bytes}},
+                      shared_region_limits(options)},
         options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_,
         *hub_);
 
