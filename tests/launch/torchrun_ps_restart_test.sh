@@ -23,19 +23,9 @@ steps=12
 every=3     # trainers and servers checkpoint every 3 steps
 fault=die:1:6
 
-torchrun=""
-for candidate in "$source_dir/.venv/bin/torchrun" "$(command -v torchrun || true)"; do
-  if [ -z "$candidate" ] || [ ! -x "$candidate" ]; then continue; fi
-  python=$(head -1 "$candidate" | sed 's/^#!//')
-  if "$python" -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
-    torchrun=$candidate
-    break
-  fi
-done
-if [ -z "$torchrun" ]; then
-  echo "$name: skipped: no torchrun of PyTorch 2.x (scripts/setup --torch-wheel installs one into .venv)"
-  exit 77
-fi
+# shellcheck source=tests/launch/find_torchrun.sh
+source "$(dirname "${BASH_SOURCE[0]}")/find_torchrun.sh"
+find_torchrun "$source_dir" "$name"
 if timeout 30 "$gradwire_run" --version | grep -q "libtorch 1\."; then
   echo "$name: skipped: gradwire is built against libtorch 1.13, whose store client cannot talk to" \
        "torchrun 2.x's agent store (launch.torchrun checks that it is refused, saying so)"

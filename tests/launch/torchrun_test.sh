@@ -11,19 +11,9 @@
 set -euo pipefail
 source_dir=$1
 bin=$2
-torchrun=""
-for candidate in "$source_dir/.venv/bin/torchrun" "$(command -v torchrun || true)"; do
-  [ -n "$candidate" ] && [ -x "$candidate" ] || continue
-  python=$(head -1 "$candidate" | sed 's/^#!//')
-  if "$python" -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
-    torchrun=$candidate
-    break
-  fi
-done
-if [ -z "$torchrun" ]; then
-  echo "torchrun_test: skipped: no torchrun of PyTorch 2.x (scripts/setup --torch-wheel installs one into .venv)"
-  exit 77
-fi
+# shellcheck source=tests/launch/find_torchrun.sh
+source "$(dirname "${BASH_SOURCE[0]}")/find_torchrun.sh"
+find_torchrun "$source_dir" torchrun_test
 echo "torchrun_test: $torchrun ($("$python" -c 'import torch; print(torch.__version__)'))"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

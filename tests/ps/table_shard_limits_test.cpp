@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -267,10 +268,10 @@ TableConfig raced_table(UpdateMode mode, TableKind kind) {
   return config;
 }
 
-TEST(TableShardLimits, AnAsyncPushOfValuesRewrittenMeanwhileNeverAppliesANonFiniteOne) {
-  TableShard shard(raced_table(UpdateMode::kAsync, TableKind::kEmbedding), 0, 1);
-  const at::Tensor ids = at::arange(kRacedRows, at::kLong);
-  const at::Tensor shared = at::ones({kRacedRows, kRacedDim});
+// Calls `call` (which reads `shared`) for kRaceFor while a thread flips one of its values between
+// 1 and NaN; after each call `finite` must hold (a NaN never got past the check into the table).
+void race(const at::Tensor& shared, const std::function<void()>& call,
+          const std::function<bool()>& finite, const char* applied) {
   int calls = 0;
   int refused = 0;
   {
@@ -279,40 +280,37 @@ TEST(TableShardLimits, AnAsyncPushOfValuesRewrittenMeanwhileNeverAppliesANonFini
     while (Clock::now() < end) {
       ++calls;
       try {
-        shard.push_owned(0, 0, ids, shared);
+        call();
       } catch (const InvalidArgument&) {
         ++refused;
       }
-      const at::Tensor last = shard.lookup(ids.slice(0, kRacedRows - 1));
-      ASSERT_TRUE(last.isfinite().all().item<bool>())
-          << "a NaN was applied after " << calls << " calls (" << refused << " refused)";
+      ASSERT_TRUE(finite()) << "a NaN was " << applied << " after " << calls << " calls ("
+                            << refused << " refused)";
     }
   }
   EXPECT_GT(calls, 0);
+}
+
+TEST(TableShardLimits, AnAsyncPushOfValuesRewrittenMeanwhileNeverAppliesANonFiniteOne) {
+  TableShard shard(raced_table(UpdateMode::kAsync, TableKind::kEmbedding), 0, 1);
+  const at::Tensor ids = at::arange(kRacedRows, at::kLong);
+  const at::Tensor shared = at::ones({kRacedRows, kRacedDim});
+  race(
+      shared, [&] { shard.push_owned(0, 0, ids, shared); },
+      [&] {
+        return shard.lookup(ids.slice(0, kRacedRows - 1)).isfinite().all().item<bool>();
+      },
+      "applied");
 }
 
 TEST(TableShardLimits, AnAssignOfValuesRewrittenMeanwhileNeverWritesANonFiniteOne) {
   TableShard shard(raced_table(UpdateMode::kSync, TableKind::kDense), 0, 1);
   const at::Tensor ids = at::arange(kRacedRows, at::kLong);
   const at::Tensor shared = at::ones({kRacedRows, kRacedDim});
-  int calls = 0;
-  int refused = 0;
-  {
-    const FlippingValue flipping(shared);
-    const auto end = Clock::now() + kRaceFor;
-    while (Clock::now() < end) {
-      ++calls;
-      try {
-        shard.assign(0, ids, shared, /*complete=*/false);
-      } catch (const InvalidArgument&) {
-        ++refused;
-      }
-      const at::Tensor weights = shard.snapshot().weights;
-      ASSERT_TRUE(weights[kRacedRows - 1].isfinite().all().item<bool>())
-          << "a NaN was written after " << calls << " calls (" << refused << " refused)";
-    }
-  }
-  EXPECT_GT(calls, 0);
+  race(
+      shared, [&] { shard.assign(0, ids, shared, /*complete=*/false); },
+      [&] { return shard.snapshot().weights[kRacedRows - 1].isfinite().all().item<bool>(); },
+      "written");
 }
 
 }  // namespace
