@@ -1,0 +1,1 @@
+// issue 37's demonstrations against a gradwire-ps-server process (filled in next).
