@@ -19,6 +19,7 @@
 
 #include "gradwire/comm/world.h"
 #include "gradwire/launch/launcher.h"
+#include "harness/host_collectives.h"
 #include "harness/ranks.h"
 
 namespace gradwire::bench {
@@ -39,7 +40,7 @@ inline std::vector<BackendWorld> join_backend_worlds(
   for (std::size_t i = 1; i < backends.size(); ++i) {
     at::Tensor port = at::zeros({1}, at::kLong);
     if (first->rank() == 0) port.fill_(static_cast<int64_t>(launch::pick_free_port()));
-    first->broadcast(port, 0)->wait();
+    port = host_broadcast(*first, port, 0);
     InitOptions options;
     options.backend = backends[i];
     options.timeout = timeout;

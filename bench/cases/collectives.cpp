@@ -20,6 +20,7 @@
 #include "gradwire/common/version.h"
 #include "harness/bandwidth.h"
 #include "harness/case.h"
+#include "harness/host_collectives.h"
 #include "harness/ranks.h"
 #include "harness/report.h"
 #include "harness/table.h"
@@ -33,29 +34,22 @@ namespace {
 // Sizes at or above this get a progress line on stderr (they take long enough to wonder).
 constexpr std::uint64_t kProgressBytes = std::uint64_t{16} << 20;
 
-// `values` (on the CPU) reduced over the ranks on the communicator's device; the result on the CPU.
-at::Tensor reduced(Communicator& communicator, const at::Tensor& values, ReduceOp op) {
-  at::Tensor on_device = values.to(communicator.device());
-  communicator.allreduce(on_device, op)->wait();
-  return on_device.cpu();
-}
-
 // The slowest rank's time for each iteration.
 std::vector<double> slowest_rank_seconds(Communicator& communicator,
                                          const std::vector<double>& seconds) {
-  const at::Tensor times = reduced(
+  const at::Tensor times = host_allreduce(
       communicator, at::tensor(at::ArrayRef<double>(seconds), at::kDouble), ReduceOp::kMax);
   return std::vector<double>(times.data_ptr<double>(), times.data_ptr<double>() + times.numel());
 }
 
 std::int64_t sum_over_ranks(Communicator& communicator, std::int64_t value) {
-  return reduced(communicator, at::full({1}, value, at::kLong), ReduceOp::kSum)
+  return host_allreduce(communicator, at::full({1}, value, at::kLong), ReduceOp::kSum)
       .item<std::int64_t>();
 }
 
-// `buffers` as they are on the CPU, or copies on `device`.
+// `buffers` as they are when already on `device`, else copies there.
 CollectiveBuffers on(const CollectiveBuffers& buffers, const at::Device& device) {
-  if (device.is_cpu()) return buffers;
+  if (buffers.input.device() == device) return buffers;
   return {buffers.input.to(device),
           buffers.output.defined() ? buffers.output.to(device) : at::Tensor()};
 }
@@ -71,7 +65,7 @@ int warm_up(Communicator& communicator, const IterationPolicy& policy,
   for (int batch = counts.warmup; batch > 0;) {
     const Stopwatch clock;
     for (int i = 0; i < batch; ++i) body();
-    spent += reduced(communicator, at::full({1}, clock.seconds(), at::kDouble), ReduceOp::kMax)
+    spent += host_allreduce(communicator, at::full({1}, clock.seconds(), at::kDouble), ReduceOp::kMax)
                  .item<double>();
     done += batch;
     if (spent >= policy.min_warmup_seconds) break;

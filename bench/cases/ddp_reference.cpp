@@ -9,6 +9,7 @@
 
 #include "gradwire/launch/launcher.h"
 #include "harness/command.h"
+#include "harness/host_collectives.h"
 #include "harness/report.h"
 #include "harness/table.h"
 
@@ -86,9 +87,8 @@ ReferencePlan plan_reference(Communicator& world, const DdpSettings& settings) {
   ReferencePlan plan;
   const std::optional<ReferenceRunner> found =
       find_reference(ddp_reference_needs(settings), plan.why_not);
-  at::Tensor ready = at::full({1}, found ? 1 : 0, at::kLong);
-  world.allreduce(ready, ReduceOp::kMin)->wait();
-  plan.run = ready.item<std::int64_t>() == 1;
+  plan.run = host_allreduce(world, at::full({1}, found ? 1 : 0, at::kLong), ReduceOp::kMin)
+                 .item<std::int64_t>() == 1;
   if (plan.run) {
     plan.python = found->python;
     plan.script = found->script;
@@ -103,7 +103,7 @@ bool run_reference_once(Communicator& world, const std::string& master_addr,
                         int threads_per_rank, nlohmann::json& document) {
   at::Tensor port = at::zeros({1}, at::kLong);
   if (world.rank() == 0) port.fill_(launch::pick_free_port(""));
-  world.broadcast(port, 0)->wait();
+  port = host_broadcast(world, port, 0);
   const std::string json_path =
       "/tmp/gradwire-bench-ddp-reference-" + std::to_string(getpid()) + ".json";
   ReferenceRank rank;
@@ -114,8 +114,9 @@ bool run_reference_once(Communicator& world, const std::string& master_addr,
   rank.threads = threads_per_rank;
   const auto command = reference_command(plan.python, plan.script, settings, threads_per_rank,
                                          world.rank() == 0 ? json_path : "");
-  at::Tensor failed = at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong);
-  world.allreduce(failed, ReduceOp::kMax)->wait();
+  const at::Tensor failed = host_allreduce(
+      world, at::full({1}, run_reference_rank(command, rank) != 0 ? 1 : 0, at::kLong),
+      ReduceOp::kMax);
   const bool succeeded = failed.item<std::int64_t>() == 0;
   if (succeeded && world.rank() == 0) document = read_json_file(json_path);
   std::remove(json_path.c_str());

@@ -35,7 +35,8 @@ OptionTable<DdpSettings> ddp_options() {
                   std::to_string(Settings{}.max_ranks) + "]",
               positive_number)
       .option("--backend", &Settings::backends,
-              "communicator backends, each measured in the same run, e.g. gloo,shm [gloo]",
+              "communicator backends, each measured in the same run, e.g. gloo,shm [gloo; nccl "
+              "with --device cuda]",
               names_from(benchmark_backends()))
       .option("--comm-hook", &Settings::comm_hooks,
               "DDP comm hooks, each measured in the same run, e.g. allreduce,bf16 [allreduce]",
@@ -119,6 +120,7 @@ DdpSettings resolve_ddp_settings(const OptionTable<DdpSettings>& options,
       }
     }
   }
+  if (settings.backends.empty()) settings.backends = {"gloo"};
   settings.backends = resolve_backends(settings.backends);
   const auto known = ddp::comm_hook_names();
   for (const auto& hook : settings.comm_hooks) {

@@ -48,8 +48,8 @@ struct DdpSettings {
   bool shared_buckets = true;
   // Communicator backends and DDP comm hooks (ddp::make_comm_hook names): every DDP world size is
   // measured for each backend and hook, in that order, in the same run; the reference uses
-  // PyTorch's Gloo and no hook.
-  std::vector<std::string> backends = {"gloo"};
+  // PyTorch's Gloo (NCCL with --device cuda) and no hook. Empty: gloo, or nccl with --device cuda.
+  std::vector<std::string> backends;
   std::vector<std::string> comm_hooks = {"allreduce"};
   std::string python;
   std::string reference_script;

@@ -9,6 +9,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
+#include "harness/host_collectives.h"
 #include "harness/timing.h"
 
 namespace gradwire::bench {
@@ -147,10 +148,8 @@ std::pair<TrainingMeasurement, TrainingMeasurement> train_and_time_interleaved(
 }
 
 std::vector<double> gather_samples(Communicator& communicator, const std::vector<double>& samples) {
-  const at::Tensor input = at::tensor(at::ArrayRef<double>(samples), at::kDouble);
-  at::Tensor output =
-      at::empty({communicator.size() * static_cast<std::int64_t>(samples.size())}, at::kDouble);
-  communicator.allgather(input, output)->wait();
+  const at::Tensor output =
+      host_allgather(communicator, at::tensor(at::ArrayRef<double>(samples), at::kDouble));
   return std::vector<double>(output.data_ptr<double>(), output.data_ptr<double>() + output.numel());
 }
 
