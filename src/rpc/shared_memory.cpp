@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -35,6 +37,23 @@ uint64_t random_key() {
   uint64_t key = 0;
   while (key == 0) key = (uint64_t{device()} << 32) ^ device();
   return key;
+}
+
+// When process `pid` started (/proc/PID/stat's starttime, clock ticks since boot): with the pid,
+// names one process for as long as the machine runs. nullopt when it cannot be read (gone).
+std::optional<uint64_t> process_start(int32_t pid) {
+  std::FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (file == nullptr) return std::nullopt;
+  char line[1024];
+  const size_t got = std::fread(line, 1, sizeof(line) - 1, file);
+  std::fclose(file);
+  line[got] = '\0';
+  // "PID (COMM) STATE ...": COMM may hold anything, so fields are counted after its last ')';
+  // starttime is field 22, the 20th after it.
+  const char* field = std::strrchr(line, ')');
+  for (int i = 0; field != nullptr && i < 20; ++i) field = std::strchr(field + 1, ' ');
+  if (field == nullptr) return std::nullopt;
+  return std::strtoull(field + 1, nullptr, 10);
 }
 
 // What the symbolic link `path` names, or "" when it cannot be read.
@@ -224,8 +243,15 @@ void SharedRegionCache::reserve(int32_t pid, int64_t bytes, const std::string& w
       " (--max-shared-bytes, --max-shared-process-bytes); nothing was mapped");
 }
 
+bool SharedRegionCache::probed(int32_t pid) const {
+  const std::optional<uint64_t> start = process_start(pid);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = probed_.find(pid);
+  return start && found != probed_.end() && found->second == *start;
+}
+
 std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& ref,
-                                                         const std::string& field) {
+                                                         const std::string& field, bool probing) {
   const std::string where = "gradwire: shared bytes '" + field + "' (process " +
                             std::to_string(ref.pid()) + ", descriptor " + std::to_string(ref.fd()) +
                             ", region " + region_name(ref.key()) + ")";
@@ -249,6 +275,12 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
   if (!servers_rows_ && SharedRegions::is_server_memory(ref.key())) {
     throw InvalidArgument(where + ": names a parameter server's own memory; only a trainer's "
                           "own regions are taken");
+  }
+  // Note [probed processes]: only regions of a process that passed this server's probe.
+  if (!servers_rows_ && !probing && !probed(ref.pid())) {
+    throw InvalidArgument(where + ": process " + std::to_string(ref.pid()) +
+                          " did not pass this server's shared-memory probe (a trainer's "
+                          "CreateTable from this host); its references are not taken");
   }
   const std::string path =
       "/proc/" + std::to_string(ref.pid()) + "/fd/" + std::to_string(ref.fd());
@@ -326,7 +358,12 @@ std::shared_ptr<SharedMapping> SharedRegionCache::attach(const v1::SharedBytes& 
 
 at::Tensor SharedRegionCache::view(const v1::SharedBytes& ref, at::IntArrayRef sizes,
                                    at::ScalarType dtype, const std::string& field) {
-  const std::shared_ptr<SharedMapping> mapping = attach(ref, field);
+  return view_of(attach(ref, field, /*probing=*/false), ref, sizes, dtype, field);
+}
+
+at::Tensor SharedRegionCache::view_of(const std::shared_ptr<SharedMapping>& mapping,
+                                      const v1::SharedBytes& ref, at::IntArrayRef sizes,
+                                      at::ScalarType dtype, const std::string& field) {
   int64_t numel = 1;
   for (const int64_t size : sizes) numel *= size;  // the caller bounded the shape
   const auto element = static_cast<int64_t>(c10::elementSize(dtype));
@@ -343,13 +380,42 @@ at::Tensor SharedRegionCache::view(const v1::SharedBytes& ref, at::IntArrayRef s
                        [mapping](void*) {}, at::TensorOptions().dtype(dtype));
 }
 
+// Note [probed processes]: a shared reference makes the server read and write memory of the
+// process it names. A region whose name and key check out can only come from its owner (the key
+// is random and travels only between the owner and this server), but any token holder could
+// otherwise send references without ever showing it can share memory with the server at all. So
+// the cache takes references only from processes that passed the probe: CreateTable's reference
+// to a region of the trainer's whose first 8 bytes hold its key, which only a process on this
+// host, allowed to open the trainer's descriptors, can make the server read. The process is
+// remembered by pid and start time (a pid reused by a later process does not inherit it); at most
+// max_regions processes, those that ended making room first; beyond that a probe fails, and that
+// trainer's calls go over gRPC.
 bool SharedRegionCache::probe(const v1::SharedBytes& ref) {
   try {
-    const at::Tensor key = view(ref, {1}, at::kLong, "probe");
-    return static_cast<uint64_t>(key.data_ptr<int64_t>()[0]) == ref.key();
+    const at::Tensor key = view_of(attach(ref, "probe", /*probing=*/true), ref, {1}, at::kLong,
+                                   "probe");
+    if (static_cast<uint64_t>(key.data_ptr<int64_t>()[0]) != ref.key()) return false;
   } catch (const InvalidArgument&) {
     return false;
   }
+  if (servers_rows_) return true;
+  const std::optional<uint64_t> start = process_start(ref.pid());
+  if (!start) return false;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  // The probe's region has served: not kept mapped, nor counted against the caps.
+  if (regions_.erase(ref.key()) != 0) {
+    order_.erase(std::find(order_.begin(), order_.end(), ref.key()));
+  }
+  if (probed_.count(ref.pid()) == 0 &&
+      probed_.size() >= static_cast<size_t>(std::max(1, limits_.max_regions))) {
+    for (auto entry = probed_.begin(); entry != probed_.end();) {
+      entry = process_start(entry->first) == entry->second ? std::next(entry)
+                                                           : probed_.erase(entry);
+    }
+    if (probed_.size() >= static_cast<size_t>(std::max(1, limits_.max_regions))) return false;
+  }
+  probed_[ref.pid()] = *start;
+  return true;
 }
 
 int SharedRegionCache::size() const {

@@ -96,11 +96,14 @@ class SharedRegionCache {
 
   // A tensor of `sizes` and `dtype` viewing the bytes `ref` names (no copy; the tensor keeps the
   // mapping). InvalidArgument naming `field` when the region cannot be opened, is not a sealed
-  // gradwire region with ref's key, or the bytes lie outside it or are misaligned.
+  // gradwire region with ref's key, belongs to a process that did not pass probe() (a server's
+  // cache), or the bytes lie outside it or are misaligned.
   at::Tensor view(const v1::SharedBytes& ref, at::IntArrayRef sizes, at::ScalarType dtype,
                   const std::string& field);
 
-  // Whether `ref` names a region this server can map whose first 8 bytes hold its key.
+  // Whether `ref` names a region this server can map whose first 8 bytes hold its key; a server's
+  // cache then takes references to that process's regions (Note [probed processes]: before, it
+  // refuses them).
   bool probe(const v1::SharedBytes& ref);
 
   int size() const;
@@ -109,7 +112,13 @@ class SharedRegionCache {
   int64_t mapped_bytes_of(int32_t pid) const;
 
  private:
-  std::shared_ptr<SharedMapping> attach(const v1::SharedBytes& ref, const std::string& field);
+  std::shared_ptr<SharedMapping> attach(const v1::SharedBytes& ref, const std::string& field,
+                                        bool probing);
+  static at::Tensor view_of(const std::shared_ptr<SharedMapping>& mapping,
+                            const v1::SharedBytes& ref, at::IntArrayRef sizes,
+                            at::ScalarType dtype, const std::string& field);
+  // Whether process `pid` passed probe() and still runs.
+  bool probed(int32_t pid) const;
 
   struct Entry {
     int32_t pid = 0;
@@ -134,6 +143,7 @@ class SharedRegionCache {
   const std::shared_ptr<Usage> usage_ = std::make_shared<Usage>();
   mutable std::mutex mutex_;
   std::map<uint64_t, Entry> regions_;
+  std::map<int32_t, uint64_t> probed_;  // pid -> start time (Note [probed processes])
   std::deque<uint64_t> order_;  // keys, oldest first
 };
 

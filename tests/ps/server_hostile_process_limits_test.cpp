@@ -94,7 +94,7 @@ TEST_F(HostileProcess, WaitingLookupsAreCountedAndStopOnTime) {
   EXPECT_LE(after.threads, before.threads + kMaxWaiting + 32);
   EXPECT_LE(peak_threads, before.threads + 200) << "400 calls: 410 threads before the cap";
   expect_victim_unchanged();
-  stop(2250ms);
+  stop(2s);
   storm.collect(0, std::chrono::system_clock::now() + 5s);
   EXPECT_EQ(storm.open, 0) << "waiting lookups outlived the server";
 }

@@ -2,8 +2,9 @@
 // token holder that never passed the probe is not told where the server's own rows of a sync
 // dense table are by a Step answer, and when it sends that region anyway as another table's
 // `rows_into` it is refused; a caller on
-// the server's host names huge sparse regions. The server refuses each clearly, the victim's rows
-// stay as they were, and what it maps stays within its caps.
+// the server's host names huge sparse regions; a caller whose process never passed the probe
+// sends references of its own. The server refuses each clearly, the victim's rows stay as they
+// were, and what it maps stays within its caps.
 #include <fcntl.h>
 #include <grpcpp/client_context.h>
 #include <gtest/gtest.h>
@@ -147,6 +148,45 @@ TEST(ServerSharedRefs, HugeSparseRegionsAreRefusedWithoutMappingThem) {
   // A well-formed probe is still taken.
   rpc::SharedRegions trainer_memory;
   EXPECT_TRUE(create_with_probe("fine", trainer_memory.probe()));
+  server->shutdown();
+}
+
+// Note [probed processes]: a token holder that never passed this server's probe has its shared
+// references refused, naming the probe, and nothing changes; once its process passed a probe (a
+// CreateTable from the server's host) the same reference is taken.
+TEST(ServerSharedRefs, ReferencesAreTakenOnlyFromProcessesThatPassedTheProbe) {
+  auto server = start_server(shared_options());
+  ServerClient caller(server->address());
+  ASSERT_TRUE(caller.create(table_config("table", 4, 4, UpdateMode::kAsync)).ok());
+  const at::Tensor ids = at::arange(4, at::kLong);
+  const at::Tensor before = caller.rows("table", ids);
+  rpc::SharedRegions memory;
+  at::Tensor grads = memory.allocate({4, 4}, at::kFloat);
+  grads.fill_(1.0);
+  v1::PushRequest push;
+  push.set_table("table");
+  rpc::encode_tensor(ids, push.mutable_ids(), "ids");
+  rpc::encode_shared_tensor(grads, *memory.find(grads), push.mutable_grads(), "push.grads");
+  v1::PushResponse pushed;
+  const grpc::Status refused = caller.stub().Push(caller.context().get(), push, &pushed);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("did not pass this server's shared-memory probe"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_TRUE(caller.rows("table", ids).equal(before)) << "a refused push changed the table";
+
+  v1::CreateTableRequest create;
+  *create.mutable_config() = to_message(table_config("probed", 4, 4, UpdateMode::kAsync));
+  create.set_num_servers(1);
+  create.set_host(kHost);
+  *create.mutable_probe() = memory.probe();
+  v1::CreateTableResponse created;
+  ASSERT_TRUE(caller.stub().CreateTable(caller.context().get(), create, &created).ok());
+  ASSERT_TRUE(created.shared_memory());
+  const grpc::Status taken = caller.stub().Push(caller.context().get(), push, &pushed);
+  EXPECT_TRUE(taken.ok()) << taken.error_message();
+  // SGD, lr 0.5: every weight went down by 0.5.
+  EXPECT_TRUE(at::allclose(caller.rows("table", ids), before - 0.5));
   server->shutdown();
 }
 

@@ -56,6 +56,7 @@ grpc::Status echo(const ChannelCall& call, std::unique_ptr<google::protobuf::Mes
 TEST(CallChannel, AnswersAndStatusesComeBackWithMoreCallsInFlightThanSlots) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   auto client = std::make_shared<ChannelClient>(regions, "server-0");
   EXPECT_FALSE(client->usable()) << "no server attached yet";
   ChannelHub hub;
@@ -94,6 +95,7 @@ TEST(CallChannel, AnswersAndStatusesComeBackWithMoreCallsInFlightThanSlots) {
 TEST(CallChannel, CallsLargerThanASlotAreLeftToGrpc) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   ChannelClient client(regions, "server-0");
   v1::LookupResponse response;
   grpc::Status status;
@@ -118,6 +120,7 @@ TEST(CallChannel, CallsLargerThanASlotAreLeftToGrpc) {
 TEST(CallChannel, ACallTheServerNeverAnswersIsADeadlineErrorAndBreaksTheChannel) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   auto client = std::make_shared<ChannelClient>(regions, "server-7");
   std::atomic<bool> saw_cancel{false};
   ChannelHub hub;
@@ -152,6 +155,7 @@ TEST(CallChannel, ACallTheServerNeverAnswersIsADeadlineErrorAndBreaksTheChannel)
 TEST(CallChannel, AServerProcessThatExitsIsNamed) {
   SharedRegions regions;
   auto client = std::make_shared<ChannelClient>(regions, "server-3");
+  const v1::SharedBytes probe = regions.probe();  // this process's, made before the fork
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t child = ::fork();
@@ -159,6 +163,7 @@ TEST(CallChannel, AServerProcessThatExitsIsNamed) {
   if (child == 0) {
     // The server: attaches, says so, and exits in the middle of the first call.
     SharedRegionCache cache;
+    if (!cache.probe(probe)) ::_exit(3);
     ChannelHub hub;
     const auto server =
         hub.attach(cache, client->reference(),
@@ -171,6 +176,7 @@ TEST(CallChannel, AServerProcessThatExitsIsNamed) {
     ::pause();
     ::_exit(0);
   }
+  ::close(ready[1]);  // a child that dies before it is ready ends the read instead of hanging it
   char byte = 0;
   ASSERT_EQ(::read(ready[0], &byte, 1), 1);
   ::close(ready[0]);
@@ -203,6 +209,7 @@ bool eventually(Done done) {
 TEST(CallChannel, TheServerStopsServingAChannelTheTrainerClosedAndItsThreadEnds) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   auto client = std::make_unique<ChannelClient>(regions, "server-0");
   ChannelHub hub;
   const auto server = hub.attach(cache, client->reference(), echo);
@@ -224,6 +231,7 @@ uint64_t start_lookup(ChannelClient& client, const std::string& table,
 TEST(CallChannel, OneThreadServesATrainersChannelsToTheServersOfAHub) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   ChannelHub hub;
   constexpr int kServers = 4;
   std::vector<std::unique_ptr<ChannelClient>> clients;
@@ -265,6 +273,7 @@ TEST(CallChannel, OneThreadServesATrainersChannelsToTheServersOfAHub) {
 TEST(CallChannel, ABlockedCallHandsTheTrainersOtherChannelsToAnotherThread) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   ChannelHub hub;
   std::atomic<bool> b_ran{false};
   ChannelClient a(regions, "server-a");
@@ -313,6 +322,7 @@ TEST(CallChannel, ABlockedCallHandsTheTrainersOtherChannelsToAnotherThread) {
 TEST(CallChannel, SlotsRepostedWhileTheirCallsBlockAreNotTakenAgain) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   ChannelHub hub;
   std::atomic<bool> release{false};
   std::atomic<int> calls{0};
@@ -326,6 +336,7 @@ TEST(CallChannel, SlotsRepostedWhileTheirCallsBlockAreNotTakenAgain) {
   client.attached();
   // The trainer's own view of its channel, to write the slots as a hostile trainer would.
   SharedRegionCache mine;
+  ASSERT_TRUE(mine.probe(regions.probe()));
   const at::Tensor region =
       mine.view(client.reference(), {channel_layout::kRegionBytes}, at::kByte, "channel");
   void* base = region.data_ptr();
@@ -353,6 +364,7 @@ TEST(CallChannel, SlotsRepostedWhileTheirCallsBlockAreNotTakenAgain) {
 TEST(CallChannel, ARegionThatIsNotAChannelIsRefused) {
   SharedRegions regions;
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   const at::Tensor small = regions.allocate({64}, at::kByte);
   EXPECT_FALSE(testing::invalid_argument_message([&] {
                  ChannelHub hub;

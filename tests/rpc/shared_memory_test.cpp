@@ -4,8 +4,10 @@
 #include "rpc/shared_memory.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -49,6 +51,7 @@ TEST(SharedMemory, AServerViewsTheTrainersBytesInPlaceBothWays) {
   at::Tensor rows = regions.allocate({3, 5}, at::kFloat);
   rows.copy_(at::randn({3, 5}));
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   at::Tensor seen = cache.view(*regions.find(rows), {3, 5}, at::kFloat, "push.grads");
   EXPECT_NE(seen.data_ptr(), rows.data_ptr()) << "the server maps the region itself";
   EXPECT_TRUE(at::equal(seen, rows));
@@ -68,6 +71,7 @@ TEST(SharedMemory, TheWireCarriesAReferenceThatOnlyAReceiverWithRegionsDecodes) 
   EXPECT_TRUE(message.data().empty());
   EXPECT_TRUE(message.has_shared());
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   const at::Tensor back = decode_tensor(message, "push.grads", {at::kFloat, 2}, &cache);
   EXPECT_TRUE(at::equal(back, rows));
   rows.add_(1.0);
@@ -89,6 +93,7 @@ TEST(SharedMemory, AServerRefusesWhatIsNotASealedRegionOfThatKeyOrLiesOutsideIt)
   const at::Tensor rows = regions.allocate({16}, at::kFloat);
   const v1::SharedBytes good = *regions.find(rows);
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
 
   v1::SharedBytes wrong_key = good;
   wrong_key.set_key(good.key() ^ 1);
@@ -105,6 +110,7 @@ TEST(SharedMemory, AServerRefusesWhatIsNotASealedRegionOfThatKeyOrLiesOutsideIt)
   EXPECT_TRUE(contains(refusal(cache, negative, {4}), "out of bounds"));
 
   SharedRegionCache fresh;  // one that has not mapped the key yet
+  ASSERT_TRUE(fresh.probe(regions.probe()));
   v1::SharedBytes other_fd = good;
   other_fd.set_fd(good.fd() + 1000);
   EXPECT_TRUE(contains(refusal(fresh, other_fd), "is not that region"));
@@ -140,6 +146,53 @@ TEST(SharedMemory, TheProbeSaysWhetherTheServerCanMapTheTrainersRegions) {
   EXPECT_FALSE(cache.probe(elsewhere));
 }
 
+// Note [probed processes]: a server's cache takes references only to regions of a process that
+// passed its probe; a trainer's cache (the servers' rows) needs none.
+TEST(SharedMemory, OnlyReferencesOfAProcessThatPassedTheProbeAreTaken) {
+  SharedRegions regions;
+  at::Tensor rows = regions.allocate({4}, at::kFloat);
+  rows.fill_(2.0);
+  const v1::SharedBytes ref = *regions.find(rows);
+  SharedRegionCache cache;
+  const std::string refused = refusal(cache, ref);
+  EXPECT_TRUE(contains(refused, "did not pass this server's shared-memory probe")) << refused;
+  EXPECT_TRUE(contains(refused, "process " + std::to_string(::getpid()))) << refused;
+  EXPECT_EQ(cache.mapped_bytes(), 0);
+  // A failed probe (a region that is not there) grants nothing.
+  v1::SharedBytes bad_probe = regions.probe();
+  bad_probe.set_key(bad_probe.key() ^ 1);
+  EXPECT_FALSE(cache.probe(bad_probe));
+  EXPECT_TRUE(contains(refusal(cache, ref), "probe"));
+  ASSERT_TRUE(cache.probe(regions.probe()));
+  EXPECT_TRUE(at::equal(cache.view(ref, {4}, at::kFloat, "push.grads"), rows));
+  // Another cache (another server) has seen no probe.
+  SharedRegionCache other;
+  EXPECT_TRUE(contains(refusal(other, ref), "probe"));
+  SharedRegionCache trainer(SharedRegionLimits::unlimited(), /*servers_rows=*/true);
+  EXPECT_NO_THROW(trainer.view(ref, {4}, at::kFloat, "server_rows"));
+}
+
+// At most max_regions processes are remembered; beyond that a probe fails (the trainer then calls
+// over gRPC) rather than making the server forget a live trainer.
+TEST(SharedMemory, TheProbedProcessesAreBounded) {
+  SharedRegions regions;
+  SharedRegionCache cache(SharedRegionLimits{1});
+  ASSERT_TRUE(cache.probe(regions.probe()));
+  ASSERT_TRUE(cache.probe(regions.probe())) << "the same process again";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  // The child shares the parent's descriptors: its copy of the probe region is the same file.
+  v1::SharedBytes childs = regions.probe();
+  childs.set_pid(child);
+  EXPECT_FALSE(cache.probe(childs)) << "one process remembered already, and it runs";
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
 TEST(SharedMemory, FreedTensorsLeaveTheRegistryAndServersKeepWhatTheyMapped) {
   SharedRegions regions;
   at::Tensor rows = regions.allocate({8}, at::kFloat);
@@ -147,6 +200,7 @@ TEST(SharedMemory, FreedTensorsLeaveTheRegistryAndServersKeepWhatTheyMapped) {
   const at::Tensor view_of_rows = rows.view({2, 4});
   const v1::SharedBytes ref = *regions.find(rows);
   SharedRegionCache cache;
+  ASSERT_TRUE(cache.probe(regions.probe()));
   const at::Tensor seen = cache.view(ref, {8}, at::kFloat, "push.grads");
   rows.reset();
   EXPECT_TRUE(regions.find(view_of_rows).has_value()) << "the storage is still alive";
@@ -161,6 +215,7 @@ TEST(SharedMemory, TheCacheKeepsAtMostItsBoundOfRegions) {
   SharedRegions regions;
   std::vector<at::Tensor> tensors;
   SharedRegionCache cache(SharedRegionLimits{2});
+  ASSERT_TRUE(cache.probe(regions.probe()));
   for (int i = 0; i < 3; ++i) {
     tensors.push_back(regions.allocate({4}, at::kFloat));
     cache.view(*regions.find(tensors.back()), {4}, at::kFloat, "push.grads");
@@ -201,6 +256,8 @@ TEST(SharedMemory, TheCacheMapsWithinItsByteCaps) {
   limits.max_process_bytes = 2 << 20;
   SharedRegionCache cache(limits);
   SharedRegions trainer;
+  ASSERT_TRUE(cache.probe(trainer.probe()));
+  EXPECT_EQ(cache.mapped_bytes(), 0) << "the probe's region is not kept";
   const at::Tensor big = trainer.allocate({(1 << 20) / 4 + 1}, at::kFloat);
   EXPECT_TRUE(contains(refusal(cache, *trainer.find(big)), "max_shared_region_bytes"));
   EXPECT_EQ(cache.mapped_bytes(), 0);

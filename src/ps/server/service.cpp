@@ -1,6 +1,7 @@
 #include "ps/server/service.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "gradwire/common/error.h"
 #include "ps/messages/service_messages.h"
@@ -38,6 +39,18 @@ CallInfo grpc_call(grpc::ServerContext& context, const std::atomic<bool>& stoppi
   return CallInfo{context.deadline(),
                   [&context, &stopping] { return stopping.load() || context.IsCancelled(); }};
 }
+
+// Counts a gRPC handler as running while it lives (ParameterServerService::wait_for_calls).
+class RunningCall {
+ public:
+  explicit RunningCall(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+  RunningCall(const RunningCall&) = delete;
+  RunningCall& operator=(const RunningCall&) = delete;
+  ~RunningCall() { count_.fetch_sub(1); }
+
+ private:
+  std::atomic<int>& count_;
+};
 
 milliseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
@@ -157,6 +170,7 @@ std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string
 grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                                                  const v1::CreateTableRequest* request,
                                                  v1::CreateTableResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("CreateTable", [&] {
     const TableConfig config = from_message(request->config());
@@ -201,6 +215,7 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
                                             const v1::LookupRequest* request,
                                             v1::LookupResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return lookup(grpc_call(*context, stopping_), *request, response);
 }
@@ -278,6 +293,7 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
 grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
                                             const v1::AssignRequest* request,
                                             v1::AssignResponse* /*response*/) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("Assign", [&] {
     grpc::Status status;
@@ -294,6 +310,7 @@ grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
                                           const v1::PushRequest* request,
                                           v1::PushResponse* /*response*/) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return push(*request);
 }
@@ -331,6 +348,7 @@ grpc::Status ParameterServerService::push(const v1::PushRequest& request_message
 grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
                                           const v1::StepRequest* request,
                                           v1::StepResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return step(grpc_call(*context, stopping_), *request, response);
 }
@@ -397,6 +415,7 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
 grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
                                            const v1::BatchRequest* request,
                                            v1::BatchResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return batch(grpc_call(*context, stopping_), *request, response);
 }
@@ -405,6 +424,7 @@ grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
                                                 const v1::CheckpointRequest* /*request*/,
                                                 v1::CheckpointResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("Checkpoint", [&] {
     if (!checkpoints_.enabled()) {
@@ -422,6 +442,7 @@ grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
                                             const v1::ResumeRequest* request,
                                             v1::ResumeResponse* response) {
+  const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("Resume", [&] {
     grpc::Status status;
@@ -461,6 +482,14 @@ grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
     response->set_step(now);
     return grpc::Status::OK;
   });
+}
+
+bool ParameterServerService::wait_for_calls(std::chrono::steady_clock::time_point until) const {
+  while (running_calls_.load() > 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 }  // namespace gradwire::ps

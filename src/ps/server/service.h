@@ -118,6 +118,9 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   // ends at once, CANCELLED, since no call that could end its wait can arrive any more; calls that
   // do not wait finish. Call before gRPC's shutdown, so the grace is not spent waiting.
   void begin_stop() { stopping_.store(true); }
+  // Waits until no gRPC handler runs, or `until`; whether none runs. Note [quick shutdown] in
+  // server.cpp.
+  bool wait_for_calls(std::chrono::steady_clock::time_point until) const;
   // Stops serving every channel (a Step waiting in one is cancelled). Call after gRPC's shutdown.
   void stop_channels();
   // Channels served now.
@@ -155,6 +158,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   rpc::ChannelHub& hub_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
   std::atomic<bool> stopping_{false};      // begin_stop() was called
+  std::atomic<int> running_calls_{0};      // gRPC handlers running now (RunningCall)
 
   mutable std::mutex channels_mutex_;  // guards channels_ and channels_stopped_
   bool channels_stopped_ = false;
