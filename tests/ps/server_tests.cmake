@@ -13,6 +13,7 @@ gradwire_add_test(ps_server_test
     ${CMAKE_CURRENT_LIST_DIR}/server_process_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_hostile_process_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_hostile_process_limits_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_hostile_process_channel_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_registry_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/server_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../rpc/test_certificates.cpp
