@@ -30,7 +30,8 @@ using testing::table_config;
 inline constexpr char kHost[] = "hostile-process-test-host";
 inline constexpr int64_t kMiB = int64_t{1} << 20;
 // The caps on the server's command line.
-inline constexpr int64_t kRegionCap = 4 * kMiB, kProcessCap = 8 * kMiB, kSharedCap = 12 * kMiB;
+// kRegionCap lets a call channel (a 4 KiB header and four 1 MiB slots) be mapped.
+inline constexpr int64_t kRegionCap = 5 * kMiB, kProcessCap = 8 * kMiB, kSharedCap = 12 * kMiB;
 inline constexpr int64_t kPendingCap = kMiB, kTotalPendingCap = 3 * kMiB / 2;
 inline constexpr int kMaxWaiting = 8;
 

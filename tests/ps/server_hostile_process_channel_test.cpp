@@ -21,42 +21,7 @@ namespace gradwire::ps::server_hostile_process_test {
 TEST_F(HostileProcess, RepostedChannelSlotsAreBoundedAndStopOnTime) {
   namespace layout = rpc::channel_layout;
   constexpr uint64_t kSlots = rpc::kChannelSlots;
-  // A channel is one region (a 4 KiB header and four 1 MiB slots), above the fixture's region cap
-  // (kRegionCap, 4 MiB): its server would answer channel: false. So this test runs against a
-  // server with the fixture's flags but --max-shared-region-bytes kProcessCap, its victim trained
-  // again the same way.
-  static_assert(layout::kRegionBytes > kRegionCap && layout::kRegionBytes <= kProcessCap);
-  client_.reset();
-  child_.reset();  // SIGKILLed and reaped
-  const auto flag = [](int64_t value) { return std::to_string(value); };
-  child_ = std::make_unique<launch::testing::Child>(
-      std::vector<std::string>{
-          GRADWIRE_PS_SERVER_PATH, "--listen", "127.0.0.1:0", "--token-file", dir_.file("token"),
-          "--max-message-bytes", flag(kMiB), "--max-pending-bytes", flag(kPendingCap),
-          "--max-total-pending-bytes", flag(kTotalPendingCap), "--max-shared-region-bytes",
-          flag(kProcessCap), "--max-shared-process-bytes", flag(kProcessCap),
-          "--max-shared-bytes", flag(kSharedCap), "--max-waiting-steps", flag(kMaxWaiting)},
-      dir_.file("out"), dir_.file("err"));
-  constexpr char kListening[] = "gradwire-ps-server listening on ";
-  address_.clear();
-  launch::testing::wait_until(
-      [&] {
-        const std::string text = launch::testing::read_file(dir_.file("out"));
-        const size_t at = text.find(kListening), end = text.find('\n', at);
-        if (at == std::string::npos || end == std::string::npos) return false;
-        address_ = text.substr(at + sizeof(kListening) - 1, end - at - (sizeof(kListening) - 1));
-        return true;
-      },
-      20s);
-  ASSERT_FALSE(address_.empty()) << launch::testing::read_file(dir_.file("err"));
-  client_ = std::make_unique<ServerClient>(address_);
-  ASSERT_TRUE(client_->create(victim_).ok());
-  for (int64_t step = 0; step < 3; ++step) {
-    const at::Tensor grads = at::arange(32, at::kFloat).reshape({4, 8}).mul_(0.01 * (step + 1));
-    ASSERT_TRUE(client_->push("victim", 0, step, ids({1, 5, 5, 9}), grads).ok());
-    ASSERT_TRUE(client_->step("victim", 0, step).ok());
-  }
-  victim_rows_ = client_->rows("victim", at::arange(victim_.num_rows, at::kLong));
+  static_assert(layout::kRegionBytes <= kRegionCap, "the fixture's server must map a channel");
 
   rpc::SharedRegions trainer;
   rpc::ChannelClient channel(trainer, address_);  // closed only after the server stopped
