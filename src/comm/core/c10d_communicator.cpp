@@ -103,11 +103,13 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
   auto store = c10::make_intrusive<c10d::PrefixStore>(prefix_, shared_->store);
   join_members(*shared_->store, prefix_, rank_, size(), shared_->timeout, world_ranks_);
   board_ = make_board(*shared_, prefix_, rank_, size());
+  const auto started = std::chrono::steady_clock::now();
   try {
     backend_ = shared_->traits.make(store, rank_, size());
   } catch (const std::exception& e) {
     OpContext context{"creating the " + shared_->traits.name + " backend", world_ranks_,
                       shared_->peers, shared_->timeout};
+    context.issued = started;  // the error says how long the creation took, not the catch
     std::rethrow_exception(translate_failure(e, context));
   }
   const auto& traits = shared_->traits;
