@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <future>
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "comm/core/op_context.h"
@@ -94,6 +96,37 @@ at::Tensor as_transport_dtype(const at::Tensor& tensor) {
   return tensor;
 }
 
+namespace {
+
+// Note [creation deadline]: Gloo connects a new group's pairs one after another, each waiting up
+// to the timeout, so creating a backend whose peers cannot be reached took a multiple of it (25 s
+// against a 5 s limit: 4 ranks on 2 hosts whose addresses did not route). So the backend is made
+// on a thread of its own, and a caller still waiting at the limit (plus a margin, so that the
+// backend's own timeout error, which names the peer's address, comes first when it can) gets a
+// timeout naming the limit. The thread then ends by itself when its connects give up; it holds
+// copies of what it uses.
+c10d_adapter::BackendPtr make_within(const BackendTraits& traits,
+                                     const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds limit) {
+  auto made = std::make_shared<std::promise<c10d_adapter::BackendPtr>>();
+  std::future<c10d_adapter::BackendPtr> result = made->get_future();
+  std::thread([make = traits.make, store, rank, size, made] {
+    try {
+      made->set_value(make(store, rank, size));
+    } catch (...) {
+      made->set_exception(std::current_exception());
+    }
+  }).detach();
+  const auto margin = std::min(std::chrono::milliseconds(500), limit / 10);
+  if (result.wait_for(limit + margin) != std::future_status::ready) {
+    throw std::runtime_error("timeout: the backend's connections were not all made within the "
+                             "limit (its peers may be unreachable at the addresses they gave)");
+  }
+  return result.get();
+}
+
+}  // namespace
+
 C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, std::string prefix,
                                    int rank, std::vector<int> world_ranks)
     : shared_(std::move(shared)),
@@ -105,7 +138,7 @@ C10dCommunicator::C10dCommunicator(std::shared_ptr<CommunicatorShared> shared, s
   board_ = make_board(*shared_, prefix_, rank_, size());
   const auto started = std::chrono::steady_clock::now();
   try {
-    backend_ = shared_->traits.make(store, rank_, size());
+    backend_ = make_within(shared_->traits, store, rank_, size(), shared_->timeout);
   } catch (const std::exception& e) {
     OpContext context{"creating the " + shared_->traits.name + " backend", world_ranks_,
                       shared_->peers, shared_->timeout};
