@@ -202,11 +202,14 @@ TEST_F(ServersTest, ServerThatNeverListensTimesOut) {
 }
 
 TEST_F(ServersTest, ServerDyingWhileTrainersRunStopsThem) {
-  // Rank 0 asks server 1 to exit (with code 3); both trainers would sleep 30 s.
+  // Rank 0 asks server 1 to exit (with code 3) once rank 1 greeted the servers too (else rank 1
+  // could find server 1 gone and fail first); both trainers would sleep 30 s.
   const LaunchOptions options =
       options_for(kGreetServers +
-                      " || exit 9; if [ \"$RANK\" = 0 ]; then \"$FAKE\" --send "
-                      "\"$(echo $GRADWIRE_PS_ADDRS | cut -d, -f2)\" die; fi; exec sleep 30",
+                      " || exit 9; touch \"$DIR/greeted.$RANK\"; if [ \"$RANK\" = 0 ]; then "
+                      "for i in $(seq 100); do [ -e \"$DIR/greeted.1\" ] && break; sleep 0.1; "
+                      "done; \"$FAKE\" --send \"$(echo $GRADWIRE_PS_ADDRS | cut -d, -f2)\" die; "
+                      "fi; exec sleep 30",
                   2, 2);
   const auto start = std::chrono::steady_clock::now();
   const LaunchResult result = run_workers(options);
