@@ -24,6 +24,7 @@
 namespace gradwire::ps::server_hostile_process_test {
 
 using namespace std::chrono_literals;
+using testing::push_request;
 using testing::ServerClient;
 using testing::table_config;
 
@@ -70,20 +71,6 @@ inline bool same_bits(const at::Tensor& a, const at::Tensor& b) {
 }
 
 inline at::Tensor ids(const std::vector<int64_t>& values) { return testing::ids_tensor(values); }
-
-inline v1::PushRequest push_request(const std::string& table, int trainer, int64_t step,
-                                    const at::Tensor& ids, const at::Tensor& grads,
-                                    int64_t restart = 0, uint64_t incarnation = 0) {
-  v1::PushRequest request;
-  request.set_table(table);
-  request.set_trainer(trainer);
-  request.set_step(step);
-  rpc::encode_tensor(ids, request.mutable_ids(), "ids");
-  rpc::encode_tensor(grads, request.mutable_grads(), "grads");
-  request.mutable_attempt()->set_restart(restart);
-  request.mutable_attempt()->set_incarnation(incarnation);
-  return request;
-}
 
 inline v1::LookupRequest lookup_request(const std::string& table, const at::Tensor& ids) {
   v1::LookupRequest request;

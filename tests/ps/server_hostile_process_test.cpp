@@ -46,13 +46,7 @@ TEST_F(HostileProcess, TheServersOwnRowsAreNeverWrittenThroughAnotherTable) {
   const v1::SharedBytes own = created.rows();
   ASSERT_NE(own.key(), 0u);
   EXPECT_EQ(own.pid(), pid());
-  v1::AssignRequest assign;
-  assign.set_table("dense");
-  rpc::encode_tensor(at::arange(4, at::kLong), assign.mutable_ids(), "ids");
-  rpc::encode_tensor(at::ones({4, 4}), assign.mutable_rows(), "rows");
-  assign.set_complete(true);
-  v1::AssignResponse assigned;
-  ASSERT_TRUE(client_->stub().Assign(client_->context().get(), assign, &assigned).ok());
+  ASSERT_TRUE(client_->assign("dense", at::arange(4, at::kLong), at::ones({4, 4})).ok());
   ASSERT_TRUE(client_->push("dense", 0, 0, at::arange(4, at::kLong), at::ones({4, 4})).ok());
   ASSERT_TRUE(client_->step("dense", 0, 0).ok());
   const at::Tensor dense_rows = client_->rows("dense", at::arange(4, at::kLong));

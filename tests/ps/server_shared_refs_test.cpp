@@ -61,13 +61,7 @@ TEST(ServerSharedRefs, AStepAnswersRegionCannotBeWrittenThroughAnotherTable) {
   v1::CreateTableResponse created;
   ASSERT_TRUE(victim.stub().CreateTable(victim.context().get(), create, &created).ok());
   ASSERT_TRUE(created.shared_memory());
-  v1::AssignRequest assign;
-  assign.set_table("victim");
-  rpc::encode_tensor(at::arange(4, at::kLong), assign.mutable_ids(), "ids");
-  rpc::encode_tensor(at::ones({4, 4}), assign.mutable_rows(), "rows");
-  assign.set_complete(true);
-  v1::AssignResponse assigned;
-  ASSERT_TRUE(victim.stub().Assign(victim.context().get(), assign, &assigned).ok());
+  ASSERT_TRUE(victim.assign("victim", at::arange(4, at::kLong), at::ones({4, 4})).ok());
   const at::Tensor before = victim.rows("victim", at::arange(4, at::kLong));
 
   // The attacker: the token, no probe, no host, an async table of its own holding 666s.

@@ -61,16 +61,35 @@ grpc::Status ServerClient::lookup(const std::string& table, const at::Tensor& id
   return status;
 }
 
-grpc::Status ServerClient::push(const std::string& table, int trainer, int64_t step,
-                                const at::Tensor& ids, const at::Tensor& grads) {
+v1::PushRequest push_request(const std::string& table, int trainer, int64_t step,
+                             const at::Tensor& ids, const at::Tensor& grads, int64_t restart,
+                             uint64_t incarnation) {
   v1::PushRequest request;
   request.set_table(table);
   request.set_trainer(trainer);
   request.set_step(step);
   rpc::encode_tensor(ids, request.mutable_ids(), "ids");
   rpc::encode_tensor(grads, request.mutable_grads(), "grads");
+  request.mutable_attempt()->set_restart(restart);
+  request.mutable_attempt()->set_incarnation(incarnation);
+  return request;
+}
+
+grpc::Status ServerClient::push(const std::string& table, int trainer, int64_t step,
+                                const at::Tensor& ids, const at::Tensor& grads) {
   v1::PushResponse response;
-  return stub_->Push(context().get(), request, &response);
+  return stub_->Push(context().get(), push_request(table, trainer, step, ids, grads), &response);
+}
+
+grpc::Status ServerClient::assign(const std::string& table, const at::Tensor& ids,
+                                  const at::Tensor& rows) {
+  v1::AssignRequest request;
+  request.set_table(table);
+  rpc::encode_tensor(ids, request.mutable_ids(), "ids");
+  rpc::encode_tensor(rows, request.mutable_rows(), "rows");
+  request.set_complete(true);
+  v1::AssignResponse response;
+  return stub_->Assign(context().get(), request, &response);
 }
 
 grpc::Status ServerClient::step(const std::string& table, int trainer, int64_t step,

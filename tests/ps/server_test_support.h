@@ -26,6 +26,11 @@ inline constexpr char kToken[] = "server-test-token";
 TableConfig table_config(const std::string& name = "emb", int64_t rows = 10, int64_t dim = 4,
                          UpdateMode mode = UpdateMode::kAsync, int num_trainers = 1);
 
+// A Push of `grads` for `ids` by `trainer` at `step`, of attempt (`restart`, `incarnation`).
+v1::PushRequest push_request(const std::string& table, int trainer, int64_t step,
+                             const at::Tensor& ids, const at::Tensor& grads, int64_t restart = 0,
+                             uint64_t incarnation = 0);
+
 // A client of one server: every call carries `token` and a deadline of `timeout`.
 class ServerClient {
  public:
@@ -41,6 +46,8 @@ class ServerClient {
   grpc::Status lookup(const std::string& table, const at::Tensor& ids, at::Tensor* rows);
   grpc::Status push(const std::string& table, int trainer, int64_t step, const at::Tensor& ids,
                     const at::Tensor& grads);
+  // Assign of `rows` to `ids`, completing the table's values (a dense table's lookups wait for it).
+  grpc::Status assign(const std::string& table, const at::Tensor& ids, const at::Tensor& rows);
   grpc::Status step(const std::string& table, int trainer, int64_t step,
                     std::chrono::milliseconds timeout = 10s, int64_t* new_step = nullptr);
   grpc::Status checkpoint(std::vector<std::string>* files = nullptr);

@@ -53,13 +53,7 @@ TEST(ServerWaitingLookups, AreCountedAmongTheWaitingCallsAndAnsweredOnceTheValue
   EXPECT_NE(third.error_message().find("--max-waiting-steps"), std::string::npos)
       << third.error_message();
 
-  v1::AssignRequest assign;
-  assign.set_table("dense");
-  rpc::encode_tensor(at::arange(4, at::kLong), assign.mutable_ids(), "ids");
-  rpc::encode_tensor(at::ones({4, 4}), assign.mutable_rows(), "rows");
-  assign.set_complete(true);
-  v1::AssignResponse assigned;
-  ASSERT_TRUE(client.stub().Assign(client.context().get(), assign, &assigned).ok());
+  ASSERT_TRUE(client.assign("dense", at::arange(4, at::kLong), at::ones({4, 4})).ok());
   for (auto& call : waiting) {
     const grpc::Status status = call.get();
     EXPECT_TRUE(status.ok()) << status.error_message();
