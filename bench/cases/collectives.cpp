@@ -65,7 +65,8 @@ int warm_up(Communicator& communicator, const IterationPolicy& policy,
   for (int batch = counts.warmup; batch > 0;) {
     const Stopwatch clock;
     for (int i = 0; i < batch; ++i) body();
-    spent += host_allreduce(communicator, at::full({1}, clock.seconds(), at::kDouble), ReduceOp::kMax)
+    spent += host_allreduce(communicator, at::full({1}, clock.seconds(), at::kDouble),
+                            ReduceOp::kMax)
                  .item<double>();
     done += batch;
     if (spent >= policy.min_warmup_seconds) break;

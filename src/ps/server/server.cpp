@@ -199,9 +199,9 @@ class ServerImpl final : public Server {
     const bool idle = service_->wait_for_calls(until);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      (idle ? std::max(std::chrono::milliseconds(0), std::min(kAnswerFlush, left))
-                            : std::chrono::milliseconds(0)));
+    const auto flush = idle ? std::clamp(left, std::chrono::milliseconds(0), kAnswerFlush)
+                            : std::chrono::milliseconds(0);
+    server_->Shutdown(std::chrono::system_clock::now() + flush);
     service_->stop_channels();
     // No call runs any more: the files hold the final state.
     if (checkpoints_.enabled()) {
