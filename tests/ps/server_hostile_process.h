@@ -160,12 +160,7 @@ class HostileProcess : public ::testing::Test {
   // CreateTable as a trainer on the server's host: its host identity and its probe.
   grpc::Status create_probed(const TableConfig& config, const v1::SharedBytes& probe,
                              v1::CreateTableResponse* response) {
-    v1::CreateTableRequest request;
-    *request.mutable_config() = to_message(config);
-    request.set_num_servers(1);
-    request.set_host(kHost);
-    *request.mutable_probe() = probe;
-    return client_->stub().CreateTable(client_->context().get(), request, response);
+    return client_->create_probed(config, kHost, probe, response);
   }
 
   // SIGTERM: the server exits with status 0 within `bound`.

@@ -28,15 +28,9 @@ TEST_F(HostileProcess, RepostedChannelSlotsAreBoundedAndStopOnTime) {
   TableConfig dense = table_config("never", 4, 4, UpdateMode::kSync);
   dense.kind = TableKind::kDense;
   // CreateTable as a trainer on the server's host: its probe, its host identity, its channel.
-  v1::CreateTableRequest request;
-  *request.mutable_config() = to_message(dense);
-  request.set_num_servers(1);
-  request.set_host(kHost);
-  *request.mutable_probe() = trainer.probe();
-  *request.mutable_channel() = channel.reference();
   v1::CreateTableResponse created;
   const grpc::Status status =
-      client_->stub().CreateTable(client_->context().get(), request, &created);
+      client_->create_probed(dense, kHost, trainer.probe(), &created, &channel.reference());
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_TRUE(created.shared_memory()) << "the server refused this trainer's probe";
   ASSERT_TRUE(created.channel()) << "the server does not serve this trainer's channel";

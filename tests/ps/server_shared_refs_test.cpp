@@ -53,13 +53,8 @@ TEST(ServerSharedRefs, AStepAnswersRegionCannotBeWrittenThroughAnotherTable) {
   rpc::SharedRegions trainer_memory;
   TableConfig dense = table_config("victim", 4, 4, UpdateMode::kSync);
   dense.kind = TableKind::kDense;
-  v1::CreateTableRequest create;
-  *create.mutable_config() = to_message(dense);
-  create.set_num_servers(1);
-  create.set_host(kHost);
-  *create.mutable_probe() = trainer_memory.probe();
   v1::CreateTableResponse created;
-  ASSERT_TRUE(victim.stub().CreateTable(victim.context().get(), create, &created).ok());
+  ASSERT_TRUE(victim.create_probed(dense, kHost, trainer_memory.probe(), &created).ok());
   ASSERT_TRUE(created.shared_memory());
   ASSERT_TRUE(victim.assign("victim", at::arange(4, at::kLong), at::ones({4, 4})).ok());
   const at::Tensor before = victim.rows("victim", at::arange(4, at::kLong));
@@ -115,14 +110,9 @@ TEST(ServerSharedRefs, HugeSparseRegionsAreRefusedWithoutMappingThem) {
   auto server = start_server(options);
   ServerClient caller(server->address());
   const auto create_with_probe = [&](const std::string& name, const v1::SharedBytes& probe) {
-    v1::CreateTableRequest create;
-    *create.mutable_config() = to_message(table_config(name, 4, 4, UpdateMode::kAsync));
-    create.set_num_servers(1);
-    create.set_host(kHost);
-    *create.mutable_probe() = probe;
     v1::CreateTableResponse response;
-    const grpc::Status status =
-        caller.stub().CreateTable(caller.context().get(), create, &response);
+    const grpc::Status status = caller.create_probed(
+        table_config(name, 4, 4, UpdateMode::kAsync), kHost, probe, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response.shared_memory();
   };
@@ -169,13 +159,10 @@ TEST(ServerSharedRefs, ReferencesAreTakenOnlyFromProcessesThatPassedTheProbe) {
       << refused.error_message();
   EXPECT_TRUE(caller.rows("table", ids).equal(before)) << "a refused push changed the table";
 
-  v1::CreateTableRequest create;
-  *create.mutable_config() = to_message(table_config("probed", 4, 4, UpdateMode::kAsync));
-  create.set_num_servers(1);
-  create.set_host(kHost);
-  *create.mutable_probe() = memory.probe();
   v1::CreateTableResponse created;
-  ASSERT_TRUE(caller.stub().CreateTable(caller.context().get(), create, &created).ok());
+  ASSERT_TRUE(caller.create_probed(table_config("probed", 4, 4, UpdateMode::kAsync), kHost,
+                                   memory.probe(), &created)
+                  .ok());
   ASSERT_TRUE(created.shared_memory());
   const grpc::Status taken = caller.stub().Push(caller.context().get(), push, &pushed);
   EXPECT_TRUE(taken.ok()) << taken.error_message();

@@ -50,6 +50,19 @@ grpc::Status ServerClient::create(const TableConfig& config, int server_index, i
   return stub_->CreateTable(context().get(), request, response ? response : &ignored);
 }
 
+grpc::Status ServerClient::create_probed(const TableConfig& config, const std::string& host,
+                                         const v1::SharedBytes& probe,
+                                         v1::CreateTableResponse* response,
+                                         const v1::SharedBytes* channel) {
+  v1::CreateTableRequest request;
+  *request.mutable_config() = to_message(config);
+  request.set_num_servers(1);
+  request.set_host(host);
+  *request.mutable_probe() = probe;
+  if (channel != nullptr) *request.mutable_channel() = *channel;
+  return stub_->CreateTable(context().get(), request, response);
+}
+
 grpc::Status ServerClient::lookup(const std::string& table, const at::Tensor& ids,
                                   at::Tensor* rows) {
   v1::LookupRequest request;

@@ -43,6 +43,11 @@ class ServerClient {
 
   grpc::Status create(const TableConfig& config, int server_index = 0, int num_servers = 1,
                       v1::CreateTableResponse* response = nullptr);
+  // CreateTable (one server) as a trainer of host identity `host` that sends `probe` and, when
+  // given, asks for the call channel `channel` (what src/ps/client/client.cpp sends).
+  grpc::Status create_probed(const TableConfig& config, const std::string& host,
+                             const v1::SharedBytes& probe, v1::CreateTableResponse* response,
+                             const v1::SharedBytes* channel = nullptr);
   grpc::Status lookup(const std::string& table, const at::Tensor& ids, at::Tensor* rows);
   grpc::Status push(const std::string& table, int trainer, int64_t step, const at::Tensor& ids,
                     const at::Tensor& grads);
