@@ -13,7 +13,6 @@
 
 #include "comm/core/c10d_adapter.h"
 #include "comm/diagnostics/store_connection.h"
-
 #include "gradwire/common/error.h"
 
 namespace gradwire {
@@ -61,7 +60,8 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
                                               std::chrono::milliseconds timeout) {
   if (!world.agent_store_prefix.empty() && !c10d_adapter::kStoreClientSpeaks2x) {
     throw ConfigError(
-        "gradwire: torchrun's agent hosts the rendezvous store (TORCHELASTIC_USE_AGENT_STORE=True), "
+        "gradwire: torchrun's agent hosts the rendezvous store "
+        "(TORCHELASTIC_USE_AGENT_STORE=True), "
         "and this gradwire's libtorch " +
         c10d_adapter::torch_version_string() +
         " cannot talk to a libtorch 2.x store: build gradwire against libtorch 2.x (README, "
@@ -78,11 +78,23 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
   const auto start = std::chrono::steady_clock::now();
   // Rank 0 starting later than this rank is normal. libtorch 1.13 gives up at once when nobody
   // listens yet (logging an error), so wait quietly for a listener, then connect; retry until
-  // the deadline.
+  // the deadline. Past the deadline nothing more is tried: a connect attempt there would wait
+  // up to another whole timeout (libtorch 2.x retries for all of options.timeout).
+  std::string detail = "nothing accepted connections there";
+  auto unreachable = [&](std::chrono::milliseconds waited) {
+    return TimeoutError("gradwire: rank " + std::to_string(world.rank) +
+                        " could not reach the rendezvous store at " + where +
+                        (world.agent_store_prefix.empty() ? " (hosted by rank 0)"
+                                                          : " (hosted by torchrun's agent)") +
+                        " after " + format_duration(waited) + ": " + detail +
+                        ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all "
+                        "ranks?");
+  };
   while (true) {
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
-    if (!hosts && elapsed < timeout &&
+    if (!hosts && elapsed >= timeout) throw unreachable(elapsed);
+    if (!hosts &&
         !accepts_connections(world.master_addr, world.master_port,
                              std::min(timeout - elapsed, std::chrono::milliseconds(1000)))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -93,24 +105,16 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorldInfo& world,
       if (world.agent_store_prefix.empty()) return store;
       return c10::make_intrusive<c10d::PrefixStore>(world.agent_store_prefix, store);
     } catch (const std::exception& e) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);
-      std::string detail = e.what();
+      detail = e.what();
       detail = detail.substr(0, detail.find('\n'));
       if (hosts) {
         throw ConfigError("gradwire: rank 0 could not host the rendezvous store on " + where +
                           ": " + detail +
                           ". Pick another MASTER_PORT (gradwire-run picks a free one).");
       }
-      if (waited >= timeout) {
-        throw TimeoutError("gradwire: rank " + std::to_string(world.rank) +
-                           " could not reach the rendezvous store at " + where +
-                           (world.agent_store_prefix.empty() ? " (hosted by rank 0)"
-                                                             : " (hosted by torchrun's agent)") +
-                           " after " + format_duration(waited) + ": " + detail +
-                           ". Is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on all "
-                           "ranks?");
-      }
+      if (waited >= timeout) throw unreachable(waited);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
