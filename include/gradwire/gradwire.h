@@ -7,3 +7,4 @@
 #include "gradwire/common/version.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/ddp/ddp.h"
+#include "gradwire/ddp/join.h"

@@ -9,6 +9,8 @@
 #include "coalesced.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/ddp.h"
+#include "gradwire/ddp/join.h"
+#include "join_participant.h"
 #include "model_check.h"
 #include "reducer.h"
 
@@ -63,9 +65,10 @@ class DdpCore::Impl {
     std::vector<std::string> buffer_names;
     collect_distinct(module.named_buffers(/*recurse=*/true), buffers_, buffer_names);
 
-    std::vector<at::Tensor> state = params;
-    state.insert(state.end(), buffers_.begin(), buffers_.end());
-    broadcast_coalesced(*comm_, state, /*root=*/0);
+    state_ = params;
+    state_.insert(state_.end(), buffers_.begin(), buffers_.end());
+    broadcast_coalesced(*comm_, state_, /*root=*/0);
+    if (options_.broadcast_buffers) forward_buffers_ = buffers_;
 
     std::vector<at::Tensor> trained;
     std::vector<std::string> trained_names;
@@ -78,18 +81,23 @@ class DdpCore::Impl {
                                std::move(reducer_options));
   }
 
+  // Under a Join, a forward that communicates starts with a join round (join_participant.h),
+  // which a joined rank mirrors in this order: round, rebuild, buffers.
   void before_forward() {
     forward_start_ = Clock::now();
-    if (synchronising()) reducer_->rebuild_buckets_if_due();
-    if (options_.broadcast_buffers && !buffers_.empty() && comm_->size() > 1) {
-      broadcast_coalesced(*comm_, buffers_, /*root=*/0);
-    }
+    const bool sync = synchronising();
+    const bool broadcasts = !forward_buffers_.empty() && comm_->size() > 1;
+    JoinParticipant::ForwardPlan plan{/*buffer_root=*/0, /*divisor=*/comm_->size()};
+    if (join_ && (sync || broadcasts)) plan = join_->on_forward(sync);
+    divisor_ = plan.divisor;
+    if (sync) reducer_->rebuild_buckets_if_due();
+    if (broadcasts) broadcast_coalesced(*comm_, forward_buffers_, plan.buffer_root);
   }
 
   void after_forward(const std::vector<at::Tensor>& outputs, bool outputs_known) {
     double forward_s = std::chrono::duration<double>(Clock::now() - forward_start_).count();
     if (synchronising()) {
-      reducer_->arm(outputs, outputs_known, forward_s);
+      reducer_->arm(outputs, outputs_known, forward_s, divisor_);
     } else {
       reducer_->disarm();
     }
@@ -104,13 +112,35 @@ class DdpCore::Impl {
   Communicator& communicator() const { return *comm_; }
   Reducer& reducer() const { return *reducer_; }
 
+  void attach_join(const JoinOptions& options) {
+    if (join_) {
+      throw InvalidArgument(
+          "DistributedDataParallel: a Join is attached already; finish it (or leave its scope) "
+          "before starting another");
+    }
+    join_ = std::make_unique<JoinParticipant>(
+        options, JoinedModel{*comm_, *reducer_, forward_buffers_, state_});
+  }
+
+  JoinResult finish_join() {
+    GRADWIRE_CHECK(join_ != nullptr);
+    std::unique_ptr<JoinParticipant> join = std::move(join_);  // detached, even if it throws
+    return join->shadow_until_all_joined();
+  }
+
+  void detach_join() { join_.reset(); }
+
  private:
   bool synchronising() const { return sync_ && at::GradMode::is_enabled(); }
 
   std::shared_ptr<Communicator> comm_;
   DdpOptions options_;
   std::vector<at::Tensor> buffers_;
+  std::vector<at::Tensor> forward_buffers_;  // broadcast at every forward: buffers_ or none
+  std::vector<at::Tensor> state_;            // parameters, then buffers
   std::shared_ptr<Reducer> reducer_;
+  std::unique_ptr<JoinParticipant> join_;  // while a Join is attached
+  int divisor_ = 1;                        // of the iteration the last forward started
   bool sync_ = true;
   Clock::time_point forward_start_;
 };
@@ -130,5 +160,8 @@ std::vector<DdpEvent> DdpCore::last_iteration_events() const {
   return impl_->reducer().last_iteration_events();
 }
 Communicator& DdpCore::communicator() const { return impl_->communicator(); }
+void DdpCore::attach_join(const JoinOptions& options) { impl_->attach_join(options); }
+JoinResult DdpCore::finish_join() { return impl_->finish_join(); }
+void DdpCore::detach_join() { impl_->detach_join(); }
 
 }  // namespace gradwire::ddp::detail

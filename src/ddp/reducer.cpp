@@ -120,7 +120,8 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
         "DistributedDataParallel: the module has no parameter that requires grad; there is "
         "nothing to synchronise");
   }
-  if (options_.comm_hook->divides_on_fill(*comm_)) fill_scale_ = 1.0 / comm_->size();
+  divides_on_fill_ = options_.comm_hook->divides_on_fill(*comm_);
+  set_divisor(comm_->size());
   layout_ = layout_for(reverse_order(params_.size()));
   bind_grads_to_views();
   ready_.assign(params_.size(), false);
@@ -209,10 +210,21 @@ void Reducer::start_iteration(double forward_seconds) {
   timer_.start(forward_seconds);
 }
 
+// Under a Join that divides by the ranks still training (join.h), fewer ranks than comm->size()
+// contribute. A hook that divides on fill gets gradients divided by them; a hook that averages by
+// comm->size() has its result multiplied by comm->size() / divisor. Otherwise both scales are as
+// without a Join (an unchanged result, bit for bit).
+void Reducer::set_divisor(int divisor) {
+  GRADWIRE_CHECK(divisor >= 1 && divisor <= comm_->size());
+  fill_scale_ = divides_on_fill_ ? 1.0 / divisor : 1.0;
+  result_scale_ = divides_on_fill_ ? 1.0 : static_cast<double>(comm_->size()) / divisor;
+}
+
 void Reducer::arm(const std::vector<at::Tensor>& outputs, bool outputs_known,
-                  double forward_seconds) {
+                  double forward_seconds, int divisor) {
   std::lock_guard<std::mutex> lock(mutex_);
   start_iteration(forward_seconds);
+  set_divisor(divisor);
   if (options_.static_graph && static_unused_) {
     unused_ = *static_unused_;
   } else if (options_.find_unused_parameters && !options_.static_graph && outputs_known) {
@@ -357,6 +369,7 @@ void Reducer::finalize_locked() {
     at::Tensor result = bucket.future->wait();
     bucket.future.reset();
     if (!result.is_same(bucket.grads.buffer)) bucket.grads.buffer.copy_(result);
+    if (result_scale_ != 1.0) bucket.grads.buffer.mul_(result_scale_);
     record(DdpEventKind::kBucketReduced, bucket.grads.index);
     write_grads(bucket);
   }
@@ -365,6 +378,62 @@ void Reducer::finalize_locked() {
   ++synced_iterations_;
   last_events_ = events_;
   transition(State::kReducing, State::kIdle);
+}
+
+// Note [shadowed backward]: a rank that has joined (join.h) issues what finalize() issues on the
+// ranks still training, in the same order, over the same buckets: for kOverlapped and
+// kAfterBackward every bucket is launched in order, then the used map is exchanged (if tracked),
+// then the buckets are waited for; for kAfterBackwardSync the used map comes first, then each
+// bucket is launched and waited for in turn. Its contribution is zero: empty buckets, no
+// parameter used. The buckets are the real ones, not copies: on shm a shared bucket must be
+// matched by the same place of every rank's buffers, and the fp16/bf16 hooks allocate their wire
+// buffers (collectively) per bucket. Nothing is written to .grad; the rebuild order of a rank that
+// never ran a synchronised iteration is its current layout's (used only if it is rank 0).
+void Reducer::shadow_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at::NoGradGuard no_grad;
+  if (state_ == State::kReducing) drain(layout_);
+  state_ = State::kIdle;
+  const bool sync = options_.schedule == ReductionSchedule::kAfterBackwardSync;
+  const bool tracking = tracks_unused();
+  used_.assign(params_.size(), 0);
+  for (auto& bucket : layout_.buckets) {
+    bucket.grads.buffer.zero_();
+    bucket.future.reset();
+  }
+  try {
+    auto launch = [this](Bucket& bucket) {  // not timed or recorded: not this rank's iteration
+      bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+    };
+    if (sync && tracking) globally_used_ = reduce_used_map();
+    if (!sync) {
+      for (auto& bucket : layout_.buckets) launch(bucket);
+      if (tracking) globally_used_ = reduce_used_map();
+    }
+    for (auto& bucket : layout_.buckets) {
+      if (sync) launch(bucket);
+      bucket.future->wait();
+      bucket.future.reset();
+    }
+  } catch (...) {
+    drain(layout_);
+    throw;
+  }
+  if (options_.static_graph && !static_unused_) {
+    std::vector<size_t> unused;  // as the others found it; this rank's own use is none
+    const int32_t* used = globally_used_.data_ptr<int32_t>();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (used[i] == 0) unused.push_back(i);
+    }
+    static_unused_ = std::move(unused);
+  }
+  if (synced_iterations_ == 0) {
+    rebuild_order_.clear();
+    for (const auto& bucket : layout_.buckets) {
+      rebuild_order_.insert(rebuild_order_.end(), bucket.members.begin(), bucket.members.end());
+    }
+  }
+  ++synced_iterations_;
 }
 
 void Reducer::fail_unused(const std::vector<size_t>& missing) {

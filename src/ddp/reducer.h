@@ -48,10 +48,19 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // (collective: rank 0's gradient order is broadcast).
   void rebuild_buckets_if_due();
   // After a synchronised forward: expect a backward pass. outputs: the forward's tensors (for
-  // find_unused_parameters); outputs_known is false when the result type hid them.
-  void arm(const std::vector<at::Tensor>& outputs, bool outputs_known, double forward_seconds);
+  // find_unused_parameters); outputs_known is false when the result type hid them. divisor: the
+  // number of ranks the summed gradients are divided by in this iteration (comm->size() but
+  // under a Join, join.h).
+  void arm(const std::vector<at::Tensor>& outputs, bool outputs_known, double forward_seconds,
+           int divisor);
   // After a forward that will not be synchronised.
   void disarm();
+  // A joined rank's part in the others' synchronised backward (join.h): the same collectives in
+  // the same order as finalize() issues them, with zero gradients: every bucket through the comm
+  // hook, and the used-parameter map when tracked. Counts as a synchronised iteration (for the
+  // rebuild). Blocks. The buckets' memory takes part in the reduction, so .grad that lives there
+  // (homed, or gradient_as_bucket_view) holds the others' result afterwards.
+  void shadow_backward();
 
   DdpStats stats() const;
   void reset_stats();
@@ -76,6 +85,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // bucket).
   void write_grads(const Bucket& bucket);
   void start_iteration(double forward_seconds);
+  void set_divisor(int divisor);
   // Points .grad at the bucket (gradient_as_bucket_view) or moves it there (Note [homed
   // gradients]), at construction and at the rebuild.
   void bind_grads_to_views();
@@ -88,9 +98,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const std::shared_ptr<Communicator> comm_;
   const ReducerOptions options_;
   std::unique_ptr<GradReadyHooks> hooks_;
-  double fill_scale_ = 1.0;  // gradients are multiplied by it on their way into a bucket
+  bool divides_on_fill_ = false;  // the comm hook's answer, asked once
 
-  mutable std::mutex mutex_;  // guards everything below (hooks may run on autograd threads)
+  mutable std::mutex mutex_;   // guards everything below (hooks may run on autograd threads)
+  double fill_scale_ = 1.0;    // this iteration: gradients are multiplied by it into a bucket
+  double result_scale_ = 1.0;  // this iteration: a reduced bucket is multiplied by it (Join)
   State state_ = State::kIdle;
   BucketLayout layout_;
   std::vector<bool> ready_;     // this iteration

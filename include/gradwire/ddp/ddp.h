@@ -120,6 +120,10 @@ struct DdpEvent {
   std::chrono::steady_clock::time_point time;
 };
 
+class Join;          // join.h
+struct JoinOptions;  // join.h
+struct JoinResult;   // join.h
+
 namespace detail {
 
 // The non-template engine behind DistributedDataParallel (src/ddp). Holds the module's parameter
@@ -138,6 +142,14 @@ class DdpCore {
   void reset_stats();
   std::vector<DdpEvent> last_iteration_events() const;
   Communicator& communicator() const;
+
+  // For Join (join.h) only. attach_join: from the next forward on, each forward that communicates
+  // starts with a join round (InvalidArgument if a Join is attached already). finish_join: this
+  // rank joined; shadows the others, takes the final model, detaches. detach_join: detaches
+  // without shadowing.
+  void attach_join(const JoinOptions& options);
+  JoinResult finish_join();
+  void detach_join();
 
  private:
   class Impl;
@@ -242,6 +254,8 @@ class DistributedDataParallel {
   std::vector<DdpEvent> last_iteration_events() const { return core_->last_iteration_events(); }
 
  private:
+  friend class Join;
+
   std::shared_ptr<ModuleType> module_;
   std::unique_ptr<detail::DdpCore> core_;
 };
