@@ -150,17 +150,23 @@ TEST(HierarchicalAllreduce, StalledRankTimesOutNamingItsHost) {
         auto comm = world.communicator();
         at::Tensor t = at::ones({1000});
         comm->allreduce(t)->wait();
-        if (rank == 3) {  // never reaches the second allreduce
-          while (finished < 3) std::this_thread::sleep_for(10ms);
-          return;
-        }
-        try {
-          comm->allreduce(t)->wait();
-        } catch (const TimeoutError& e) {
+        if (rank != 3) {  // rank 3 never reaches the second allreduce
+          std::string error = "no error";
+          try {
+            comm->allreduce(t)->wait();
+          } catch (const TimeoutError& e) {
+            error = e.what();
+          } catch (const std::exception& e) {
+            error = std::string("not a TimeoutError: ") + e.what();
+          }
           std::lock_guard<std::mutex> lock(mutex);
-          errors[rank] = e.what();
+          errors[rank] = error;
+          ++finished;
         }
-        ++finished;
+        // Every world stays until each waiting rank has its error: a rank that returned would
+        // close its connections, and a leader still waiting would lose its peer instead of
+        // timing out.
+        while (finished < 3) std::this_thread::sleep_for(10ms);
       },
       1500ms);
   // Rank 2 waits for rank 3 on their host; rank 0 for rank 2 among the leaders.

@@ -268,23 +268,23 @@ c10d_adapter::WorkPtr RingReduceScatter::enqueue(at::Tensor input, at::Tensor ou
       auto alive = status.lock();
       if (!alive) return who + " has shut the communicator down";
       std::lock_guard<std::mutex> lock(alive->mutex);
-      return alive->step.empty()
-                 ? who + " had not started it: an earlier reduce_scatter is still running"
-                 : who + " was " + alive->step;
+      return alive->step.empty() ? who + " had not started a step of it yet"
+                                 : who + " was " + alive->step;
     };
     queue_ = std::make_unique<SerialWorkQueue>(std::move(queue));
   }
+  // The last step stays recorded until the next operation starts: cleared when the operation
+  // ended, a wait timing out as it failed could read no step at all (as Note [last step] in
+  // hierarchical/process_group.cpp).
   return queue_->enqueue("reduce_scatter", [this, pending] {
+    set_step("");
     try {
       Run(*this, *pending, Clock::now() + options_.timeout).run();
     } catch (const std::exception& e) {
-      set_step("");
       throw std::runtime_error(e.what());
     } catch (...) {
-      set_step("");
       throw std::runtime_error("ring reduce_scatter failed");
     }
-    set_step("");
   });
 }
 

@@ -79,7 +79,9 @@ class RingReduceScatter {
   // works, which may outlive this object.
   struct Status {
     std::mutex mutex;
-    std::string step;  // guarded by mutex; empty when idle
+    // Guarded by mutex: what the progress thread waits for, or the last of the operation it ran
+    // last, until the next starts; empty before an operation's first wait.
+    std::string step;
   };
 
   void set_step(std::string step);

@@ -91,7 +91,7 @@ SerialWorkQueueOptions HierarchicalProcessGroup::queue_options() {
     auto alive = state.lock();
     if (!alive) return who + " has shut the communicator down";
     std::lock_guard<std::mutex> lock(alive->mutex);
-    return alive->step.empty() ? who + " had not started it: an earlier operation is still running"
+    return alive->step.empty() ? who + " had not started a step of it yet"
                                : who + " was in step: " + alive->step;
   };
   return options;
@@ -99,14 +99,14 @@ SerialWorkQueueOptions HierarchicalProcessGroup::queue_options() {
 
 c10::intrusive_ptr<c10d::Work> HierarchicalProcessGroup::enqueue(
     std::string what, std::function<void(Clock::time_point)> run) {
+  // Note [last step]: a job's last step stays recorded until the next job starts. Cleared when
+  // the job ended, a wait that timed out just as its job failed (the job's own deadline is about
+  // the wait's) read an empty step between the clearing and the work's completion, and said the
+  // operation had not started. The queue completes works in order, and a timed-out wait reads the
+  // step before its own work completed, so the step it reads is its job's or an earlier one's.
   return queue_.enqueue(std::move(what), [this, run = std::move(run)] {
-    try {
-      run(Clock::now() + options_.timeout);
-    } catch (...) {
-      note_step("");
-      throw;
-    }
     note_step("");
+    run(Clock::now() + options_.timeout);
   });
 }
 

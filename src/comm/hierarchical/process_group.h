@@ -74,7 +74,10 @@ class HierarchicalProcessGroup : public c10d_adapter::BackendBase {
   // What the progress thread is doing now, for messages of a wait that timed out.
   struct Progress {
     std::mutex mutex;
-    std::string step;  // guarded by mutex; empty when idle
+    // Guarded by mutex: the step the progress thread is in, or the last step of the job it ran
+    // last, until the next job starts (Note [last step] in process_group.cpp); empty before a
+    // job's first step.
+    std::string step;
   };
 
   // Queues `run`, called on the progress thread with the operation's deadline.
