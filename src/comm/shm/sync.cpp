@@ -88,6 +88,7 @@ void StepSync::begin(std::string what, uint64_t signature,
                      std::chrono::steady_clock::time_point deadline,
                      std::chrono::milliseconds limit, uint64_t argument) {
   what_ = std::move(what);
+  waiting_step_.store(0, std::memory_order_relaxed);  // the last operation's wait is over
   signature_ = signature;
   argument_ = argument;
   deadline_ = deadline;
@@ -164,14 +165,12 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
                         const char* phase) {
   // Ranks are checked in order; a rank that arrived stays arrived (counters only grow).
   int next = 0;
-  struct Published {  // what this thread waits for, while it waits (describe_wait())
-    StepSync& sync;
-    Published(StepSync& s, uint64_t step, bool reduced) : sync(s) {
-      sync.waiting_reduced_.store(reduced, std::memory_order_relaxed);
-      sync.waiting_step_.store(step, std::memory_order_relaxed);
-    }
-    ~Published() { sync.waiting_step_.store(0, std::memory_order_relaxed); }
-  } published(*this, step, counter == &RankControl::reduced);
+  // What this thread waits for (describe_wait()), kept after the wait until the next operation
+  // begins: cleared when a wait that timed out ended, a caller's wait timing out at the same
+  // moment read nothing before the operation's work completed (ShmPeerFailure's stalled rank,
+  // named "waiting for rank(s) [1]" only in that message).
+  waiting_reduced_.store(counter == &RankControl::reduced, std::memory_order_relaxed);
+  waiting_step_.store(step, std::memory_order_relaxed);
   auto arrived = [&] {
     while (next < size_ &&
            (segment_.control(next).*counter).load(std::memory_order_acquire) >= step) {

@@ -82,8 +82,9 @@ class StepSync {
   // Makes current and future waits fail (communicator shutting down); wakes a sleeping wait.
   void abort();
 
-  // While a wait is in progress: "waiting for rank(s) [1] of the communicator to post step 7";
-  // otherwise empty. Thread safe (reads counters only); for messages about a stall.
+  // While a wait is in progress, and after one that failed until the next begin(): "waiting for
+  // rank(s) [1] of the communicator to post step 7"; otherwise (every rank arrived, or no wait
+  // since begin()) empty. Thread safe (reads counters only); for messages about a stall.
   std::string describe_wait() const;
 
  private:
@@ -102,8 +103,8 @@ class StepSync {
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds limit_{0};
   std::atomic<bool> aborted_{false};
-  // The wait in progress, for describe_wait(): its step (0: none) and whether it waits for
-  // `reduced` rather than `posted`.
+  // The operation's last wait, for describe_wait(): its step (0: none since begin()) and whether
+  // it waits for `reduced` rather than `posted`.
   std::atomic<uint64_t> waiting_step_{0};
   std::atomic<bool> waiting_reduced_{false};
 };
