@@ -106,8 +106,9 @@ struct RunSpec {
   DdpOptions ddp;
   JoinOptions join;
   std::string backend = "gloo";
-  int micro = 1;         // micro-steps per step; all but the last under no_sync
-  bool use_join = true;  // false: plain DDP (only for even inputs)
+  int micro = 1;                 // micro-steps per step; all but the last under no_sync
+  bool use_join = true;          // false: plain DDP (only for even inputs)
+  bool finish_by_scope = false;  // leave the Join's scope instead of calling finish()
 };
 
 // Trains replicas[r] on local[r] with DDP under a Join; rank r runs counts[r] steps.
@@ -141,7 +142,10 @@ JoinRun train_join(std::vector<Holder> replicas, const LocalBatches& local, cons
             optimizer.step();
           }
         };
-        if (spec.use_join) {
+        if (spec.use_join && spec.finish_by_scope) {
+          Join join(ddp, spec.join);
+          train();
+        } else if (spec.use_join) {
           Join join(ddp, spec.join);
           train();
           run.results[rank] = join.finish();
@@ -357,6 +361,10 @@ TEST(Join, RanksWithoutBatchesDoNotHang) {
     auto run = train_join(make_replicas(3, small_mlp), local, RunSpec{});
     expect_join_matches(run, reference, kJoinTolerance);
     for (int r = 0; r < 3; ++r) EXPECT_EQ(run.results[r].final_model_root, 1);
+    RunSpec by_scope;  // the destructor finishes the Join
+    by_scope.finish_by_scope = true;
+    auto scoped = train_join(make_replicas(3, small_mlp), local, by_scope);
+    expect_join_matches(scoped, reference, kJoinTolerance);
   }
   {
     const std::vector<int> counts = {0, 0, 0};
