@@ -14,7 +14,7 @@ endfunction()
 
 gradwire_install_export(gradwireTargets gradwire gradwire_common gradwire_comm gradwire_comm_core
   gradwire_comm_diagnostics gradwire_comm_shm gradwire_comm_hierarchical gradwire_ddp
-  gradwire_models gradwire_torch)
+  gradwire_elastic gradwire_models gradwire_torch)
 set(GRADWIRE_INSTALLED_COMPONENTS "")
 if(GRADWIRE_PS)
   gradwire_install_export(gradwirePsTargets gradwire_rpc gradwire_ps_core gradwire_ps_messages

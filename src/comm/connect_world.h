@@ -6,6 +6,8 @@
 
 #include <memory>
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
 
@@ -16,5 +18,13 @@ namespace gradwire {
 // the peers, resolves options.backend with the store, builds the world communicator. Throws the
 // errors init() documents. Thread safe: touches no process-wide state.
 std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env);
+
+// The same on a store that is already connected (an elastic generation's prefix of the job
+// store): `info` is taken as given (rank, world size, local rank and size); its master address
+// and port are not used. Every member of `info` must call it on the same store, whose keys must
+// be fresh (a new PrefixStore per world).
+std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> store,
+                                              WorldInfo info, const InitOptions& options,
+                                              const EnvMap& env);
 
 }  // namespace gradwire

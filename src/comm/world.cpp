@@ -63,10 +63,18 @@ std::string world_of_one_notice() {
 std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env) {
   WorldInfo info = resolve_world(options, env);
   const auto timeout = resolve_timeout(options, env);
-  auto shared = std::make_shared<CommunicatorShared>();
   check_backend_name(options.backend, env);
+  auto store = make_store(info, timeout);
+  return connect_world_on_store(std::move(store), std::move(info), options, env);
+}
+
+std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> store, WorldInfo info,
+                                              const InitOptions& options, const EnvMap& env) {
+  const auto timeout = resolve_timeout(options, env);
+  check_backend_name(options.backend, env);
+  auto shared = std::make_shared<CommunicatorShared>();
   shared->timeout = timeout;
-  shared->store = make_store(info, timeout);
+  shared->store = std::move(store);
 
   std::vector<int> everyone(info.world_size);
   for (int r = 0; r < info.world_size; ++r) everyone[r] = r;
@@ -102,7 +110,8 @@ std::string torch_cuda_version() {
 }
 
 void set_cuda_device(int index) {
-  const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  const int visible =
+      torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   if (index < 0 || index >= visible) {
     throw InvalidArgument("set_cuda_device(" + std::to_string(index) + "): " +
                           (torch_cuda_version().empty()

@@ -3,6 +3,7 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -12,7 +13,7 @@
 namespace gradwire::data {
 
 std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
-                                  uint64_t epoch) {
+                                  uint64_t epoch, uint64_t start) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     throw InvalidArgument("gradwire: DistributedSampler rank " + std::to_string(options.rank) +
                           " needs 0 <= rank < world_size (" + std::to_string(options.world_size) +
@@ -25,12 +26,15 @@ std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerO
     order.resize(dataset_size);
     std::iota(order.begin(), order.end(), size_t{0});
   }
+  order.erase(order.begin(),
+              order.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(start, order.size())));
+  const size_t remaining = order.size();
   const auto replicas = static_cast<size_t>(options.world_size);
   if (options.drop_last) {
-    order.resize(dataset_size - dataset_size % replicas);
-  } else if (dataset_size > 0) {
-    const size_t padded = (dataset_size + replicas - 1) / replicas * replicas;
-    for (size_t i = 0; order.size() < padded; ++i) order.push_back(order[i % dataset_size]);
+    order.resize(remaining - remaining % replicas);
+  } else if (remaining > 0) {
+    const size_t padded = (remaining + replicas - 1) / replicas * replicas;
+    for (size_t i = 0; order.size() < padded; ++i) order.push_back(order[i % remaining]);
   }
   std::vector<size_t> shard;
   shard.reserve(order.size() / replicas);
@@ -46,6 +50,7 @@ DistributedSampler::DistributedSampler(size_t dataset_size, DistributedSamplerOp
 
 void DistributedSampler::set_epoch(uint64_t epoch) {
   epoch_ = epoch;
+  start_ = 0;
   shard_ = shard_indices(dataset_size_, options_, epoch_);
   next_ = 0;
   keep_position_on_reset_ = false;
@@ -54,7 +59,7 @@ void DistributedSampler::set_epoch(uint64_t epoch) {
 void DistributedSampler::reset(torch::optional<size_t> new_size) {
   if (new_size && *new_size != dataset_size_) {
     dataset_size_ = *new_size;
-    shard_ = shard_indices(dataset_size_, options_, epoch_);
+    shard_ = shard_indices(dataset_size_, options_, epoch_, start_);
     keep_position_on_reset_ = false;
   }
   if (keep_position_on_reset_) {
@@ -73,8 +78,26 @@ torch::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size)
   return batch;
 }
 
+uint64_t DistributedSampler::consumed() const {
+  return start_ + static_cast<uint64_t>(next_) * static_cast<uint64_t>(options_.world_size);
+}
+
+void DistributedSampler::reshard(int rank, int world_size) {
+  DistributedSamplerOptions options = options_;
+  options.rank = rank;
+  options.world_size = world_size;
+  const uint64_t start = consumed();
+  shard_ = shard_indices(dataset_size_, options, epoch_, start);  // checks rank and world size
+  options_ = options;
+  start_ = start;
+  next_ = 0;
+  keep_position_on_reset_ = true;
+}
+
 void DistributedSampler::restore(const SamplerPosition& position) {
   set_epoch(position.epoch);
+  start_ = position.start;
+  shard_ = shard_indices(dataset_size_, options_, epoch_, start_);
   if (position.next_index > shard_.size()) {
     throw InvalidArgument("gradwire: DistributedSampler position " +
                           std::to_string(position.next_index) + " is past the shard of " +
@@ -88,6 +111,8 @@ void DistributedSampler::save(torch::serialize::OutputArchive& archive) const {
   auto value = [](uint64_t v) { return torch::tensor(static_cast<int64_t>(v), torch::kInt64); };
   archive.write("epoch", value(epoch_), /*is_buffer=*/true);
   archive.write("next_index", value(next_), true);
+  archive.write("start", value(start_), true);
+  archive.write("world_size", value(static_cast<uint64_t>(options_.world_size)), true);
   archive.write("dataset_size", value(dataset_size_), true);
   archive.write("seed", value(options_.seed), true);
 }
@@ -107,7 +132,19 @@ void DistributedSampler::load(torch::serialize::InputArchive& archive) {
                           std::to_string(dataset_size_) + " samples and seed " +
                           std::to_string(options_.seed) + ". Resume with the same data and seed.");
   }
-  restore(SamplerPosition{value("epoch"), value("next_index")});
+  auto optional_value = [&](const char* key, uint64_t absent) {
+    torch::Tensor tensor;
+    if (!archive.try_read(key, tensor, /*is_buffer=*/true)) return absent;
+    return static_cast<uint64_t>(tensor.item<int64_t>());
+  };
+  const uint64_t start = optional_value("start", 0);
+  const auto saved_world = optional_value("world_size", options_.world_size);
+  const uint64_t next_index = value("next_index");
+  if (saved_world == static_cast<uint64_t>(options_.world_size)) {
+    restore(SamplerPosition{value("epoch"), next_index, start});
+  } else {  // another world size: from the first sample that world had not consumed
+    restore(SamplerPosition{value("epoch"), 0, start + next_index * saved_world});
+  }
 }
 
 }  // namespace gradwire::data

@@ -1,4 +1,5 @@
 // LaunchResult: the exit code and the human-readable summary of a launch.
+#include <algorithm>
 #include <sstream>
 
 #include "gradwire/launch/launcher.h"
@@ -40,6 +41,12 @@ const Exit* at(const std::vector<Exit>& exits, int index) {
 }  // namespace
 
 int LaunchResult::exit_code() const {
+  if (elastic && received_signal == 0) {
+    // The job finished when a worker finished; the failures on the way were tolerated.
+    for (const WorkerExit& worker : workers) {
+      if (!worker.failed()) return 0;
+    }
+  }
   if (const WorkerExit* first = at(workers, first_failed_local_rank)) return code_of(*first);
   for (const WorkerExit& worker : workers) {
     if (worker.failed() && !worker.stopped_by_launcher) return code_of(worker);
@@ -95,8 +102,15 @@ std::string LaunchResult::summary() const {
 
 std::string LaunchResult::last_attempt_summary() const {
   std::ostringstream out;
+  for (const WorkerExit& worker : tolerated_failures) {
+    out << "gradwire-run: " << describe_worker(worker) << " " << describe_exit(ended(worker))
+        << "; the others went on (elastic)\n";
+  }
   for (const WorkerExit& worker : workers) {
-    if (worker.failed() && !worker.stopped_by_launcher) {
+    const bool tolerated =
+        std::any_of(tolerated_failures.begin(), tolerated_failures.end(),
+                    [&](const WorkerExit& failure) { return failure.pid == worker.pid; });
+    if (worker.failed() && !worker.stopped_by_launcher && !tolerated) {
       out << "gradwire-run: " << describe_worker(worker) << " " << describe_exit(ended(worker))
           << "\n";
     }

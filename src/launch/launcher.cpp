@@ -115,6 +115,22 @@ void require_waitable_children() {
   }
 }
 
+// Starts local worker `local` (its environment from `context`) under the supervisor.
+void start_worker(const LaunchOptions& options, const detail::WorkerEnvContext& context,
+                  const sigset_t& signal_mask, int local, UniqueFd log,
+                  detail::Supervisor& supervisor) {
+  detail::ProcessIdentity who;
+  who.role = detail::ProcessRole::kWorker;
+  who.index = local;
+  who.rank = detail::global_rank(options, local);
+  detail::SpawnRequest request;
+  request.argv = options.command;
+  request.env = detail::worker_env(options, context, local);
+  request.signal_mask = signal_mask;
+  if (!context.bound_cpus.empty()) request.cpus = context.bound_cpus[local];
+  supervisor.start(who, request, std::move(log));
+}
+
 // Starts the workers of one attempt; on an error, stops everything started so far (servers
 // included, as after a failure) and rethrows. `logs` are moved from (invalid on later attempts).
 void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvContext& context,
@@ -122,16 +138,7 @@ void start_worker_group(const LaunchOptions& options, const detail::WorkerEnvCon
                         detail::Supervisor& supervisor) {
   try {
     for (int local = 0; local < options.nproc_per_node; ++local) {
-      detail::ProcessIdentity who;
-      who.role = detail::ProcessRole::kWorker;
-      who.index = local;
-      who.rank = detail::global_rank(options, local);
-      detail::SpawnRequest request;
-      request.argv = options.command;
-      request.env = detail::worker_env(options, context, local);
-      request.signal_mask = signal_mask;
-      if (!context.bound_cpus.empty()) request.cpus = context.bound_cpus[local];
-      supervisor.start(who, request, std::move(logs[local]));
+      start_worker(options, context, signal_mask, local, std::move(logs[local]), supervisor);
     }
   } catch (const std::exception&) {
     supervisor.stop_all();
@@ -178,6 +185,44 @@ int pick_master_port(const LaunchOptions& options, const detail::ServerPlan& ser
         std::find(servers.ports.begin(), servers.ports.end(), port) != servers.ports.end();
     if (!taken || attempt == kAttempts) return port;
   }
+}
+
+// Elastic mode: supervises the workers; each failed one is reported (on_worker_failed) and, while
+// max_restarts allows, replaced in its place by a worker of the next incarnation.
+LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvContext& context,
+                               const sigset_t& signal_mask, detail::Supervisor& supervisor) {
+  LaunchResult tolerated;
+  int replacements = 0;
+  context.incarnations.assign(options.nproc_per_node, 0);
+  supervisor.set_elastic(true);
+  supervisor.supervise_elastic([&](const WorkerExit& failed) {
+    tolerated.tolerated_failures.push_back(failed);
+    const int local = failed.local_rank;
+    const std::string id = std::to_string(options.node_rank) + "." + std::to_string(local) + "." +
+                           std::to_string(context.incarnations[local]);
+    if (options.on_worker_failed) options.on_worker_failed(failed, id);
+    std::string line = "gradwire-run: worker " + id + " (rank " + std::to_string(failed.rank) +
+                       ", pid " + std::to_string(failed.pid) + ") " +
+                       detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal});
+    const bool replace = replacements < options.max_restarts;
+    if (replace) {
+      ++replacements;
+      ++context.incarnations[local];
+      line += "; the others go on, and a replacement starts (" + std::to_string(replacements) +
+              " of " + std::to_string(options.max_restarts) + ")\n";
+    } else {
+      line += "; the others go on without it (no replacements left)\n";
+    }
+    write_fully(options.stderr_fd, line.data(), line.size());
+    if (!replace) return;
+    // A replacement writes to its place's log (the pump keeps it by label).
+    start_worker(options, context, signal_mask, local, UniqueFd(), supervisor);
+  });
+  LaunchResult result = supervisor.run();
+  result.elastic = true;
+  result.tolerated_failures = std::move(tolerated.tolerated_failures);
+  result.master_port = context.master_port;
+  return result;
 }
 
 }  // namespace
@@ -231,6 +276,12 @@ LaunchResult run_workers(const LaunchOptions& options) {
       interrupted->master_port = context.master_port;
       return *interrupted;
     }
+  }
+
+  if (options.elastic) {
+    context.incarnations.assign(options.nproc_per_node, 0);
+    start_worker_group(options, context, sigpipe_block.original(), worker_logs, supervisor);
+    return supervise_elastic(options, context, sigpipe_block.original(), supervisor);
   }
 
   std::vector<RestartedAttempt> restarted;

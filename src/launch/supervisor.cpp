@@ -110,6 +110,11 @@ void Supervisor::reap_exited() {
     // A server is meant to run until it is told to stop: any exit before that is a failure.
     const bool failed = supervised.who.role == ProcessRole::kServer ||
                         supervised.exit->signal != 0 || supervised.exit->exit_code != 0;
+    if (!stop_already_sent && failed && elastic_ && phase_ == Phase::kRunning &&
+        supervised.who.role == ProcessRole::kWorker) {
+      elastic_failures_.push_back(i);  // the others go on without it
+      continue;
+    }
     if (!stop_already_sent && failed && newly_failed < 0) newly_failed = static_cast<int>(i);
   }
   if (newly_failed < 0) return;
@@ -202,6 +207,16 @@ bool Supervisor::supervise_attempt() {
     if (phase_ == Phase::kRestarting && workers_reaped()) return true;
     if (phase_ == Phase::kStopping || phase_ == Phase::kKilling) return false;
     if (phase_ == Phase::kRunning && workers_reaped()) return false;  // all succeeded
+    step(Clock::now() + 10 * options_.tick);
+  }
+}
+
+void Supervisor::supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure) {
+  for (;;) {
+    std::vector<size_t> failed;
+    failed.swap(elastic_failures_);
+    for (size_t i : failed) on_failure(worker_exit(processes_[i]));  // may start() more
+    if (phase_ != Phase::kRunning || workers_reaped()) return;
     step(Clock::now() + 10 * options_.tick);
   }
 }

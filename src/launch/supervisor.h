@@ -84,6 +84,13 @@ class Supervisor {
   // workers (kRestarting) instead of everything. Default false; finish_attempt() resets it.
   void set_restart_allowed(bool allowed) { restart_allowed_ = allowed; }
 
+  // Elastic mode: a worker's failure stops nobody; supervise_elastic() hands it over instead.
+  void set_elastic(bool elastic) { elastic_ = elastic; }
+  // Elastic mode: supervises until every worker is reaped or the launch is stopping (a signal, a
+  // server's failure), calling `on_failure` for each worker that failed on its own (it may
+  // start() a replacement). Blocks.
+  void supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure);
+
   // Supervises the current worker group. Returns true when it failed, a restart was allowed and
   // every worker of it is reaped (call finish_attempt(), then start the next group); false when
   // the launch is ending (all workers done, a signal, a server failure without a restart...:
@@ -146,6 +153,8 @@ class Supervisor {
   int received_signal_ = 0;
   bool restart_allowed_ = false;
   bool workers_killed_ = false;  // kRestarting: SIGKILL already sent to the workers
+  bool elastic_ = false;
+  std::vector<size_t> elastic_failures_;  // failed workers not yet handed to supervise_elastic
 };
 
 }  // namespace gradwire::launch::detail

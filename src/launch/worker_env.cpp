@@ -45,6 +45,17 @@ void validate_launch_options(const LaunchOptions& options) {
   require(options.master_port != 0 || options.nnodes == 1,
           "master_port 0 (pick a free port) only works with nnodes == 1: the other nodes cannot "
           "learn the port; pass the same explicit master_port to every node");
+  require(!options.elastic || options.master_port != 0,
+          "elastic mode needs the job store's master_port (gradwire-run hosts the store first)");
+  require(!options.elastic || options.min_workers >= 1,
+          "min_workers must be at least 1, got " + std::to_string(options.min_workers));
+  require(options.max_workers == 0 || options.max_workers >= options.min_workers,
+          "max_workers must be 0 (no limit) or at least min_workers (" +
+              std::to_string(options.min_workers) + "), got " +
+              std::to_string(options.max_workers));
+  require(!options.elastic || options.servers == 0,
+          "elastic mode does not start parameter servers (start them yourself and pass "
+          "GRADWIRE_PS_ADDRS)");
   require(options.grace_period.count() >= 0, "grace_period must not be negative");
   require(!options.threads_per_worker || *options.threads_per_worker >= 1,
           "threads_per_worker must be at least 1, got " +
@@ -138,6 +149,20 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(context.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
   env.erase("GRADWIRE_BOUND_CPUS");
+  for (const char* name : {"GRADWIRE_ELASTIC_ID", "GRADWIRE_ELASTIC_MIN", "GRADWIRE_ELASTIC_MAX",
+                           "GRADWIRE_ELASTIC_INITIAL"}) {
+    env.erase(name);
+  }
+  if (options.elastic) {
+    const int incarnation = static_cast<size_t>(local_rank) < context.incarnations.size()
+                                ? context.incarnations[local_rank]
+                                : 0;
+    env["GRADWIRE_ELASTIC_ID"] = std::to_string(options.node_rank) + "." +
+                                 std::to_string(local_rank) + "." + std::to_string(incarnation);
+    env["GRADWIRE_ELASTIC_MIN"] = std::to_string(options.min_workers);
+    if (options.max_workers > 0) env["GRADWIRE_ELASTIC_MAX"] = std::to_string(options.max_workers);
+    env["GRADWIRE_ELASTIC_INITIAL"] = std::to_string(options.nnodes * options.nproc_per_node);
+  }
   // gradwire-run hosts no store of its own for the workers (rank 0 does), whatever launched it.
   env.erase("TORCHELASTIC_USE_AGENT_STORE");
   int default_threads =

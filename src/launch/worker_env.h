@@ -29,6 +29,8 @@ struct WorkerEnvContext {
   // With LaunchOptions::bind_cores, each local worker's CPUs by local rank (plan_core_binding);
   // empty when the workers are not bound.
   std::vector<std::vector<int>> bound_cpus;
+  // Elastic mode: how many workers held each local place before the current one.
+  std::vector<int> incarnations;
 };
 
 // The glibc thresholds workers get (Note [worker allocator] in worker_env.cpp): allocations up to

@@ -4,6 +4,7 @@
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
 //                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
+//                [--elastic | --nnodes MIN:MAX] [--min-workers M] [--max-workers M]
 //                [--servers S [--server-processes P] [--server-program PATH]
 //                 [--server-arg ARG]... [--server-host H] [--server-ready-timeout TIME]
 //                 [--tls-cert FILE --tls-key FILE]]
@@ -24,11 +25,15 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gradwire/comm/job_store.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
@@ -47,6 +52,9 @@ struct CommandLine {
   std::vector<std::string> server_args;
   std::string server_ready_timeout = "30s";
   std::string nproc_per_node = "1";  // a number, gpu, cpu or auto (resolve_nproc_per_node)
+  std::string nnodes = "1";          // N, or MIN:MAX for an elastic job
+  int min_workers = 0;               // 0: not given
+  int max_workers = -1;              // -1: not given
 };
 
 void add_options(CLI::App& app, CommandLine& line) {
@@ -57,7 +65,24 @@ void add_options(CLI::App& app, CommandLine& line) {
                  "LOCAL_RANK to pick its own), cpu (one per CPU) or auto (gpu when a GPU is "
                  "visible, else cpu)")
       ->capture_default_str();
-  app.add_option("--nnodes", options.nnodes, "Nodes in the job")->capture_default_str();
+  app.add_option("--nnodes", line.nnodes,
+                 "Nodes in the job: N, or MIN:MAX for an elastic job (torchrun's syntax; "
+                 "implies --elastic, with --min-workers MIN * nproc-per-node and --max-workers "
+                 "MAX * nproc-per-node)")
+      ->capture_default_str();
+  app.add_flag("--elastic", options.elastic,
+               "Elastic job (docs/elastic.md): a failed worker does not stop the others, which go "
+               "on without it (gradwire::elastic::run); with --max-restarts K, up to K "
+               "replacements start and join at the next commit. gradwire-run (node 0) hosts the "
+               "job store at MASTER_ADDR:MASTER_PORT");
+  app.add_option("--min-workers,--min_workers", line.min_workers,
+                 "Elastic: the fewest workers (whole job) a generation may have (default 1, or "
+                 "MIN * nproc-per-node with --nnodes MIN:MAX)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-workers,--max_workers", line.max_workers,
+                 "Elastic: the most workers (whole job) a generation takes; 0: no limit (default, "
+                 "or MAX * nproc-per-node with --nnodes MIN:MAX)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--node-rank,--node_rank", options.node_rank, "This node's index in [0, nnodes)")
       ->capture_default_str();
   app.add_option("--master-addr,--master_addr", options.master_addr,
@@ -134,13 +159,100 @@ std::vector<std::string> worker_command(const CLI::App& app) {
   return rest;
 }
 
+// --nnodes N or MIN:MAX, --elastic, --min-workers, --max-workers -> LaunchOptions.
+void apply_nnodes(CommandLine& line) {
+  auto& options = line.options;
+  auto number = [&](const std::string& text) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || value < 1) {
+      throw gradwire::InvalidArgument(
+          "--nnodes: expected N or MIN:MAX (whole numbers >= 1), got '" + line.nnodes + "'");
+    }
+    return value;
+  };
+  const size_t colon = line.nnodes.find(':');
+  int min_nodes = 0;
+  if (colon == std::string::npos) {
+    options.nnodes = number(line.nnodes);
+  } else {
+    min_nodes = number(line.nnodes.substr(0, colon));
+    options.nnodes = number(line.nnodes.substr(colon + 1));
+    if (min_nodes > options.nnodes) {
+      throw gradwire::InvalidArgument("--nnodes " + line.nnodes + ": MIN is above MAX");
+    }
+    options.elastic = true;
+  }
+  if (!options.elastic && (line.min_workers != 0 || line.max_workers >= 0)) {
+    throw gradwire::InvalidArgument("--min-workers and --max-workers need --elastic");
+  }
+  options.min_workers = line.min_workers != 0 ? line.min_workers
+                        : min_nodes != 0      ? min_nodes * options.nproc_per_node
+                                              : 1;
+  options.max_workers = line.max_workers >= 0 ? line.max_workers
+                        : min_nodes != 0      ? options.nnodes * options.nproc_per_node
+                                              : 0;
+}
+
+// Elastic mode: node 0 hosts the job store (the workers' rendezvous outlives any of them), every
+// node's gradwire-run beats elastic/agent/<node> twice a second and marks its failed workers.
+class ElasticAgent {
+ public:
+  explicit ElasticAgent(gradwire::launch::LaunchOptions& options) {
+    const auto timeout = std::chrono::milliseconds(30000);
+    store_ = options.node_rank == 0
+                 ? gradwire::JobStore::host(options.master_addr, options.master_port, timeout)
+                 : gradwire::JobStore::connect(options.master_addr, options.master_port, timeout);
+    options.master_port = store_->port();
+    const std::string beat_key = "elastic/agent/" + std::to_string(options.node_rank);
+    beat_ = std::thread([this, beat_key] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!stop_) {
+        lock.unlock();
+        try {
+          store_->add(beat_key, 1);
+        } catch (const std::exception&) {  // the host of the store is gone: nothing to beat
+        }
+        lock.lock();
+        wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; });
+      }
+    });
+    options.on_worker_failed = [this](const gradwire::launch::WorkerExit& exit,
+                                      const std::string& id) {
+      store_->set("elastic/exited/" + id, exit.signal != 0
+                                              ? "signal " + std::to_string(exit.signal)
+                                              : "code " + std::to_string(exit.exit_code));
+    };
+  }
+  ~ElasticAgent() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    beat_.join();
+  }
+
+ private:
+  std::unique_ptr<gradwire::JobStore> store_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread beat_;
+};
+
 int run(int argc, char** argv) {
   CLI::App app{"gradwire-run: start and supervise the local workers of a gradwire job"};
   app.prefix_command();  // stop parsing at PROGRAM: its flags belong to it
   CommandLine line;
   add_options(app, line);
-  app.set_version_flag("--version", "gradwire-run " + gradwire::version() + " (" +
-                                        gradwire::built_with() + ")");
+  app.set_version_flag("--version",
+                       "gradwire-run " + gradwire::version() + " (" + gradwire::built_with() + ")");
 
   try {
     app.parse(argc, argv);
@@ -151,6 +263,7 @@ int run(int argc, char** argv) {
     line.options.nproc_per_node = gradwire::launch::resolve_nproc_per_node(
         line.nproc_per_node, gradwire::EnvMap::from_process(), gradwire::launch::driver_gpu_count(),
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    apply_nnodes(line);
     line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
     if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
     if (!line.server_program.empty() || !line.server_args.empty()) {
@@ -170,6 +283,8 @@ int run(int argc, char** argv) {
   }
 
   try {
+    std::optional<ElasticAgent> agent;
+    if (line.options.elastic) agent.emplace(line.options);
     const gradwire::launch::LaunchResult result = gradwire::launch::run_workers(line.options);
     const int code = result.exit_code();
     if (code != 0 || !result.restarted_attempts.empty()) {

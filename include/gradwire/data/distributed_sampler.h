@@ -40,19 +40,24 @@ struct DistributedSamplerOptions {
   bool drop_last = false;
 };
 
-// Where a sampler is: epoch and the number of this rank's indices already handed out.
+// Where a sampler is: epoch, where in the epoch's permuted list the current split among the
+// ranks began (0 unless reshard() split the rest of an epoch again), and the number of this
+// rank's indices already handed out since.
 struct SamplerPosition {
   uint64_t epoch = 0;
   uint64_t next_index = 0;
+  uint64_t start = 0;
   bool operator==(const SamplerPosition& other) const {
-    return epoch == other.epoch && next_index == other.next_index;
+    return epoch == other.epoch && next_index == other.next_index && start == other.start;
   }
 };
 
-// Pure: rank's indices for `epoch`, as DistributedSampler hands them out.
-// Throws InvalidArgument unless 0 <= rank < world_size.
+// Pure: rank's indices for `epoch`, as DistributedSampler hands them out: of the epoch's
+// permuted list from position `start` on (the part not yet consumed when the ranks changed),
+// made a multiple of world_size (padding repeats from `start`), positions rank, rank +
+// world_size, ... Throws InvalidArgument unless 0 <= rank < world_size.
 std::vector<size_t> shard_indices(size_t dataset_size, const DistributedSamplerOptions& options,
-                                  uint64_t epoch);
+                                  uint64_t epoch, uint64_t start = 0);
 
 class DistributedSampler : public torch::data::samplers::Sampler<> {
  public:
@@ -65,14 +70,28 @@ class DistributedSampler : public torch::data::samplers::Sampler<> {
   // torch::data::samplers::Sampler
   void reset(torch::optional<size_t> new_size = torch::nullopt) override;
   torch::optional<std::vector<size_t>> next(size_t batch_size) override;
-  // Writes/reads "epoch", "next_index", "dataset_size" and "seed" (int64 tensors). load() throws
-  // InvalidArgument when the saved dataset size or seed differ from this sampler's.
+  // Writes/reads "epoch", "next_index", "start", "world_size", "dataset_size" and "seed" (int64
+  // tensors; "start" and "world_size" may be absent from older files). load() throws
+  // InvalidArgument when the saved dataset size or seed differ from this sampler's. A sampler
+  // saved by a rank of another world size resumes at the first sample of the epoch that world
+  // had not consumed (split among this sampler's ranks from there).
+  // With the same world size, load() keeps this sampler's rank; call reshard() to change it.
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
   SamplerPosition position() const { return SamplerPosition{epoch_, next_}; }
   // Moves to `position` (reshuffling for its epoch); the next reset() keeps it.
   void restore(const SamplerPosition& position);
+
+  // The samples of this epoch every rank together has taken, when all ranks took the same number
+  // of batches: start + next_index * world_size.
+  uint64_t consumed() const;
+  // Splits the rest of the epoch (from consumed()) among `world_size` ranks and becomes `rank`:
+  // the elastic case (gradwire/elastic), where ranks leave or join mid-epoch and every sample
+  // not yet consumed is still seen once this epoch. The next reset() keeps the position.
+  void reshard(int rank, int world_size);
+  int rank() const { return options_.rank; }
+  int world_size() const { return options_.world_size; }
 
   // This rank's indices for the current epoch.
   const std::vector<size_t>& shard() const { return shard_; }
@@ -84,6 +103,7 @@ class DistributedSampler : public torch::data::samplers::Sampler<> {
   uint64_t epoch_ = 0;
   std::vector<size_t> shard_;
   size_t next_ = 0;
+  uint64_t start_ = 0;
   bool keep_position_on_reset_ = false;
 };
 

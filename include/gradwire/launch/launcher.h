@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,6 +37,8 @@
 #include "gradwire/common/error.h"
 
 namespace gradwire::launch {
+
+struct WorkerExit;
 
 struct LaunchOptions {
   // Workers started on this node.
@@ -114,6 +117,21 @@ struct LaunchOptions {
   // the workers run (torchrun's --max-restarts; such a server is started again first, on the
   // same address). 0: never; the first failure ends the launch.
   int max_restarts = 0;
+
+  // Elastic mode (docs/elastic.md; gradwire-run --elastic or --nnodes MIN:MAX): a worker that
+  // fails does not stop the others, which go on without it (gradwire::elastic::run); while
+  // max_restarts allows, a replacement starts in its place and joins them at their next commit.
+  // Workers get GRADWIRE_ELASTIC_ID ("<node_rank>.<local rank>.<incarnation>"),
+  // GRADWIRE_ELASTIC_MIN, _MAX and _INITIAL (the workers the first generation waits for:
+  // nnodes * nproc_per_node). MASTER_ADDR:MASTER_PORT must name a job store someone hosts (the
+  // tool hosts it before calling run_workers). The launch succeeds when some worker exits 0.
+  bool elastic = false;
+  // The fewest and most workers of the whole job in elastic mode; max 0: no limit.
+  int min_workers = 1;
+  int max_workers = 0;
+  // Elastic mode: called for every worker that failed, with its id (GRADWIRE_ELASTIC_ID), before
+  // any replacement starts (the tool marks it in the job store). May be empty.
+  std::function<void(const WorkerExit&, const std::string& worker_id)> on_worker_failed;
 };
 
 // How one worker ended.
@@ -163,6 +181,10 @@ struct RestartedAttempt {
 };
 
 struct LaunchResult {
+  // Elastic mode: every worker that failed and was replaced, or that the others went on
+  // without, in order of failure (also listed in `workers`).
+  std::vector<WorkerExit> tolerated_failures;
+  bool elastic = false;
   // The attempts before the last one, oldest first (empty without restarts). Everything below
   // describes the last attempt, which decides exit_code().
   std::vector<RestartedAttempt> restarted_attempts;

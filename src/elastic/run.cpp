@@ -1,0 +1,145 @@
+#include <unistd.h>
+
+#include <iostream>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "binding.h"
+#include "comm/connect_world.h"
+#include "comm/job_store_impl.h"
+#include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
+#include "gradwire/common/host_identity.h"
+#include "gradwire/elastic/elastic.h"
+#include "membership.h"
+
+namespace gradwire::elastic {
+namespace {
+
+int env_int(const EnvMap& env, const std::string& name, int fallback) {
+  const std::optional<long> value = env.get_int(name);
+  return value ? static_cast<int>(*value) : fallback;
+}
+
+detail::MembershipOptions membership_options(const RunOptions& options, const EnvMap& env) {
+  detail::MembershipOptions resolved;
+  resolved.worker_id = options.worker_id;
+  if (resolved.worker_id.empty()) resolved.worker_id = env.get("GRADWIRE_ELASTIC_ID").value_or("");
+  if (resolved.worker_id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    resolved.worker_id = std::string(host) + "-" + std::to_string(::getpid()) + ".0.0";
+  }
+  resolved.host = local_host_identity(env);
+  resolved.min_workers = options.min_workers.value_or(env_int(env, "GRADWIRE_ELASTIC_MIN", 1));
+  resolved.max_workers =
+      options.max_workers.value_or(env_int(env, "GRADWIRE_ELASTIC_MAX", 1 << 30));
+  resolved.initial_workers = options.initial_workers.value_or(
+      env_int(env, "GRADWIRE_ELASTIC_INITIAL", env_int(env, "WORLD_SIZE", resolved.min_workers)));
+  if (resolved.min_workers < 1 || resolved.max_workers < resolved.min_workers) {
+    throw ConfigError("gradwire elastic: needs 1 <= min workers (" +
+                      std::to_string(resolved.min_workers) + ") <= max workers (" +
+                      std::to_string(resolved.max_workers) + ")");
+  }
+  resolved.timeout = resolve_timeout(options.init, env);
+  resolved.agent_silence = options.agent_silence;
+  resolved.verbose = options.verbose;
+  return resolved;
+}
+
+std::unique_ptr<JobStore> connect_job_store(const EnvMap& env, std::chrono::milliseconds timeout) {
+  const std::optional<std::string> address = env.get("MASTER_ADDR");
+  const std::optional<long> port = env.get_int("MASTER_PORT");
+  if (!address || !port) {
+    throw ConfigError(
+        "gradwire elastic: MASTER_ADDR and MASTER_PORT must name the job store; start the "
+        "workers with gradwire-run --elastic (or pass RunOptions::store)");
+  }
+  return JobStore::connect(*address, static_cast<int>(*port), timeout);
+}
+
+}  // namespace
+
+// Note [retired worlds]: a generation's world whose peer died is not destroyed: a Gloo process
+// group's destructor may wait on connections to the dead peer. It is kept until run() returns,
+// then released without destruction (the process is about to end its training; the memory is
+// small next to a model).
+void run(State& state, const std::function<void(Context&)>& train, RunOptions options) {
+  const EnvMap env = EnvMap::from_process();
+  const detail::MembershipOptions resolved = membership_options(options, env);
+  std::unique_ptr<JobStore> owned;
+  JobStore* store = options.store;
+  if (store == nullptr) {
+    owned = connect_job_store(env, resolved.timeout);
+    store = owned.get();
+  }
+  detail::Membership membership(*store, resolved);
+  std::vector<std::unique_ptr<World>> retired;
+  auto release_retired = [&retired] {
+    for (auto& world : retired) (void)world.release();  // Note [retired worlds]
+  };
+  // A peer died: back to the last commit, then the next generation.
+  auto go_back = [&](const Error& error) {
+    state.bind(nullptr);
+    state.restore();
+    if (options.verbose) {
+      std::cerr << "gradwire elastic: " << error.what()
+                << "\ngradwire elastic: " << resolved.worker_id << " goes back to commit "
+                << state.commits() << " and rendezvous again" << std::endl;
+    }
+  };
+  int64_t number = membership.first_generation();
+  for (;;) {
+    const std::optional<Generation> joined = membership.join(number, state.commits());
+    if (!joined) {  // the others finished the job first
+      release_retired();
+      return;
+    }
+    const Generation& generation = *joined;
+    number = generation.number + 1;
+    WorldInfo info;
+    info.rank = generation.rank;
+    info.world_size = generation.size;
+    info.local_rank = generation.local_rank;
+    info.local_world_size = generation.local_size;
+    info.master_addr = env.get("MASTER_ADDR").value_or("127.0.0.1");
+    info.flavour = EnvFlavour::kExplicit;
+    std::unique_ptr<World> world;
+    State::Binding binding;
+    try {
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
+          "elastic/g" + std::to_string(generation.number) + "/world", c10d_store_of(*store));
+      world = connect_world_on_store(prefixed, info, options.init, env);
+      const std::shared_ptr<Communicator> communicator = world->communicator();
+      state.sync(*communicator, 0);
+      Context context(generation, communicator);
+      for (const auto& reset : options.on_reset) reset(context);
+      binding = State::Binding{&membership, generation.number, communicator.get()};
+      state.bind(&binding);
+      train(context);
+      state.bind(nullptr);
+      if (generation.rank == 0) membership.mark_done(generation.number);
+      release_retired();
+      return;
+    } catch (const detail::MembershipChange&) {
+      if (options.verbose) {
+        std::cerr << "gradwire elastic: workers wait to join; generation " << generation.number
+                  << " ends at commit " << state.commits() << std::endl;
+      }
+    } catch (const PeerLostError& error) {
+      go_back(error);
+    } catch (const BackendError& error) {
+      go_back(error);
+    } catch (const TimeoutError& error) {
+      go_back(error);
+    } catch (...) {
+      state.bind(nullptr);
+      release_retired();
+      if (world) (void)world.release();
+      throw;
+    }
+    state.bind(nullptr);
+    if (world) retired.push_back(std::move(world));
+  }
+}
+
+}  // namespace gradwire::elastic
