@@ -66,6 +66,17 @@ BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vecto
   return layout;
 }
 
+void drain(BucketLayout& layout) {
+  for (auto& bucket : layout.buckets) {
+    if (!bucket.future) continue;
+    try {
+      bucket.future->wait();
+    } catch (const std::exception&) {
+    }
+    bucket.future.reset();
+  }
+}
+
 std::vector<BucketInfo> describe_layout(const BucketLayout& layout,
                                         const std::vector<std::string>& names) {
   std::vector<BucketInfo> infos;

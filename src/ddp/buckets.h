@@ -42,6 +42,10 @@ BucketLayout make_layout(const std::vector<at::Tensor>& params, const std::vecto
 // Reverse registration order: the initial guess of the gradient-ready order.
 std::vector<size_t> reverse_order(size_t count);
 
+// Waits for every launched bucket of `layout`, ignoring failures, and forgets the futures: used
+// before reporting another error, so that no reduction still writes into a buffer afterwards.
+void drain(BucketLayout& layout);
+
 std::vector<BucketInfo> describe_layout(const BucketLayout& layout,
                                         const std::vector<std::string>& names);
 

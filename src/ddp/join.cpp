@@ -1,5 +1,5 @@
 // Join (include/gradwire/ddp/join.h): the public handle. The protocol is in join_round.cpp and
-// join_participant.cpp; the shadowed backward in reducer.cpp (Note [shadowed backward]).
+// join_participant.cpp; the shadowed backward in join_shadow.cpp (Note [shadowed backward]).
 #include "gradwire/ddp/join.h"
 
 #include "gradwire/common/error.h"

@@ -25,7 +25,7 @@ JoinParticipant::ForwardPlan JoinParticipant::on_forward(bool synchronising) {
 
 // Each round mirrors one forward of the ranks still training (ddp_core.cpp, before_forward):
 // the round itself, the bucket rebuild when due, the buffer broadcast, then, if they synchronise,
-// their backward (reducer.cpp, Note [shadowed backward]).
+// their backward (join_shadow.cpp, Note [shadowed backward]).
 JoinResult JoinParticipant::shadow_until_all_joined() {
   JoinResult result;
   for (;;) {

@@ -29,19 +29,6 @@ std::string list_names(const std::vector<std::string>& names, const std::vector<
   return out.str();
 }
 
-// Waits for every launched bucket, ignoring failures: used before reporting another error, so
-// no reduction still writes into a buffer afterwards.
-void drain(BucketLayout& layout) {
-  for (auto& bucket : layout.buckets) {
-    if (!bucket.future) continue;
-    try {
-      bucket.future->wait();
-    } catch (const std::exception&) {
-    }
-    bucket.future.reset();
-  }
-}
-
 // Whether `grad` lies exactly where `view` does: the same memory, shape, strides and dtype.
 bool lies_at(const at::Tensor& grad, const at::Tensor& view) {
   return grad.defined() && grad.data_ptr() == view.data_ptr() && grad.sizes() == view.sizes() &&
@@ -378,62 +365,6 @@ void Reducer::finalize_locked() {
   ++synced_iterations_;
   last_events_ = events_;
   transition(State::kReducing, State::kIdle);
-}
-
-// Note [shadowed backward]: a rank that has joined (join.h) issues what finalize() issues on the
-// ranks still training, in the same order, over the same buckets: for kOverlapped and
-// kAfterBackward every bucket is launched in order, then the used map is exchanged (if tracked),
-// then the buckets are waited for; for kAfterBackwardSync the used map comes first, then each
-// bucket is launched and waited for in turn. Its contribution is zero: empty buckets, no
-// parameter used. The buckets are the real ones, not copies: on shm a shared bucket must be
-// matched by the same place of every rank's buffers, and the fp16/bf16 hooks allocate their wire
-// buffers (collectively) per bucket. Nothing is written to .grad; the rebuild order of a rank that
-// never ran a synchronised iteration is its current layout's (used only if it is rank 0).
-void Reducer::shadow_backward() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  at::NoGradGuard no_grad;
-  if (state_ == State::kReducing) drain(layout_);
-  state_ = State::kIdle;
-  const bool sync = options_.schedule == ReductionSchedule::kAfterBackwardSync;
-  const bool tracking = tracks_unused();
-  used_.assign(params_.size(), 0);
-  for (auto& bucket : layout_.buckets) {
-    bucket.grads.buffer.zero_();
-    bucket.future.reset();
-  }
-  try {
-    auto launch = [this](Bucket& bucket) {  // not timed or recorded: not this rank's iteration
-      bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
-    };
-    if (sync && tracking) globally_used_ = reduce_used_map();
-    if (!sync) {
-      for (auto& bucket : layout_.buckets) launch(bucket);
-      if (tracking) globally_used_ = reduce_used_map();
-    }
-    for (auto& bucket : layout_.buckets) {
-      if (sync) launch(bucket);
-      bucket.future->wait();
-      bucket.future.reset();
-    }
-  } catch (...) {
-    drain(layout_);
-    throw;
-  }
-  if (options_.static_graph && !static_unused_) {
-    std::vector<size_t> unused;  // as the others found it; this rank's own use is none
-    const int32_t* used = globally_used_.data_ptr<int32_t>();
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (used[i] == 0) unused.push_back(i);
-    }
-    static_unused_ = std::move(unused);
-  }
-  if (synced_iterations_ == 0) {
-    rebuild_order_.clear();
-    for (const auto& bucket : layout_.buckets) {
-      rebuild_order_.insert(rebuild_order_.end(), bucket.members.begin(), bucket.members.end());
-    }
-  }
-  ++synced_iterations_;
 }
 
 void Reducer::fail_unused(const std::vector<size_t>& missing) {

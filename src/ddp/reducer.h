@@ -59,7 +59,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // the same order as finalize() issues them, with zero gradients: every bucket through the comm
   // hook, and the used-parameter map when tracked. Counts as a synchronised iteration (for the
   // rebuild). Blocks. The buckets' memory takes part in the reduction, so .grad that lives there
-  // (homed, or gradient_as_bucket_view) holds the others' result afterwards.
+  // (homed, or gradient_as_bucket_view) holds the others' result afterwards. In join_shadow.cpp.
   void shadow_backward();
 
   DdpStats stats() const;
