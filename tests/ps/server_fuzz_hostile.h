@@ -323,9 +323,12 @@ class HostileFuzz : public ::testing::Test {
     }
     std::printf("[ hostile  ] calls per category, grpc/channel:%s\n", counts.c_str());
     if (!server_) return;
+    // Within its grace, plus a margin for a loaded machine (the bound was the grace itself).
+    constexpr auto kGrace = 2s;
     const auto start = std::chrono::steady_clock::now();
-    server_->shutdown();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "the server did not stop in 2 s";
+    server_->shutdown(kGrace);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, kGrace + 3s)
+        << "the server did not stop within its 2 s grace (and a 3 s margin)";
     caller_.reset();
   }
 
