@@ -59,10 +59,11 @@ std::unique_ptr<JobStore> connect_job_store(const EnvMap& env, std::chrono::mill
 
 }  // namespace
 
-// Note [retired worlds]: a generation's world whose peer died is not destroyed: a Gloo process
-// group's destructor may wait on connections to the dead peer. It is kept until run() returns,
-// then released without destruction (the process is about to end its training; the memory is
-// small next to a model).
+// Note [leaving a world]: a generation's world that failed is destroyed before the next
+// rendezvous. Its peers may still wait in a collective that will never complete (a hierarchical
+// host's local ranks wait for their leader, whose step among the leaders failed): destruction
+// closes its Gloo connections and withdraws it from its shm segments, so their waits fail at once
+// rather than at the timeout, and they come to the rendezvous too.
 void run(State& state, const std::function<void(Context&)>& train, RunOptions options) {
   const EnvMap env = EnvMap::from_process();
   const detail::MembershipOptions resolved = membership_options(options, env);
@@ -73,10 +74,6 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
     store = owned.get();
   }
   detail::Membership membership(*store, resolved);
-  std::vector<std::unique_ptr<World>> retired;
-  auto release_retired = [&retired] {
-    for (auto& world : retired) (void)world.release();  // Note [retired worlds]
-  };
   // A peer died: back to the last commit, then the next generation.
   auto go_back = [&](const Error& error) {
     state.bind(nullptr);
@@ -90,10 +87,7 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
   int64_t number = membership.first_generation();
   for (;;) {
     const std::optional<Generation> joined = membership.join(number, state.commits());
-    if (!joined) {  // the others finished the job first
-      release_retired();
-      return;
-    }
+    if (!joined) return;  // the others finished the job first
     const Generation& generation = *joined;
     number = generation.number + 1;
     WorldInfo info;
@@ -118,7 +112,6 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       train(context);
       state.bind(nullptr);
       if (generation.rank == 0) membership.mark_done(generation.number);
-      release_retired();
       return;
     } catch (const detail::MembershipChange&) {
       if (options.verbose) {
@@ -133,12 +126,10 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       go_back(error);
     } catch (...) {
       state.bind(nullptr);
-      release_retired();
-      if (world) (void)world.release();
       throw;
     }
     state.bind(nullptr);
-    if (world) retired.push_back(std::move(world));
+    world.reset();  // Note [leaving a world]
   }
 }
 

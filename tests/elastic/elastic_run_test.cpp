@@ -16,15 +16,12 @@
 
 #include "elastic_data.h"
 
+using gradwire::elastic_test::JobOutput;
+using gradwire::elastic_test::parse_job_output;
+using gradwire::elastic_test::reference;
+
 namespace gradwire {
 namespace {
-
-struct JobOutput {
-  int exit_code = -1;
-  std::string text;
-  std::map<int64_t, int> world_at_step;  // the last report of each step wins (rollbacks redo)
-  std::vector<double> final_parameters;
-};
 
 JobOutput run_job(const std::string& arguments, const std::string& timeout = "30s") {
   char dir_template[] = "/tmp/gradwire-elastic-XXXXXX";
@@ -43,66 +40,8 @@ JobOutput run_job(const std::string& arguments, const std::string& timeout = "30
   output.text = buffer.str();
   std::remove(log.c_str());
   ::rmdir(dir.c_str());
-  const std::regex step(R"(elastic-test: step (\d+) world (\d+))");
-  const std::regex final_line(R"(elastic-test: final(.*))");
-  std::istringstream lines(output.text);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch match;
-    if (std::regex_search(line, match, step)) {
-      output.world_at_step[std::stoll(match[1])] = std::stoi(match[2]);
-    } else if (std::regex_search(line, match, final_line)) {
-      std::istringstream values(match[1].str());
-      output.final_parameters.clear();
-      for (double value; values >> value;) output.final_parameters.push_back(value);
-    }
-  }
+  parse_job_output(output);
   return output;
-}
-
-// One process: each step trains on the batches every live rank would take, concatenated.
-std::vector<double> reference(const std::map<int64_t, int>& world_at_step, int64_t batch) {
-  const elastic_test::Data data = elastic_test::make_data();
-  auto model = elastic_test::make_model();
-  torch::optim::SGD optimizer(
-      model->parameters(),
-      torch::optim::SGDOptions(elastic_test::kLearningRate).momentum(elastic_test::kMomentum));
-  std::vector<data::DistributedSampler> samplers;
-  for (const auto& [step, world] : world_at_step) {
-    if (static_cast<int>(samplers.size()) != world) {
-      std::vector<data::DistributedSampler> next;
-      for (int rank = 0; rank < world; ++rank) {
-        next.emplace_back(data.x.size(0), elastic_test::sampler_options());
-        if (!samplers.empty()) {
-          torch::serialize::OutputArchive saved;
-          samplers.front().save(saved);
-          std::ostringstream bytes;
-          saved.save_to(bytes);
-          torch::serialize::InputArchive loaded;
-          std::istringstream in(bytes.str());
-          loaded.load_from(in);
-          next.back().load(loaded);
-        }
-        next.back().reshard(rank, world);
-      }
-      samplers = std::move(next);
-    }
-    std::vector<int64_t> indices;
-    for (auto& sampler : samplers) {
-      auto taken = sampler.next(static_cast<size_t>(batch));
-      indices.insert(indices.end(), taken->begin(), taken->end());
-    }
-    const auto index = torch::tensor(indices);
-    optimizer.zero_grad();
-    torch::mse_loss(model->forward(data.x.index_select(0, index)), data.y.index_select(0, index))
-        .backward();
-    optimizer.step();
-  }
-  std::vector<double> values;
-  for (const auto& parameter : model->parameters()) {
-    auto flat = parameter.detach().flatten();
-    for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(flat[i].item<double>());
-  }
-  return values;
 }
 
 void expect_equal_to_reference(const JobOutput& job, int64_t steps, int64_t batch) {
@@ -124,8 +63,7 @@ TEST(ElasticRun, WithoutFailuresEqualsOneProcess) {
 
 TEST(ElasticRun, SurvivorsGoOnAndAReplacementJoins) {
   // 50 ms a step: the replacement (a new process loading libtorch) has time to join.
-  const JobOutput job =
-      run_job("-n 3 --max-restarts 1 " ELASTIC_WORKER_PATH " 36 2 0.1.0:5 50");
+  const JobOutput job = run_job("-n 3 --max-restarts 1 " ELASTIC_WORKER_PATH " 36 2 0.1.0:5 50");
   expect_equal_to_reference(job, 36, 2);
   EXPECT_NE(job.text.find("worker 0.1.0"), std::string::npos) << job.text;
   EXPECT_NE(job.text.find("a replacement starts"), std::string::npos) << job.text;

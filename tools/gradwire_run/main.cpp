@@ -224,9 +224,14 @@ class ElasticAgent {
     });
     options.on_worker_failed = [this](const gradwire::launch::WorkerExit& exit,
                                       const std::string& id) {
-      store_->set("elastic/exited/" + id, exit.signal != 0
-                                              ? "signal " + std::to_string(exit.signal)
-                                              : "code " + std::to_string(exit.exit_code));
+      try {
+        store_->set("elastic/exited/" + id, exit.signal != 0
+                                                ? "signal " + std::to_string(exit.signal)
+                                                : "code " + std::to_string(exit.exit_code));
+      } catch (const std::exception& error) {  // the store's host is gone: the others time out
+        std::cerr << "gradwire-run: could not tell the job store that worker " << id
+                  << " exited: " << error.what() << "\n";
+      }
     };
   }
   ~ElasticAgent() {

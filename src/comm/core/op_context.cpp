@@ -29,7 +29,8 @@ bool looks_like_peer_loss(const std::string& text) {
   return contains(text, "Connection closed") || contains(text, "Connection reset") ||
          contains(text, "Broken pipe") || contains(text, "Connection refused") ||
          contains(text, "Read error") || contains(text, "Write error") ||
-         contains(text, "NCCL communicator was aborted");
+         contains(text, "NCCL communicator was aborted") ||
+         contains(text, ") left it while rank");  // shm: Note [withdrawn rank]
 }
 
 // How the desync report names rank `rank` of the communicator.

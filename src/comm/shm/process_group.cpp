@@ -91,6 +91,7 @@ ProcessGroup::ProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int ran
 
 ProcessGroup::~ProcessGroup() {
   queue_.shutdown([this] { core_->sync.abort(); });
+  core_->sync.withdraw();  // peers still waiting for this rank fail now, naming it
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::enqueue(std::string what, uint64_t signature,

@@ -120,6 +120,17 @@ void StepSync::abort() {
   }
 }
 
+// Note [withdrawn rank]: a rank that leaves sets both counters to kWithdrawn. A waiter never takes
+// it for arrived: a step it did not post has no data, and one it posted was counted before.
+constexpr uint64_t kWithdrawn = ~uint64_t{0};
+
+void StepSync::withdraw() {
+  auto& mine = segment_.control(rank_);
+  mine.posted.store(kWithdrawn, std::memory_order_release);
+  mine.reduced.store(kWithdrawn, std::memory_order_release);
+  wake_sleepers(mine);
+}
+
 void StepSync::wait_posted(uint64_t step) {
   wait_all(&RankControl::posted, step, "post");
   // A rank is at most one step ahead, using the other parity: this step's signatures are stable.
@@ -172,8 +183,18 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
   waiting_reduced_.store(counter == &RankControl::reduced, std::memory_order_relaxed);
   waiting_step_.store(step, std::memory_order_relaxed);
   auto arrived = [&] {
-    while (next < size_ &&
-           (segment_.control(next).*counter).load(std::memory_order_acquire) >= step) {
+    while (next < size_) {
+      const uint64_t value = (segment_.control(next).*counter).load(std::memory_order_acquire);
+      if (value == kWithdrawn) {  // Note [withdrawn rank]
+        const int64_t pid = segment_.control(next).pid.load(std::memory_order_relaxed);
+        throw PeerGone("shm: " + what_ + ": rank " + std::to_string(next) +
+                           " of the communicator (pid " + std::to_string(pid) +
+                           ") left it while rank " + std::to_string(rank_) +
+                           " waited for it (its communicator was destroyed, e.g. after its part "
+                           "of a collective failed elsewhere)",
+                       next);
+      }
+      if (value < step) break;
       ++next;
     }
     return next == size_;

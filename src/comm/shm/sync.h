@@ -81,6 +81,10 @@ class StepSync {
 
   // Makes current and future waits fail (communicator shutting down); wakes a sleeping wait.
   void abort();
+  // Tells the other ranks this one left the communicator for good (it was destroyed, say after
+  // its part of a collective failed elsewhere): their waits for it fail at once, naming it,
+  // instead of running into the deadline. Call after abort(), once this rank waits no more.
+  void withdraw();
 
   // While a wait is in progress, and after one that failed until the next begin(): "waiting for
   // rank(s) [1] of the communicator to post step 7"; otherwise (every rank arrived, or no wait
