@@ -120,14 +120,24 @@ void StepSync::abort() {
   }
 }
 
-// Note [withdrawn rank]: a rank that leaves sets both counters to kWithdrawn. A waiter never takes
-// it for arrived: a step it did not post has no data, and one it posted was counted before.
-constexpr uint64_t kWithdrawn = ~uint64_t{0};
+// Note [withdrawn rank]: a rank that leaves sets kWithdrawn in both counters, keeping the steps
+// they hold. A waiter takes it for arrived at a step it posted before leaving (its data is in
+// place and it writes no more), and fails at once for a step it did not. The steps are kept
+// because a waiter counts the ranks one by one: a rank may post a step, finish the collective,
+// leave, and only then be looked at by a slower waiter of that step. (Counters set to one
+// "withdrawn" value lost that step: the slower waiter failed a collective that every rank had
+// completed, PeerFailure's survivor in its first allreduce on shm.)
+namespace {
+constexpr uint64_t kWithdrawn = uint64_t{1} << 63;
+
+// The step a counter holds, without the withdrawn mark.
+uint64_t counted_step(uint64_t value) { return value & ~kWithdrawn; }
+}  // namespace
 
 void StepSync::withdraw() {
   auto& mine = segment_.control(rank_);
-  mine.posted.store(kWithdrawn, std::memory_order_release);
-  mine.reduced.store(kWithdrawn, std::memory_order_release);
+  mine.posted.fetch_or(kWithdrawn, std::memory_order_acq_rel);
+  mine.reduced.fetch_or(kWithdrawn, std::memory_order_acq_rel);
   wake_sleepers(mine);
 }
 
@@ -164,7 +174,7 @@ std::string StepSync::describe_wait() const {
   for (int r = 0; r < size_; ++r) {
     const auto& control = segment_.control(r);
     const uint64_t reached = (reduced ? control.reduced : control.posted).load();
-    if (reached < step) missing.push_back(r);
+    if (counted_step(reached) < step) missing.push_back(r);
   }
   if (missing.empty()) return "";
   return "rank " + std::to_string(rank_) + " was waiting for rank(s) " + ranks_text(missing) +
@@ -185,7 +195,11 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
   auto arrived = [&] {
     while (next < size_) {
       const uint64_t value = (segment_.control(next).*counter).load(std::memory_order_acquire);
-      if (value == kWithdrawn) {  // Note [withdrawn rank]
+      if (counted_step(value) >= step) {
+        ++next;
+        continue;
+      }
+      if (value & kWithdrawn) {  // Note [withdrawn rank]
         const int64_t pid = segment_.control(next).pid.load(std::memory_order_relaxed);
         throw PeerGone("shm: " + what_ + ": rank " + std::to_string(next) +
                            " of the communicator (pid " + std::to_string(pid) +
@@ -194,8 +208,7 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
                            "of a collective failed elsewhere)",
                        next);
       }
-      if (value < step) break;
-      ++next;
+      break;
     }
     return next == size_;
   };
@@ -209,7 +222,8 @@ void StepSync::wait_all(std::atomic<uint64_t> RankControl::*counter, uint64_t st
     std::vector<int> missing;
     if (now >= next_liveness || now >= deadline_) {
       for (int r = next; r < size_; ++r) {
-        if ((segment_.control(r).*counter).load(std::memory_order_acquire) >= step) continue;
+        const uint64_t value = (segment_.control(r).*counter).load(std::memory_order_acquire);
+        if (counted_step(value) >= step) continue;
         missing.push_back(r);
         const int64_t pid = segment_.control(r).pid.load(std::memory_order_relaxed);
         if (watchable_[r] && process_gone(pid)) {
