@@ -8,3 +8,4 @@
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ddp/join.h"
+#include "gradwire/elastic/elastic.h"
