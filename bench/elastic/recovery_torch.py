@@ -26,8 +26,15 @@ def main():
     steps = int(sys.argv[1])
     die_rank, die_step = (int(v) for v in sys.argv[2].split(":"))
     path = os.path.join(sys.argv[3], "checkpoint.pt")
-    dist.init_process_group("gloo")
-    rank, size = dist.get_rank(), dist.get_world_size()
+    # The agent's store, under a prefix of this attempt's own: with the plain env:// init a
+    # restarted attempt of this PyTorch found the dead attempt's Gloo addresses.
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), size,
+                          is_master=os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+                          and rank == 0)
+    dist.init_process_group("gloo", store=dist.PrefixStore(f"recovery/attempt_{attempt}", store),
+                            rank=rank, world_size=size)
     doomed = rank == die_rank and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),

@@ -60,8 +60,8 @@ for i in 0 1; do
   fi
 done
 [ "$failed" = 0 ] || exit 1
-echo "$name: 2 hosts (${hosts[0]} ${hosts[1]}), 4 workers on the hierarchical backend, collectives right," \
-  "both launchers exited 0 in $(($(date +%s) - start)) s"
+echo "$name: 2 hosts (${hosts[0]} ${hosts[1]}), 4 workers on the hierarchical backend," \
+  "collectives right, both launchers exited 0 in $(($(date +%s) - start)) s"
 
 # Addresses that do not route (no GLOO_SOCKET_IFNAME: a namespace's hostname does not resolve, so
 # Gloo offers its peers 127.0.0.1). Every worker must fail, naming the backend's creation, within
