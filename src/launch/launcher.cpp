@@ -19,6 +19,7 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
+#include "host_discovery.h"
 #include "output_pump.h"
 #include "process.h"
 #include "server_group.h"
@@ -116,9 +117,9 @@ void require_waitable_children() {
 }
 
 // Starts local worker `local` (its environment from `context`) under the supervisor.
-void start_worker(const LaunchOptions& options, const detail::WorkerEnvContext& context,
-                  const sigset_t& signal_mask, int local, UniqueFd log,
-                  detail::Supervisor& supervisor) {
+pid_t start_worker(const LaunchOptions& options, const detail::WorkerEnvContext& context,
+                   const sigset_t& signal_mask, int local, UniqueFd log,
+                   detail::Supervisor& supervisor) {
   detail::ProcessIdentity who;
   who.role = detail::ProcessRole::kWorker;
   who.index = local;
@@ -128,7 +129,7 @@ void start_worker(const LaunchOptions& options, const detail::WorkerEnvContext& 
   request.env = detail::worker_env(options, context, local);
   request.signal_mask = signal_mask;
   if (!context.bound_cpus.empty()) request.cpus = context.bound_cpus[local];
-  supervisor.start(who, request, std::move(log));
+  return supervisor.start(who, request, std::move(log));
 }
 
 // Starts the workers of one attempt; on an error, stops everything started so far (servers
@@ -187,37 +188,112 @@ int pick_master_port(const LaunchOptions& options, const detail::ServerPlan& ser
   }
 }
 
-// Elastic mode: supervises the workers; each failed one is reported (on_worker_failed) and, while
-// max_restarts allows, replaced in its place by a worker of the next incarnation.
+// Elastic mode: the workers' places on this node. A place holds one worker at a time; its
+// incarnation counts the workers it held before.
+struct ElasticPlace {
+  int incarnation = 0;
+  pid_t pid = -1;
+  bool running = false;
+  bool retiring = false;  // sent SIGTERM because the host discovery wants fewer workers
+};
+
+// Elastic mode: starts the workers and supervises them. Each failed one is reported
+// (on_worker_failed) and, while max_restarts allows and the node wants it, replaced in its place
+// by a worker of the next incarnation; with host discovery the node grows and shrinks to the
+// slots the script gives it.
 LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvContext& context,
-                               const sigset_t& signal_mask, detail::Supervisor& supervisor) {
+                               const sigset_t& signal_mask, std::vector<UniqueFd>& logs,
+                               detail::Supervisor& supervisor) {
   LaunchResult tolerated;
   int replacements = 0;
-  context.incarnations.assign(options.nproc_per_node, 0);
+  int wanted = options.nproc_per_node;
+  std::vector<ElasticPlace> places(options.nproc_per_node);
+  // worker_env's layout grows with the places (LOCAL_WORLD_SIZE, the ids' slot numbers).
+  LaunchOptions layout = options;
+  auto start_in = [&](int place, UniqueFd log) {
+    layout.nproc_per_node = std::max(layout.nproc_per_node, place + 1);
+    context.incarnations.resize(places.size(), 0);
+    context.incarnations[place] = places[place].incarnation;
+    places[place].pid =
+        start_worker(layout, context, signal_mask, place, std::move(log), supervisor);
+    places[place].running = true;
+    places[place].retiring = false;
+  };
+  auto id_of = [&](int place) {
+    return std::to_string(options.node_rank) + "." + std::to_string(place) + "." +
+           std::to_string(places[place].incarnation);
+  };
+  auto running = [&] {
+    return static_cast<int>(std::count_if(places.begin(), places.end(), [](const ElasticPlace& p) {
+      return p.running && !p.retiring;
+    }));
+  };
+  auto say = [&](const std::string& line) {
+    write_fully(options.stderr_fd, line.data(), line.size());
+  };
+  for (int place = 0; place < options.nproc_per_node; ++place) {
+    start_in(place, std::move(logs[place]));
+  }
   supervisor.set_elastic(true);
-  supervisor.supervise_elastic([&](const WorkerExit& failed) {
+  auto on_failure = [&](const WorkerExit& failed) {
     tolerated.tolerated_failures.push_back(failed);
-    const int local = failed.local_rank;
-    const std::string id = std::to_string(options.node_rank) + "." + std::to_string(local) + "." +
-                           std::to_string(context.incarnations[local]);
+    const int place = failed.local_rank;
+    const std::string id = id_of(place);
     if (options.on_worker_failed) options.on_worker_failed(failed, id);
+    const bool retired = places[place].retiring;
+    places[place].running = false;
+    places[place].retiring = false;
     std::string line = "gradwire-run: worker " + id + " (rank " + std::to_string(failed.rank) +
                        ", pid " + std::to_string(failed.pid) + ") " +
                        detail::describe_exit(detail::ProcessExit{failed.exit_code, failed.signal});
-    const bool replace = replacements < options.max_restarts;
-    if (replace) {
+    const bool replace = !retired && replacements < options.max_restarts && running() < wanted;
+    if (retired) {
+      line += " after the host discovery asked for fewer workers; the others go on\n";
+    } else if (replace) {
       ++replacements;
-      ++context.incarnations[local];
       line += "; the others go on, and a replacement starts (" + std::to_string(replacements) +
               " of " + std::to_string(options.max_restarts) + ")\n";
     } else {
       line += "; the others go on without it (no replacements left)\n";
     }
-    write_fully(options.stderr_fd, line.data(), line.size());
-    if (!replace) return;
+    say(line);
+    ++places[place].incarnation;
     // A replacement writes to its place's log (the pump keeps it by label).
-    start_worker(options, context, signal_mask, local, UniqueFd(), supervisor);
-  });
+    if (replace) start_in(place, UniqueFd());
+  };
+  auto on_tick = [&] {
+    int slots = 0;
+    try {
+      const std::string output =
+          detail::run_discovery_script(options.host_discovery, std::chrono::seconds(10));
+      for (const std::string& name : detail::local_host_names()) {
+        slots += detail::discovered_slots(output, name);
+      }
+    } catch (const Error& error) {  // keep the workers as they are
+      say(std::string("gradwire-run: ") + error.what() + "; the workers stay as they are\n");
+      return;
+    }
+    if (slots == wanted) return;
+    say("gradwire-run: host discovery: this node now has " + std::to_string(slots) +
+        " slot(s), was " + std::to_string(wanted) + "\n");
+    wanted = slots;
+    // Grow in the lowest free places, shrink from the highest.
+    for (int place = 0; running() < wanted; ++place) {
+      if (place == static_cast<int>(places.size())) places.emplace_back();
+      if (!places[place].running) start_in(place, UniqueFd());
+    }
+    for (int place = static_cast<int>(places.size()) - 1; running() > wanted; --place) {
+      if (places[place].running && !places[place].retiring) {
+        places[place].retiring = true;
+        supervisor.signal_worker(places[place].pid, SIGTERM);
+      }
+    }
+  };
+  if (options.host_discovery.empty()) {
+    supervisor.supervise_elastic(on_failure);
+  } else {
+    supervisor.supervise_elastic(on_failure, on_tick, options.discovery_interval);
+  }
   LaunchResult result = supervisor.run();
   result.elastic = true;
   result.tolerated_failures = std::move(tolerated.tolerated_failures);
@@ -279,9 +355,7 @@ LaunchResult run_workers(const LaunchOptions& options) {
   }
 
   if (options.elastic) {
-    context.incarnations.assign(options.nproc_per_node, 0);
-    start_worker_group(options, context, sigpipe_block.original(), worker_logs, supervisor);
-    return supervise_elastic(options, context, sigpipe_block.original(), supervisor);
+    return supervise_elastic(options, context, sigpipe_block.original(), worker_logs, supervisor);
   }
 
   std::vector<RestartedAttempt> restarted;

@@ -211,13 +211,31 @@ bool Supervisor::supervise_attempt() {
   }
 }
 
-void Supervisor::supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure) {
+void Supervisor::supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure,
+                                   const std::function<void()>& on_tick,
+                                   std::chrono::milliseconds tick_interval) {
+  Clock::time_point next_tick = Clock::now() + tick_interval;
   for (;;) {
     std::vector<size_t> failed;
     failed.swap(elastic_failures_);
     for (size_t i : failed) on_failure(worker_exit(processes_[i]));  // may start() more
     if (phase_ != Phase::kRunning || workers_reaped()) return;
-    step(Clock::now() + 10 * options_.tick);
+    if (on_tick && Clock::now() >= next_tick) {
+      on_tick();
+      next_tick = Clock::now() + tick_interval;
+      continue;
+    }
+    step(on_tick ? std::min(next_tick, Clock::now() + 10 * options_.tick)
+                 : Clock::now() + 10 * options_.tick);
+  }
+}
+
+void Supervisor::signal_worker(pid_t pid, int signal) {
+  for (Supervised& supervised : processes_) {
+    if (supervised.who.role == ProcessRole::kWorker && supervised.process.pid() == pid &&
+        !supervised.exit) {
+      supervised.process.signal_group(signal);
+    }
   }
 }
 

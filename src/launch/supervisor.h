@@ -89,7 +89,13 @@ class Supervisor {
   // Elastic mode: supervises until every worker is reaped or the launch is stopping (a signal, a
   // server's failure), calling `on_failure` for each worker that failed on its own (it may
   // start() a replacement). Blocks.
-  void supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure);
+  // `on_tick`, when given, is called about every `tick_interval` (it may start() workers and
+  // signal_worker()).
+  void supervise_elastic(const std::function<void(const WorkerExit&)>& on_failure,
+                         const std::function<void()>& on_tick = {},
+                         std::chrono::milliseconds tick_interval = std::chrono::seconds(1));
+  // Sends `signal` to the process group of the supervised worker `pid`, if it still runs.
+  void signal_worker(pid_t pid, int signal);
 
   // Supervises the current worker group. Returns true when it failed, a restart was allowed and
   // every worker of it is reaped (call finish_attempt(), then start the next group); false when

@@ -53,6 +53,9 @@ void validate_launch_options(const LaunchOptions& options) {
           "max_workers must be 0 (no limit) or at least min_workers (" +
               std::to_string(options.min_workers) + "), got " +
               std::to_string(options.max_workers));
+  require(options.host_discovery.empty() || (options.elastic && !options.bind_cores),
+          "host discovery (--host-discovery) needs an elastic job and no core binding");
+  require(options.discovery_interval.count() > 0, "discovery_interval must be positive");
   require(!options.elastic || options.servers == 0,
           "elastic mode does not start parameter servers (start them yourself and pass "
           "GRADWIRE_PS_ADDRS)");

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "elastic_data.h"
@@ -87,6 +88,64 @@ TEST(ElasticRun, BelowTheMinimumTheJobFailsNamingWhatIsMissing) {
   const JobOutput job = run_job("-n 2 --min-workers 2 " ELASTIC_WORKER_PATH " 10 4 0.1.0:3", "4s");
   EXPECT_NE(job.exit_code, 0) << job.text;
   EXPECT_NE(job.text.find("at least 2 needed"), std::string::npos) << job.text;
+}
+
+// --host-discovery: the job starts with 2 workers; once step 6 is done the script gives this node 3
+// slots (a third worker starts and joins at a commit), once 3 workers trained a step 2 again (the
+// worker of the highest place gets SIGTERM, the others go on).
+TEST(ElasticRun, HostDiscoveryGrowsAndShrinksTheJob) {
+  char dir_template[] = "/tmp/gradwire-discovery-XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string hosts = dir + "/hosts";
+  const std::string log = dir + "/out.txt";
+  auto write_hosts = [&](const std::string& text) {
+    std::ofstream(hosts + ".tmp") << text;
+    std::rename((hosts + ".tmp").c_str(), hosts.c_str());
+  };
+  auto wait_for = [&](const std::string& text) {
+    for (int i = 0; i < 1200; ++i) {
+      std::ifstream in(log);
+      std::stringstream buffer;
+      buffer << in.rdbuf();
+      if (buffer.str().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  write_hosts("localhost:2\n");
+  int status = -1;
+  std::thread job([&] {
+    const std::string command = "GRADWIRE_TIMEOUT=30s timeout -k 5 150 " GRADWIRE_RUN_PATH
+                                " --elastic -n 2 --grace-period 2s --discovery-interval 200ms "
+                                "--host-discovery 'cat " +
+                                hosts + "' " ELASTIC_WORKER_PATH " 60 1 - 100 > " + log + " 2>&1";
+    status = std::system(command.c_str());
+  });
+  EXPECT_TRUE(wait_for("elastic-test: step 6 world"));
+  write_hosts("# grown\nlocalhost:3\n");
+  EXPECT_TRUE(wait_for(" world 3 at "));  // a step trained by 3 workers
+  write_hosts("localhost:2\n");
+  job.join();
+  JobOutput output;
+  std::ifstream in(log);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  output.text = buffer.str();
+  output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  parse_job_output(output);
+  std::remove(log.c_str());
+  std::remove(hosts.c_str());
+  ::rmdir(dir.c_str());
+  expect_equal_to_reference(output, 60, 1);
+  EXPECT_EQ(output.world_at_step.at(1), 2) << output.text;
+  EXPECT_EQ(output.world_at_step.at(60), 2) << output.text;
+  bool grew = false;
+  for (const auto& [step, world] : output.world_at_step) grew = grew || world == 3;
+  EXPECT_TRUE(grew) << output.text;
+  EXPECT_NE(output.text.find("this node now has 3 slot(s), was 2"), std::string::npos)
+      << output.text;
+  EXPECT_NE(output.text.find("after the host discovery asked for fewer workers"), std::string::npos)
+      << output.text;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 //                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
 //                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
 //                [--elastic | --nnodes MIN:MAX] [--min-workers M] [--max-workers M]
+//                [--host-discovery COMMAND [--discovery-interval TIME]]
 //                [--servers S [--server-processes P] [--server-program PATH]
 //                 [--server-arg ARG]... [--server-host H] [--server-ready-timeout TIME]
 //                 [--tls-cert FILE --tls-key FILE]]
@@ -55,6 +56,7 @@ struct CommandLine {
   std::string nnodes = "1";          // N, or MIN:MAX for an elastic job
   int min_workers = 0;               // 0: not given
   int max_workers = -1;              // -1: not given
+  std::string discovery_interval = "1s";
 };
 
 void add_options(CLI::App& app, CommandLine& line) {
@@ -75,6 +77,14 @@ void add_options(CLI::App& app, CommandLine& line) {
                "on without it (gradwire::elastic::run); with --max-restarts K, up to K "
                "replacements start and join at the next commit. gradwire-run (node 0) hosts the "
                "job store at MASTER_ADDR:MASTER_PORT");
+  app.add_option("--host-discovery,--host_discovery", options.host_discovery,
+                 "Elastic: a shell command printing HOST:SLOTS lines (horovodrun's discovery "
+                 "script), run every --discovery-interval; this node runs as many workers as its "
+                 "names (hostname, localhost, 127.0.0.1) have slots, growing and shrinking with "
+                 "them");
+  app.add_option("--discovery-interval,--discovery_interval", line.discovery_interval,
+                 "Elastic: how often --host-discovery runs (e.g. 1s, 500ms)")
+      ->capture_default_str();
   app.add_option("--min-workers,--min_workers", line.min_workers,
                  "Elastic: the fewest workers (whole job) a generation may have (default 1, or "
                  "MIN * nproc-per-node with --nnodes MIN:MAX)")
@@ -269,6 +279,8 @@ int run(int argc, char** argv) {
         line.nproc_per_node, gradwire::EnvMap::from_process(), gradwire::launch::driver_gpu_count(),
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     apply_nnodes(line);
+    line.options.discovery_interval =
+        gradwire::parse_duration(line.discovery_interval, "--discovery-interval");
     line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
     if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
     if (!line.server_program.empty() || !line.server_args.empty()) {

@@ -129,6 +129,14 @@ struct LaunchOptions {
   // The fewest and most workers of the whole job in elastic mode; max 0: no limit.
   int min_workers = 1;
   int max_workers = 0;
+  // Elastic mode: a shell command (run with /bin/sh -c, as horovodrun's --host-discovery-script)
+  // printing "HOST:SLOTS" lines, run every discovery_interval (it must finish within 10 s). This
+  // node runs as many workers as the slots of its names (its hostname, localhost, 127.0.0.1):
+  // new workers start in free places (and join at the next commit), and when the slots shrink the
+  // workers of the highest places get SIGTERM (the others go on without them). Empty: the
+  // workers are nproc_per_node. Not with bind_cores.
+  std::string host_discovery;
+  std::chrono::milliseconds discovery_interval{1000};
   // Elastic mode: called for every worker that failed, with its id (GRADWIRE_ELASTIC_ID), before
   // any replacement starts (the tool marks it in the job store). May be empty.
   std::function<void(const WorkerExit&, const std::string& worker_id)> on_worker_failed;
