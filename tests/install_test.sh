@@ -2,8 +2,9 @@
 # Installs gradwire from the build tree into a scratch prefix, builds examples/ddp_train as an
 # outside project with find_package(gradwire) against the libtorch the build used (TORCH_DIR, its
 # Torch_DIR: Debian's 1.13 or the torch wheel's 2.x), runs it as a one-rank job and checks that it
-# links no gRPC; then, when the build has the ps component (PS_COMPONENT ON), builds the hybrid
-# example with it. Usage: install_test.sh BUILD_DIR SOURCE_DIR PS_COMPONENT TORCH_DIR
+# links no gRPC, and builds examples/elastic_train the same way; then, when the build has the ps
+# component (PS_COMPONENT ON), builds the hybrid example with it.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR PS_COMPONENT TORCH_DIR
 set -euo pipefail
 build_dir=$1
 source_dir=$2
@@ -35,6 +36,11 @@ if ldd "$scratch/build/example-ddp-train" | grep -i grpc; then
   exit 1
 fi
 echo "example-ddp-train links no gRPC"
+
+# The elastic example builds against the installed core too (gradwire::gradwire has elastic).
+configure "$source_dir/examples/elastic_train" "$scratch/elastic"
+cmake --build "$scratch/elastic" -j 2 >/dev/null
+echo "example-elastic-train builds against the installed package"
 
 if [ "$ps_component" != ON ]; then
   echo "no parameter-server component in this build (GRADWIRE_PS=OFF): the hybrid example is left out"
