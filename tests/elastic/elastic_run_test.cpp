@@ -63,16 +63,16 @@ TEST(ElasticRun, WithoutFailuresEqualsOneProcess) {
 }
 
 TEST(ElasticRun, SurvivorsGoOnAndAReplacementJoins) {
-  // 50 ms a step: the replacement (a new process loading libtorch) has time to join.
-  const JobOutput job = run_job("-n 3 --max-restarts 1 " ELASTIC_WORKER_PATH " 36 2 0.1.0:5 50");
+  // 250 ms a step while fewer than 3 train: the replacement (a new process loading libtorch) has
+  // about 7 s to join, however loaded the machine.
+  const JobOutput job = run_job("-n 3 --max-restarts 1 " ELASTIC_WORKER_PATH " 36 2 0.1.0:5 250 3");
   expect_equal_to_reference(job, 36, 2);
   EXPECT_NE(job.text.find("worker 0.1.0"), std::string::npos) << job.text;
   EXPECT_NE(job.text.find("a replacement starts"), std::string::npos) << job.text;
-  // Steps 1-5 with 3 workers; then 2 until the replacement joined; 3 again by the end.
+  // Steps 1-5 with 3 workers; then 2 until the replacement joined (usually at a commit; on a
+  // loaded machine it may reach the survivors' own rendezvous in time); 3 again by the end.
   for (int64_t step = 1; step <= 5; ++step) EXPECT_EQ(job.world_at_step.at(step), 3);
-  bool shrank = false;
-  for (const auto& [step, world] : job.world_at_step) shrank = shrank || world == 2;
-  EXPECT_TRUE(shrank) << job.text;
+  EXPECT_NE(job.text.find("gradwire elastic: 0.1.1 is rank"), std::string::npos) << job.text;
   EXPECT_EQ(job.world_at_step.at(36), 3) << job.text;
 }
 
@@ -92,7 +92,8 @@ TEST(ElasticRun, BelowTheMinimumTheJobFailsNamingWhatIsMissing) {
 
 // --host-discovery: the job starts with 2 workers; once step 6 is done the script gives this node 3
 // slots (a third worker starts and joins at a commit), once 3 workers trained a step 2 again (the
-// worker of the highest place gets SIGTERM, the others go on).
+// worker of the highest place gets SIGTERM, the others go on). Steps take 250 ms while fewer than 3
+// train, so the new worker has time to join however loaded the machine is.
 TEST(ElasticRun, HostDiscoveryGrowsAndShrinksTheJob) {
   char dir_template[] = "/tmp/gradwire-discovery-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
@@ -118,7 +119,7 @@ TEST(ElasticRun, HostDiscoveryGrowsAndShrinksTheJob) {
     const std::string command = "GRADWIRE_TIMEOUT=30s timeout -k 5 150 " GRADWIRE_RUN_PATH
                                 " --elastic -n 2 --grace-period 2s --discovery-interval 200ms "
                                 "--host-discovery 'cat " +
-                                hosts + "' " ELASTIC_WORKER_PATH " 60 1 - 100 > " + log + " 2>&1";
+                                hosts + "' " ELASTIC_WORKER_PATH " 60 1 - 250 3 > " + log + " 2>&1";
     status = std::system(command.c_str());
   });
   EXPECT_TRUE(wait_for("elastic-test: step 6 world"));

@@ -1,8 +1,9 @@
 // A worker of an elastic job (gradwire-run --elastic): trains a float64 linear model on seeded
 // synthetic data with DDP, a DistributedSampler and SGD with momentum, committing every step.
-//   elastic_worker STEPS BATCH [DIE_ID:DIE_STEP|-] [STEP_MS]
+//   elastic_worker STEPS BATCH [DIE_ID:DIE_STEP|-] [STEP_MS [SLOW_BELOW]]
 // The worker whose GRADWIRE_ELASTIC_ID is DIE_ID kills itself (SIGKILL) at the start of step
-// DIE_STEP. Each step sleeps STEP_MS (default 0) so that a replacement has time to join. Rank 0 of
+// DIE_STEP. Each step sleeps STEP_MS (default 0; with SLOW_BELOW, only while the generation has
+// fewer workers than that) so that a replacement or a new worker has time to join. Rank 0 of
 // each generation prints "elastic-test: generation G world W backend B" when it begins and, at
 // each commit, "elastic-test: step S world W at T ms" (T: the wall clock), and at the end
 // "elastic-test: final V..." (the parameters, %.17g): elastic_run_test and elastic_check replay
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   std::string die_id;
   int64_t die_step = -1;
   const int step_ms = argc > 4 ? std::stoi(argv[4]) : 0;
+  const int slow_below = argc > 5 ? std::stoi(argv[5]) : 0;
   if (argc > 3 && std::string(argv[3]) != "-") {
     const std::string die = argv[3];
     die_id = die.substr(0, die.find(':'));
@@ -72,7 +74,9 @@ int main(int argc, char** argv) {
       }
       while (state.value("step") < steps) {
         if (doomed && state.value("step") == die_step) ::raise(SIGKILL);
-        std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+        if (slow_below == 0 || job.size() < slow_below) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+        }
         auto indices = sampler.next(static_cast<size_t>(batch));
         if (!indices || indices->size() < static_cast<size_t>(batch)) {
           throw std::runtime_error("elastic_worker: the epoch ran out; use fewer steps");

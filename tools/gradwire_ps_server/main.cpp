@@ -183,8 +183,8 @@ int run(int argc, char** argv) {
 // buffers of up to a request's 4 MiB, on gRPC's handler threads. With glibc's defaults each
 // handler thread gets a malloc arena of its own, and such buffers go back to the kernel when
 // freed, so every step faults its pages in again: with a dense model a quarter of a server's time,
-// and its step grows superlinearly above 16 MiB per server (docs/performance.md). The server keeps
-// one arena and keeps freed memory, unless the user set glibc's variables for them.
+// and its step grows superlinearly above 16 MiB per server (docs/ps-or-allreduce.md). The server
+// keeps one arena and keeps freed memory, unless the user set glibc's variables for them.
 void keep_freed_memory() {
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, 32 << 20);
