@@ -4,7 +4,8 @@
 Computes, from the formulas of docs/ps-or-allreduce.md ("Parameter servers or allreduce: a
 model"), the seconds from the last gradient of a step to the parameters of the next one
 (communication, the reductions and the optimizer update) for ring allreduce, hierarchical
-allreduce, gradwire's parameter servers in both roles (DenseModel) and a BytePS-like summation service, for one cluster:
+allreduce, gradwire's parameter servers in both roles (DenseModel) and a BytePS-like summation
+service, for one cluster:
 
     scripts/ps_or_allreduce.py --model-bytes 46.8e6 --trainers 64 --servers 16 --gbps 25
 
