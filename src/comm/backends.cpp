@@ -6,10 +6,10 @@
 #include <optional>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
-#include "gradwire/common/error.h"
-#include "comm/hierarchical/process_group.h"
 #include "comm/hierarchical/host_identity.h"
+#include "comm/hierarchical/process_group.h"
 #include "comm/shm/process_group.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 
@@ -46,7 +46,7 @@ BackendTraits gloo_traits(const WorldInfo& world, const InitOptions& options, co
 }
 
 shm::Options shm_options(const WorldInfo& world, const EnvMap& env,
-                            std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout) {
   shm::Options options;
   options.port = world.master_port;
   options.timeout = timeout;
@@ -84,7 +84,7 @@ BackendTraits shm_traits(const WorldInfo& world, const InitOptions& options, con
     auto point_to_point = c10d_adapter::make_gloo(
         c10::make_intrusive<c10d::PrefixStore>("p2p", store), rank, size, gloo);
     return c10::make_intrusive<shm::ProcessGroup>(store, rank, size, shm,
-                                                     std::move(point_to_point));
+                                                  std::move(point_to_point));
   };
   return traits;
 }
@@ -194,7 +194,8 @@ void require_one_host(const WorldInfo& world, HostLookup& hosts) {
 
 BackendTraits resolve(const std::string& name, const WorldInfo& world, const InitOptions& options,
                       const EnvMap& env, std::chrono::milliseconds timeout, c10d::Store* store) {
-  HostLookup hosts(world, env, timeout, store);
+  // Exchanging host identities is part of the rendezvous: its own timeout.
+  HostLookup hosts(world, env, resolve_rendezvous_timeout(options, env), store);
   std::string chosen = name;
   if (chosen == "auto") chosen = env.get("GRADWIRE_BACKEND").value_or("auto");
   if (chosen == "auto") {

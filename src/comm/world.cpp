@@ -62,15 +62,15 @@ std::string world_of_one_notice() {
 
 std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env) {
   WorldInfo info = resolve_world(options, env);
-  const auto timeout = resolve_timeout(options, env);
   check_backend_name(options.backend, env);
-  auto store = make_store(info, timeout);
+  auto store = make_store(info, resolve_rendezvous_timeout(options, env));
   return connect_world_on_store(std::move(store), std::move(info), options, env);
 }
 
 std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> store, WorldInfo info,
                                               const InitOptions& options, const EnvMap& env) {
   const auto timeout = resolve_timeout(options, env);
+  const auto rendezvous_timeout = resolve_rendezvous_timeout(options, env);
   check_backend_name(options.backend, env);
   auto shared = std::make_shared<CommunicatorShared>();
   shared->timeout = timeout;
@@ -79,8 +79,8 @@ std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> st
   std::vector<int> everyone(info.world_size);
   for (int r = 0; r < info.world_size; ++r) everyone[r] = r;
   // Exchange who is who first, so later failures can name dead ranks.
-  auto peers =
-      join_members(*shared->store, "gradwire/peers", info.rank, info.world_size, timeout, everyone);
+  auto peers = join_members(*shared->store, "gradwire/peers", info.rank, info.world_size,
+                            rendezvous_timeout, everyone);
   shared->peers = std::make_shared<PeerTable>(std::move(peers));
   // "auto" looks at which ranks share a host (host identities exchanged through the store).
   shared->traits = backend_traits(options.backend, info, options, env, timeout, *shared->store);
@@ -94,7 +94,7 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const EnvMap env = EnvMap::from_process();
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
-  resolve_timeout(options, env);  // a bad timeout is reported before a bad thread count
+  resolve_rendezvous_timeout(options, env);  // bad timeouts are reported before a bad thread count
   at::set_num_threads(
       resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   return connect_world(options, env);

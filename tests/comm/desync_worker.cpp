@@ -21,7 +21,6 @@
 
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
-#include "support/start_line.h"
 
 namespace {
 
@@ -37,8 +36,6 @@ const char* type_of(const gradwire::Error& e) {
 int main(int argc, char** argv) {
   using namespace gradwire;
   const std::string mode = argc > 1 ? argv[1] : "";
-  // The short GRADWIRE_TIMEOUT bounds the rendezvous too: start it together (Note [start line]).
-  gradwire::testing::wait_at_start_line();
   auto world = init();
   auto comm = world->communicator();
   at::Tensor t = at::ones({1000});

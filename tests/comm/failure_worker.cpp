@@ -13,13 +13,10 @@
 
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
-#include "support/start_line.h"
 
 int main(int argc, char** argv) {
   using namespace gradwire;
   const std::string mode = argc > 1 ? argv[1] : "";
-  // The short GRADWIRE_TIMEOUT bounds the rendezvous too: start it together (Note [start line]).
-  gradwire::testing::wait_at_start_line();
   auto world = init();
   auto comm = world->communicator();
   const int victim = comm->size() - 1;

@@ -45,6 +45,28 @@ TEST(Rendezvous, MissingRankZeroMeansStoreUnreachable) {
   EXPECT_LT(Clock::now() - start, timeout * 4);
 }
 
+// A short collective timeout does not bound the rendezvous (InitOptions::rendezvous_timeout): a
+// rank that starts well after the others still joins them (Backends/Desync with 2 s used to fail
+// in the rendezvous on a loaded machine, its ranks' processes starting seconds apart).
+TEST(Rendezvous, AShortCollectiveTimeoutDoesNotBoundTheRendezvous) {
+  const int port = testing::free_port();
+  auto options_for = [port](int rank) {
+    InitOptions options = testing::loopback_options(rank, 2, port, std::chrono::seconds(1));
+    options.rendezvous_timeout.reset();  // the default: at least 300 s
+    return options;
+  };
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    auto world = init(options_for(1));
+    world->communicator()->barrier()->wait();
+  });
+  EXPECT_NO_THROW({
+    auto world = init(options_for(0));
+    world->communicator()->barrier()->wait();
+  });
+  late.join();
+}
+
 TEST(Rendezvous, RankZeroStartingLateIsWaitedFor) {
   const int port = testing::free_port();
   std::thread late([port] {

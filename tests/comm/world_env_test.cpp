@@ -34,8 +34,8 @@ TEST(ResolveWorld, Torchrun) {
 }
 
 TEST(ResolveWorld, TorchrunAgentStoreIsUsedUnderTheAttemptsPrefix) {
-  std::map<std::string, std::string> vars = {{"RANK", "0"},           {"WORLD_SIZE", "2"},
-                                             {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}};
+  std::map<std::string, std::string> vars = {
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}};
   EXPECT_EQ(resolve_world({}, EnvMap(vars)).agent_store_prefix, "");  // rank 0 hosts the store
   vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
   vars["TORCHELASTIC_RESTART_COUNT"] = "2";
@@ -240,6 +240,24 @@ TEST(ResolveTimeout, OptionThenEnvironmentThenDefault) {
   EXPECT_EQ(resolve_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
             std::chrono::seconds(2));
   EXPECT_THROW(resolve_timeout({}, EnvMap({{"GRADWIRE_TIMEOUT", "forever"}})), ConfigError);
+}
+
+TEST(ResolveTimeout, TheRendezvousHasItsOwnNeverShorterThanFiveMinutesByDefault) {
+  InitOptions options;
+  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap()), std::chrono::seconds(300));
+  // A short collective timeout leaves the rendezvous at 300 s; a longer one takes it along.
+  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"}})),
+            std::chrono::seconds(300));
+  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "10m"}})),
+            std::chrono::minutes(10));
+  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"},
+                                                        {"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
+            std::chrono::seconds(3));
+  options.rendezvous_timeout = std::chrono::milliseconds(1500);
+  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
+            std::chrono::milliseconds(1500));
+  EXPECT_THROW(resolve_rendezvous_timeout({}, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "soon"}})),
+               ConfigError);
 }
 
 }  // namespace

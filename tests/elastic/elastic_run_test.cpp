@@ -28,10 +28,10 @@ JobOutput run_job(const std::string& arguments, const std::string& timeout = "30
   char dir_template[] = "/tmp/gradwire-elastic-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
   const std::string log = dir + "/out.txt";
-  const std::string command = "GRADWIRE_TIMEOUT=" + timeout +
-                              " timeout -k 5 150 " GRADWIRE_RUN_PATH
-                              " --elastic --grace-period 2s " +
-                              arguments + " > " + log + " 2>&1";
+  const std::string command =
+      "GRADWIRE_TIMEOUT=" + timeout + " GRADWIRE_RENDEZVOUS_TIMEOUT=" + timeout +
+      " timeout -k 5 150 " GRADWIRE_RUN_PATH " --elastic --grace-period 2s " + arguments + " > " +
+      log + " 2>&1";
   JobOutput output;
   const int status = std::system(command.c_str());
   output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
@@ -92,8 +92,8 @@ TEST(ElasticRun, BelowTheMinimumTheJobFailsNamingWhatIsMissing) {
 
 // --host-discovery: the job starts with 2 workers; once step 6 is done the script gives this node 3
 // slots (a third worker starts and joins at a commit), once 3 workers trained a step 2 again (the
-// worker of the highest place gets SIGTERM, the others go on). Steps take 250 ms while fewer than 3
-// train, so the new worker has time to join however loaded the machine is.
+// worker of the highest place gets SIGTERM, the others go on). Steps take 250 ms until both
+// changes happened, so that each has time however loaded the machine is.
 TEST(ElasticRun, HostDiscoveryGrowsAndShrinksTheJob) {
   char dir_template[] = "/tmp/gradwire-discovery-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
@@ -114,18 +114,24 @@ TEST(ElasticRun, HostDiscoveryGrowsAndShrinksTheJob) {
     return false;
   };
   write_hosts("localhost:2\n");
+  const std::string pace = dir + "/pace";
+  std::ofstream(pace) << "slow\n";  // steps take 250 ms until the file goes
   int status = -1;
   std::thread job([&] {
-    const std::string command = "GRADWIRE_TIMEOUT=30s timeout -k 5 150 " GRADWIRE_RUN_PATH
+    const std::string command = "ELASTIC_TEST_PACE_FILE=" + pace +
+                                " GRADWIRE_TIMEOUT=30s timeout -k 5 150 " GRADWIRE_RUN_PATH
                                 " --elastic -n 2 --grace-period 2s --discovery-interval 200ms "
                                 "--host-discovery 'cat " +
-                                hosts + "' " ELASTIC_WORKER_PATH " 60 1 - 250 3 > " + log + " 2>&1";
+                                hosts + "' " ELASTIC_WORKER_PATH " 60 1 - 250 > " + log + " 2>&1";
     status = std::system(command.c_str());
   });
   EXPECT_TRUE(wait_for("elastic-test: step 6 world"));
   write_hosts("# grown\nlocalhost:3\n");
   EXPECT_TRUE(wait_for(" world 3 at "));  // a step trained by 3 workers
   write_hosts("localhost:2\n");
+  EXPECT_TRUE(wait_for("after the host discovery asked for fewer workers"));
+  EXPECT_TRUE(wait_for("generation 2 world 2"));
+  std::remove(pace.c_str());  // the rest at full speed
   job.join();
   JobOutput output;
   std::ifstream in(log);

@@ -3,7 +3,8 @@
 //   elastic_worker STEPS BATCH [DIE_ID:DIE_STEP|-] [STEP_MS [SLOW_BELOW]]
 // The worker whose GRADWIRE_ELASTIC_ID is DIE_ID kills itself (SIGKILL) at the start of step
 // DIE_STEP. Each step sleeps STEP_MS (default 0; with SLOW_BELOW, only while the generation has
-// fewer workers than that) so that a replacement or a new worker has time to join. Rank 0 of
+// fewer workers than that; with ELASTIC_TEST_PACE_FILE, only while that file exists) so that a
+// replacement or a new worker has time to join. Rank 0 of
 // each generation prints "elastic-test: generation G world W backend B" when it begins and, at
 // each commit, "elastic-test: step S world W at T ms" (T: the wall clock), and at the end
 // "elastic-test: final V..." (the parameters, %.17g): elastic_run_test and elastic_check replay
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -74,9 +76,11 @@ int main(int argc, char** argv) {
       }
       while (state.value("step") < steps) {
         if (doomed && state.value("step") == die_step) ::raise(SIGKILL);
-        if (slow_below == 0 || job.size() < slow_below) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
-        }
+        // ELASTIC_TEST_PACE_FILE: sleep only while that file exists (the test decides the pace).
+        const char* pace = std::getenv("ELASTIC_TEST_PACE_FILE");
+        const bool slow = pace != nullptr ? std::filesystem::exists(pace)
+                                          : slow_below == 0 || job.size() < slow_below;
+        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
         auto indices = sampler.next(static_cast<size_t>(batch));
         if (!indices || indices->size() < static_cast<size_t>(batch)) {
           throw std::runtime_error("elastic_worker: the epoch ran out; use fewer steps");

@@ -25,7 +25,8 @@ batch=2
 
 # host INDEX PORT: one node of the elastic job, output to $SCRATCH/hostINDEX.txt.
 host() {
-  netns_exec "$1" GLOO_SOCKET_IFNAME=eth0 GRADWIRE_TIMEOUT=5s OMP_NUM_THREADS=1 \
+  netns_exec "$1" GLOO_SOCKET_IFNAME=eth0 GRADWIRE_TIMEOUT=5s GRADWIRE_RENDEZVOUS_TIMEOUT=10s \
+    OMP_NUM_THREADS=1 \
     timeout -k 5 120 "$run" --nnodes 1:2 --node-rank "$1" --nproc-per-node 2 \
     --master-addr "${NET}1" --master-port "$2" --grace-period 1s \
     "$worker" "$steps" "$batch" - 100 >"$SCRATCH/host$1.txt" 2>&1

@@ -21,6 +21,7 @@ InitOptions loopback_options(int rank, int world_size, int port,
   options.master_port = port;
   options.backend = "gloo";
   options.timeout = timeout;
+  options.rendezvous_timeout = timeout;  // the rendezvous tests time it out on purpose
   options.gloo_threads = 1;
   return options;
 }

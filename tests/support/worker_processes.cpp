@@ -12,8 +12,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "support/start_line.h"
-
 extern char** environ;
 
 namespace gradwire::testing {
@@ -29,17 +27,6 @@ std::string log_dir(const std::string& name) {
 
 std::string log_path(const std::string& dir, int rank) {
   return dir + "/rank_" + std::to_string(rank) + ".log";
-}
-
-// Where the ranks of the job whose logs go to `dir` mark their start (Note [start line] in
-// support/start_line.h).
-std::string start_line_dir(const std::string& dir) { return dir + "_start"; }
-
-// Starts the job's start line afresh, in its environment `env`.
-void add_start_line(const std::string& dir, std::map<std::string, std::string>& env) {
-  fs::remove_all(start_line_dir(dir));
-  fs::create_directories(start_line_dir(dir));
-  env[kStartLineVariable] = start_line_dir(dir);
 }
 
 // Starts rank `rank` of `options`' job on `port`, its output in `log`; -1 when it cannot be.
@@ -86,13 +73,11 @@ WorkerJob::WorkerJob(WorkerJobOptions options)
     : dir_(log_dir(options.name)), port_(launch::pick_free_port()) {
   fs::remove_all(dir_);
   fs::create_directories(dir_);
-  add_start_line(dir_, options.env);
   for (int rank = 0; rank < options.ranks; ++rank) {
     const pid_t pid = spawn_rank(options, rank, port_, log_path(dir_, rank));
     if (pid <= 0) {
       kill_unreaped();
       fs::remove_all(dir_);
-      fs::remove_all(start_line_dir(dir_));
       throw std::runtime_error("cannot start " + options.program + " as rank " +
                                std::to_string(rank));
     }
@@ -104,7 +89,6 @@ WorkerJob::WorkerJob(WorkerJobOptions options)
 WorkerJob::~WorkerJob() {
   kill_unreaped();
   fs::remove_all(dir_);
-  fs::remove_all(start_line_dir(dir_));
 }
 
 void WorkerJob::kill_unreaped() {
@@ -149,14 +133,12 @@ LaunchedJob launch_job(const std::string& name, const std::vector<std::string>& 
   options.log_dir = dir;
   options.forward_signals = false;
   options.extra_env = env;
-  add_start_line(dir, options.extra_env);
   const auto start = std::chrono::steady_clock::now();
   LaunchedJob job{launch::run_workers(options), {}, {}};
   job.took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
   for (int r = 0; r < ranks; ++r) job.logs.push_back(read_file(log_path(dir, r)));
   fs::remove_all(dir);
-  fs::remove_all(start_line_dir(dir));
   return job;
 }
 

@@ -1,8 +1,7 @@
 // Test support: the ranks of one job as real processes of a worker program on 127.0.0.1.
 // WorkerJob starts them itself (posix_spawn, no launcher in between), so that a test can signal
 // one rank and watch the others; launch_job() runs them through launch::run_workers and returns
-// when all exited. Neither leaves a process or a log directory behind. Both give the ranks a start
-// line to cross before their rendezvous (support/start_line.h, Note [start line]).
+// when all exited. Neither leaves a process or a log directory behind.
 #pragma once
 
 #include <sys/types.h>

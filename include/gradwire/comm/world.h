@@ -16,8 +16,9 @@
 //   none of them             a world of one (rank 0 of 1), as Horovod does; init() says so once
 //                            per process on stderr. Setting any of InitOptions::rank, world_size,
 //                            local_rank, local_world_size asks for a real job instead.
-// GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the default timeout; GRADWIRE_BACKEND the backend
-// when InitOptions::backend is "auto".
+// GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the collectives' default timeout,
+// GRADWIRE_RENDEZVOUS_TIMEOUT the rendezvous'; GRADWIRE_BACKEND the backend when
+// InitOptions::backend is "auto".
 #pragma once
 
 #include <chrono>
@@ -61,8 +62,14 @@ struct InitOptions {
   // when built with it and CUDA is available, else by the hosts the ranks run on (host identities
   // exchanged at rendezvous): shm on one host, gloo when no two share one, else hierarchical.
   std::string backend = "auto";
-  // Timeout for rendezvous and every collective; nullopt: GRADWIRE_TIMEOUT, else 300 s.
+  // Timeout of every collective (and of the backend's creation); nullopt: GRADWIRE_TIMEOUT, else
+  // 300 s.
   std::optional<std::chrono::milliseconds> timeout;
+  // How long the rendezvous waits for every rank (reaching the store, the peers' records, their
+  // host identities); nullopt: GRADWIRE_RENDEZVOUS_TIMEOUT, else the larger of `timeout` and 300 s,
+  // so that ranks started seconds apart (a loaded machine loading libtorch) do not fail a job whose
+  // collectives should time out quickly.
+  std::optional<std::chrono::milliseconds> rendezvous_timeout;
   // Address Gloo binds its connections to. Empty: 127.0.0.1 when master_addr is a loopback
   // address, otherwise this host's name (GLOO_SOCKET_IFNAME is honoured by Gloo itself).
   std::string bind_address;
@@ -83,6 +90,8 @@ int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldIn
                     int hardware_cores);
 // Pure: the effective default timeout (options, then GRADWIRE_TIMEOUT, then 300 s).
 std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env);
+// Pure: the effective rendezvous timeout (see InitOptions::rendezvous_timeout).
+std::chrono::milliseconds resolve_rendezvous_timeout(const InitOptions& options, const EnvMap& env);
 
 // A job's membership and its world communicator. Owns the rendezvous store.
 class World {

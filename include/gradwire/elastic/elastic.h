@@ -142,8 +142,9 @@ struct RunOptions {
   // Workers the first generation waits for; nullopt: GRADWIRE_ELASTIC_INITIAL, else WORLD_SIZE,
   // else min_workers.
   std::optional<int> initial_workers;
-  // Backend and timeout of every generation's communicator (InitOptions' rank, world size and
-  // master fields are not used). The timeout also bounds each rendezvous: below min_workers
+  // Backend and timeouts of every generation's communicator (InitOptions' rank, world size and
+  // master fields are not used). The rendezvous timeout (InitOptions::rendezvous_timeout,
+  // GRADWIRE_RENDEZVOUS_TIMEOUT) also bounds each generation's rendezvous: below min_workers
   // after it, run() throws TimeoutError naming who is missing.
   InitOptions init;
   // A launcher whose heartbeat (the store key elastic/agent/<node>) has not moved for this long

@@ -152,11 +152,14 @@ std::vector<PeerInfo> join_members(c10d::Store& store, const std::string& prefix
       for (int i : missing) {
         names += (names.empty() ? "" : ", ") + std::to_string(member_world_ranks.at(i));
       }
-      throw TimeoutError(
-          "gradwire: rendezvous '" + prefix + "' timed out after " + format_duration(timeout) +
-          ": rank(s) " + names + " of " + std::to_string(size) +
-          " never joined. Check that they started and use the same MASTER_ADDR, "
-          "MASTER_PORT and WORLD_SIZE; raise GRADWIRE_TIMEOUT if they start slowly.");
+      throw TimeoutError("gradwire: rendezvous '" + prefix + "' timed out after " +
+                         format_duration(timeout) + ": rank(s) " + names + " of " +
+                         std::to_string(size) +
+                         " never joined. Check that they started and use the same MASTER_ADDR, "
+                         "MASTER_PORT and WORLD_SIZE; raise " +
+                         std::string(prefix == "gradwire/peers" ? "GRADWIRE_RENDEZVOUS_TIMEOUT"
+                                                                : "GRADWIRE_TIMEOUT") +
+                         " if they start slowly.");
     }
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, std::chrono::milliseconds(100));

@@ -185,8 +185,7 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env) {
   }
   if (env.get("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True" &&
       !(options.master_addr || options.master_port)) {
-    w.agent_store_prefix =
-        "/worker/attempt_" + env.get("TORCHELASTIC_RESTART_COUNT").value_or("0");
+    w.agent_store_prefix = "/worker/attempt_" + env.get("TORCHELASTIC_RESTART_COUNT").value_or("0");
   }
   check_consistent(w, to_string(w.flavour));
   return w;
@@ -203,6 +202,16 @@ std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvM
   if (options.timeout) return *options.timeout;
   if (auto text = env.get("GRADWIRE_TIMEOUT")) return parse_duration(*text, "GRADWIRE_TIMEOUT");
   return std::chrono::seconds(300);
+}
+
+std::chrono::milliseconds resolve_rendezvous_timeout(const InitOptions& options,
+                                                     const EnvMap& env) {
+  if (options.rendezvous_timeout) return *options.rendezvous_timeout;
+  if (auto text = env.get("GRADWIRE_RENDEZVOUS_TIMEOUT")) {
+    return parse_duration(*text, "GRADWIRE_RENDEZVOUS_TIMEOUT");
+  }
+  return std::max<std::chrono::milliseconds>(resolve_timeout(options, env),
+                                             std::chrono::seconds(300));
 }
 
 }  // namespace gradwire
