@@ -1,20 +1,20 @@
 #include "host_discovery.h"
 
-#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <optional>
 #include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
 
+#include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/files.h"
-
-extern char** environ;
+#include "process.h"
 
 namespace gradwire::launch::detail {
 
@@ -59,57 +59,50 @@ std::vector<std::string> local_host_names() {
 }
 
 std::string run_discovery_script(const std::string& command, std::chrono::milliseconds limit) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    throw Error(std::string("host discovery: pipe: ") + std::strerror(errno));
-  }
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-  // Its own process group, so that a script that runs too long is killed with its children.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attributes,
-                                    const_cast<char* const*>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (spawned != 0) {
-    throw Error("host discovery: cannot run '" + command + "': " + std::strerror(spawned));
-  }
-  write_end.reset();
+  // As a worker is started (its own process group, killed with it if it runs too long).
+  SpawnRequest request;
+  request.argv = {"/bin/sh", "-c", command};
+  request.env = EnvMap::from_process().values();
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &request.signal_mask);
+  SpawnedWorker script = spawn_worker(request);
   std::string output;
+  std::string errors;
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  bool timed_out = false;
-  for (;;) {
+  std::vector<std::pair<int, std::string*>> open = {{script.stdout_read.get(), &output},
+                                                    {script.stderr_read.get(), &errors}};
+  while (!open.empty()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      timed_out = true;
-      break;
+      script.process.kill_and_reap();
+      throw Error("host discovery: '" + command + "' ran longer than " + format_duration(limit));
     }
-    pollfd fd{read_end.get(), POLLIN, 0};
-    if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buffer[4096];
-    const ssize_t got = ::read(read_end.get(), buffer, sizeof(buffer));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    output.append(buffer, static_cast<size_t>(got));
+    std::vector<pollfd> fds;
+    for (const auto& [fd, text] : open) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) continue;
+    for (size_t i = fds.size(); i-- > 0;) {
+      if (fds[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t got = ::read(fds[i].fd, buffer, sizeof(buffer));
+      if (got > 0) {
+        open[i].second->append(buffer, static_cast<size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));  // end of file
+      }
+    }
   }
-  if (timed_out) ::kill(-pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Its output is complete; it exits a moment after closing it.
+  std::optional<ProcessExit> exit;
+  while (!(exit = script.process.try_reap())) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      script.process.kill_and_reap();
+      throw Error("host discovery: '" + command + "' ran longer than " + format_duration(limit));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (timed_out) {
-    throw Error("host discovery: '" + command + "' ran longer than " + format_duration(limit));
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw Error("host discovery: '" + command + "' failed (status " + std::to_string(status) + ")");
+  if (exit->signal != 0 || exit->exit_code != 0) {
+    throw Error("host discovery: '" + command + "' " + describe_exit(*exit) +
+                (errors.empty() ? "" : ": " + errors.substr(0, errors.find('\n'))));
   }
   return output;
 }

@@ -18,8 +18,10 @@ int discovered_slots(const std::string& output, const std::string& host);
 // "127.0.0.1" (the slots of all of them count).
 std::vector<std::string> local_host_names();
 
-// Runs `command` with /bin/sh -c and returns its standard output. Throws gradwire::Error naming
-// the command when it cannot run, exits non-zero, or runs longer than `limit` (then it is killed).
+// Runs `command` with /bin/sh -c as a worker is started (spawn_worker: its own process group)
+// and returns its standard output. Throws gradwire::Error naming the command (and the first line
+// of its stderr) when it cannot run, exits non-zero, or runs longer than `limit` (then its process
+// group is killed).
 std::string run_discovery_script(const std::string& command, std::chrono::milliseconds limit);
 
 }  // namespace gradwire::launch::detail
