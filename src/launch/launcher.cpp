@@ -188,10 +188,9 @@ int pick_master_port(const LaunchOptions& options, const detail::ServerPlan& ser
   }
 }
 
-// Elastic mode: the workers' places on this node. A place holds one worker at a time; its
-// incarnation counts the workers it held before.
+// Elastic mode: the workers' places on this node. A place holds one worker at a time; how many it
+// held before is the place's entry in WorkerEnvContext::incarnations.
 struct ElasticPlace {
-  int incarnation = 0;
   pid_t pid = -1;
   bool running = false;
   bool retiring = false;  // sent SIGTERM because the host discovery wants fewer workers
@@ -204,24 +203,19 @@ struct ElasticPlace {
 LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvContext& context,
                                const sigset_t& signal_mask, std::vector<UniqueFd>& logs,
                                detail::Supervisor& supervisor) {
-  LaunchResult tolerated;
+  std::vector<WorkerExit> tolerated;
   int replacements = 0;
   int wanted = options.nproc_per_node;
   std::vector<ElasticPlace> places(options.nproc_per_node);
+  context.incarnations.assign(places.size(), 0);
   // worker_env's layout grows with the places (LOCAL_WORLD_SIZE, the ids' slot numbers).
   LaunchOptions layout = options;
   auto start_in = [&](int place, UniqueFd log) {
     layout.nproc_per_node = std::max(layout.nproc_per_node, place + 1);
-    context.incarnations.resize(places.size(), 0);
-    context.incarnations[place] = places[place].incarnation;
     places[place].pid =
         start_worker(layout, context, signal_mask, place, std::move(log), supervisor);
     places[place].running = true;
     places[place].retiring = false;
-  };
-  auto id_of = [&](int place) {
-    return std::to_string(options.node_rank) + "." + std::to_string(place) + "." +
-           std::to_string(places[place].incarnation);
   };
   auto running = [&] {
     return static_cast<int>(std::count_if(places.begin(), places.end(), [](const ElasticPlace& p) {
@@ -236,9 +230,9 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
   }
   supervisor.set_elastic(true);
   auto on_failure = [&](const WorkerExit& failed) {
-    tolerated.tolerated_failures.push_back(failed);
+    tolerated.push_back(failed);
     const int place = failed.local_rank;
-    const std::string id = id_of(place);
+    const std::string id = detail::elastic_worker_id(options, context, place);
     if (options.on_worker_failed) options.on_worker_failed(failed, id);
     const bool retired = places[place].retiring;
     places[place].running = false;
@@ -257,7 +251,7 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
       line += "; the others go on without it (no replacements left)\n";
     }
     say(line);
-    ++places[place].incarnation;
+    ++context.incarnations[place];
     // A replacement writes to its place's log (the pump keeps it by label).
     if (replace) start_in(place, UniqueFd());
   };
@@ -279,7 +273,10 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
     wanted = slots;
     // Grow in the lowest free places, shrink from the highest.
     for (int place = 0; running() < wanted; ++place) {
-      if (place == static_cast<int>(places.size())) places.emplace_back();
+      if (place == static_cast<int>(places.size())) {
+        places.emplace_back();
+        context.incarnations.push_back(0);
+      }
       if (!places[place].running) start_in(place, UniqueFd());
     }
     for (int place = static_cast<int>(places.size()) - 1; running() > wanted; --place) {
@@ -296,7 +293,7 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
   }
   LaunchResult result = supervisor.run();
   result.elastic = true;
-  result.tolerated_failures = std::move(tolerated.tolerated_failures);
+  result.tolerated_failures = std::move(tolerated);
   result.master_port = context.master_port;
   return result;
 }

@@ -127,6 +127,15 @@ int global_rank(const LaunchOptions& options, int local_rank) {
   return options.node_rank * options.nproc_per_node + local_rank;
 }
 
+std::string elastic_worker_id(const LaunchOptions& options, const WorkerEnvContext& context,
+                              int local_rank) {
+  const int incarnation = static_cast<size_t>(local_rank) < context.incarnations.size()
+                              ? context.incarnations[local_rank]
+                              : 0;
+  return std::to_string(options.node_rank) + "." + std::to_string(local_rank) + "." +
+         std::to_string(incarnation);
+}
+
 std::map<std::string, std::string> worker_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context, int local_rank) {
   GRADWIRE_CHECK_GE(local_rank, 0);
@@ -157,11 +166,7 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
     env.erase(name);
   }
   if (options.elastic) {
-    const int incarnation = static_cast<size_t>(local_rank) < context.incarnations.size()
-                                ? context.incarnations[local_rank]
-                                : 0;
-    env["GRADWIRE_ELASTIC_ID"] = std::to_string(options.node_rank) + "." +
-                                 std::to_string(local_rank) + "." + std::to_string(incarnation);
+    env["GRADWIRE_ELASTIC_ID"] = elastic_worker_id(options, context, local_rank);
     env["GRADWIRE_ELASTIC_MIN"] = std::to_string(options.min_workers);
     if (options.max_workers > 0) env["GRADWIRE_ELASTIC_MAX"] = std::to_string(options.max_workers);
     env["GRADWIRE_ELASTIC_INITIAL"] = std::to_string(options.nnodes * options.nproc_per_node);

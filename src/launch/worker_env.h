@@ -50,6 +50,11 @@ int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node);
 // Global rank of a local worker: node_rank * nproc_per_node + local_rank.
 int global_rank(const LaunchOptions& options, int local_rank);
 
+// Elastic mode: local worker `local_rank`'s GRADWIRE_ELASTIC_ID, "<node_rank>.<local rank>.<its
+// incarnation in context.incarnations, 0 when absent>".
+std::string elastic_worker_id(const LaunchOptions& options, const WorkerEnvContext& context,
+                              int local_rank);
+
 // The complete environment of local worker `local_rank`: the parent's variables, then the
 // torchrun-compatible ones, then options.extra_env. TORCHELASTIC_RUN_ID, GRADWIRE_JOB_TOKEN and
 // OMP_NUM_THREADS keep the parent's value when it is set and not empty. With servers, also
