@@ -14,12 +14,6 @@ std::string key(int64_t generation, const std::string& rest) {
   return "elastic/g" + std::to_string(generation) + "/" + rest;
 }
 
-struct Record {
-  std::string id;
-  std::string host;
-  int64_t commits = 0;
-};
-
 Record parse_record(const std::string& text) {
   Record record;
   std::istringstream in(text);
@@ -29,6 +23,21 @@ Record parse_record(const std::string& text) {
   std::getline(in, commits);
   record.commits = commits.empty() ? 0 : std::stoll(commits);
   return record;
+}
+
+// Reads the records of generation `number`'s first `count` arrivals that `records` does not hold
+// yet (a record never changes once written, so each is read once); one still being written stays
+// empty.
+void read_records(JobStore& store, int64_t number, int64_t count,
+                  std::vector<std::optional<Record>>& records) {
+  records.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i]) continue;
+    if (const std::optional<std::string> text =
+            store.get(key(number, "member/" + std::to_string(i)))) {
+      records[i] = parse_record(*text);
+    }
+  }
 }
 
 std::string join_ids(const std::vector<std::string>& ids) {
@@ -46,6 +55,8 @@ bool contains(const std::vector<std::string>& ids, const std::string& id) {
 std::string node_of(const std::string& worker_id) {
   return worker_id.substr(0, worker_id.find('.'));
 }
+
+std::string world_prefix(int64_t number) { return key(number, "world"); }
 
 std::vector<std::string> missing(const JoinView& view) {
   std::vector<std::string> absent;
@@ -89,10 +100,10 @@ std::vector<std::string> Membership::members_of(int64_t number) {
   if (number < 0) return ids;
   const std::optional<std::string> closed = store_.get(key(number, "closed"));
   if (!closed) return ids;
-  for (int i = 0; i < std::stoi(*closed); ++i) {
-    const std::optional<std::string> record =
-        store_.get(key(number, "member/" + std::to_string(i)));
-    if (record) ids.push_back(parse_record(*record).id);
+  std::vector<std::optional<Record>> records;
+  read_records(store_, number, std::stoi(*closed), records);
+  for (const auto& record : records) {
+    if (record) ids.push_back(record->id);
   }
   return ids;
 }
@@ -120,16 +131,18 @@ std::set<std::string> Membership::gone(const std::vector<std::string>& ids) {
   return result;
 }
 
-Generation Membership::generation_from(int64_t number, int count, const std::string& me) {
+// `known`: the records read while waiting (the members are its first `count`).
+Generation Membership::generation_from(int64_t number, int count, const std::string& me,
+                                       std::vector<std::optional<Record>> known) {
+  read_records(store_, number, count, known);
   std::vector<Record> records;
   for (int i = 0; i < count; ++i) {
-    const std::optional<std::string> text = store_.get(key(number, "member/" + std::to_string(i)));
-    if (!text) {
+    if (!known[i]) {
       throw InternalError("gradwire elastic: generation " + std::to_string(number) +
                           " closed with " + std::to_string(count) + " members but member " +
                           std::to_string(i) + " wrote no record");
     }
-    records.push_back(parse_record(*text));
+    records.push_back(*known[i]);
   }
   // Rank 0 is a member with the latest commit: the state is synced from it.
   std::sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
@@ -165,12 +178,14 @@ std::optional<Generation> Membership::join(int64_t number, int64_t commits) {
     store_.set(key(number, "member/" + std::to_string(index)),
                me + "\t" + options_.host + "\t" + std::to_string(commits));
     const std::vector<std::string> previous = members_of(number - 1);
+    std::vector<std::optional<Record>> records;  // the arrivals', read once each
+    std::set<std::string> gone_members;          // only grows: exited, or their launcher silent
     bool late = false;
     for (;;) {
       if (const std::optional<std::string> closed = store_.get(key(number, "closed"))) {
         const int count = std::stoi(*closed);
         if (index < count) {
-          Generation generation = generation_from(number, count, me);
+          Generation generation = generation_from(number, count, me, std::move(records));
           if (options_.verbose) {
             std::cerr << "gradwire elastic: " << me << " is rank " << generation.rank << " of "
                       << count << " in generation " << number << " ("
@@ -189,14 +204,17 @@ std::optional<Generation> Membership::join(int64_t number, int64_t commits) {
         return std::nullopt;
       }
       JoinView view;
-      const int64_t arrived = store_.add(key(number, "arrived"), 0);
-      for (int64_t i = 0; i < arrived; ++i) {
-        const std::optional<std::string> record =
-            store_.get(key(number, "member/" + std::to_string(i)));
-        view.arrivals.push_back(record ? parse_record(*record).id : "");
-      }
+      read_records(store_, number, store_.add(key(number, "arrived"), 0), records);
+      for (const auto& record : records) view.arrivals.push_back(record ? record->id : "");
       view.previous = previous;
-      view.gone = gone(previous);
+      // Only the previous members that neither arrived nor are known gone are looked up.
+      std::vector<std::string> unaccounted;
+      for (const std::string& id : previous) {
+        if (gone_members.count(id) == 0 && !contains(view.arrivals, id)) unaccounted.push_back(id);
+      }
+      const std::set<std::string> newly_gone = gone(unaccounted);
+      gone_members.insert(newly_gone.begin(), newly_gone.end());
+      view.gone = gone_members;
       view.me = me;
       view.min_workers = options_.min_workers;
       view.max_workers = options_.max_workers;

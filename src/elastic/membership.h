@@ -46,8 +46,18 @@ JoinDecision decide(const JoinView& view);
 // "0.1.2" -> "0"
 std::string node_of(const std::string& worker_id);
 
+// The store prefix of generation `number`'s communicator ("elastic/g<G>/world").
+std::string world_prefix(int64_t number);
+
 // The previous members that neither arrived nor are gone, for messages.
 std::vector<std::string> missing(const JoinView& view);
+
+// One arrival's record: "<worker id>\t<host identity>\t<commits>".
+struct Record {
+  std::string id;
+  std::string host;
+  int64_t commits = 0;
+};
 
 struct MembershipOptions {
   std::string worker_id;
@@ -80,7 +90,8 @@ class Membership {
  private:
   std::vector<std::string> members_of(int64_t number);
   std::set<std::string> gone(const std::vector<std::string>& ids);
-  Generation generation_from(int64_t number, int count, const std::string& me);
+  Generation generation_from(int64_t number, int count, const std::string& me,
+                             std::vector<std::optional<Record>> known);
 
   JobStore& store_;
   MembershipOptions options_;

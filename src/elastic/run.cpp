@@ -76,7 +76,6 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
   detail::Membership membership(*store, resolved);
   // A peer died: back to the last commit, then the next generation.
   auto go_back = [&](const Error& error) {
-    state.bind(nullptr);
     state.restore();
     if (options.verbose) {
       std::cerr << "gradwire elastic: " << error.what()
@@ -97,11 +96,17 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
     info.local_world_size = generation.local_size;
     info.master_addr = env.get("MASTER_ADDR").value_or("127.0.0.1");
     info.flavour = EnvFlavour::kExplicit;
+    // Destroyed when the iteration ends, after the state lets go of it (Note [leaving a world]).
     std::unique_ptr<World> world;
     State::Binding binding;
+    // The state checks for joiners through this generation only while it runs.
+    struct Unbind {
+      State& state;
+      ~Unbind() { state.bind(nullptr); }
+    } unbind{state};
     try {
       auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
-          "elastic/g" + std::to_string(generation.number) + "/world", c10d_store_of(*store));
+          detail::world_prefix(generation.number), c10d_store_of(*store));
       world = connect_world_on_store(prefixed, info, options.init, env);
       const std::shared_ptr<Communicator> communicator = world->communicator();
       state.sync(*communicator, 0);
@@ -110,7 +115,6 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       binding = State::Binding{&membership, generation.number, communicator.get()};
       state.bind(&binding);
       train(context);
-      state.bind(nullptr);
       if (generation.rank == 0) membership.mark_done(generation.number);
       return;
     } catch (const detail::MembershipChange&) {
@@ -124,12 +128,7 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       go_back(error);
     } catch (const TimeoutError& error) {
       go_back(error);
-    } catch (...) {
-      state.bind(nullptr);
-      throw;
     }
-    state.bind(nullptr);
-    world.reset();  // Note [leaving a world]
   }
 }
 
