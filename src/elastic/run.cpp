@@ -109,7 +109,7 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
           detail::world_prefix(generation.number), c10d_store_of(*store));
       world = connect_world_on_store(prefixed, info, options.init, env);
       const std::shared_ptr<Communicator> communicator = world->communicator();
-      state.sync(*communicator, 0);
+      state.sync(*communicator, 0, generation.number);
       Context context(generation, communicator);
       for (const auto& reset : options.on_reset) reset(context);
       binding = State::Binding{&membership, generation.number, communicator.get()};

@@ -68,13 +68,18 @@ void State::deserialize(const std::string& bytes) {
   commits_ = commits.item<int64_t>();
 }
 
-void State::reshard(int rank, int world_size) {
+void State::reshard(int rank, int world_size, int64_t generation) {
   for (const Part& part : parts_) {
-    if (part.reshard) part.reshard(rank, world_size);
+    if (part.reshard) part.reshard(rank, world_size, generation);
   }
 }
 
 void State::commit() {
+  if (binding_ != nullptr) {
+    for (const Part& part : parts_) {
+      if (part.prepare_commit) part.prepare_commit(*binding_->communicator);
+    }
+  }
   ++commits_;
   committed_ = serialize();
   if (binding_ == nullptr) return;
@@ -92,7 +97,7 @@ void State::restore() {
   deserialize(committed_);
 }
 
-void State::sync(Communicator& communicator, int root) {
+void State::sync(Communicator& communicator, int root, int64_t generation) {
   std::string bytes;
   if (communicator.rank() == root) bytes = committed_.empty() ? serialize() : committed_;
   at::Tensor size = torch::tensor(static_cast<int64_t>(bytes.size()), torch::kInt64);
@@ -103,7 +108,7 @@ void State::sync(Communicator& communicator, int root) {
   bytes.assign(static_cast<const char*>(buffer.data_ptr()), static_cast<size_t>(buffer.numel()));
   deserialize(bytes);
   committed_ = std::move(bytes);
-  reshard(communicator.rank(), communicator.size());
+  reshard(communicator.rank(), communicator.size(), generation);
 }
 
 }  // namespace gradwire::elastic

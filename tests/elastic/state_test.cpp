@@ -100,6 +100,66 @@ TEST(ElasticState, SyncBroadcastsTheRootsCommitAndReshards) {
   }
 }
 
+// An object using both optional hooks: what every rank did, gathered at each commit, and the
+// generation it was resharded into.
+struct Gathering {
+  int64_t mine = 0;      // this rank's own count
+  int64_t gathered = 0;  // the sum over the ranks at the last commit (what save() keeps)
+  int rank = -1, world_size = 0;
+  int64_t generation = -1;
+  void save(torch::serialize::OutputArchive& archive) const {
+    archive.write("gathered", torch::tensor(gathered), /*is_buffer=*/true);
+  }
+  void load(torch::serialize::InputArchive& archive) {
+    torch::Tensor value;
+    archive.read("gathered", value, /*is_buffer=*/true);
+    gathered = value.item<int64_t>();
+  }
+  void reshard(int new_rank, int new_world_size, int64_t new_generation) {
+    rank = new_rank;
+    world_size = new_world_size;
+    generation = new_generation;
+  }
+  void prepare_commit(Communicator& communicator) {
+    at::Tensor sum = torch::tensor(mine);
+    communicator.allreduce(sum)->wait();
+    gathered = sum.item<int64_t>();
+  }
+};
+
+TEST(ElasticState, RunCallsPrepareCommitOnEveryRankAndReshardsWithTheGeneration) {
+  auto store = JobStore::in_process(std::chrono::seconds(20));
+  constexpr int kRanks = 3;
+  std::vector<std::future<Gathering>> workers;
+  for (int slot = 0; slot < kRanks; ++slot) {
+    workers.push_back(std::async(std::launch::async, [&, slot] {
+      std::unique_ptr<JobStore> own = store->shared();
+      Gathering object;
+      State state;
+      state.add("object", object);
+      RunOptions options;
+      options.store = own.get();
+      options.worker_id = "0." + std::to_string(slot) + ".0";
+      options.initial_workers = kRanks;
+      options.init.backend = "gloo";
+      options.init.timeout = std::chrono::seconds(20);
+      options.verbose = false;
+      run(state, [&](Context& job) {
+        EXPECT_EQ(object.rank, job.rank());
+        EXPECT_EQ(object.world_size, kRanks);
+        EXPECT_EQ(object.generation, job.generation().number);
+        for (int step = 1; step <= 2; ++step) {
+          object.mine = step * (job.rank() + 1);
+          state.commit();
+          EXPECT_EQ(object.gathered, step * 6);
+        }
+      }, options);
+      return object;
+    }));
+  }
+  for (auto& worker : workers) EXPECT_EQ(worker.get().gathered, 12);
+}
+
 TEST(DistributedSamplerReshard, EverySampleOfTheEpochIsSeenOnceAcrossAChangeOfWorld) {
   constexpr size_t kSize = 60;
   data::DistributedSamplerOptions options;

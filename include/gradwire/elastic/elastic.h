@@ -81,9 +81,14 @@ class State {
 
   // Registers `object` under `name` (unique): anything with save(torch::serialize::OutputArchive&)
   // const and load(torch::serialize::InputArchive&), such as a module (or its holder), an
-  // optimizer, a data::DistributedSampler. An object with reshard(int rank, int world_size) (the
-  // sampler) is told each new membership after its state was loaded. The object must outlive
-  // the State.
+  // optimizer, a data::DistributedSampler. Optional members the state calls when present:
+  //   reshard(int rank, int world_size)  after every sync(): the new membership (the sampler);
+  //   reshard(int rank, int world_size, int64_t generation)  the same, with the generation's
+  //                                      number (unique per membership of the job: keys, attempts);
+  //   prepare_commit(Communicator&)      at every commit inside run(), on every member before the
+  //                                      copy is taken: a collective that makes this rank's save()
+  //                                      hold what all ranks did (data::ShardedRecordReader).
+  // The object must outlive the State.
   template <typename T>
   void add(const std::string& name, T& object);
   template <typename T>
@@ -104,8 +109,9 @@ class State {
   int64_t commits() const { return commits_; }
 
   // Broadcasts the state from `root` of `communicator` (its last commit, or its current state when
-  // it never committed): every rank then holds it, as committed. Collective. Then reshards.
-  void sync(Communicator& communicator, int root);
+  // it never committed): every rank then holds it, as committed. Collective. Then reshards, telling
+  // the objects `generation` (run() passes its generation's number).
+  void sync(Communicator& communicator, int root, int64_t generation = 0);
 
   // Internal, for run(): the membership whose commits also check for joiners, or nullptr.
   struct Binding;
@@ -116,12 +122,13 @@ class State {
     std::string name;
     std::function<void(torch::serialize::OutputArchive&)> save;
     std::function<void(torch::serialize::InputArchive&)> load;
-    std::function<void(int rank, int world_size)> reshard;  // may be empty
+    std::function<void(int rank, int world_size, int64_t generation)> reshard;  // may be empty
+    std::function<void(Communicator&)> prepare_commit;                          // may be empty
   };
   void add_part(Part part);
   std::string serialize() const;
   void deserialize(const std::string& bytes);
-  void reshard(int rank, int world_size);
+  void reshard(int rank, int world_size, int64_t generation);
 
   std::vector<Part> parts_;
   std::map<std::string, int64_t> values_;
@@ -170,6 +177,17 @@ struct has_reshard : std::false_type {};
 template <typename T>
 struct has_reshard<T, std::void_t<decltype(std::declval<T&>().reshard(0, 1))>> : std::true_type {};
 template <typename T, typename = void>
+struct has_generation_reshard : std::false_type {};
+template <typename T>
+struct has_generation_reshard<
+    T, std::void_t<decltype(std::declval<T&>().reshard(0, 1, int64_t{0}))>> : std::true_type {};
+template <typename T, typename = void>
+struct has_prepare_commit : std::false_type {};
+template <typename T>
+struct has_prepare_commit<
+    T, std::void_t<decltype(std::declval<T&>().prepare_commit(std::declval<Communicator&>()))>>
+    : std::true_type {};
+template <typename T, typename = void>
 struct is_holder : std::false_type {};
 template <typename T>
 struct is_holder<T, std::void_t<decltype(std::declval<T&>().ptr())>> : std::true_type {};
@@ -184,8 +202,19 @@ void State::add(const std::string& name, T& object) {
     part.name = name;
     part.save = [&object](torch::serialize::OutputArchive& archive) { object.save(archive); };
     part.load = [&object](torch::serialize::InputArchive& archive) { object.load(archive); };
-    if constexpr (detail::has_reshard<T>::value) {
-      part.reshard = [&object](int rank, int world_size) { object.reshard(rank, world_size); };
+    if constexpr (detail::has_generation_reshard<T>::value) {
+      part.reshard = [&object](int rank, int world_size, int64_t generation) {
+        object.reshard(rank, world_size, generation);
+      };
+    } else if constexpr (detail::has_reshard<T>::value) {
+      part.reshard = [&object](int rank, int world_size, int64_t) {
+        object.reshard(rank, world_size);
+      };
+    }
+    if constexpr (detail::has_prepare_commit<T>::value) {
+      part.prepare_commit = [&object](Communicator& communicator) {
+        object.prepare_commit(communicator);
+      };
     }
     add_part(std::move(part));
   }
