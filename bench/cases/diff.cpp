@@ -155,7 +155,8 @@ void print_diff(std::ostream& out, const std::string& baseline_path, const std::
 }  // namespace
 
 std::string describe_field(const nlohmann::json& value) {
-  if (value.is_null()) return "None";
+  // Never a language's null ("None", "null"): the reader sees that the file left it unset.
+  if (value.is_null()) return "unset";
   if (value.is_string()) {
     std::string text = value.get<std::string>();
     if (!text.empty() && text.back() == '\n') text.pop_back();
@@ -166,6 +167,13 @@ std::string describe_field(const nlohmann::json& value) {
     std::string text;
     for (const auto& item : value) text += (text.empty() ? "" : " ") + describe_field(item);
     return text;
+  }
+  if (value.is_object()) {
+    std::string text;
+    for (const auto& item : value.items()) {
+      text += (text.empty() ? "" : ", ") + item.key() + " " + describe_field(item.value());
+    }
+    return "{" + text + "}";
   }
   return value.dump();
 }

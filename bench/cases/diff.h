@@ -15,8 +15,9 @@
 
 namespace gradwire::bench {
 
-// Pure: a field value as the settings block prints it: strings bare, null as "None" (as
-// upstream's Python prints it), arrays space-separated, multi-line text as "(N lines)".
+// Pure: a field value as the settings block and the report page print it: strings bare, null as
+// "unset" (never a language's null: upstream's diff.py prints Python's "None"), arrays
+// space-separated, objects as "{key value, ...}", multi-line text as "(N lines)".
 std::string describe_field(const nlohmann::json& value);
 
 // Pure: the whole comparison. Models are matched by name and batch size, configurations by

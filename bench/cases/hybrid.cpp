@@ -21,6 +21,7 @@
 #include "cases/hybrid_settings.h"
 #include "cases/hybrid_training.h"
 #include "cases/parity.h"
+#include "cases/ps_transports.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/version.h"
@@ -68,15 +69,16 @@ void write_outputs(const HybridSettings& settings, const nlohmann::json& documen
 int run_trainer(RankContext& context, const HybridSettings& settings, const State& state,
                 const std::vector<std::string>& argv) {
   const std::shared_ptr<Communicator> communicator = context.world.communicator();
-  std::string transport;
+  std::vector<std::string> transports;
   const HybridTrainerResult mine =
-      train_hybrid(settings, communicator, state.repeat_index, &transport);
+      train_hybrid(settings, communicator, state.repeat_index, &transports);
   const HybridResult all =
       gather_trainer_samples(*communicator, mine, {hybrid_phases(), {}}, "gradwire");
   if (!context.reports()) return 0;
   std::ostream& out = repeat_output(settings.repeat);
   // Chosen as DDP's backend is: shared memory where the servers are on this host.
-  out << "gradwire: trainer 0's parameter-server calls: " << transport << "\n";
+  out << "gradwire: trainer 0's parameter-server calls: " << describe_transports(transports)
+      << ", DDP over " << communicator->backend() << "\n";
   const std::string suffix = settings.repeat > 1
                                  ? " (repeat " + std::to_string(state.repeat_index) + " of " +
                                        std::to_string(settings.repeat) + ")"
@@ -85,14 +87,17 @@ int run_trainer(RankContext& context, const HybridSettings& settings, const Stat
   print_hybrid_phases(out, all, "gradwire: where an epoch goes (mean ms per epoch)" + suffix);
   if (!state.result_file.empty()) {
     nlohmann::json document = {{"implementation", "gradwire"},
+                               {"backend", communicator->backend()},
+                               {"transports", transports},
                                {"trainers", trainers_to_json(all, hybrid_step_names())}};
     write_json_file(state.result_file, document);
     return 0;
   }
   HybridDocumentInputs inputs;
-  inputs.metadata = run_metadata(context, argv);
+  inputs.metadata = run_metadata(context, argv);  // the communicator's backend
   inputs.settings = settings;
   inputs.gradwire = all;
+  inputs.transports = {transports};
   write_outputs(settings, hybrid_document(inputs));
   return 0;
 }
@@ -146,7 +151,9 @@ class Conductor {
       print_hybrid_phases(std::cout, pooled, "gradwire: where an epoch goes (mean ms per epoch)");
     }
     HybridDocumentInputs inputs;
-    inputs.metadata = conductor_metadata(settings_.backend, settings_.trainers, 1, argv_);
+    // The dense part's backend as trainer 0's communicator reported it, every repeat.
+    inputs.metadata = conductor_metadata(summarize_values(backends_), settings_.trainers, 1, argv_);
+    inputs.transports = transports_;
     inputs.settings = settings_;
     inputs.gradwire = pooled;
     if (!repeats.reference_document.is_null()) {
@@ -193,7 +200,10 @@ class Conductor {
     job.server_arguments = {"--threads", std::to_string(settings_.server_threads)};
     progress("starting " + std::to_string(settings_.servers) + " servers and " +
              std::to_string(settings_.trainers) + " trainers");
-    return parse_hybrid_result(run_trainer_job(job, repeat), "trainer 0's results");
+    const nlohmann::json document = run_trainer_job(job, repeat);
+    backends_.push_back(document.value("backend", std::string("unknown")));
+    transports_.push_back(document.value("transports", std::vector<std::string>()));
+    return parse_hybrid_result(document, "trainer 0's results");
   }
 
   HybridSettings settings_;
@@ -201,6 +211,8 @@ class Conductor {
   PythonTorch python_;
   std::string script_;
   PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
+  std::vector<std::string> backends_;                 // per repeat, trainer 0's communicator's
+  std::vector<std::vector<std::string>> transports_;  // per repeat, trainer 0's per server
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cases/hybrid_report.h"
 
+#include "cases/ps_transports.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/version.h"
 #include "harness/rows.h"
@@ -9,7 +10,9 @@ namespace gradwire::bench {
 void print_hybrid_header(std::ostream& out, const HybridSettings& s, const std::string& reference,
                          const HardwareInfo& hardware) {
   print_suite_title(out, "hybrid (DDP + parameter servers)", 49, version(), torch_description());
-  out << "* Distributed backend: " << s.backend << " (dense part), gRPC (servers)\n"
+  out << "* Distributed backend: " << s.backend
+      << " (dense part); the parameter-server calls' transport is printed with each run, as "
+         "trainer 0's client found it\n"
       << "* Trainers: " << s.trainers << ", parameter servers: " << s.servers
       << ", one intra-op thread per trainer\n"
       << "* Embedding: " << s.rows << " rows x " << s.embedding_width() << " (" << s.servers
@@ -81,6 +84,8 @@ nlohmann::json hybrid_document(const HybridDocumentInputs& inputs) {
   nlohmann::json document = make_document("hybrid", inputs.metadata);
   document["implementation"] = "gradwire";
   document["settings"] = hybrid_settings_json(inputs.settings);
+  document["transport"] = summarize_transports(inputs.transports);
+  document["transports"] = inputs.transports;
   document["trainers"] = trainers_to_json(inputs.gradwire, hybrid_step_names());
   document["summary"] = {{"all", all_summary(inputs.gradwire, hybrid_step_names())}};
   RowSet rows{{"implementation", "trainer"}, "s", "trainer", "implementation", {}};

@@ -47,11 +47,14 @@ struct HybridDocumentInputs {
   std::optional<nlohmann::json> reference;  // the reference's document, pooled trainers
   std::vector<double> ratio_by_repeat;      // empty without a reference
   std::optional<PlainStepParity> plain_step;  // both sides' plain steps; with a reference only
+  // Per repeat, trainer 0's transport per server after training (cases/ps_transports.h).
+  std::vector<std::vector<std::string>> transports;
 };
-// {"schema_version", "benchmark": "hybrid", "metadata", "implementation": "gradwire",
-//  "settings", "trainers", "summary": {"all": {p50.. sec/epoch and ex/s}}, "reference",
-//  "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "plain_step" (plain_step_json, when
-//  given), "rows"} (docs/benchmarks.md); the
+// {"schema_version", "benchmark": "hybrid", "metadata" (backend: the dense part's communicator),
+//  "implementation": "gradwire", "settings", "transport" (summarize_transports), "transports"
+//  (per repeat, per server), "trainers", "summary": {"all": {p50.. sec/epoch and ex/s}},
+//  "reference", "comparison": {"all_p50_ex_s_ratio", "ratio_by_repeat"}, "plain_step"
+//  (plain_step_json, when given), "rows"} (docs/benchmarks.md); the
 // generic rows (harness/rows.h) are sec/epoch by implementation and trainer.
 nlohmann::json hybrid_document(const HybridDocumentInputs& inputs);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "cases/hybrid_batches.h"
+#include "cases/ps_transports.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ps/client.h"
@@ -103,7 +104,7 @@ PlainStep time_hybrid_plain_step(const HybridSettings& settings, int threads) {
 
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat,
-                                 std::string* transport) {
+                                 std::vector<std::string>* transports) {
   const int trainer = communicator->rank();
   ps::ClientOptions client_options;
   client_options.rank = trainer;
@@ -114,15 +115,6 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
   embedding_options.table = table_config(settings, repeat, communicator->size());
   embedding_options.mode = ps::BagMode::kSum;
   ps::RemoteEmbeddingBag embedding(client, embedding_options);
-  if (transport != nullptr) {
-    int shared = 0;
-    for (int server = 0; server < client->num_servers(); ++server) {
-      shared += client->transport(server) == "shared memory" ? 1 : 0;
-    }
-    *transport = shared == 0 ? "grpc to all " + std::to_string(client->num_servers()) + " servers"
-                             : "shared memory to " + std::to_string(shared) + " of " +
-                                   std::to_string(client->num_servers()) + " servers";
-  }
 
   torch::manual_seed(static_cast<std::uint64_t>(settings.seed));
   torch::nn::Sequential dense = dense_model(settings.embedding_width());
@@ -171,6 +163,8 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
     result.phase_seconds["push"].push_back(push);
     result.phase_seconds["step"].push_back(step);
   }
+  // After the epochs: a channel given up after a timeout has gone back to gRPC by now.
+  if (transports != nullptr) *transports = client_transports(*client);
   return result;
 }
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cases/hybrid_results.h"
 #include "cases/hybrid_settings.h"
@@ -19,13 +20,13 @@ namespace gradwire::bench {
 
 // Trains settings.warmup + settings.epochs epochs on this trainer (rank `communicator.rank()`)
 // and returns the measured epochs: wall time per epoch (steady_clock around its batches, which
-// are generated before the clock starts), examples, and the phase split. `transport`, when given,
-// gets how this trainer's calls reached the servers (ps::Client::transport, counted over the
-// servers: "shared memory to 8 of 8 servers"). Blocks; collective over `communicator` (DDP). Throws
-// the ps client's and DDP's errors.
+// are generated before the clock starts), examples, and the phase split. `transports`, when
+// given, gets how this trainer's calls reached each server after the epochs (ps::Client::transport,
+// cases/ps_transports.h). Blocks; collective over `communicator` (DDP). Throws the ps client's and
+// DDP's errors.
 HybridTrainerResult train_hybrid(const HybridSettings& settings,
                                  const std::shared_ptr<Communicator>& communicator, int repeat,
-                                 std::string* transport = nullptr);
+                                 std::vector<std::string>* transports = nullptr);
 
 // The plain step of --reference pytorch (cases/parity.h), timed in the calling process: the same
 // model held here, without DDP or servers (settings.servers torch::nn::EmbeddingBag(rows, dim,

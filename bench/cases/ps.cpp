@@ -23,6 +23,7 @@
 #include "cases/ps_results.h"
 #include "cases/ps_settings.h"
 #include "cases/ps_training.h"
+#include "cases/ps_transports.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "harness/hardware.h"
@@ -70,6 +71,7 @@ int run_trainer(RankContext& context, const PsSettings& settings, const State& s
         communicator, outcome.samples, {ps_phases(), ps_byte_names()}, implementation_of("ps"));
     document = {{"layout", outcome.layout},
                 {"layout_text", outcome.layout_text},
+                {"transports", outcome.transports},
                 {"trainers", trainers_to_json(all, ps_step_names())}};
   } else {
     const auto ddp = state.job == "ddp" ? context.world.communicator() : nullptr;
@@ -77,6 +79,7 @@ int run_trainer(RankContext& context, const PsSettings& settings, const State& s
     const TrainerResults all =
         gather_trainer_samples(communicator, mine, {{"forward", "backward"}, {}}, "");
     document = {{"trainers", trainers_to_json(all, ps_step_names())}};
+    if (ddp) document["backend"] = ddp->backend();  // what "auto" became
   }
   document["implementation"] = implementation_of(state.job);
   if (context.reports()) write_json_file(state.result_file, document);
@@ -101,7 +104,8 @@ class Conductor {
                        reference_order(settings_.repeat);
     }
     progress(describe_ps_settings(settings_));
-    print_ps_header(std::cout, {settings_, threads_, reference_line, describe_hardware()});
+    // Printed after the first repeat's jobs (run_ours), which tell how the calls travelled.
+    header_ = PsHeader{settings_, threads_, reference_line, describe_hardware(), {}, {}};
 
     AlternatingRuns<PsRun> runs;
     runs.repeats = settings_.repeat;
@@ -143,7 +147,11 @@ class Conductor {
       print_plain_step_parity(std::cout, plain_, ps_plain_step_names(settings_));
       inputs.plain_step = plain_;
     }
-    inputs.metadata = conductor_metadata("grpc", settings_.trainers, threads_.ps, argv_);
+    // The parameter-server calls' transport as trainer 0's client reported it, every repeat.
+    inputs.metadata = conductor_metadata(summarize_transports(transports_), settings_.trainers,
+                                         threads_.ps, argv_);
+    inputs.transports = transports_;
+    inputs.ddp_backends = ddp_backends_;
     inputs.settings = settings_;
     inputs.threads = threads_;
     inputs.pooled = pooled;
@@ -190,6 +198,10 @@ class Conductor {
     job.servers = servers;
     job.server_arguments = {"--threads", std::to_string(threads)};
     const nlohmann::json document = run_trainer_job(job, repeat);
+    if (kind == "ps") {
+      transports_.push_back(document.value("transports", std::vector<std::string>()));
+    }
+    if (kind == "ddp") ddp_backends_.push_back(document.value("backend", std::string("unknown")));
     if (kind == "ps" && layout_.is_null()) {
       layout_ = document.value("layout", nlohmann::json());
       if (settings_.print_layout)
@@ -219,6 +231,11 @@ class Conductor {
       progress("starting one process without distribution");
       run.local = run_job("local", 1, 0, threads_.local, repeat);
     }
+    if (repeat == 1) {
+      header_.transports = transports_.front();
+      if (!ddp_backends_.empty()) header_.ddp_backend = ddp_backends_.front();
+      print_ps_header(std::cout, header_);
+    }
     print_run(repeat_output(settings_.repeat), run, suffix(repeat));
     return run;
   }
@@ -230,6 +247,9 @@ class Conductor {
   PythonTorch python_;
   std::string script_;
   PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
+  PsHeader header_;        // printed once the first repeat's jobs have run
+  std::vector<std::vector<std::string>> transports_;  // per repeat, trainer 0's per server
+  std::vector<std::string> ddp_backends_;             // per repeat, the DDP comparison's
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "cases/ddp_report.h"
+#include "cases/ps_transports.h"
 #include "cases/trainer_report.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/version.h"
@@ -134,16 +135,20 @@ void print_ps_header(std::ostream& out, const PsHeader& header) {
       << s.image_size << " synthetic images (one batch per trainer, made before the clock, seed "
       << s.seed << "), cross-entropy\n"
       << "* Trainers: " << s.trainers << " of batch " << s.batch_size
-      << ", parameter servers: " << s.servers << " (gradwire-ps-server, gRPC), "
+      << ", parameter servers: " << s.servers << " (gradwire-ps-server), "
       << counted(header.threads.ps, "intra-op thread") << " per process\n"
+      << "* Parameter-server calls: " << describe_transports(header.transports)
+      << " (trainer 0's client after the first run)\n"
       << "* Dense parameters: blocks on the servers (gradwire::ps::DenseModel), " << role_text(s)
       << ", " << to_string(s.mode) << " updates, forward overlapped with the pulls (forward "
       << "pre-hooks)\n"
       << "* Iterations: " << s.warmup << " warm-up, then " << s.passes
       << (s.passes == 1 ? " pass of " : " passes of ") << s.iterations << "\n";
   if (s.compares("ddp")) {
-    out << "* Compare: gradwire DDP (backend auto), " << s.trainers << " trainers of "
-        << counted(header.threads.ddp, "thread") << ", same model, batch and SGD\n";
+    out << "* Compare: gradwire DDP (backend "
+        << (header.ddp_backend.empty() ? std::string("unknown") : header.ddp_backend) << "), "
+        << s.trainers << " trainers of " << counted(header.threads.ddp, "thread")
+        << ", same model, batch and SGD\n";
   }
   if (s.compares("local")) {
     out << "* Compare: one process without distribution, batch " << s.batch_size << ", "
@@ -248,6 +253,8 @@ nlohmann::json ps_document(const PsDocumentInputs& inputs) {
   document["implementation"] = inputs.pooled.ps.implementation;
   document["settings"] = ps_settings_json(settings, inputs.threads);
   document["layout"] = inputs.layout;
+  document["transport"] = summarize_transports(inputs.transports);
+  document["transports"] = inputs.transports;
   const nlohmann::json ours = side_json(inputs.pooled.ps, settings);
   for (const char* key : {"trainers", "summary", "passes"}) document[key] = ours.at(key);
   const ByteRates bytes = total_byte_rates(inputs.pooled.ps);
@@ -260,7 +267,7 @@ nlohmann::json ps_document(const PsDocumentInputs& inputs) {
   nlohmann::json compare = nlohmann::json::object();
   if (inputs.pooled.ddp) {
     compare["ddp"] = side_json(*inputs.pooled.ddp, settings);
-    compare["ddp"]["backend"] = "auto";
+    compare["ddp"]["backend"] = summarize_values(inputs.ddp_backends);
     add_trainer_rows(rows, *inputs.pooled.ddp);
   }
   if (inputs.pooled.local) {

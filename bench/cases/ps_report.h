@@ -24,6 +24,10 @@ struct PsHeader {
   PsThreads threads;
   std::string reference;  // a line about the PyTorch reference; empty: not asked for
   HardwareInfo hardware;
+  // What the first repeat used: per server, trainer 0's transport (cases/ps_transports.h); the
+  // DDP comparison's communicator backend (empty: no DDP comparison).
+  std::vector<std::string> transports;
+  std::string ddp_backend;
 };
 void print_ps_header(std::ostream& out, const PsHeader& header);
 
@@ -79,9 +83,14 @@ struct PsDocumentInputs {
   std::optional<nlohmann::json> reference;  // the reference's document, pooled trainers
   PsComparison comparison;
   std::optional<PlainStepParity> plain_step;  // both sides' plain steps; with a reference only
+  // Per repeat: trainer 0's transport per server, and the DDP comparison's backend (empty without
+  // it), as the runs reported them.
+  std::vector<std::vector<std::string>> transports;
+  std::vector<std::string> ddp_backends;
 };
 // {"schema_version", "benchmark": "ps", "metadata", "implementation": "gradwire", "settings",
-//  "layout", "trainers", "passes", "summary": {"all"}, "compare": {"ddp", "local"},
+//  "layout", "transport" (summarize_transports), "transports" (per repeat, per server),
+//  "trainers", "passes", "summary": {"all"}, "compare": {"ddp" (with its "backend"), "local"},
 //  "reference", "comparison", "plain_step" (plain_step_json, when given), "rows"}
 // (docs/benchmarks.md); the rows are sec/iter by
 // implementation and trainer.

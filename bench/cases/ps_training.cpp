@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cases/ps_results.h"
+#include "cases/ps_transports.h"
 #include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
 #include "gradwire/ps/client.h"
@@ -51,13 +52,14 @@ nlohmann::json layout_json(const ps::DenseLayout& layout) {
           {"servers", servers}};
 }
 
-// How trainer 0 reaches the servers (docs/ps.md "Shared memory", "Shared-memory calls").
-std::string transport_text(const ps::Client& client) {
+// How trainer 0 reached the servers (docs/ps.md "Shared memory", "Shared-memory calls"), from
+// the client after training: `transports` is client_transports(client).
+std::string transport_text(const ps::Client& client, const std::vector<std::string>& transports) {
   int sharing = 0;
   int channels = 0;
   for (int server = 0; server < client.num_servers(); ++server) {
     sharing += client.shares_memory_with(server) ? 1 : 0;
-    channels += client.transport(server) == "shared memory" ? 1 : 0;
+    channels += transports.at(static_cast<std::size_t>(server)) == "shared memory" ? 1 : 0;
   }
   const auto of_servers = [&](int count) {
     return count < client.num_servers() ? " with " + std::to_string(count) + " of " +
@@ -108,7 +110,6 @@ PsTrainerOutcome train_ps(const PsSettings& settings, int trainer, int trainers)
 
   PsTrainerOutcome outcome;
   outcome.layout = layout_json(dense.layout());
-  outcome.layout["transport"] = transport_text(*client);
   outcome.layout_text = dense.describe_layout();
   TrainerSamples& samples = outcome.samples;
   samples.trainer = trainer;
@@ -141,6 +142,9 @@ PsTrainerOutcome train_ps(const PsSettings& settings, int trainer, int trainers)
     samples.bytes["pulled"].push_back(
         static_cast<double>(after.bytes_pulled - before.bytes_pulled));
   }
+  // After the iterations: a channel given up after a timeout has gone back to gRPC by now.
+  outcome.transports = client_transports(*client);
+  outcome.layout["transport"] = transport_text(*client, outcome.transports);
   return outcome;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cases/ddp_training.h"
 #include "cases/parity.h"
@@ -26,8 +27,12 @@ struct PsTrainerOutcome {
   TrainerSamples samples;  // ps_phases() and ps_byte_names() per measured iteration
   // {"parameters", "elements", "blocks", "push_messages", "pull_messages", "row_width",
   //  "num_rows", "padding_fraction", "servers": [{"elements", "bytes", "blocks"}, ...]}
+  //  and "transport", the line's words for how the calls went (after training)
   nlohmann::json layout;
   std::string layout_text;  // DenseModel::describe_layout()
+  // Per server, how this trainer's calls reached it after training (ps::Client::transport:
+  // "shared memory" or "grpc"; cases/ps_transports.h).
+  std::vector<std::string> transports;
 };
 
 // Trains as trainer `trainer` of `trainers` through DenseModel (role, mode and staleness of the

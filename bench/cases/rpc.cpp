@@ -50,13 +50,15 @@ constexpr const char* kSyncDeferred = "rpc_sync_deferred";
 std::string table_name(int t) { return std::string(kTable) + "_" + std::to_string(t); }
 
 // A server and its clients in this process; `shared_memory`: the calls go over the call channel
-// (checked), else bytes over loopback TCP. `client` calls the async tables; `each` and `deferred`
-// a sync table each, pushing at once and deferring the pushes (ClientOptions::defer_pushes).
+// (checked, and `transport` says what the clients reported), else bytes over loopback TCP. `client`
+// calls the async tables; `each` and `deferred` a sync table each, pushing at once and deferring
+// the pushes (ClientOptions::defer_pushes).
 struct ServerAndClient {
   std::unique_ptr<ps::Server> server;
   std::shared_ptr<ps::Client> client;
   std::shared_ptr<ps::Client> each;
   std::shared_ptr<ps::Client> deferred;
+  std::string transport;  // ps::Client::transport(0) of all three
 };
 
 // `table`: the async table of staleness 1; `tables` more without staleness, and the two sync
@@ -97,10 +99,13 @@ ServerAndClient start_pair(const ps::TableConfig& table, int tables, bool shared
                          ", not " + expected);
     }
   }
+  pair.transport = pair.client->transport(0);
   return pair;
 }
 
-std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
+// `transports` gets the two pairs' transports as their clients reported them.
+std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings,
+                                        std::vector<std::string>& transports) {
   // An async table applies each push when it arrives. Without staleness step() makes no call at
   // all; staleness 1 makes it one Step call per server that returns at once (the only trainer is
   // never behind): the empty round trip.
@@ -112,6 +117,7 @@ std::vector<RpcCallSamples> measure_rpc(const RpcSettings& settings) {
   table.staleness = 1;
   const ServerAndClient grpc = start_pair(table, settings.tables, false);
   const ServerAndClient shm = start_pair(table, settings.tables, true);
+  transports = {grpc.transport, shm.transport};
 
   const at::Tensor ids = at::arange(0, table.num_rows, kIdStride, at::kLong);
   const at::Tensor grads = at::full({settings.ids, settings.dim}, 1e-3, at::kFloat);
@@ -212,10 +218,15 @@ Subcommand rpc_subcommand() {
         const RpcSettings settings = options.resolve();
         prepare_output_files({settings.json_path, settings.html_path});
         at::set_num_threads(1);
-        const std::vector<RpcCallSamples> calls = measure_rpc(settings);
+        std::vector<std::string> transports;
+        const std::vector<RpcCallSamples> calls = measure_rpc(settings, transports);
         print_rpc_report(std::cout, settings, calls);
+        // Both pairs' transports as their clients reported them: "grpc,shared memory".
+        std::string backend;
+        for (const auto& transport : transports)
+          backend += (backend.empty() ? "" : ",") + transport;
         const nlohmann::json document =
-            rpc_document(conductor_metadata("grpc", 1, 1, argv), settings, calls);
+            rpc_document(conductor_metadata(backend, 1, 1, argv), settings, calls);
         if (!settings.json_path.empty()) write_json_file(settings.json_path, document);
         if (!settings.html_path.empty()) write_html_report(settings.html_path, {document});
         return 0;

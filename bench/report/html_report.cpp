@@ -111,8 +111,17 @@ ReportSource describe_document(const nlohmann::json& document, const std::string
   }
   const auto reference = document.find("reference");
   if (reference != document.end() && reference->is_object()) {
-    add("reference", describe_field(reference->value("implementation", nlohmann::json("?"))) + " " +
-                         describe_field(reference->value("pytorch_version", nlohmann::json())));
+    // Every reference script writes torch_version; ddp_reference.py and hybrid_reference.py also
+    // pytorch_version (diff.py's name). A version neither gives is left out, not printed as null.
+    std::string text = describe_field(reference->value("implementation", nlohmann::json("?")));
+    for (const char* key : {"torch_version", "pytorch_version"}) {
+      const auto version = reference->find(key);
+      if (version != reference->end() && !version->is_null()) {
+        text += " " + describe_field(*version);
+        break;
+      }
+    }
+    add("reference", text);
   }
   return described;
 }

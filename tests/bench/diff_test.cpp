@@ -37,7 +37,9 @@ TEST(DeltaPercentTest, PositiveWhenTheTestIsFaster) {
 }
 
 TEST(DescribeFieldTest, PrintsValuesAsTheSettingsBlockShowsThem) {
-  EXPECT_EQ(describe_field(nullptr), "None");
+  EXPECT_EQ(describe_field(nullptr), "unset");
+  EXPECT_EQ(describe_field(nlohmann::json::parse(R"({"ps": 1, "cuda": null})")),
+            "{cuda unset, ps 1}");
   EXPECT_EQ(describe_field("gloo"), "gloo");
   EXPECT_EQ(describe_field(25), "25");
   EXPECT_EQ(describe_field(2.5), "2.5");
@@ -67,7 +69,7 @@ TEST_F(FixtureDiffTest, SettingsSideBySide) {
       lines_, "bucket_size:                             25  vs                    25"))
       << text_;
   EXPECT_TRUE(contains_line(
-      lines_, "cuda_version:                          10.0  vs                  None"))
+      lines_, "cuda_version:                          10.0  vs                 unset"))
       << text_;
   EXPECT_TRUE(contains_line(
       lines_, "hardware.cpu_model:                       -  vs              Test CPU"))

@@ -126,6 +126,37 @@ TEST(DescribeDocumentTest, FactsFromTheHarnessMetadata) {
   EXPECT_EQ(source.facts, expected);
 }
 
+// ps_reference.py writes torch_version only; settings may hold nulls. No fact prints a language's
+// null ("reference: pytorch None" was the report of a ps run).
+TEST(DescribeDocumentTest, NoFactPrintsANull) {
+  const nlohmann::json document = nlohmann::json::parse(R"({
+    "schema_version": 1, "benchmark": "ps", "implementation": "gradwire",
+    "metadata": {"backend": "shared memory", "torch_cuda": null, "ranks": 2},
+    "settings": {"preset": "quick", "staleness": null, "threads": {"ps": 1, "local": null}},
+    "reference": {"implementation": "pytorch", "torch_version": "1.13.0a0"}})");
+  const ReportSource source = describe_document(document, "ps.json");
+  bool found = false;
+  for (const auto& [label, value] : source.facts) {
+    for (const char* null_word : {"None", "null", "nullptr", "nil"}) {
+      EXPECT_EQ(value.find(null_word), std::string::npos) << label << ": " << value;
+    }
+    if (label == "reference") {
+      EXPECT_EQ(value, "pytorch 1.13.0a0");
+      found = true;
+    }
+    if (label == "backend") EXPECT_EQ(value, "shared memory");
+    if (label == "settings") {
+      EXPECT_EQ(value, "preset quick, staleness unset, threads {local unset, ps 1}");
+    }
+  }
+  EXPECT_TRUE(found);
+  nlohmann::json versionless = document;
+  versionless["reference"].erase("torch_version");
+  for (const auto& [label, value] : describe_document(versionless, "ps.json").facts) {
+    if (label == "reference") EXPECT_EQ(value, "pytorch");
+  }
+}
+
 TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
   const ReportSource upstream = describe_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
   const std::vector<std::pair<std::string, std::string>> expected = {

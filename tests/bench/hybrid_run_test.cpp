@@ -54,11 +54,14 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
   EXPECT_NE(run.output.find("where an epoch goes"), std::string::npos) << run.output;
-  // The servers run on this host: the calls go over shared memory (docs/ps.md).
+  // The servers run on this host: the calls go over shared memory (docs/ps.md), and the header
+  // claims no transport of its own.
   EXPECT_EQ(count(run.output,
-                  "gradwire: trainer 0's parameter-server calls: shared memory to 2 of 2 servers\n"),
+                  "gradwire: trainer 0's parameter-server calls: shared memory to 2 of 2 "
+                  "servers, DDP over shm\n"),
             1u)
       << run.output;
+  EXPECT_EQ(run.output.find("gRPC (servers)"), std::string::npos) << run.output;
   const nlohmann::json document = read_json_file(json);
   // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
   const auto self = diff_and_report(json);
@@ -69,6 +72,11 @@ TEST(HybridRun, TwoTrainersTwoServers) {
   EXPECT_EQ(document.at("benchmark"), "hybrid");
   EXPECT_EQ(document.at("settings").at("servers"), 2);
   EXPECT_EQ(document.at("metadata").at("ranks"), 2);
+  // What ran, as trainer 0 reported it: the dense part's communicator, the calls' transport.
+  EXPECT_EQ(document.at("metadata").at("backend"), "shm");
+  EXPECT_EQ(document.at("transport"), "shared memory");
+  EXPECT_EQ(document.at("transports"),
+            nlohmann::json::parse(R"([["shared memory", "shared memory"]])"));
   check_side(document, "gradwire");
   EXPECT_FALSE(document.contains("reference"));
 }

@@ -9,6 +9,7 @@
 
 #include "bench_process.h"
 #include "cases/ps_results.h"
+#include "cases/ps_transports.h"
 #include "gradwire/common/error.h"
 #include "report/charts.h"
 
@@ -238,8 +239,13 @@ TEST(PsReport, DocumentAndCharts) {
       {"passes", 2},
       {"trainers", trainers_to_json(comparison_result("pytorch", 2, 0.4), ps_step_names())}};
   inputs.comparison = compare_ps({run}, {comparison_result("pytorch", 2, 0.4)});
+  inputs.transports = {{"shared memory"}, {"grpc"}};  // a channel given up in repeat 2
+  inputs.ddp_backends = {"shm", "shm"};
   const nlohmann::json document = ps_document(inputs);
   EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_EQ(document.at("transport"), "mixed");
+  EXPECT_EQ(document.at("transports"), nlohmann::json::parse(R"([["shared memory"], ["grpc"]])"));
+  EXPECT_EQ(document.at("compare").at("ddp").at("backend"), "shm");
   EXPECT_EQ(document.at("benchmark"), "ps");
   EXPECT_EQ(document.at("implementation"), "gradwire");
   EXPECT_EQ(document.at("settings").at("mode"), "sync");
@@ -276,6 +282,46 @@ TEST(PsReport, DocumentAndCharts) {
   nlohmann::json broken = document;
   broken.erase("settings");
   EXPECT_THROW(charts_from_document(broken, "broken.json"), InvalidArgument);
+}
+
+// What a run reports of its transports (cases/ps_transports.h), and the header that prints them.
+TEST(PsTransports, SummariesAndLines) {
+  EXPECT_EQ(summarize_transports({{"shared memory", "shared memory"}, {"shared memory"}}),
+            "shared memory");
+  EXPECT_EQ(summarize_transports({{"grpc"}}), "grpc");
+  EXPECT_EQ(summarize_transports({{"shared memory", "grpc"}}), kMixedTransports);
+  EXPECT_EQ(summarize_transports({{"grpc"}, {"shared memory"}}), kMixedTransports);
+  EXPECT_EQ(summarize_transports({}), "none");
+  EXPECT_EQ(summarize_values({"shm", "shm"}), "shm");
+  EXPECT_EQ(summarize_values({"shm", "gloo"}), kMixedTransports);
+  EXPECT_EQ(describe_transports({"shared memory", "shared memory"}),
+            "shared memory to 2 of 2 servers");
+  EXPECT_EQ(describe_transports({"grpc", "shared memory", "grpc"}),
+            "grpc to 2 of 3 servers, shared memory to 1 of 3 servers");
+  EXPECT_EQ(describe_transports({}), "no servers");
+
+  struct FakeClient {
+    int num_servers() const { return 2; }
+    std::string transport(int server) const { return server == 0 ? "shared memory" : "grpc"; }
+  };
+  EXPECT_EQ(client_transports(FakeClient{}), (std::vector<std::string>{"shared memory", "grpc"}));
+}
+
+TEST(PsReport, HeaderSaysWhatTheRunUsed) {
+  PsHeader header;
+  header.settings = settings();
+  header.settings.servers = 2;
+  header.transports = {"shared memory", "shared memory"};
+  header.ddp_backend = "shm";
+  std::ostringstream out;
+  print_ps_header(out, header);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("parameter servers: 2 (gradwire-ps-server), "), std::string::npos) << text;
+  EXPECT_NE(text.find("* Parameter-server calls: shared memory to 2 of 2 servers (trainer 0's "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("* Compare: gradwire DDP (backend shm), "), std::string::npos) << text;
+  EXPECT_EQ(text.find("gRPC"), std::string::npos) << text;
 }
 
 }  // namespace

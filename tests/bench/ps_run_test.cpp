@@ -57,6 +57,11 @@ TEST(PsRun, QuickWithBothComparisons) {
             1u)
       << run.output;
   EXPECT_EQ(count(run.output, "push_wait ms    server_apply ms       pull_wait ms"), 1u);
+  // The header says how the calls went as trainer 0's client reported it, never a default.
+  EXPECT_EQ(count(run.output, "* Parameter-server calls: shared memory to 1 of 1 servers "), 1u)
+      << run.output;
+  EXPECT_EQ(run.output.find("gRPC)"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("backend auto"), std::string::npos) << run.output;
   // pushed and pulled, 2 trainers + All (MiB/s or GiB/s, as fast as the machine is)
   EXPECT_EQ(count(run.output, "iB/s"), 6u) << run.output;
   EXPECT_EQ(count(run.output, "PS / allreduce: sec/iter p50 "), 1u) << run.output;
@@ -73,6 +78,12 @@ TEST(PsRun, QuickWithBothComparisons) {
   EXPECT_EQ(document.at("settings").at("role"), "optimizer");
   EXPECT_EQ(document.at("passes").size(), 2u);
   EXPECT_EQ(document.at("layout").at("servers").size(), 1u);
+  EXPECT_EQ(document.at("metadata").at("backend"), "shared memory");
+  EXPECT_EQ(document.at("transport"), "shared memory");
+  EXPECT_EQ(document.at("transports"), nlohmann::json::parse(R"([["shared memory"]])"));
+  // What "auto" became on this host.
+  const std::string ddp_backend = document.at("compare").at("ddp").at("backend");
+  EXPECT_TRUE(ddp_backend == "shm" || ddp_backend == "gloo") << ddp_backend;
   check_side(document, 2, 4, {"forward", "backward", "push_wait", "server_apply", "pull_wait"});
   // Every iteration pushes and pulls every parameter: 4 bytes each, and 8 per row id.
   for (const auto& bytes : document.at("trainers")[0].at("bytes").at("pushed")) {
