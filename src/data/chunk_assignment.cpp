@@ -13,7 +13,7 @@ std::vector<ChunkRef> all_chunks(const std::vector<std::vector<uint64_t>>& recor
   std::vector<ChunkRef> chunks;
   for (size_t f = 0; f < record_counts.size(); ++f) {
     for (size_t c = 0; c < record_counts[f].size(); ++c) {
-      chunks.push_back(ChunkRef{static_cast<uint32_t>(f), c, record_counts[f][c]});
+      chunks.push_back(ChunkRef{static_cast<uint32_t>(f), c, record_counts[f][c], 0});
     }
   }
   return chunks;
@@ -32,12 +32,16 @@ uint64_t total_records(const std::vector<ChunkRef>& chunks) {
 
 std::vector<std::vector<ChunkRef>> assign_chunks(
     const std::vector<std::vector<uint64_t>>& record_counts, int ranks) {
+  return assign_chunk_list(all_chunks(record_counts), ranks);
+}
+
+std::vector<std::vector<ChunkRef>> assign_chunk_list(std::vector<ChunkRef> chunks, int ranks) {
   if (ranks < 1) {
     throw InvalidArgument("gradwire: assign_chunks needs at least one rank, got " +
                           std::to_string(ranks));
   }
-  std::vector<ChunkRef> chunks = all_chunks(record_counts);
-  // Largest first; among equals, file order (stable sort keeps it).
+  // Largest first; among equals, file order.
+  std::sort(chunks.begin(), chunks.end(), file_order);
   std::stable_sort(chunks.begin(), chunks.end(),
                    [](const ChunkRef& a, const ChunkRef& b) { return a.records > b.records; });
   std::vector<std::vector<ChunkRef>> shares(static_cast<size_t>(ranks));
@@ -50,6 +54,24 @@ std::vector<std::vector<ChunkRef>> assign_chunks(
   }
   for (auto& share : shares) std::sort(share.begin(), share.end(), file_order);
   return shares;
+}
+
+std::vector<ChunkRef> remaining_chunks(const std::vector<std::vector<uint64_t>>& record_counts,
+                                       const std::vector<uint64_t>& consumed) {
+  std::vector<ChunkRef> chunks = all_chunks(record_counts);
+  if (consumed.size() != chunks.size()) {
+    throw InvalidArgument("gradwire: remaining_chunks got " + std::to_string(consumed.size()) +
+                          " consumption counts for " + std::to_string(chunks.size()) + " chunks");
+  }
+  std::vector<ChunkRef> left;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (consumed[i] >= chunks[i].records) continue;
+    ChunkRef rest = chunks[i];
+    rest.first = consumed[i];
+    rest.records -= consumed[i];
+    left.push_back(rest);
+  }
+  return left;
 }
 
 uint64_t dynamic_claim_size(uint64_t remaining, int ranks) {

@@ -16,13 +16,15 @@
 
 namespace gradwire::data {
 
-// One chunk of one file among the files given to a reader.
+// One chunk of one file among the files given to a reader, or what is left of it to read.
 struct ChunkRef {
-  uint32_t file = 0;   // index into the reader's file list
-  uint64_t chunk = 0;  // chunk number inside that file
-  uint64_t records = 0;
+  uint32_t file = 0;     // index into the reader's file list
+  uint64_t chunk = 0;    // chunk number inside that file
+  uint64_t records = 0;  // the records to read: all the chunk's, or those from `first` on
+  uint64_t first = 0;    // the first record to read (0 but in the continuation of an epoch)
   bool operator==(const ChunkRef& other) const {
-    return file == other.file && chunk == other.chunk && records == other.records;
+    return file == other.file && chunk == other.chunk && records == other.records &&
+           first == other.first;
   }
 };
 
@@ -32,6 +34,18 @@ struct ChunkRef {
 // Throws InvalidArgument when ranks < 1.
 std::vector<std::vector<ChunkRef>> assign_chunks(
     const std::vector<std::vector<uint64_t>>& record_counts, int ranks);
+
+// The same balance for any list of chunks (what is left of an epoch, say), by their `records`:
+// shares in file order, every chunk to exactly one rank. Throws InvalidArgument when ranks < 1.
+std::vector<std::vector<ChunkRef>> assign_chunk_list(std::vector<ChunkRef> chunks, int ranks);
+
+// What is left of an epoch once consumed[i] records of chunk i were consumed, chunks numbered
+// across the files in file order (record_counts as for assign_chunks): every chunk with records
+// left, from the next one (ChunkRef::first), in file order. A count at or above the chunk's
+// records leaves nothing of it. Throws InvalidArgument when `consumed` does not have one entry
+// per chunk. Pure: the continuation of an epoch in a new membership (ShardedRecordReader::reshard).
+std::vector<ChunkRef> remaining_chunks(const std::vector<std::vector<uint64_t>>& record_counts,
+                                       const std::vector<uint64_t>& consumed);
 
 // Sum of the records of `chunks`.
 uint64_t total_records(const std::vector<ChunkRef>& chunks);

@@ -30,6 +30,7 @@ struct ShardedRecordReader::Epoch {
   // What the background thread hands over, in order.
   struct Item {
     enum class Kind { kChunk, kSkipped, kError, kEnd } kind = Kind::kEnd;
+    ChunkRef ref;  // kChunk, kSkipped: which chunk, and from which record
     DecodedChunk chunk;
     ChunkDamage damage;
     std::exception_ptr error;
@@ -59,6 +60,7 @@ struct ShardedRecordReader::Epoch {
 
   // Consumer side only.
   std::optional<DecodedChunk> current;
+  size_t current_index = 0;  // chunk_index of current
   size_t next_in_current = 0;
   uint64_t chunks_done = 0;
   uint64_t records_done = 0;
@@ -203,8 +205,11 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
     files_.push_back(std::make_unique<const ChunkFile>(path, file_options));
     std::vector<uint64_t> counts;
     for (const IndexEntry& entry : files_.back()->chunks()) counts.push_back(entry.record_count);
+    first_chunk_index_.push_back(
+        first_chunk_index_.empty() ? 0 : first_chunk_index_.back() + record_counts_.back().size());
     record_counts_.push_back(std::move(counts));
   }
+  consumed_.assign(first_chunk_index_.back() + record_counts_.back().size(), 0);
   shares_ = assign_chunks(record_counts_, options_.world_size);
   if (options_.partition == Partition::kDynamic) {
     claimer_ = std::make_unique<detail::ChunkClaimer>(options_.counter, options_.rank);
@@ -213,6 +218,15 @@ ShardedRecordReader::ShardedRecordReader(std::vector<std::string> files,
 }
 
 ShardedRecordReader::~ShardedRecordReader() { stop_epoch(); }
+
+size_t ShardedRecordReader::chunk_index(const ChunkRef& ref) const {
+  return first_chunk_index_[ref.file] + static_cast<size_t>(ref.chunk);
+}
+
+std::optional<uint64_t> ShardedRecordReader::epoch() const {
+  if (epoch_) return epoch_->number;
+  return loaded_epoch_;
+}
 
 uint64_t ShardedRecordReader::static_share_records() const {
   return total_records(shares_[static_cast<size_t>(options_.rank)]);
@@ -247,9 +261,36 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         "); restart the epoch or use the static partition");
   }
   stop_epoch();
+  loaded_epoch_.reset();
+  std::fill(consumed_.begin(), consumed_.end(), 0);
+  start_reading(position.epoch, shares_, position.chunks_done, position.records_done);
+  // What the skipped part of the share held counts as consumed by this rank.
+  for (uint64_t i = 0; i < position.chunks_done; ++i) {
+    const ChunkRef& ref = epoch_->order[static_cast<size_t>(i)];
+    consumed_[chunk_index(ref)] = ref.first + ref.records;
+  }
+  if (position.chunks_done < epoch_->order.size()) {
+    consumed_[chunk_index(epoch_->order[static_cast<size_t>(position.chunks_done)])] =
+        position.records_done;
+  }
+}
+
+void ShardedRecordReader::continue_epoch(uint64_t number) {
+  stop_epoch();
+  loaded_epoch_.reset();
+  start_reading(number,
+                assign_chunk_list(remaining_chunks(record_counts_, consumed_), options_.world_size),
+                0, 0);
+}
+
+void ShardedRecordReader::start_reading(uint64_t number,
+                                        const std::vector<std::vector<ChunkRef>>& shares,
+                                        uint64_t chunks_done, uint64_t records_done) {
+  const bool dynamic = options_.partition == Partition::kDynamic;
+  stop_epoch();
   stats_ = ReadStats{};
   auto epoch = std::make_unique<Epoch>();
-  epoch->number = position.epoch;
+  epoch->number = number;
   // Chunks in flight at most: prefetched ones, the one being read and the consumer's.
   epoch->max_spares = options_.prefetch_chunks + 2;
   epoch->capacity = options_.prefetch_chunks;
@@ -261,33 +302,36 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
     if (!options_.shuffle_chunks) return share;
     std::vector<ChunkRef> order(share.size());
     const std::vector<size_t> permutation =
-        detail::permutation(share.size(), options_.seed, position.epoch);
+        detail::permutation(share.size(), options_.seed, number);
     for (size_t i = 0; i < share.size(); ++i) order[i] = share[permutation[i]];
     return order;
   };
   std::vector<uint64_t> segment_sizes;
   if (dynamic) {
-    for (const auto& share : shares_) {
+    for (const auto& share : shares) {
       epoch->segments.push_back(in_reading_order(share));
       segment_sizes.push_back(share.size());
     }
   } else {
-    epoch->order = in_reading_order(shares_[static_cast<size_t>(options_.rank)]);
+    epoch->order = in_reading_order(shares[static_cast<size_t>(options_.rank)]);
   }
-  if (position.chunks_done > epoch->order.size()) {
-    throw InvalidArgument("gradwire: resume position chunk " +
-                          std::to_string(position.chunks_done) + " is past this rank's " +
-                          std::to_string(epoch->order.size()) + " chunks");
+  if (chunks_done > epoch->order.size()) {
+    throw InvalidArgument("gradwire: resume position chunk " + std::to_string(chunks_done) +
+                          " is past this rank's " + std::to_string(epoch->order.size()) +
+                          " chunks");
   }
-  epoch->chunks_done = position.chunks_done;
-  epoch->records_done = position.records_done;
-  epoch->skip_in_first_chunk = position.records_done;
+  epoch->chunks_done = chunks_done;
+  epoch->records_done = records_done;
+  epoch->skip_in_first_chunk = records_done;
 
   Epoch* state = epoch.get();
-  const std::string key = options_.queue_name + "/epoch/" + std::to_string(position.epoch);
+  // Once resharded, the generation is part of the keys: a generation never meets the claims of
+  // another, even for an epoch both began (one rolled back to a commit before it).
+  std::string key = options_.queue_name + "/epoch/" + std::to_string(number);
+  if (generation_) key += "/g" + std::to_string(*generation_);
   detail::ChunkClaimer* claimer = claimer_.get();
   if (dynamic) claimer->start_epoch(key, std::move(segment_sizes));
-  worker_->run([this, state, dynamic, claimer, first = position.chunks_done] {
+  worker_->run([this, state, dynamic, claimer, first = chunks_done] {
     using Kind = Epoch::Item::Kind;
     try {
       ChunkBuffers buffers;
@@ -295,6 +339,7 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
         buffers.recycled = state->take_spare();
         ChunkRead got = files_[ref.file]->try_read_chunk(ref.chunk, buffers);
         Epoch::Item item;
+        item.ref = ref;
         if (got.damage && !options_.skip_corrupt) {
           item.kind = Kind::kError;
           item.error = std::make_exception_ptr(CorruptRecordsError(*got.damage));
@@ -333,6 +378,14 @@ void ShardedRecordReader::resume(const ReaderPosition& position) {
 }
 
 std::optional<std::string_view> ShardedRecordReader::next_record() {
+  if (!epoch_ && loaded_epoch_) {
+    if (options_.world_size > 1) {
+      throw InvalidArgument(
+          "gradwire: a ShardedRecordReader of several ranks continues a loaded epoch after "
+          "reshard(rank, world_size, generation) on every rank (elastic::run calls it)");
+    }
+    continue_epoch(*loaded_epoch_);
+  }
   if (!epoch_) {
     throw InvalidArgument("gradwire: ShardedRecordReader::next_record before start_epoch()");
   }
@@ -351,12 +404,14 @@ std::optional<std::string_view> ShardedRecordReader::next_record() {
     switch (item.kind) {
       case Kind::kChunk:
         epoch.current = std::move(item.chunk);
+        epoch.current_index = chunk_index(item.ref);
         epoch.next_in_current =
-            std::min<uint64_t>(epoch.skip_in_first_chunk, epoch.current->size());
+            std::min<uint64_t>(item.ref.first + epoch.skip_in_first_chunk, epoch.current->size());
         ++stats_.chunks_read;
         break;
       case Kind::kSkipped:
         stats_.add_skipped(item.damage);
+        consumed_[chunk_index(item.ref)] = record_counts_[item.ref.file][item.ref.chunk];
         ++epoch.chunks_done;
         epoch.records_done = 0;
         break;
@@ -371,6 +426,7 @@ std::optional<std::string_view> ShardedRecordReader::next_record() {
   }
   ++epoch.records_done;
   ++stats_.records_read;
+  consumed_[epoch.current_index] = epoch.next_in_current + 1;
   return epoch.current->record(epoch.next_in_current++);
 }
 

@@ -1,10 +1,11 @@
-// The dynamic chunk queue's counter in the job's c10d TCPStore (the only comm dependency of data).
+// The dynamic chunk queue's counter in the job's c10d TCPStore or in an elastic job's JobStore.
 #include "gradwire/data/store_counter.h"
 
 #include <mutex>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "gradwire/comm/job_store.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 #include "gradwire/data/shared_counter.h"
@@ -35,7 +36,48 @@ class StoreCounter : public SharedCounter {
   c10::intrusive_ptr<c10d::Store> store_;
   std::string address_;
 };
+
+class JobStoreCounter : public SharedCounter {
+ public:
+  explicit JobStoreCounter(std::shared_ptr<JobStore> store) : store_(std::move(store)) {}
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    try {
+      return store_->add(key, delta);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      throw BackendError(
+          "gradwire: adding to counter '" + key +
+          "' in the job store failed. Backend said: " + what.substr(0, what.find('\n')) +
+          ". Check that the launcher hosting the store (gradwire-run --elastic on "
+          "node 0) is still running.");
+    }
+  }
+
+ private:
+  std::shared_ptr<JobStore> store_;
+};
 }  // namespace
+
+std::shared_ptr<SharedCounter> job_store_counter(std::shared_ptr<JobStore> store) {
+  if (!store) throw InvalidArgument("gradwire: job_store_counter needs a store");
+  return std::make_shared<JobStoreCounter>(std::move(store));
+}
+
+std::shared_ptr<SharedCounter> connect_job_store_counter(std::chrono::milliseconds timeout,
+                                                         const EnvMap& env) {
+  const std::optional<std::string> address = env.get("MASTER_ADDR");
+  const std::optional<long> port = env.get_int("MASTER_PORT");
+  if (!address || !port) {
+    throw ConfigError(
+        "gradwire: connect_job_store_counter needs MASTER_ADDR and MASTER_PORT naming the job "
+        "store; start the workers with gradwire-run --elastic (or pass a JobStore to "
+        "job_store_counter)");
+  }
+  return job_store_counter(JobStore::connect(*address, static_cast<int>(*port), timeout));
+}
 
 std::shared_ptr<SharedCounter> connect_store_counter(const WorldInfo& world,
                                                      std::chrono::milliseconds timeout) {

@@ -1,4 +1,5 @@
-// assign_chunks: every chunk once, balanced by records, deterministic; dynamic_claim_size.
+// assign_chunks: every chunk once, balanced by records, deterministic; what is left of an epoch
+// (remaining_chunks) and its assignment; dynamic_claim_size.
 #include "data/chunk_assignment.h"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,38 @@ TEST(ChunkAssignment, OwnClaimsCoverTwiceARoundTripOfReading) {
   EXPECT_EQ(dynamic_own_claim_floor(200, 40), 10u);                  // ceil(400 / 40)
   EXPECT_EQ(dynamic_own_claim_floor(5000, 40), kMaxDynamicClaim);
   EXPECT_EQ(dynamic_own_claim_floor(1e300, 1e-300), kMaxDynamicClaim);
+}
+
+TEST(ChunkAssignment, RemainingChunksStartAtTheNextRecord) {
+  const Counts counts = {{10, 10, 5}, {}, {8, 0}};
+  // Chunk indexes across the files: 0-2 of file 0, then 3-4 of file 2.
+  const std::vector<uint64_t> consumed = {10, 3, 0, 12, 0};
+  const std::vector<ChunkRef> left = remaining_chunks(counts, consumed);
+  const std::vector<ChunkRef> expected = {ChunkRef{0, 1, 7, 3}, ChunkRef{0, 2, 5, 0}};
+  EXPECT_EQ(left, expected);  // finished, empty and over-counted chunks leave nothing
+  EXPECT_TRUE(remaining_chunks(counts, {10, 10, 5, 8, 0}).empty());
+  EXPECT_THROW(remaining_chunks(counts, {1, 2}), InvalidArgument);
+}
+
+TEST(ChunkAssignment, WhatIsLeftIsSplitByTheRecordsLeft) {
+  const Counts counts = {std::vector<uint64_t>(6, 100)};
+  const std::vector<uint64_t> consumed = {100, 90, 0, 50, 100, 0};
+  const auto shares = assign_chunk_list(remaining_chunks(counts, consumed), 2);
+  ASSERT_EQ(shares.size(), 2u);
+  // Left: 10 of chunk 1, 100 of chunk 2, 50 of chunk 3, 100 of chunk 5 (260 records).
+  EXPECT_EQ(total_records(shares[0]) + total_records(shares[1]), 260u);
+  EXPECT_LE(spread(shares), 100u);
+  std::map<uint64_t, uint64_t> first_of;
+  for (const auto& share : shares) {
+    EXPECT_TRUE(
+        std::is_sorted(share.begin(), share.end(),
+                       [](const ChunkRef& a, const ChunkRef& b) { return a.chunk < b.chunk; }));
+    for (const ChunkRef& ref : share) first_of[ref.chunk] = ref.first;
+  }
+  const std::map<uint64_t, uint64_t> expected = {{1, 90}, {2, 0}, {3, 50}, {5, 0}};
+  EXPECT_EQ(first_of, expected);
+  EXPECT_EQ(assign_chunk_list({}, 3), std::vector<std::vector<ChunkRef>>(3));
+  EXPECT_THROW(assign_chunk_list({}, 0), InvalidArgument);
 }
 
 }  // namespace
