@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gradwire/comm/job_store.h"
 #include "gradwire/data/sharded_reader.h"
 #include "gradwire/data/store_counter.h"
 #include "recordio_test_files.h"
@@ -296,6 +297,15 @@ TEST(ShardedReaderElastic, OneRankContinuesALoadedEpochWithoutReshard) {
   EXPECT_THROW(other.reshard(2, 2, 1), InvalidArgument);
   ShardedRecordReader fewer({files.paths[0], files.paths[1]}, {});
   EXPECT_THROW(load(fewer, bytes), InvalidArgument);
+}
+
+TEST(ShardedReaderElastic, CountersLiveInTheJobStore) {
+  std::shared_ptr<JobStore> store = JobStore::in_process(std::chrono::seconds(5));
+  auto counter = job_store_counter(store);
+  EXPECT_EQ(counter->add("q/epoch/0/g1/0", 3), 3);
+  EXPECT_EQ(counter->add("q/epoch/0/g1/0", int64_t{1} << 32), (int64_t{1} << 32) + 3);
+  EXPECT_EQ(store->get("q/epoch/0/g1/0"), std::to_string((int64_t{1} << 32) + 3));
+  EXPECT_THROW(connect_job_store_counter(std::chrono::seconds(1), EnvMap{}), ConfigError);
 }
 
 }  // namespace
