@@ -40,3 +40,13 @@ target_compile_definitions(ps_fault_test PRIVATE
   GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>"
   PS_FAULT_TRAINER_PATH="$<TARGET_FILE:ps_fault_trainer>")
 add_dependencies(ps_fault_test gradwire-run gradwire-ps-server ps_fault_trainer)
+
+# An elastic hybrid job in one process (threads on one job store, servers in-process): a trainer
+# lost and one joined, the table and the DDP dense layer equal to one process following the same
+# membership schedule (docs/elastic.md "Parameter servers").
+gradwire_add_test(ps_elastic_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/elastic_hybrid_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
+  LIBS gradwire_ps gradwire_ps_core_internal gradwire_ddp gradwire_elastic gradwire_data
+  LABELS ps)

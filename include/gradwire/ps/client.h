@@ -72,6 +72,10 @@ struct ClientOptions {
   // socket. Each server says at create_table whether it can (same host identity, region mapped).
   // Unset: on, unless GRADWIRE_PS_SHARED_MEMORY is 0.
   std::optional<bool> shared_memory;
+  // An elastic job's trainer (docs/elastic.md "Parameter servers"): create_table takes an existing
+  // table whatever its num_trainers, which the job's membership sets (Client::regroup). Unset: on
+  // when GRADWIRE_ELASTIC_ID is set (gradwire-run --elastic sets it for each worker).
+  std::optional<bool> elastic;
   // This trainer's host identity for that choice. Empty: GRADWIRE_HOST_ID, else
   // "<hostname>/<boot id>" (gradwire/common/host_identity.h).
   std::string host_identity;
@@ -79,7 +83,7 @@ struct ClientOptions {
 
 // Pure: `options` with every field that defaults from the environment filled from `env`
 // (servers, token, rank, world_size, attempt, step_timeout, tls_root_cert_file, shared_memory,
-// host_identity), as connect()
+// elastic, host_identity), as connect()
 // uses them; the incarnation stays unset (connect() takes the process's). Throws ConfigError
 // naming what is missing or malformed.
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env);
@@ -122,6 +126,17 @@ class Client {
   // step counters become `step` (async tables: only the counter). Every trainer of the group
   // calls it with the same step before training on (docs/ps.md "Restarts"). Blocks.
   virtual void resume(int64_t step) = 0;
+  // An elastic job's new membership (docs/elastic.md "Parameter servers"; ps::ElasticMember does
+  // this for an elastic::State): this client becomes trainer `rank` of `world_size`, its calls
+  // carry attempt `attempt` (the generation's number: newer than any before), pushes not yet
+  // accepted are dropped (their steps were rolled back), every sync table is brought to `step`
+  // (the commit the members go on from) as resume() does, and every table has `world_size`
+  // trainers from now on (the servers discard the step in progress when the count changes).
+  // Every member calls it with the same step, world_size and attempt before training on. No other
+  // call of this client may run meanwhile. Blocks.
+  virtual void regroup(int64_t step, int rank, int world_size, int64_t attempt) = 0;
+  // The names of the tables this client created, in order of name.
+  virtual std::vector<std::string> table_names() const = 0;
   virtual const TableConfig& table(const std::string& name) const = 0;
 
   // Rows of `ids` (int64, 1-D, duplicates allowed) as an ids.size(0) x dim float tensor. Ids are

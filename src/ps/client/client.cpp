@@ -62,6 +62,7 @@ void ClientImpl::create_table(const TableConfig& config) {
     *call->request.mutable_config() = to_message(config);
     call->request.set_server_index(server);
     call->request.set_num_servers(num_servers());
+    call->request.set_any_num_trainers(options_.elastic.value_or(false));
     if (*options_.shared_memory) {
       // Note [shared memory] (service.cpp): may this server read our regions?
       call->request.set_host(options_.host_identity);
@@ -108,15 +109,47 @@ void ClientImpl::resume(int64_t step) {
     throw InvalidArgument("gradwire: resume at step " + std::to_string(step) + "; need >= 0");
   }
   flush();
+  resume_tables(step, 0);
+}
+
+void ClientImpl::regroup(int64_t step, int rank, int world_size, int64_t attempt) {
+  if (step < 0 || world_size < 1 || rank < 0 || rank >= world_size || attempt < 0) {
+    throw InvalidArgument("gradwire: regroup as trainer " + std::to_string(rank) + " of " +
+                          std::to_string(world_size) + " at step " + std::to_string(step) +
+                          ", attempt " + std::to_string(attempt) +
+                          "; need 0 <= rank < world_size, step >= 0 and attempt >= 0");
+  }
+  {
+    // Pushes of the rolled-back steps: the deferred ones go, those in flight are waited for and
+    // their errors ignored (the servers discard what they took at the new attempt).
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Deferred& deferred : deferred_) deferred = Deferred{};
+  }
+  try {
+    wait_for_pushes();
+  } catch (const Error&) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trainer_rank_ = rank;
+    num_trainers_ = world_size;
+    attempt_.restart = attempt;
+  }
+  resume_tables(step, world_size);
+}
+
+void ClientImpl::resume_tables(int64_t step, int num_trainers) {
   const std::vector<std::pair<std::string, TableState>> tables = tables_now();
   for (const auto& [name, state] : tables) {
-    if (state.config.mode == UpdateMode::kSync) {
+    const bool sync = state.config.mode == UpdateMode::kSync;
+    if (sync || num_trainers != 0) {
       std::vector<std::unique_ptr<ResumeCall>> requests;
       for (int server = 0; server < num_servers(); ++server) {
         auto call = std::make_unique<ResumeCall>();
         call->request.set_table(name);
         call->request.set_trainer(trainer_rank_);
         call->request.set_step(step);
+        call->request.set_num_trainers(num_trainers);
         *call->request.mutable_attempt() = to_message(attempt_);
         requests.push_back(std::move(call));
       }
@@ -124,9 +157,18 @@ void ClientImpl::resume(int64_t step) {
       run_idempotent(queue, std::move(requests), all_servers(), table_op("resume", name),
                      [](Stub& stub) { return prepare_resume(stub); });
     }
+    TableConfig config = state.config;
+    if (num_trainers != 0) config.num_trainers = num_trainers;
     std::lock_guard<std::mutex> lock(mutex_);
-    tables_[name] = TableState{state.config, step, "", state.awaiting_values, state.server_rows};
+    tables_[name] = TableState{config, step, "", state.awaiting_values, state.server_rows};
   }
+}
+
+std::vector<std::string> ClientImpl::table_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& entry : tables_) names.push_back(entry.first);
+  return names;
 }
 
 const TableConfig& ClientImpl::table(const std::string& name) const {

@@ -64,6 +64,8 @@ class ClientImpl final : public Client {
 
   void create_table(const TableConfig& config) override;
   void resume(int64_t step) override;
+  void regroup(int64_t step, int rank, int world_size, int64_t attempt) override;
+  std::vector<std::string> table_names() const override;
   const TableConfig& table(const std::string& name) const override;
   at::Tensor lookup(const std::string& name, const at::Tensor& ids) override;
   std::vector<at::Tensor> lookup_many(const std::vector<TableIds>& lookups) override;
@@ -122,6 +124,9 @@ class ClientImpl final : public Client {
 
   // A copy of every table's state, taken under the lock.
   std::vector<std::pair<std::string, TableState>> tables_now() const;
+  // resume() and regroup(): every table's Resume on every server at `step` (sync tables; all of
+  // them when `num_trainers` is not 0, which they take), then the client's counters.
+  void resume_tables(int64_t step, int num_trainers);
 
   // The table's state, BackendError while its servers disagree on the step.
   TableState usable_table(const std::string& name) const;

@@ -74,6 +74,7 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     }
     resolved.shared_memory = !text || *text == "1";
   }
+  if (!resolved.elastic) resolved.elastic = env.get("GRADWIRE_ELASTIC_ID").has_value();
   if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
   return resolved;
 }

@@ -110,6 +110,7 @@ TableShard::TableShard(TableConfig config, int server_index, int num_servers,
       rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),
       max_pending_bytes_(max_pending_bytes),
       budget_(std::move(budget)),
+      num_trainers_(config_.num_trainers),
       pending_(static_cast<size_t>(config_.num_trainers)),
       pending_trainer_bytes_(static_cast<size_t>(config_.num_trainers), 0),
       finished_trainers_(config_.num_trainers, false),
@@ -218,12 +219,19 @@ void TableShard::check_ids(const at::Tensor& ids, const char* what) const {
 }
 
 void TableShard::check_trainer(int trainer, const char* operation) const {
-  if (trainer < 0 || trainer >= config_.num_trainers) {
+  const int count = num_trainers();
+  if (trainer < 0 || trainer >= count) {
     throw InvalidArgument(table_prefix(config_) + ": " + operation + " from trainer " +
                           std::to_string(trainer) + ", but the table has " +
-                          std::to_string(config_.num_trainers) + " trainer(s) (0.." +
-                          std::to_string(config_.num_trainers - 1) + ")");
+                          std::to_string(count) + " trainer(s) (0.." + std::to_string(count - 1) +
+                          ")");
   }
+}
+
+TableConfig TableShard::current_config() const {
+  TableConfig config = config_;
+  config.num_trainers = num_trainers();
+  return config;
 }
 
 at::Tensor TableShard::local_rows(const at::Tensor& ids) const {
@@ -444,7 +452,7 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
 ShardSnapshot TableShard::snapshot() const {
   const std::shared_lock<std::shared_mutex> lock(mutex_);
   ShardSnapshot snapshot;
-  snapshot.config = config_;
+  snapshot.config = current_config();
   snapshot.server_index = server_index_;
   snapshot.num_servers = num_servers_;
   snapshot.step = step_;

@@ -201,7 +201,11 @@ class TableShard {
   TableShard(const TableShard&) = delete;
   TableShard& operator=(const TableShard&) = delete;
 
+  // The config the shard was created (or restored) with; its num_trainers is where the shard
+  // began: num_trainers() is the count now (set_trainers()), and current_config() says both.
   const TableConfig& config() const { return config_; }
+  int num_trainers() const { return num_trainers_.load(std::memory_order_acquire); }
+  TableConfig current_config() const;
   int server_index() const { return server_index_; }
   int num_servers() const { return num_servers_; }
   int64_t rows_here() const { return rows_here_; }
@@ -295,6 +299,16 @@ class TableShard {
   // another table or shard position.
   int64_t rewind(ShardSnapshot snapshot, int trainer, Attempt attempt);
 
+  // An elastic job's new membership (docs/elastic.md "Parameter servers"): from now on the table
+  // has `num_trainers` trainers (sync: the barrier's size; kMean: the divisor, async too). A
+  // change is taken from a call of the newest attempt (StaleAttemptError for an older one,
+  // InvalidArgument beyond Note [attempt limits]); the step in progress is discarded (its pushes
+  // came from the old membership: waiting finish_step calls get StaleAttemptError) and the
+  // trainers' processes are forgotten. A change within the attempt that holds the step in progress
+  // is refused (InvalidArgument) once any trainer pushed or finished it. The same count changes
+  // nothing. The caller checks the count against its limits; num_trainers >= 1.
+  void set_trainers(int num_trainers, Attempt attempt);
+
   // A consistent deep copy, taken under the shared lock. Pending sync gradients of the current
   // step are not part of it.
   ShardSnapshot snapshot() const;
@@ -304,7 +318,8 @@ class TableShard {
   TableShard(TableConfig config, int server_index, int num_servers, int64_t max_pending_bytes,
              std::shared_ptr<PendingBudget> budget, RestoreTag);
 
-  // Validation of the caller's input, without the lock (config_ never changes).
+  // Validation of the caller's input, without the lock (config_ never changes; the trainer is
+  // checked against num_trainers() again under the lock, where it may have changed).
   void check_ids(const at::Tensor& ids, const char* what) const;
   void check_trainer(int trainer, const char* operation) const;
   // `rows` is float32 [ids.size(0), dim] on the CPU (`what` names it in the error).
@@ -314,6 +329,8 @@ class TableShard {
   // InvalidArgument beyond Note [attempt limits], nothing changed by either. Requires mutex_ held
   // exclusively.
   void admit_locked(int trainer, Attempt attempt);
+  // The attempt checks of admit_locked() that concern no trainer. Requires mutex_ held.
+  void check_attempt_locked(Attempt attempt, const std::string& caller) const;
   // Drops `trainer`'s pushes of the step in progress, releasing their bytes. Requires mutex_ held
   // exclusively.
   void drop_pending_locked(int trainer);
@@ -345,6 +362,8 @@ class TableShard {
   const int64_t rows_here_;
   const int64_t max_pending_bytes_;
   const std::shared_ptr<PendingBudget> budget_;  // the server's, or nullptr
+  // The trainers now (set_trainers()); written under mutex_ held exclusively, read anywhere.
+  std::atomic<int> num_trainers_;
 
   mutable std::shared_mutex mutex_;
   mutable std::condition_variable_any step_applied_;  // notified when step_ grows or values come

@@ -77,16 +77,15 @@ void TableShard::clear_pending_locked() {
   pending_bytes_ = 0;
 }
 
-void TableShard::admit_locked(int trainer, Attempt attempt) {
-  const auto caller = [trainer] { return "a call of trainer " + std::to_string(trainer); };
+void TableShard::check_attempt_locked(Attempt attempt, const std::string& caller) const {
   if (attempt.restart < restart_) {
-    throw StaleAttemptError(table_prefix(config_) + ": " + caller() + " from attempt " +
+    throw StaleAttemptError(table_prefix(config_) + ": " + caller + " from attempt " +
                             std::to_string(attempt.restart) + " of the job was refused: attempt " +
                             std::to_string(restart_) + " has started (the job was restarted)");
   }
   // Note [attempt limits]: checked before anything changes. Both are >= 0: no overflow.
   if (attempt.restart - restart_ > kMaxAttemptJump) {
-    throw InvalidArgument(table_prefix(config_) + ": " + caller() + " from attempt " +
+    throw InvalidArgument(table_prefix(config_) + ": " + caller + " from attempt " +
                           std::to_string(attempt.restart) +
                           " of the job was refused: this table is at attempt " +
                           std::to_string(restart_) + " and takes a newer one at most " +
@@ -95,6 +94,12 @@ void TableShard::admit_locked(int trainer, Attempt attempt) {
                           "); nothing was changed. The attempt is the job's restart count "
                           "(ClientOptions::attempt, TORCHELASTIC_RESTART_COUNT)");
   }
+}
+
+void TableShard::admit_locked(int trainer, Attempt attempt) {
+  const auto caller = [trainer] { return "a call of trainer " + std::to_string(trainer); };
+  check_trainer(trainer, "a call");  // the count may have changed since the check before the lock
+  check_attempt_locked(attempt, caller());
   const bool newer_restart = attempt.restart > restart_;
   uint64_t& newest = incarnations_[static_cast<size_t>(trainer)];
   const uint64_t known = newer_restart ? 0 : newest;  // a newer attempt forgets the processes
@@ -156,10 +161,10 @@ void TableShard::apply_locked(SparseRows rows, bool owned) {
 }
 
 void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled) {
-  if (!scaled && config_.reduction == GradientReduction::kMean && config_.num_trainers > 1) {
+  if (!scaled && config_.reduction == GradientReduction::kMean && num_trainers() > 1) {
     // Unless owned, the values may be the caller's tensor.
     rows.values =
-        owned ? rows.values.div_(config_.num_trainers) : rows.values.div(config_.num_trainers);
+        owned ? rows.values.div_(num_trainers()) : rows.values.div(num_trainers());
   }
   if (rows.ids.numel() > 0) {
     optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
@@ -211,7 +216,7 @@ void TableShard::reduce_and_apply_locked() {
   if (aligned) {
     // Kept pushes are never written (they may be a trainer's shared memory): each message's mean
     // is a new tensor (Note [fused reduction]).
-    const int divisor = config_.reduction == GradientReduction::kMean ? config_.num_trainers : 1;
+    const int divisor = config_.reduction == GradientReduction::kMean ? num_trainers() : 1;
     for (size_t i = 0; i < pending_[0].size(); ++i) {
       std::vector<const float*> inputs;
       for (const auto& pushes : pending_) inputs.push_back(pushes[i].values.data_ptr<float>());
@@ -271,7 +276,7 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
                           std::to_string(step_) + "; finish the steps in order");
   }
   bool all_finished = true;
-  for (int t = 0; t < config_.num_trainers; ++t) {
+  for (int t = 0; t < num_trainers(); ++t) {
     all_finished = all_finished && (t == trainer || finished_trainers_[t]);
   }
   if (!all_finished && wait.may_wait && !wait.may_wait()) {
@@ -307,7 +312,7 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
     if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, step_, {}};
   }
   StepOutcome outcome{false, false, step_, {}};
-  for (int t = 0; t < config_.num_trainers; ++t) {
+  for (int t = 0; t < num_trainers(); ++t) {
     if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
   }
   return outcome;
@@ -319,6 +324,7 @@ StepOutcome TableShard::finish_stale_locked(int trainer, int64_t step, const Ste
     throw InvalidArgument(table_prefix(config_) + ": trainer " + std::to_string(trainer) +
                           " finished step " + std::to_string(step) + "; need >= 0");
   }
+  check_trainer(trainer, "finish_step");  // the count may have changed since the first check
   const int64_t need = step + 1 - config_.staleness;
   const auto slowest = [&] { return *std::min_element(clocks_.begin(), clocks_.end()); };
   int64_t& clock = clocks_[static_cast<size_t>(trainer)];
@@ -342,7 +348,7 @@ StepOutcome TableShard::finish_stale_locked(int trainer, int64_t step, const Ste
     if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, slowest(), {}};
   }
   StepOutcome outcome{false, false, slowest(), {}};
-  for (int t = 0; t < config_.num_trainers; ++t) {
+  for (int t = 0; t < num_trainers(); ++t) {
     if (clocks_[static_cast<size_t>(t)] < need) outcome.missing_trainers.push_back(t);
   }
   return outcome;
@@ -358,6 +364,8 @@ bool TableShard::admit_at(int trainer, int64_t step, Attempt attempt) {
 
 int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt) {
   check_trainer(trainer, "resume");
+  // The trainers' count is the membership's (set_trainers()), not part of the rows.
+  snapshot.config.num_trainers = config_.num_trainers;
   if (!same_table(snapshot.config, config_) || snapshot.server_index != server_index_ ||
       snapshot.num_servers != num_servers_) {
     throw InvalidArgument(table_prefix(config_) + ": cannot rewind shard " +
@@ -384,6 +392,45 @@ int64_t TableShard::rewind(ShardSnapshot snapshot, int trainer, Attempt attempt)
   awaiting_values_ = false;
   step_applied_.notify_all();
   return step_;
+}
+
+void TableShard::set_trainers(int wanted, Attempt attempt) {
+  if (wanted < 1) {
+    throw InvalidArgument(table_prefix(config_) + ": " + std::to_string(wanted) +
+                          " trainers asked; need >= 1");
+  }
+  const std::unique_lock<std::shared_mutex> lock(mutex_);
+  const int before = num_trainers();
+  if (wanted == before) return;
+  const std::string change = "the trainers changed from " + std::to_string(before) + " to " +
+                             std::to_string(wanted);
+  check_attempt_locked(attempt, "a change of the trainers to " + std::to_string(wanted));
+  if (attempt.restart == restart_) {
+    const bool touched =
+        pending_bytes_ > 0 ||
+        std::find(finished_trainers_.begin(), finished_trainers_.end(), true) !=
+            finished_trainers_.end() ||
+        std::any_of(clocks_.begin(), clocks_.end(), [](int64_t clock) { return clock > 0; });
+    if (touched && config_.mode == UpdateMode::kSync) {
+      throw InvalidArgument(table_prefix(config_) + ": " + change + " was refused: attempt " +
+                            std::to_string(restart_) + " already works on step " +
+                            std::to_string(step_) +
+                            "; a new membership comes with a newer attempt (its generation)");
+    }
+  }
+  discard_step_locked(change + " (attempt " + std::to_string(attempt.restart) +
+                      ": a new membership of an elastic job) while step " +
+                      std::to_string(step_) + " was in progress");
+  restart_ = attempt.restart;
+  const auto count = static_cast<size_t>(wanted);
+  pending_.assign(count, {});
+  pending_trainer_bytes_.assign(count, 0);
+  finished_trainers_.assign(count, false);
+  incarnations_.assign(count, 0);
+  // Async with staleness: every trainer of the new membership starts where the slowest was.
+  const int64_t slowest = clocks_.empty() ? 0 : *std::min_element(clocks_.begin(), clocks_.end());
+  clocks_.assign(count, slowest);
+  num_trainers_.store(wanted, std::memory_order_release);
 }
 
 }  // namespace gradwire::ps

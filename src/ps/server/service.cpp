@@ -188,7 +188,8 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     const CreatedTable table =
         tables_.create(config, index, count,
                        step_wait_deadline(context->deadline(), std::chrono::system_clock::now(),
-                                          std::chrono::steady_clock::now()));
+                                          std::chrono::steady_clock::now()),
+                       request->any_num_trainers());
     response->set_step(table.shard->step());
     response->set_created(table.created);
     response->set_awaiting_values(table.shard->awaiting_values());
@@ -399,7 +400,7 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
       return grpc::Status(
           grpc::StatusCode::DEADLINE_EXCEEDED,
           describe_missing_trainers(shard->config().name, request->step(), outcome.missing_trainers,
-                                    shard->config().num_trainers, since(start)));
+                                    shard->num_trainers(), since(start)));
     }
     response->set_step(outcome.step);
     // Where the rows are, for a trainer that reads them in place: only over its call channel, so
@@ -452,6 +453,14 @@ grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
     const int trainer = request->trainer();
     const int64_t step = request->step();
     if (step < 0) throw InvalidArgument("resume at step " + std::to_string(step) + "; need >= 0");
+    if (const int trainers = request->num_trainers(); trainers != 0) {
+      // An elastic job's new membership, within the limits CreateTable checks.
+      TableConfig asked = shard->current_config();
+      asked.num_trainers = trainers;
+      check_table_limits(asked, shard->server_index(), shard->num_servers(),
+                         TableLimits{limits_.max_trainers, limits_.max_table_bytes});
+      shard->set_trainers(trainers, attempt);
+    }
     if (shard->admit_at(trainer, step, attempt)) {
       response->set_step(shard->step());
       return grpc::Status::OK;

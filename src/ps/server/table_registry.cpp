@@ -76,14 +76,17 @@ void TableRegistry::add_restored(std::vector<ShardSnapshot> snapshots) {
   }
 }
 
-std::unique_ptr<ShardSnapshot> TableRegistry::take_pending_locked(const TableConfig& config,
+std::unique_ptr<ShardSnapshot> TableRegistry::take_pending_locked(const TableConfig& asked,
                                                                   int server_index,
-                                                                  int num_servers) {
+                                                                  int num_servers,
+                                                                  bool any_num_trainers) {
+  TableConfig config = asked;
   const auto found = pending_.find(config.name);
   if (found == pending_.end()) return nullptr;
   auto& group = found->second;
   for (auto it = group.begin(); it != group.end(); ++it) {
     if (it->server_index != server_index || it->num_servers != num_servers) continue;
+    if (any_num_trainers) config.num_trainers = it->config.num_trainers;
     if (!same_table(it->config, config)) {
       throw InvalidArgument(describe_conflict(it->config, it->server_index, it->num_servers, config,
                                               server_index, num_servers) +
@@ -97,11 +100,15 @@ std::unique_ptr<ShardSnapshot> TableRegistry::take_pending_locked(const TableCon
 }
 
 CreatedTable TableRegistry::create(const TableConfig& config, int server_index, int num_servers,
-                                   std::chrono::steady_clock::time_point deadline) {
+                                   std::chrono::steady_clock::time_point deadline,
+                                   bool any_num_trainers) {
   const auto existing_result = [&](const std::shared_ptr<TableShard>& shard) {
-    if (!same_table(shard->config(), config) || shard->server_index() != server_index ||
+    const TableConfig existing = shard->current_config();
+    TableConfig asked = config;
+    if (any_num_trainers) asked.num_trainers = existing.num_trainers;
+    if (!same_table(existing, asked) || shard->server_index() != server_index ||
         shard->num_servers() != num_servers) {
-      throw InvalidArgument(describe_conflict(shard->config(), shard->server_index(),
+      throw InvalidArgument(describe_conflict(existing, shard->server_index(),
                                               shard->num_servers(), config, server_index,
                                               num_servers));
     }
@@ -124,7 +131,7 @@ CreatedTable TableRegistry::create(const TableConfig& config, int server_index, 
         }
         continue;  // built (then found above) or failed (then built here)
       }
-      snapshot = take_pending_locked(config, server_index, num_servers);
+      snapshot = take_pending_locked(config, server_index, num_servers, any_num_trainers);
       const int64_t bytes = shard_bytes(config, server_index, num_servers);
       // A restored table counted already (as a waiting snapshot); a new one must fit.
       if (!snapshot) check_room_locked(config, server_index, num_servers, bytes);

@@ -63,11 +63,14 @@ class TableRegistry {
   // difference when a table of that name exists (or waits restored) with another config or
   // shard position. TimeoutError when another call's build of the table is not done by
   // `deadline`. ResourceLimitError when a new table would exceed max_tables or
-  // max_total_table_bytes (see the top). Preconditions: validate(config) passed,
+  // max_total_table_bytes (see the top). `any_num_trainers` (an elastic job's trainer): an
+  // existing or restored table is the same whatever its num_trainers (the membership's, see
+  // TableShard::set_trainers). Preconditions: validate(config) passed,
   // 0 <= server_index < num_servers.
   CreatedTable create(const TableConfig& config, int server_index, int num_servers,
                       std::chrono::steady_clock::time_point deadline =
-                          std::chrono::steady_clock::time_point::max());
+                          std::chrono::steady_clock::time_point::max(),
+                      bool any_num_trainers = false);
 
   // nullptr when no table of that name is served.
   std::shared_ptr<TableShard> find(const std::string& name) const;
@@ -88,7 +91,7 @@ class TableRegistry {
   // Takes this shard's pending snapshot of `config.name` (empty pointer when there is none);
   // InvalidArgument, the snapshot kept, when its config differs. Requires mutex_.
   std::unique_ptr<ShardSnapshot> take_pending_locked(const TableConfig& config, int server_index,
-                                                     int num_servers);
+                                                     int num_servers, bool any_num_trainers);
   Held held_locked() const;
   // Throws ResourceLimitError unless a new table of `bytes` fits the limits. Requires mutex_.
   void check_room_locked(const TableConfig& config, int server_index, int num_servers,
