@@ -84,12 +84,14 @@ class Membership {
   void mark_done(int64_t number);
   // Whether workers wait to join the generation after `number`.
   bool joiners_waiting(int64_t number);
+  // Those of `ids` that are gone: their exit marked, or their launcher silent for agent_silence
+  // (counted from the first call that saw its heartbeat).
+  std::set<std::string> gone(const std::vector<std::string>& ids);
 
   JobStore& store() { return store_; }
 
  private:
   std::vector<std::string> members_of(int64_t number);
-  std::set<std::string> gone(const std::vector<std::string>& ids);
   Generation generation_from(int64_t number, int count, const std::string& me,
                              std::vector<std::optional<Record>> known);
 

@@ -1,9 +1,11 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "binding.h"
+#include "common/wait_interrupt.h"
 #include "comm/connect_world.h"
 #include "comm/job_store_impl.h"
 #include "gradwire/common/env.h"
@@ -55,6 +57,29 @@ std::unique_ptr<JobStore> connect_job_store(const EnvMap& env, std::chrono::mill
         "workers with gradwire-run --elastic (or pass RunOptions::store)");
   }
   return JobStore::connect(*address, static_cast<int>(*port), timeout);
+}
+
+// Throws PeerLostError naming the members of `generation` (other than this worker) that are gone.
+void throw_if_members_gone(detail::Membership& membership, const Generation& generation) {
+  std::vector<std::string> others;
+  for (int rank = 0; rank < generation.size; ++rank) {
+    if (rank != generation.rank) others.push_back(generation.members[rank]);
+  }
+  const std::set<std::string> gone = membership.gone(others);
+  if (gone.empty()) return;
+  std::string names;
+  std::vector<int> ranks;
+  for (int rank = 0; rank < generation.size; ++rank) {
+    if (gone.count(generation.members[rank]) == 0) continue;
+    names += (names.empty() ? "" : ", ") + generation.members[rank] + " (rank " +
+             std::to_string(rank) + ")";
+    ranks.push_back(rank);
+  }
+  throw PeerLostError("gradwire: elastic worker " + names + " of generation " +
+                          std::to_string(generation.number) +
+                          " left (its exit marked by its launcher, or its launcher silent) while "
+                          "this worker waited outside a collective",
+                      ranks);
 }
 
 }  // namespace
@@ -114,6 +139,10 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       for (const auto& reset : options.on_reset) reset(context);
       binding = State::Binding{&membership, generation.number, communicator.get()};
       state.bind(&binding);
+      // Note [interrupted waits]: a wait outside the collectives (a parameter-server step for a
+      // trainer that died after its last collective) ends once a member is gone.
+      const gradwire::detail::WaitInterrupt interrupt(
+          [&] { throw_if_members_gone(membership, generation); });
       train(context);
       if (generation.rank == 0) membership.mark_done(generation.number);
       return;

@@ -16,12 +16,14 @@
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/support/async_unary_call.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/wait_interrupt.h"
 #include "rpc/call_channel.h"
 
 namespace gradwire::ps {
@@ -119,9 +121,32 @@ class CallQueue {
   }
 
   // wait(limit); calls still running then are cancelled and waited for `margin` more (gRPC ends a
-  // cancelled call at once; the margin only guards against a bug).
+  // cancelled call at once; the margin only guards against a bug). While a wait interrupt is
+  // installed on this thread (Note [interrupted waits], common/wait_interrupt.h) it waits in
+  // slices and asks it between them; what it throws cancels the calls and passes through.
   void wait_or_cancel(Clock::time_point limit, std::chrono::milliseconds margin) {
-    if (wait(limit)) return;
+    if (!gradwire::detail::wait_interrupt_installed()) {
+      if (wait(limit)) return;
+    } else {
+      for (;;) {
+        if (wait(std::min(limit, Clock::now() + gradwire::detail::kWaitInterruptSlice))) return;
+        if (Clock::now() >= limit) break;
+        try {
+          gradwire::detail::check_wait_interrupt();
+        } catch (...) {
+          cancel_all(margin);
+          throw;
+        }
+      }
+    }
+    cancel_all(margin);
+  }
+
+  const std::vector<std::unique_ptr<Call>>& calls() const { return calls_; }
+
+ private:
+  // Cancels the calls still running and waits `margin` for them.
+  void cancel_all(std::chrono::milliseconds margin) {
     for (const auto& call : calls_) {
       if (call->done) continue;
       if (call->channel) {
@@ -134,9 +159,6 @@ class CallQueue {
     wait(Clock::now() + margin);
   }
 
-  const std::vector<std::unique_ptr<Call>>& calls() const { return calls_; }
-
- private:
   static std::chrono::system_clock::time_point to_system(Clock::time_point limit) {
     const auto left = limit - Clock::now();
     return std::chrono::system_clock::now() +
