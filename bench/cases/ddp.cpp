@@ -25,6 +25,7 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
@@ -445,7 +446,7 @@ Subcommand ddp_subcommand() {
         }
         ranks.ranks = settings.ranks;
         ranks.backend = settings.backends.front();
-        if (!env.has("GRADWIRE_TIMEOUT")) ranks.timeout = kTrainingTimeout;
+        if (!env.has(gradwire::settings::kTimeout.name)) ranks.timeout = kTrainingTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return DdpSweep(context, settings, argv, ranks.timeout).run();
         });

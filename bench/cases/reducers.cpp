@@ -11,6 +11,7 @@
 #include "cases/ddp_training.h"
 #include "cases/reducers_report.h"
 #include "cases/reducers_settings.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
@@ -151,7 +152,7 @@ Subcommand reducers_subcommand() {
       [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
         const ReducersSettings settings = options.resolve();
         if (!ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
-        if (!EnvMap::from_process().has("GRADWIRE_TIMEOUT")) ranks.timeout = kTrainingTimeout;
+        if (!EnvMap::from_process().has(gradwire::settings::kTimeout.name)) ranks.timeout = kTrainingTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return ReducersStudy(context, settings, argv).run();
         });

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <string>
 
+#include "gradwire/common/settings.h"
 #include "gradwire/gradwire.h"
 
 namespace {
@@ -62,7 +63,7 @@ void report(int64_t step) {
 }
 
 int elastic(int64_t steps, int die_slot, int64_t die_step) {
-  const char* id = std::getenv("GRADWIRE_ELASTIC_ID");
+  const char* id = std::getenv(gradwire::settings::kElasticId.name);
   const bool doomed = id != nullptr && std::string(id) == "0." + std::to_string(die_slot) + ".0";
   auto model = make_model();
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "gradwire/common/settings.h"
+
 namespace gradwire::bench {
 
 namespace {
@@ -16,7 +18,7 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
-bool system_malloc_requested() { return env_or_empty("GRADWIRE_BENCH_MALLOC") == "system"; }
+bool system_malloc_requested() { return env_or_empty(settings::kBenchMalloc.name) == "system"; }
 
 }  // namespace
 

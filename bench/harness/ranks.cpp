@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "gradwire/launch/launcher.h"
 #include "harness/report.h"
@@ -18,10 +19,10 @@ namespace {
 // This very program, whatever its path or name.
 constexpr const char* kSelfExe = "/proc/self/exe";
 // What the launcher sets in a rank it bound to cores (docs/launcher.md).
-constexpr const char* kBoundCpusVariable = "GRADWIRE_BOUND_CPUS";
+constexpr const char* kBoundCpusVariable = settings::kBoundCpus.name;
 // Set by launch_ranks in every rank: the cores the launching gradwire-bench may run on, for the
 // metadata of ranks that were bound to fewer.
-constexpr const char* kLauncherCoresVariable = "GRADWIRE_BENCH_LAUNCHER_CORES";
+constexpr const char* kLauncherCoresVariable = settings::kBenchLauncherCores.name;
 }  // namespace
 
 void add_rank_options(CLI::App& command, RankOptions& options) {

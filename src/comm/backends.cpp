@@ -10,6 +10,7 @@
 #include "comm/hierarchical/process_group.h"
 #include "comm/shm/process_group.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 
 namespace gradwire {
 
@@ -50,14 +51,14 @@ shm::Options shm_options(const WorldInfo& world, const EnvMap& env,
   shm::Options options;
   options.port = world.master_port;
   options.timeout = timeout;
-  if (auto slot = env.get_int("GRADWIRE_SHM_SLOT_BYTES")) {
+  if (auto slot = env.get_int(settings::kShmSlotBytes.name)) {
     if (*slot < 4096) {
       throw ConfigError("gradwire: GRADWIRE_SHM_SLOT_BYTES=" + std::to_string(*slot) +
                         " is too small; use at least 4096 (default 1048576)");
     }
     options.slot_bytes = static_cast<size_t>(*slot);
   }
-  if (auto streaming = env.get_int("GRADWIRE_SHM_STREAMING_BYTES")) {
+  if (auto streaming = env.get_int(settings::kShmStreamingBytes.name)) {
     if (*streaming < 0) {
       throw ConfigError("gradwire: GRADWIRE_SHM_STREAMING_BYTES=" + std::to_string(*streaming) +
                         " is negative; give a size in bytes (default: no streaming stores)");
@@ -197,7 +198,7 @@ BackendTraits resolve(const std::string& name, const WorldInfo& world, const Ini
   // Exchanging host identities is part of the rendezvous: its own timeout.
   HostLookup hosts(world, env, resolve_rendezvous_timeout(options, env), store);
   std::string chosen = name;
-  if (chosen == "auto") chosen = env.get("GRADWIRE_BACKEND").value_or("auto");
+  if (chosen == "auto") chosen = env.get(settings::kBackend.name).value_or("auto");
   if (chosen == "auto") {
     chosen = "gloo";
 #if defined(GRADWIRE_WITH_NCCL)
@@ -221,7 +222,7 @@ BackendTraits resolve(const std::string& name, const WorldInfo& world, const Ini
 
 void check_backend_name(const std::string& name, const EnvMap& env) {
   std::string chosen = name;
-  if (chosen == "auto") chosen = env.get("GRADWIRE_BACKEND").value_or("auto");
+  if (chosen == "auto") chosen = env.get(settings::kBackend.name).value_or("auto");
   if (chosen == "auto") return;
   for (const auto& b : available_backends()) {
     if (b == chosen) return;

@@ -1,4 +1,5 @@
 #include "gradwire/common/host_identity.h"
+#include "gradwire/common/settings.h"
 
 #include <unistd.h>
 
@@ -19,7 +20,7 @@ std::string trimmed(std::string text) {
 }  // namespace
 
 std::string local_host_identity(const EnvMap& env) {
-  if (auto forced = env.get("GRADWIRE_HOST_ID"); forced && !trimmed(*forced).empty()) {
+  if (auto forced = env.get(settings::kHostId.name); forced && !trimmed(*forced).empty()) {
     return trimmed(*forced);
   }
   char name[256] = {};

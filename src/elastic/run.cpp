@@ -11,6 +11,7 @@
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/host_identity.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/elastic/elastic.h"
 #include "membership.h"
 
@@ -25,18 +26,18 @@ int env_int(const EnvMap& env, const std::string& name, int fallback) {
 detail::MembershipOptions membership_options(const RunOptions& options, const EnvMap& env) {
   detail::MembershipOptions resolved;
   resolved.worker_id = options.worker_id;
-  if (resolved.worker_id.empty()) resolved.worker_id = env.get("GRADWIRE_ELASTIC_ID").value_or("");
+  if (resolved.worker_id.empty()) resolved.worker_id = env.get(settings::kElasticId.name).value_or("");
   if (resolved.worker_id.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof(host) - 1);
     resolved.worker_id = std::string(host) + "-" + std::to_string(::getpid()) + ".0.0";
   }
   resolved.host = local_host_identity(env);
-  resolved.min_workers = options.min_workers.value_or(env_int(env, "GRADWIRE_ELASTIC_MIN", 1));
+  resolved.min_workers = options.min_workers.value_or(env_int(env, settings::kElasticMin.name, 1));
   resolved.max_workers =
-      options.max_workers.value_or(env_int(env, "GRADWIRE_ELASTIC_MAX", 1 << 30));
+      options.max_workers.value_or(env_int(env, settings::kElasticMax.name, 1 << 30));
   resolved.initial_workers = options.initial_workers.value_or(
-      env_int(env, "GRADWIRE_ELASTIC_INITIAL", env_int(env, "WORLD_SIZE", resolved.min_workers)));
+      env_int(env, settings::kElasticInitial.name, env_int(env, "WORLD_SIZE", resolved.min_workers)));
   if (resolved.min_workers < 1 || resolved.max_workers < resolved.min_workers) {
     throw ConfigError("gradwire elastic: needs 1 <= min workers (" +
                       std::to_string(resolved.min_workers) + ") <= max workers (" +

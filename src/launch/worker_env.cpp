@@ -6,6 +6,7 @@
 
 #include "core_binding.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 
 namespace gradwire::launch::detail {
 namespace {
@@ -115,7 +116,7 @@ int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node) {
 // gradwire-bench's processes do, unless the user chose: GRADWIRE_MALLOC=system, either variable
 // set, or an allocator preloaded (LD_PRELOAD).
 void apply_allocator_policy(const EnvMap& parent, std::map<std::string, std::string>& env) {
-  if (inherited(parent, "GRADWIRE_MALLOC") == "system") return;
+  if (inherited(parent, settings::kMalloc.name) == "system") return;
   for (const char* chosen : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD"}) {
     if (parent.get(chosen)) return;
   }
@@ -160,16 +161,16 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
       inherited(context.parent, "TORCHELASTIC_RUN_ID", context.fresh_run_id);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(context.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
-  env.erase("GRADWIRE_BOUND_CPUS");
-  for (const char* name : {"GRADWIRE_ELASTIC_ID", "GRADWIRE_ELASTIC_MIN", "GRADWIRE_ELASTIC_MAX",
-                           "GRADWIRE_ELASTIC_INITIAL"}) {
+  env.erase(settings::kBoundCpus.name);
+  for (const char* name : {settings::kElasticId.name, settings::kElasticMin.name, settings::kElasticMax.name,
+                           settings::kElasticInitial.name}) {
     env.erase(name);
   }
   if (options.elastic) {
-    env["GRADWIRE_ELASTIC_ID"] = elastic_worker_id(options, context, local_rank);
-    env["GRADWIRE_ELASTIC_MIN"] = std::to_string(options.min_workers);
-    if (options.max_workers > 0) env["GRADWIRE_ELASTIC_MAX"] = std::to_string(options.max_workers);
-    env["GRADWIRE_ELASTIC_INITIAL"] = std::to_string(options.nnodes * options.nproc_per_node);
+    env[settings::kElasticId.name] = elastic_worker_id(options, context, local_rank);
+    env[settings::kElasticMin.name] = std::to_string(options.min_workers);
+    if (options.max_workers > 0) env[settings::kElasticMax.name] = std::to_string(options.max_workers);
+    env[settings::kElasticInitial.name] = std::to_string(options.nnodes * options.nproc_per_node);
   }
   // gradwire-run hosts no store of its own for the workers (rank 0 does), whatever launched it.
   env.erase("TORCHELASTIC_USE_AGENT_STORE");
@@ -179,20 +180,20 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
     GRADWIRE_CHECK_EQ(context.bound_cpus.size(), static_cast<size_t>(options.nproc_per_node));
     const std::vector<int>& cpus = context.bound_cpus[local_rank];
     GRADWIRE_CHECK(!cpus.empty());
-    env["GRADWIRE_BOUND_CPUS"] = cpu_list_text(cpus);
+    env[settings::kBoundCpus.name] = cpu_list_text(cpus);
     default_threads = static_cast<int>(cpus.size());
   }
   if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
     env["OMP_NUM_THREADS"] = std::to_string(options.threads_per_worker.value_or(default_threads));
   }
   apply_allocator_policy(context.parent, env);
-  env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
+  env[settings::kJobToken.name] = job_token(options, context);
   if (!context.server_addresses.empty()) {
-    env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);
-    env["GRADWIRE_TOKEN"] = env["GRADWIRE_JOB_TOKEN"];
+    env[settings::kPsAddrs.name] = join_addresses(context.server_addresses);
+    env[settings::kToken.name] = env[settings::kJobToken.name];
     // An inherited value would describe other servers: these speak TLS only when told here.
-    env.erase("GRADWIRE_TLS_ROOTS");
-    if (!options.tls_cert_file.empty()) env["GRADWIRE_TLS_ROOTS"] = options.tls_cert_file;
+    env.erase(settings::kTlsRoots.name);
+    if (!options.tls_cert_file.empty()) env[settings::kTlsRoots.name] = options.tls_cert_file;
   }
 
   for (const auto& [name, value] : options.extra_env) env[name] = value;
@@ -200,17 +201,17 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
 }
 
 std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context) {
-  auto extra = options.extra_env.find("GRADWIRE_JOB_TOKEN");
+  auto extra = options.extra_env.find(settings::kJobToken.name);
   if (extra != options.extra_env.end() && !extra->second.empty()) return extra->second;
-  return inherited(context.parent, "GRADWIRE_JOB_TOKEN", context.fresh_job_token);
+  return inherited(context.parent, settings::kJobToken.name, context.fresh_job_token);
 }
 
 std::map<std::string, std::string> server_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context) {
   std::map<std::string, std::string> env = context.parent.values();
-  env["GRADWIRE_JOB_TOKEN"] = job_token(options, context);
-  env["GRADWIRE_TOKEN"] = env["GRADWIRE_JOB_TOKEN"];
-  env["GRADWIRE_PS_ADDRS"] = join_addresses(context.server_addresses);
+  env[settings::kJobToken.name] = job_token(options, context);
+  env[settings::kToken.name] = env[settings::kJobToken.name];
+  env[settings::kPsAddrs.name] = join_addresses(context.server_addresses);
   for (const auto& [name, value] : options.extra_env) env[name] = value;
   return env;
 }

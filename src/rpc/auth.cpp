@@ -9,6 +9,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
+#include "gradwire/common/settings.h"
 
 namespace gradwire::rpc {
 namespace {
@@ -74,7 +75,7 @@ std::string load_token(const std::string& explicit_token, const std::string& tok
                        const EnvMap& env) {
   if (!explicit_token.empty()) return explicit_token;
   if (!token_file.empty()) return read_token_file(token_file);
-  for (const char* name : {"GRADWIRE_TOKEN", "GRADWIRE_JOB_TOKEN"}) {
+  for (const char* name : {settings::kToken.name, settings::kJobToken.name}) {
     const std::optional<std::string> value = env.get(name);
     if (value && !value->empty()) return *value;
   }

@@ -37,6 +37,7 @@
 #include "gradwire/comm/job_store.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "gradwire/launch/launcher.h"
 
@@ -268,6 +269,14 @@ int run(int argc, char** argv) {
   add_options(app, line);
   app.set_version_flag("--version",
                        "gradwire-run " + gradwire::version() + " (" + gradwire::built_with() + ")");
+  app.add_flag_callback(
+      "--print-settings",
+      [] {
+        std::cout << gradwire::settings::markdown_table();
+        throw CLI::Success();
+      },
+      "Print every GRADWIRE_* variable (name, value, default, who reads it) as a Markdown table, "
+      "and exit (docs/configuration.md)");
 
   try {
     app.parse(argc, argv);

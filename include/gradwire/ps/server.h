@@ -98,6 +98,13 @@ struct ServerOptions {
 // The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).
 int64_t grpc_memory_bytes(const ServerOptions& options);
 
+// `options` with what defaults from the environment filled from `env`, as start_server() uses
+// them: the token (token, else token_file's content, else GRADWIRE_TOKEN, else
+// GRADWIRE_JOB_TOKEN) and the host identity (GRADWIRE_HOST_ID, else "<hostname>/<boot id>"); then
+// checked. Reads token_file. Throws ConfigError naming what is missing or malformed (no token,
+// a limit below 1...).
+ServerOptions resolve(const ServerOptions& options, const EnvMap& env);
+
 class Server {
  public:
   virtual ~Server() = default;

@@ -9,6 +9,7 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/launcher_env.h"
+#include "gradwire/common/settings.h"
 
 namespace gradwire {
 
@@ -200,18 +201,17 @@ int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldIn
 
 std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env) {
   if (options.timeout) return *options.timeout;
-  if (auto text = env.get("GRADWIRE_TIMEOUT")) return parse_duration(*text, "GRADWIRE_TIMEOUT");
-  return std::chrono::seconds(300);
+  return settings::timeout(env);
 }
 
 std::chrono::milliseconds resolve_rendezvous_timeout(const InitOptions& options,
                                                      const EnvMap& env) {
   if (options.rendezvous_timeout) return *options.rendezvous_timeout;
-  if (auto text = env.get("GRADWIRE_RENDEZVOUS_TIMEOUT")) {
-    return parse_duration(*text, "GRADWIRE_RENDEZVOUS_TIMEOUT");
+  if (auto text = env.get(settings::kRendezvousTimeout.name)) {
+    return parse_duration(*text, settings::kRendezvousTimeout.name);
   }
   return std::max<std::chrono::milliseconds>(resolve_timeout(options, env),
-                                             std::chrono::seconds(300));
+                                             settings::kDefaultTimeout);
 }
 
 }  // namespace gradwire

@@ -6,6 +6,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/host_identity.h"
 #include "gradwire/common/launcher_env.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/ps/client.h"
 #include "rpc/auth.h"
 
@@ -29,7 +30,7 @@ std::vector<std::string> split_addresses(const std::string& text) {
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
   ClientOptions resolved = options;
   if (resolved.servers.empty()) {
-    resolved.servers = split_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
+    resolved.servers = split_addresses(env.get(settings::kPsAddrs.name).value_or(""));
   }
   if (resolved.servers.empty()) {
     throw ConfigError(
@@ -59,14 +60,13 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     if (!resolved.attempt) resolved.attempt = 0;
   }
   if (!resolved.step_timeout) {
-    const std::optional<std::string> text = env.get("GRADWIRE_TIMEOUT");
-    resolved.step_timeout = text ? parse_duration(*text, "GRADWIRE_TIMEOUT") : milliseconds(300000);
+    resolved.step_timeout = settings::timeout(env);
   }
   if (resolved.tls_root_cert_file.empty()) {
-    resolved.tls_root_cert_file = env.get("GRADWIRE_TLS_ROOTS").value_or("");
+    resolved.tls_root_cert_file = env.get(settings::kTlsRoots.name).value_or("");
   }
   if (!resolved.shared_memory) {
-    const std::optional<std::string> text = env.get("GRADWIRE_PS_SHARED_MEMORY");
+    const std::optional<std::string> text = env.get(settings::kPsSharedMemory.name);
     if (text && *text != "0" && *text != "1") {
       throw ConfigError("gradwire: GRADWIRE_PS_SHARED_MEMORY='" + *text +
                         "' (need 0 or 1: whether trainers share memory with the servers on "
@@ -74,7 +74,7 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     }
     resolved.shared_memory = !text || *text == "1";
   }
-  if (!resolved.elastic) resolved.elastic = env.get("GRADWIRE_ELASTIC_ID").has_value();
+  if (!resolved.elastic) resolved.elastic = env.get(settings::kElasticId.name).has_value();
   if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
   return resolved;
 }

@@ -253,6 +253,14 @@ int64_t grpc_memory_bytes(const ServerOptions& options) {
   return std::max(bytes, kMinGrpcMemoryBytes);
 }
 
+ServerOptions resolve(const ServerOptions& options, const EnvMap& env) {
+  ServerOptions resolved = options;
+  resolved.token = rpc::load_token(resolved.token, resolved.token_file, env);
+  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
+  check_options(resolved);
+  return resolved;
+}
+
 std::unique_ptr<Server> start_server(const ServerOptions& options) {
   return start_server(options, EnvMap::from_process());
 }
@@ -268,12 +276,8 @@ std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptio
 std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptions>& options,
                                                    const EnvMap& env) {
   if (options.empty()) throw ConfigError("gradwire: start_servers needs at least one server");
-  std::vector<ServerOptions> resolved = options;
-  for (ServerOptions& one : resolved) {
-    one.token = rpc::load_token(one.token, one.token_file, env);
-    if (one.host_identity.empty()) one.host_identity = local_host_identity(env);
-    check_options(one);
-  }
+  std::vector<ServerOptions> resolved;
+  for (const ServerOptions& one : options) resolved.push_back(resolve(one, env));
   const auto hub = std::make_shared<rpc::ChannelHub>();
   std::vector<std::unique_ptr<Server>> servers;
   for (const ServerOptions& one : resolved) {
