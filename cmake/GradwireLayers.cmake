@@ -5,9 +5,11 @@
 # gradwire_comm makes "gradwire/comm/..." visible and nothing of ddp, ps or data.
 
 # gradwire_offer_headers(<target> <include path> <source file or folder> [...])
+# Public headers, from include/gradwire/ (what `cmake --install` installs):
 #   gradwire_offer_headers(gradwire_comm gradwire/comm ${PROJECT_SOURCE_DIR}/include/gradwire/comm)
-#   gradwire_offer_headers(gradwire_rpc rpc ${CMAKE_CURRENT_SOURCE_DIR})   # an internal layer
-# Installed targets find the same paths under the install prefix's include/.
+# Installed targets find the same paths under the install prefix's include/. A header from src/ is
+# never offered this way: an internal layer (rpc, ps/messages) offers its headers with
+# gradwire_offer_internal_headers.
 function(gradwire_offer_headers target)
   set(root ${PROJECT_BINARY_DIR}/headers/${target})
   set(pairs ${ARGN})
@@ -20,6 +22,11 @@ function(gradwire_offer_headers target)
     list(POP_FRONT pairs include_path source)
     if(NOT EXISTS ${source})
       message(FATAL_ERROR "gradwire_offer_headers(${target}): ${source} does not exist")
+    endif()
+    string(FIND "${source}" "${PROJECT_SOURCE_DIR}/include/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "gradwire_offer_headers(${target}): ${source} is not under include/; "
+        "offer an internal layer's headers with gradwire_offer_internal_headers")
     endif()
     get_filename_component(parent ${root}/${include_path} DIRECTORY)
     file(MAKE_DIRECTORY ${parent})

@@ -1,4 +1,4 @@
-#include "gradwire/common/futex.h"
+#include "common/futex.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "gradwire/common/enum_names.h"
+#include "common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire {

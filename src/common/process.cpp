@@ -1,4 +1,4 @@
-#include "gradwire/common/process.h"
+#include "common/process.h"
 
 #include <signal.h>
 #include <sys/types.h>

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "gradwire/common/byte_order.h"
+#include "common/byte_order.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/byte_order.h"
+#include "common/enum_names.h"
 #include "crc32c.h"
-#include "gradwire/common/byte_order.h"
-#include "gradwire/common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::data {

@@ -9,7 +9,7 @@
 
 #include "chunk_claimer.h"
 #include "chunk_file.h"
-#include "gradwire/common/enum_names.h"
+#include "common/enum_names.h"
 #include "shuffle.h"
 
 namespace gradwire::data {

@@ -1,7 +1,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "gradwire/common/enum_names.h"
+#include "common/enum_names.h"
 #include "gradwire/ddp/ddp.h"
 
 namespace gradwire::ddp {

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/futex.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/futex.h"
-#include "gradwire/common/process.h"
 #include "rpc/channel_layout.h"
 
 namespace gradwire::rpc {

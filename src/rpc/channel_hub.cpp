@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <array>
-#include <system_error>
 #include <cstring>
+#include <system_error>
 
+#include "common/futex.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/futex.h"
-#include "gradwire/common/process.h"
 #include "rpc/call_channel.h"
 #include "rpc/channel_layout.h"
 

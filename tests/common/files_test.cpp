@@ -13,9 +13,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "gradwire/common/byte_order.h"
+#include "common/byte_order.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/process.h"
 
 namespace gradwire {
 namespace {

@@ -1,5 +1,5 @@
 // assign_buckets: caps, closing rule, groups, bucket order and rebuild orders.
-#include "bucket_assignment.h"
+#include "ddp/bucket_assignment.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

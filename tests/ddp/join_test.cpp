@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "ddp/join_round.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/ddp/ddp.h"
-#include "join_round.h"
 #include "reference_training.h"
 #include "test_models.h"
 

@@ -1,6 +1,6 @@
 // The cross-rank model check: describe_model's lines, find_model_mismatch's messages, and
 // DistributedDataParallel refusing models that differ across ranks (on every rank).
-#include "model_check.h"
+#include "ddp/model_check.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

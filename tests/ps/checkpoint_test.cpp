@@ -18,10 +18,10 @@
 #include <iterator>
 #include <string>
 
-#include "gradwire/common/byte_order.h"
+#include "common/byte_order.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
-#include "gradwire/common/process.h"
 
 namespace gradwire::ps {
 namespace {

@@ -14,5 +14,5 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/staleness_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/dense_layout_test.cpp
-  LIBS gradwire_ps_core_internal ZLIB::ZLIB
+  LIBS gradwire_ps_core_internal gradwire_common_internal ZLIB::ZLIB
   LABELS ps)

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "gradwire/common/futex.h"
+#include "common/futex.h"
 #include "rpc/call_channel.h"
 #include "rpc/channel_layout.h"
 #include "rpc/shared_memory.h"

@@ -18,7 +18,8 @@ gradwire_add_test(ps_server_test
     ${CMAKE_CURRENT_LIST_DIR}/server_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../rpc/test_certificates.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
-  LIBS gradwire_ps_server_internal gradwire_ps_core_internal gradwire_ps_messages gradwire_rpc
+  LIBS gradwire_ps_server_internal gradwire_ps_core_internal gradwire_ps_messages_internal
+    gradwire_rpc_internal gradwire_common_internal
   LABELS ps)
 target_compile_definitions(ps_server_test PRIVATE
   GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>")

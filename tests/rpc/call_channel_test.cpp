@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/futex.h"
 #include "error_text.h"
-#include "gradwire/common/futex.h"
 #include "rpc/channel_layout.h"
 
 namespace gradwire::rpc {

@@ -12,7 +12,7 @@
 #include "comm/core/rendezvous.h"
 #include "comm/core/shared_buffer_source.h"
 #include "comm/core/work.h"
-#include "gradwire/common/enum_names.h"
+#include "common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire {

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <sstream>
 
+#include "common/process.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/process.h"
 
 namespace gradwire {
 

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "comm/core/spin_wait.h"
+#include "common/futex.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/futex.h"
-#include "gradwire/common/process.h"
 
 namespace gradwire::shm {
 
@@ -22,7 +22,7 @@ constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 // itself in `sleepers` and reads the word before checking the counter (all seq_cst), and the
 // poster stores the counter, bumps the word, then reads `sleepers`; so either the poster sees the
 // sleeper and wakes it, or the waiter sees the new word (FUTEX_WAIT returns at once) or counter.
-// The system calls are common's (gradwire/common/futex.h).
+// The system calls are common's (common/futex.h).
 
 // After a post: wakes the ranks sleeping on this rank's word.
 void wake_sleepers(RankControl& control) {

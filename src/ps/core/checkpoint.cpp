@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "gradwire/common/byte_order.h"
+#include "common/byte_order.h"
+#include "common/process.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
-#include "gradwire/common/process.h"
 #include "ps/core/checkpoint_header.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradwire/common/enum_names.h"
+#include "common/enum_names.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::ps {
