@@ -50,3 +50,22 @@ gradwire_add_test(ps_elastic_test
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
   LIBS gradwire_ps gradwire_ps_core_internal gradwire_ddp gradwire_elastic gradwire_data
   LABELS ps)
+
+# The same elastic hybrid job as real processes: 2 gradwire-ps-server processes started by the
+# test, `gradwire-run --elastic -n 3 --max-restarts 1` running elastic_hybrid_worker, a trainer
+# SIGKILLed at a step's start or between its DDP allreduce and its server step, a replacement that
+# joins; the dense layer and the rows equal one process following the printed schedule.
+add_executable(elastic_hybrid_worker ${CMAKE_CURRENT_LIST_DIR}/elastic_hybrid_worker.cpp)
+target_link_libraries(elastic_hybrid_worker PRIVATE gradwire_ps gradwire_ps_core_internal
+  gradwire_ddp gradwire_elastic gradwire_data)
+gradwire_add_test(ps_elastic_process_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/elastic_hybrid_process_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
+  LIBS gradwire_ps_core_internal gradwire_data
+  LABELS ps)
+target_compile_definitions(ps_elastic_process_test PRIVATE
+  GRADWIRE_RUN_PATH="$<TARGET_FILE:gradwire-run>"
+  GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>"
+  ELASTIC_HYBRID_WORKER_PATH="$<TARGET_FILE:elastic_hybrid_worker>")
+add_dependencies(ps_elastic_process_test gradwire-run gradwire-ps-server elastic_hybrid_worker)

@@ -3,9 +3,9 @@
 // store. A trainer dies (its thread leaves run(); the test marks it exited, as gradwire-run does)
 // at the start of a step, or after its DDP allreduce and before its parameter-server step (the
 // others then wait in Client::step(), which the membership's wait interrupt ends); the two others
-// go back to their commit and go on; later a new trainer joins at a commit. The table and the dense layer end equal to one process trained on the
-// concatenation of the live trainers' batches, step by step, following the same membership
-// schedule.
+// go back to their commit and go on; later a new trainer joins at a commit. The table and the dense
+// layer end equal to one process trained on the concatenation of the live trainers' batches, step
+// by step, following the same membership schedule.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -15,13 +15,13 @@
 #include <thread>
 
 #include "client_test_support.h"
+#include "elastic_hybrid_job.h"
 #include "gradwire/comm/job_store.h"
 #include "gradwire/data/distributed_sampler.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/elastic/elastic.h"
 #include "gradwire/ps/elastic_member.h"
 #include "gradwire/ps/embedding.h"
-#include "ps/core/initializer.h"
 
 namespace gradwire::ps {
 namespace elastic_hybrid {
@@ -30,100 +30,7 @@ namespace {
 using testing::Servers;
 using testing::Transport;
 
-constexpr int kSteps = 12;
-constexpr int64_t kDieAt = 3;       // trainer 0.1.0 dies at the start of this step
-constexpr int64_t kJoinAfter = 6;   // 0.1.1 starts once the two survivors passed this step
-constexpr int64_t kRows = 12;
-constexpr int64_t kDim = 4;
-constexpr int64_t kClasses = 3;
-constexpr int64_t kSamples = 240;
-constexpr int64_t kBatch = 4;       // bags per trainer and step
-constexpr int64_t kIdsPerBag = 3;
-constexpr double kDenseLr = 0.05;
-
-struct Data {
-  at::Tensor bags;    // [kSamples, kIdsPerBag]
-  at::Tensor labels;  // [kSamples]
-};
-
-Data make_data() {
-  at::Generator generator = at::detail::createCPUGenerator(23);
-  return {at::randint(kRows, {kSamples, kIdsPerBag}, generator, at::kLong),
-          at::randint(kClasses, {kSamples}, generator, at::kLong)};
-}
-
-TableConfig make_table() {
-  TableConfig table;
-  table.name = "bags";
-  table.num_rows = kRows;
-  table.dim = kDim;
-  table.initializer.seed = 4;
-  table.mode = UpdateMode::kSync;
-  table.num_trainers = 3;
-  table.optimizer.kind = OptimizerKind::kSgd;  // no momentum: rows a step misses stay put
-  table.optimizer.lr = 0.2;
-  return table;
-}
-
-// The same layer on every thread: seeding and drawing from the global generator is one step.
-torch::nn::Linear make_dense() {
-  static std::mutex generator;
-  const std::lock_guard<std::mutex> lock(generator);
-  torch::manual_seed(8);
-  return torch::nn::Linear(kDim, kClasses);
-}
-
-data::DistributedSamplerOptions sampler_options() {
-  data::DistributedSamplerOptions options;
-  options.seed = 5;
-  return options;
-}
-
-// The one-process reference: each step of `world_at_step` trains on the batches of every live
-// trainer, concatenated (the samplers reshard as the job's did).
-// `weights`, when given, receives the dense weight after each step.
-std::pair<at::Tensor, torch::nn::Linear> reference(const std::map<int64_t, int>& world_at_step,
-                                                   const TableConfig& table,
-                                                   std::map<int64_t, at::Tensor>* weights = nullptr) {
-  const Data data = make_data();
-  torch::nn::EmbeddingBag bags(
-      torch::nn::EmbeddingBagOptions(kRows, kDim).mode(torch::enumtype::kMean()));
-  {
-    torch::NoGradGuard no_grad;
-    bags->weight.copy_(initial_rows(table.initializer, at::arange(kRows, at::kLong), kDim));
-  }
-  torch::nn::Linear dense = make_dense();
-  torch::optim::SGD table_optimizer({bags->weight}, torch::optim::SGDOptions(table.optimizer.lr));
-  torch::optim::SGD dense_optimizer(dense->parameters(),
-                                    torch::optim::SGDOptions(kDenseLr).momentum(0.9));
-  std::vector<data::DistributedSampler> samplers;
-  for (const auto& [step, world] : world_at_step) {
-    if (static_cast<int>(samplers.size()) != world) {
-      std::vector<data::DistributedSampler> next;
-      for (int rank = 0; rank < world; ++rank) {
-        next.push_back(samplers.empty() ? data::DistributedSampler(kSamples, sampler_options())
-                                        : samplers.front());
-        next.back().reshard(rank, world);
-      }
-      samplers = std::move(next);
-    }
-    std::vector<int64_t> indices;
-    for (auto& sampler : samplers) {
-      const auto taken = sampler.next(kBatch);
-      indices.insert(indices.end(), taken->begin(), taken->end());
-    }
-    const at::Tensor index = torch::tensor(indices);
-    table_optimizer.zero_grad();
-    dense_optimizer.zero_grad();
-    torch::nn::functional::cross_entropy(dense(bags(data.bags.index_select(0, index))),
-                                         data.labels.index_select(0, index))
-        .backward();
-    table_optimizer.step();
-    dense_optimizer.step();
-    if (weights) (*weights)[step] = dense->weight.detach().clone();
-  }
-  return {bags->weight.detach().clone(), dense};
-}
+constexpr int64_t kJoinAfter = 6;  // 0.1.1 starts once the two survivors passed this step
 
 struct Doomed {};  // thrown by the trainer that dies
 
@@ -146,7 +53,7 @@ TEST_P(ElasticHybrid, ATrainerLostAndOneJoinedEqualOneProcess) {
   std::mutex mutex;
   std::map<int64_t, int> world_at_step;  // written by each generation's rank 0; the last wins
   std::map<int64_t, at::Tensor> weight_at_step;  // the same: the dense weight after the step
-  std::vector<at::Tensor> final_dense;   // rank 0's dense parameters at the end
+  std::vector<at::Tensor> final_dense;           // rank 0's dense parameters at the end
   std::atomic<int64_t> last_step{0};
   std::map<std::string, std::string> errors;
 
@@ -257,8 +164,7 @@ TEST_P(ElasticHybrid, ATrainerLostAndOneJoinedEqualOneProcess) {
   const at::Tensor trained = any_count->lookup("bags", at::arange(kRows, at::kLong));
   EXPECT_TRUE(trained.allclose(rows, 1e-5, 1e-6))
       << "max difference " << (trained - rows).abs().max().item<float>();
-  EXPECT_FALSE(rows.allclose(
-      initial_rows(table.initializer, at::arange(kRows, at::kLong), kDim)))
+  EXPECT_FALSE(rows.allclose(initial_rows(table.initializer, at::arange(kRows, at::kLong), kDim)))
       << "training did not move";
 }
 
