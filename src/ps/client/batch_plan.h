@@ -1,7 +1,16 @@
-// Data calls packed into batches (internal to src/ps/client; Note [batched calls] in
-// ps/server/service.cpp): what each server gets in one round trip. Parts are added in the order
-// the server must see them per server (pushes before the steps they belong to); a server's parts
-// go into one batch while it stays within that server's limits, then into the next. Pure.
+// Data calls packed into batches (internal to src/ps/client): what each server gets in one round
+// trip. Parts are added in the order the server must see them per server (pushes before the steps
+// they belong to); a server's parts go into one batch while it stays within that server's limits,
+// then into the next. Pure.
+//
+// Note [batched calls]: the client sends a server one Batch call per round trip carrying what it
+// has for that server at that moment (docs/ps.md "Batched calls"): the pushes deferred to it
+// (ClientOptions::defer_pushes), the steps of all its tables, its share of the lookups of several
+// tables (lookup_many). The server runs the parts through the handlers of their own kind, pushes
+// first, then steps, then lookups (Note [batch parts] in ps/server/service_batch.cpp), so a
+// batch behaves as its parts sent one after another. Lookups, pushes and steps travel in no other
+// way (Note [call routes] in routes.h). A batch is only retried on UNAVAILABLE when it carries
+// neither pushes nor steps (a push that reached the server must not be applied twice).
 #pragma once
 
 #include <cstdint>

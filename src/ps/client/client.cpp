@@ -1,7 +1,6 @@
-// The parameter-server client (include/gradwire/ps/client.h): connecting, one channel and stub
-// per server, the tables' lifecycle (create, resume, assign, checkpoint) and the transports
-// (shared memory, call channels). The data calls are in client_data.cpp; the class in
-// client_impl.h.
+// The parameter-server client (include/gradwire/ps/client.h): connecting and the tables'
+// lifecycle (create, resume, assign, checkpoint). The data calls are in client_data.cpp and
+// client_batches.cpp, the routes to the servers in routes.cpp; the class in client_impl.h.
 #include "client_impl.h"
 #include "gradwire/common/env.h"
 #include "rpc/auth.h"
@@ -24,7 +23,6 @@ uint64_t process_incarnation() {
 }  // namespace
 
 ClientImpl::ClientImpl(const ClientOptions& options) : options_(options) {
-  addresses_ = options.servers;
   token_ = options.token;
   trainer_rank_ = *options.rank;
   num_trainers_ = *options.world_size;
@@ -33,16 +31,7 @@ ClientImpl::ClientImpl(const ClientOptions& options) : options_(options) {
   attempt_.incarnation = options.incarnation.value_or(process_incarnation());
   retry_.max_retries = options.max_retries;
   retry_.initial_backoff = options.retry_backoff;
-  rpc::ChannelOptions channel;
-  channel.tls_root_cert_file = options.tls_root_cert_file;
-  channel.max_message_bytes = options.max_message_bytes;
-  channel.max_send_bytes = options.max_request_bytes;
-  for (const std::string& address : addresses_) {
-    stubs_.push_back(v1::ParameterServer::NewStub(rpc::make_channel(address, channel)));
-  }
-  shared_with_.assign(addresses_.size(), 0);
-  channels_.resize(addresses_.size());
-  deferred_.resize(addresses_.size());
+  deferred_.resize(static_cast<size_t>(num_servers()));
 }
 
 ClientImpl::~ClientImpl() {
@@ -63,21 +52,12 @@ void ClientImpl::create_table(const TableConfig& config) {
     call->request.set_server_index(server);
     call->request.set_num_servers(num_servers());
     call->request.set_any_num_trainers(options_.elastic.value_or(false));
-    if (*options_.shared_memory) {
-      // Note [shared memory] (service.cpp): may this server read our regions?
-      call->request.set_host(options_.host_identity);
-      *call->request.mutable_probe() = regions_.probe();
-      // Note [call channels] (service_channels.cpp): and serve our calls from memory?
-      if (const auto channel = open_channel(server)) {
-        *call->request.mutable_channel() = channel->reference();
-      }
-    }
+    routes_.offer(server, call->request);  // Note [shared memory], Note [call channels]
     requests.push_back(std::move(call));
   }
   CallQueue<CreateCall> queue;
   const std::vector<CreateCall*> calls =
-      run_idempotent(queue, std::move(requests), all_servers(), table_op("creation", config.name),
-                     [](Stub& stub) { return prepare_create(stub); });
+      run_idempotent(queue, std::move(requests), all_servers(), table_op("creation", config.name));
   // A sync table's servers step together, so they must agree. An async table's servers each
   // count the pushes they applied, which differ by owner and by who pushed first: the client
   // counts its own steps from 0.
@@ -90,17 +70,16 @@ void ClientImpl::create_table(const TableConfig& config) {
     if (sync && call->response.step() != step && state.disagreement.empty()) {
       state.disagreement =
           "gradwire: the servers disagree on the step of table '" + config.name +
-          "': " + std::to_string(step) + " on " + addresses_.front() + ", " +
+          "': " + std::to_string(step) + " on " + servers().front() + ", " +
           std::to_string(call->response.step()) + " on " + call->address +
           ". A restarted trainer calls Client::resume(step) with its own checkpoint's step "
           "(docs/ps.md \"Restarts\"); otherwise restore all servers from the same checkpoint.";
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
   for (size_t server = 0; server < calls.size(); ++server) {
-    shared_with_[server] = calls[server]->response.shared_memory() ? 1 : 0;
-    if (calls[server]->response.channel() && channels_[server]) channels_[server]->attached();
+    routes_.answered(static_cast<int>(server), calls[server]->response);
   }
+  std::lock_guard<std::mutex> lock(mutex_);
   tables_[config.name] = std::move(state);
 }
 
@@ -154,8 +133,7 @@ void ClientImpl::resume_tables(int64_t step, int num_trainers) {
         requests.push_back(std::move(call));
       }
       CallQueue<ResumeCall> queue;
-      run_idempotent(queue, std::move(requests), all_servers(), table_op("resume", name),
-                     [](Stub& stub) { return prepare_resume(stub); });
+      run_idempotent(queue, std::move(requests), all_servers(), table_op("resume", name));
     }
     TableConfig config = state.config;
     if (num_trainers != 0) config.num_trainers = num_trainers;
@@ -224,8 +202,7 @@ void ClientImpl::assign(const std::string& name, const at::Tensor& ids, const at
     }
   }
   CallQueue<AssignCall> first;
-  run_idempotent(first, std::move(requests), servers, table_op("assignment", name),
-                 [](Stub& stub) { return prepare_assign(stub); });
+  run_idempotent(first, std::move(requests), servers, table_op("assignment", name));
   requests.clear();
   servers.clear();
   for (int server = 0; server < num_servers(); ++server) {
@@ -233,8 +210,7 @@ void ClientImpl::assign(const std::string& name, const at::Tensor& ids, const at
     add(server, share < 0 ? nullptr : &shares[static_cast<size_t>(share)], true);
   }
   CallQueue<AssignCall> final_calls;
-  run_idempotent(final_calls, std::move(requests), servers, table_op("assignment", name),
-                 [](Stub& stub) { return prepare_assign(stub); });
+  run_idempotent(final_calls, std::move(requests), servers, table_op("assignment", name));
   std::lock_guard<std::mutex> lock(mutex_);
   tables_[name].awaiting_values = false;
 }
@@ -255,8 +231,7 @@ void ClientImpl::checkpoint() {
     requests.push_back(std::make_unique<CheckpointCall>());
   }
   CallQueue<CheckpointCall> queue;
-  run_idempotent(queue, std::move(requests), all_servers(), "checkpoint",
-                 [](Stub& stub) { return prepare_checkpoint(stub); });
+  run_idempotent(queue, std::move(requests), all_servers(), "checkpoint");
 }
 
 at::Tensor ClientImpl::shared_tensor(at::IntArrayRef sizes, at::ScalarType dtype) {
@@ -283,14 +258,9 @@ at::Tensor ClientImpl::server_rows(const std::string& name, int server) {
   }
 }
 
-bool ClientImpl::shares_memory_with(int server) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return server >= 0 && server < num_servers() && shared_with_[static_cast<size_t>(server)];
-}
+bool ClientImpl::shares_memory_with(int server) const { return routes_.shares_memory_with(server); }
 
-std::string ClientImpl::transport(int server) const {
-  return usable_channel(server) ? "shared memory" : "grpc";
-}
+std::string ClientImpl::transport(int server) const { return routes_.transport_name(server); }
 
 // A copy of every table's state, taken under the lock.
 std::vector<std::pair<std::string, ClientImpl::TableState>> ClientImpl::tables_now() const {
@@ -304,36 +274,6 @@ ClientImpl::TableState ClientImpl::usable_table(const std::string& name) const {
   const TableState& state = find_table(name);
   if (!state.disagreement.empty()) throw BackendError(state.disagreement);
   return state;
-}
-
-// This trainer's call channel to `server` (Note [call channels] in service_channels.cpp), created
-// on first use; nullptr when shared memory is off or the system refuses the memory.
-std::shared_ptr<rpc::ChannelClient> ClientImpl::open_channel(int server) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!*options_.shared_memory) return nullptr;
-  auto& channel = channels_[static_cast<size_t>(server)];
-  if (!channel) {
-    try {
-      channel = std::make_shared<rpc::ChannelClient>(regions_, addresses_[server]);
-    } catch (const BackendError&) {
-      return nullptr;  // no memory for it: calls go over gRPC
-    }
-  }
-  return channel;
-}
-
-// The channel to `server` when the server serves it (attached, not broken by a timeout or the
-// server's exit), else nullptr.
-std::shared_ptr<rpc::ChannelClient> ClientImpl::usable_channel(int server) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (server < 0 || server >= num_servers()) return nullptr;
-  const auto& channel = channels_[static_cast<size_t>(server)];
-  return channel && channel->usable() ? channel : nullptr;
-}
-
-bool ClientImpl::shares_memory_with_all() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return std::all_of(shared_with_.begin(), shared_with_.end(), [](char on) { return on != 0; });
 }
 
 const ClientImpl::TableState& ClientImpl::find_table(const std::string& name) const {

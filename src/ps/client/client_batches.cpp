@@ -1,31 +1,15 @@
-// The client's batches (client_impl.h, Note [batched calls] in ps/server/service.cpp): their
-// limits per server, the calls that carry them, the pushes deferred to each server and the pushes
-// in flight.
+// The client's batches (client_impl.h, Note [batched calls] in batch_plan.h): the calls that
+// carry them, the pushes deferred to each server and the pushes in flight, flush() and step().
 #include "client_impl.h"
 #include "rpc/auth.h"
 
 namespace gradwire::ps {
-namespace {
-
-// Room left in a batch's request and answer for the batch's own framing.
-constexpr int64_t kBatchFraming = 1024;
-
-}  // namespace
-
-BatchLimits ClientImpl::batch_limits(int server) const {
-  BatchLimits limits{options_.max_request_bytes - kBatchFraming,
-                     options_.max_message_bytes - kBatchFraming};
-  if (usable_channel(server)) {
-    // A batch that fits a slot goes over memory; a larger one would go over gRPC.
-    limits.request_bytes = std::min(limits.request_bytes, rpc::kChannelSlotBytes - kBatchFraming);
-    limits.answer_bytes = std::min(limits.answer_bytes, rpc::kChannelSlotBytes - kBatchFraming);
-  }
-  return limits;
-}
 
 std::vector<BatchLimits> ClientImpl::all_batch_limits() const {
   std::vector<BatchLimits> limits;
-  for (int server = 0; server < num_servers(); ++server) limits.push_back(batch_limits(server));
+  for (int server = 0; server < num_servers(); ++server) {
+    limits.push_back(routes_.batch_limits(server));
+  }
   return limits;
 }
 
@@ -36,7 +20,6 @@ ClientImpl::BatchCalls ClientImpl::batch_calls(BatchPlan& plan, std::optional<bo
     if (last && batch.last != *last) continue;
     auto call = std::make_unique<BatchCall>();
     call->request = std::move(batch.request);
-    call->address = addresses_[batch.server];
     call->answer_bytes = batch.answer_bytes + kBatchFraming;
     out.calls.push_back(std::move(call));
     out.servers.push_back(batch.server);
@@ -53,7 +36,7 @@ void ClientImpl::send_pushes(BatchPlan& plan) {
   for (size_t i = 0; i < batches.calls.size(); ++i) {
     const int server = batches.servers[i];
     rpc::prepare_context(batches.calls[i]->context, token_, deadline);
-    start_call(*queue, std::move(batches.calls[i]), server, prepare_batch(*stubs_[server]));
+    start_call(*queue, std::move(batches.calls[i]), server);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   pushes_.push_back(std::move(queue));
@@ -72,7 +55,7 @@ bool ClientImpl::add_deferred(BatchPlan& plan, const std::vector<int>& servers, 
     // Counted in the same lock that took them: a flush() that found nothing to send waits.
     if (by_lookup && !taken.empty()) ++carrying_;
   }
-  // Outside the lock: the plan asks batch_limits(), which takes it.
+  // Outside the lock: the plan asks routes_.batch_limits().
   for (auto& [server, pushes] : taken) {
     for (v1::PushRequest& push : pushes) plan.add(server, std::move(push));
   }
@@ -102,7 +85,7 @@ void ClientImpl::wait_for_pushes() {
 }
 
 void ClientImpl::flush() {
-  BatchPlan plan([this](int server) { return batch_limits(server); });
+  BatchPlan plan([this](int server) { return routes_.batch_limits(server); });
   add_deferred(plan, all_servers());
   send_pushes(plan);
   wait_for_pushes();
@@ -127,7 +110,7 @@ void ClientImpl::step() {
   }
   // One batch per server: the pushes deferred to it, then the steps of every table (Note
   // [batched calls]).
-  BatchPlan plan([this](int server) { return batch_limits(server); });
+  BatchPlan plan([this](int server) { return routes_.batch_limits(server); });
   add_deferred(plan, all_servers());
   std::vector<std::vector<PartPlace>> places(stepped.size());
   for (int server = 0; server < num_servers(); ++server) {
@@ -153,8 +136,7 @@ void ClientImpl::step() {
     for (size_t i = 0; i < batches.calls.size(); ++i) {
       const int server = batches.servers[i];
       rpc::prepare_context(batches.calls[i]->context, token_, deadline);
-      calls[batches.batches[i]] =
-          &start_call(queue, std::move(batches.calls[i]), server, prepare_batch(*stubs_[server]));
+      calls[batches.batches[i]] = &start_call(queue, std::move(batches.calls[i]), server);
     }
     queue.wait_or_cancel(Clock::now() + timeout + kCompletionMargin, kCompletionMargin);
     throw_first_failure(queue, operation);

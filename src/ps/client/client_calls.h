@@ -1,10 +1,12 @@
-// The client's calls (internal to src/ps/client): the unary call types on the completion queue,
-// the stub's PrepareAsync functions, and small helpers shared by client.cpp and lookup_plan.cpp.
+// The client's calls (internal to src/ps/client): the kinds of call and the methods they take
+// (the route table below, Note [call routes] in routes.h), and small helpers shared by client.cpp
+// and lookup_plan.cpp.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "client_queue.h"
@@ -12,29 +14,45 @@
 
 namespace gradwire::ps {
 
-using Stub = v1::ParameterServer::Stub;
+// The route table: per kind of call, its messages, its gRPC method, and its call-channel method
+// (none: gRPC only). Lookups, pushes and steps all travel in batches (batch_plan.h); the other
+// calls are rare and go over gRPC. Which transport a call takes is decided by Routes::start.
+struct BatchRoute {
+  using Request = v1::BatchRequest;
+  using Response = v1::BatchResponse;
+  static constexpr auto kGrpc = &Stub::PrepareAsyncBatch;
+  static constexpr std::optional<rpc::ChannelMethod> kChannel = rpc::ChannelMethod::kBatch;
+};
+struct CreateRoute {
+  using Request = v1::CreateTableRequest;
+  using Response = v1::CreateTableResponse;
+  static constexpr auto kGrpc = &Stub::PrepareAsyncCreateTable;
+  static constexpr std::optional<rpc::ChannelMethod> kChannel = std::nullopt;
+};
+struct CheckpointRoute {
+  using Request = v1::CheckpointRequest;
+  using Response = v1::CheckpointResponse;
+  static constexpr auto kGrpc = &Stub::PrepareAsyncCheckpoint;
+  static constexpr std::optional<rpc::ChannelMethod> kChannel = std::nullopt;
+};
+struct ResumeRoute {
+  using Request = v1::ResumeRequest;
+  using Response = v1::ResumeResponse;
+  static constexpr auto kGrpc = &Stub::PrepareAsyncResume;
+  static constexpr std::optional<rpc::ChannelMethod> kChannel = std::nullopt;
+};
+struct AssignRoute {
+  using Request = v1::AssignRequest;
+  using Response = v1::AssignResponse;
+  static constexpr auto kGrpc = &Stub::PrepareAsyncAssign;
+  static constexpr std::optional<rpc::ChannelMethod> kChannel = std::nullopt;
+};
 
-// Lookups, pushes and steps all travel in batches (batch_plan.h).
-using BatchCall = QueuedCall<v1::BatchRequest, v1::BatchResponse>;
-using CreateCall = QueuedCall<v1::CreateTableRequest, v1::CreateTableResponse>;
-using CheckpointCall = QueuedCall<v1::CheckpointRequest, v1::CheckpointResponse>;
-using ResumeCall = QueuedCall<v1::ResumeRequest, v1::ResumeResponse>;
-using AssignCall = QueuedCall<v1::AssignRequest, v1::AssignResponse>;
-
-// The stub's PrepareAsync<Method> as the function CallQueue::start takes.
-template <typename Request, typename Response>
-auto prepare(Stub& stub, std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> (Stub::*method)(
-                             grpc::ClientContext*, const Request&, grpc::CompletionQueue*)) {
-  return [&stub, method](grpc::ClientContext* context, const Request& request,
-                         grpc::CompletionQueue* queue) {
-    return (stub.*method)(context, request, queue);
-  };
-}
-inline auto prepare_batch(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncBatch); }
-inline auto prepare_create(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCreateTable); }
-inline auto prepare_checkpoint(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncCheckpoint); }
-inline auto prepare_resume(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncResume); }
-inline auto prepare_assign(Stub& stub) { return prepare(stub, &Stub::PrepareAsyncAssign); }
+using BatchCall = QueuedCall<BatchRoute>;
+using CreateCall = QueuedCall<CreateRoute>;
+using CheckpointCall = QueuedCall<CheckpointRoute>;
+using ResumeCall = QueuedCall<ResumeRoute>;
+using AssignCall = QueuedCall<AssignRoute>;
 
 // Whether a call that failed UNAVAILABLE may be sent again: every call but a batch carrying pushes
 // or steps (a push that reached the server would be applied twice).

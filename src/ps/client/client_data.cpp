@@ -28,9 +28,8 @@ std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& loo
     }
   } done{this, carried};
   // Retried on UNAVAILABLE unless a batch carries pushes (retryable()).
-  pending->calls =
-      run_idempotent(pending->queue, std::move(pending->requests), pending->servers,
-                     pending->operation(), [](Stub& stub) { return prepare_batch(stub); });
+  pending->calls = run_idempotent(pending->queue, std::move(pending->requests), pending->servers,
+                                  pending->operation());
   return pending->rows();
 }
 
@@ -45,8 +44,7 @@ std::unique_ptr<PendingLookup> ClientImpl::start_lookup(const std::string& name,
   for (size_t i = 0; i < pending->requests.size(); ++i) {
     const int server = pending->servers[i];
     rpc::prepare_context(pending->requests[i]->context, token_, system_deadline);
-    pending->calls.push_back(&start_call(pending->queue, std::move(pending->requests[i]), server,
-                                         prepare_batch(*stubs_[server])));
+    pending->calls.push_back(&start_call(pending->queue, std::move(pending->requests[i]), server));
   }
   return pending;
 }
@@ -80,16 +78,17 @@ std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<
                             c10::str(out.sizes()));
     }
     pending->out = out;
-    // One server's answer for unique sorted ids, in the caller's order: written in place.
-    const bool in_place = requests.front().size() == 1 && plan.unique_already &&
-                          wire == at::kFloat && shares_memory_with(plan.shares.front().server);
-    if (const auto where = in_place ? regions_.find(out) : std::nullopt) {
+    // One server's answer for unique sorted ids, in the caller's order: written in place
+    // (Note [shared memory]).
+    const bool in_place = requests.front().size() == 1 && plan.unique_already && wire == at::kFloat;
+    if (const auto where =
+            in_place ? routes_.lookup_into(plan.shares.front().server, out) : std::nullopt) {
       *requests.front().front().mutable_rows_into() = *where;
       pending->into = *where;
     }
   }
   // Per server: the pushes deferred to it, then its share of every table (Note [batched calls]).
-  BatchPlan plan([this](int server) { return batch_limits(server); });
+  BatchPlan plan([this](int server) { return routes_.batch_limits(server); });
   if (carry_pushes) *carried = add_deferred(plan, servers, /*by_lookup=*/true);
   const int64_t wire_bytes = static_cast<int64_t>(c10::elementSize(wire));
   for (size_t t = 0; t < requests.size(); ++t) {
@@ -130,8 +129,9 @@ void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::
   const SparseRows rows = strictly_increasing(dense_ids)
                               ? SparseRows{dense_ids, grads.contiguous()}
                               : coalesce(dense_ids, grads.to(at::kFloat).contiguous());
-  // Gradients in shared memory go by reference to servers that share it: only ids travel.
-  const bool by_reference = regions_.find(rows.values).has_value() && shares_memory_with_all();
+  // Gradients in shared memory go by reference to servers that share it: only ids travel (Note
+  // [shared memory]).
+  const bool by_reference = routes_.push_reference(rows.values).has_value();
   const int64_t rows_per_call = std::max<int64_t>(
       1,
       (options_.max_request_bytes - kRequestOverhead) /

@@ -1,10 +1,10 @@
 // The client's implementation (internal to src/ps/client): the ClientImpl class, shared by
-// client.cpp (connecting, the tables' lifecycle: create, resume, assign, checkpoint, and the
-// transports) and client_data.cpp (the data calls: lookups, pushes, steps). Calls to several
-// servers run in parallel on a completion queue the waiting thread polls (client_queue.h), or
-// over the servers' call channels (rpc/call_channel.h). Lookups, pushes and steps travel in
-// batches (batch_plan.h): one call per server per round trip. Pushes stay in flight (or deferred,
-// ClientOptions::defer_pushes) until flush() or step().
+// client.cpp (connecting, the tables' lifecycle: create, resume, assign, checkpoint),
+// client_data.cpp (lookups, pushes) and client_batches.cpp (flush, step). Calls to several
+// servers run in parallel on a CallQueue the waiting thread waits on (client_queue.h), each by
+// the route Routes chose for it (routes.h, Note [call routes]). Lookups, pushes and steps travel
+// in batches (batch_plan.h): one call per server per round trip. Pushes stay in flight (or
+// deferred, ClientOptions::defer_pushes) until flush() or step().
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,7 +25,7 @@
 #include "gradwire/ps/client.h"
 #include "lookup_plan.h"
 #include "ps/messages/service_messages.h"
-#include "rpc/call_channel.h"
+#include "routes.h"
 #include "rpc/channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 #include "rpc/retry.h"
@@ -57,8 +56,8 @@ class ClientImpl final : public Client {
   explicit ClientImpl(const ClientOptions& options);
   ~ClientImpl() override;
 
-  int num_servers() const override { return static_cast<int>(addresses_.size()); }
-  const std::vector<std::string>& servers() const override { return addresses_; }
+  int num_servers() const override { return routes_.size(); }
+  const std::vector<std::string>& servers() const override { return routes_.addresses(); }
   int rank() const override { return trainer_rank_; }
   int world_size() const override { return num_trainers_; }
 
@@ -89,7 +88,7 @@ class ClientImpl final : public Client {
     int64_t step = 0;
     std::string disagreement;      // non-empty: the servers' steps differ (see create_table)
     bool awaiting_values = false;  // a dense table some server waits to be assigned
-    // Per server, where it keeps the rows in shared memory (Note [shared rows] in service.cpp).
+    // Per server, where it keeps the rows in shared memory (Note [shared rows] in routes.h).
     std::vector<std::optional<v1::SharedBytes>> server_rows;
   };
 
@@ -131,28 +130,14 @@ class ClientImpl final : public Client {
   // The table's state, BackendError while its servers disagree on the step.
   TableState usable_table(const std::string& name) const;
 
-  // This trainer's call channel to `server`: created by create_table (open_channel), used once
-  // the server serves it (usable_channel); Note [call channels] in service_channels.cpp.
-  std::shared_ptr<rpc::ChannelClient> open_channel(int server);
-  std::shared_ptr<rpc::ChannelClient> usable_channel(int server) const;
-
-  // Starts `call` to `server` on `queue`: batches over the server's call channel when it serves
-  // one and the call fits a slot, everything else over gRPC.
-  template <typename Call, typename Prepare>
-  Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server,
-                   Prepare prepare) {
-    if constexpr (std::is_same_v<Call, BatchCall>) {
-      if (auto channel = usable_channel(server)) {
-        const int64_t answer = call->answer_bytes;
-        return queue.start(std::move(call), prepare, channel, rpc::ChannelMethod::kBatch, answer);
-      }
-    }
-    return queue.start(std::move(call), prepare);
+  // Starts `call` (context and request set) to `server` on `queue`, by the route Routes chooses
+  // (Note [call routes]).
+  template <typename Call>
+  Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server) {
+    routes_.start(server, *call, queue.grpc());
+    return queue.add(std::move(call));
   }
 
-  // How large a batch to `server` may be: the byte limits, and a call channel's slot when the
-  // server serves one.
-  BatchLimits batch_limits(int server) const;
   std::vector<BatchLimits> all_batch_limits() const;
   // Calls for the batches of `plan` whose `last` is `last` (all of them: unset), address and
   // answer size set, the requests moved out of the plan.
@@ -171,8 +156,6 @@ class ClientImpl final : public Client {
   // Waits for the pushes in flight (and for lookups of other threads carrying deferred pushes)
   // and throws the first failure.
   void wait_for_pushes();
-
-  bool shares_memory_with_all() const;
 
   const TableState& find_table(const std::string& name) const;
 
@@ -193,21 +176,18 @@ class ClientImpl final : public Client {
   // One call per entry of `servers` (requests[i] to servers[i]) on `queue`, in parallel; those
   // that fail with UNAVAILABLE are retried with backoff on the calling thread until the deadline.
   // Returns the calls that succeeded, in request order (a retry replaces its first try). Throws
-  // the first error. `prepare(stub)` gives the method's PrepareAsync function.
-  template <typename Call, typename Prepare>
+  // the first error.
+  template <typename Call>
   std::vector<Call*> run_idempotent(CallQueue<Call>& queue,
                                     std::vector<std::unique_ptr<Call>> requests,
-                                    const std::vector<int>& servers, const std::string& operation,
-                                    Prepare prepare) {
+                                    const std::vector<int>& servers, const std::string& operation) {
     const Clock::time_point started = Clock::now();
     const Clock::time_point deadline = started + options_.call_deadline;
     const auto system_deadline = std::chrono::system_clock::now() + options_.call_deadline;
     std::vector<Call*> calls;
     for (size_t i = 0; i < requests.size(); ++i) {
-      requests[i]->address = addresses_[servers[i]];
       rpc::prepare_context(requests[i]->context, token_, system_deadline);
-      calls.push_back(
-          &start_call(queue, std::move(requests[i]), servers[i], prepare(*stubs_[servers[i]])));
+      calls.push_back(&start_call(queue, std::move(requests[i]), servers[i]));
     }
     queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -226,10 +206,9 @@ class ClientImpl final : public Client {
         // A fresh call with the same request (a context serves one call only).
         auto again = std::make_unique<Call>();
         again->request = failed.request;
-        again->address = failed.address;
         again->answer_bytes = failed.answer_bytes;
         rpc::prepare_context(again->context, token_, system_deadline);
-        calls[i] = &start_call(queue, std::move(again), servers[i], prepare(*stubs_[servers[i]]));
+        calls[i] = &start_call(queue, std::move(again), servers[i]);
         queue.wait_or_cancel(deadline + kCompletionMargin, kCompletionMargin);
       }
     }
@@ -237,26 +216,21 @@ class ClientImpl final : public Client {
   }
 
   ClientOptions options_;
-  std::vector<std::string> addresses_;
   std::string token_;
   int trainer_rank_ = 0;
   int num_trainers_ = 1;
   milliseconds step_timeout_{0};
   Attempt attempt_;
   rpc::RetryPolicy retry_;
-  std::vector<std::unique_ptr<Stub>> stubs_;
 
-  rpc::SharedRegions regions_;             // shared_tensor()'s memory (thread-safe)
+  rpc::SharedRegions regions_;         // shared_tensor()'s memory (thread-safe)
+  Routes routes_{options_, regions_};  // stubs and channels per server (thread-safe)
   // The servers' rows we read (thread-safe).
   rpc::SharedRegionCache server_regions_{rpc::SharedRegionLimits::unlimited(),
                                          /*servers_rows=*/true};
 
-  mutable std::mutex mutex_;  // guards tables_, pushes_, deferred_, shared_with_ and channels_
+  mutable std::mutex mutex_;  // guards tables_, pushes_ and deferred_
   std::map<std::string, TableState> tables_;
-  std::vector<char> shared_with_;  // per server: it shares memory (create_table's answer)
-  // Per server, this trainer's call channel (created at the first create_table with shared memory
-  // on); calls hold them too, so a channel outlives the client while a call of it is in flight.
-  std::vector<std::shared_ptr<rpc::ChannelClient>> channels_;
   std::vector<std::unique_ptr<CallQueue<BatchCall>>> pushes_;  // batches of pushes in flight
   // Per server, the pushes waiting for this client's next call to it (defer_pushes), and their
   // bytes in a batch.

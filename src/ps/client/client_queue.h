@@ -1,59 +1,51 @@
-// Calls to several parameter servers at once on a grpc::CompletionQueue that the waiting thread
-// polls itself. Note [caller polls]: with gRPC's callback API every answer is read by gRPC's own
-// polling thread, which then wakes the waiting trainer: two thread hand-offs per call. On a host
-// where trainers and servers share a few cores each hand-off can wait for a time slice, so the
-// thread that waits for the answers polls the queue and reads them itself (gRPC's epoll engine
-// lets any polling thread drive every connection's I/O).
-//
-// Calls to a server that serves this trainer's shared-memory channel go over it instead
-// (rpc/call_channel.h); wait() finishes those first, then polls the queue for the gRPC ones.
+// Calls to several parameter servers at once, waited for by the calling thread: a CallQueue holds
+// the calls it started, each on the transport its route chose (transport.h; Routes::start in
+// routes.h decides), and waits through each call's transport: the gRPC ones on the queue's own
+// completion queue, polled by the waiting thread (Note [caller polls]), the others on the servers'
+// call channels.
 //
 // Thread safety: a CallQueue belongs to one thread at a time (start and wait from the same thread,
 // or hand it over under a lock). Nothing is thrown on gRPC's behalf: statuses stay in the calls.
 #pragma once
 
-#include <grpcpp/client_context.h>
-#include <grpcpp/completion_queue.h>
 #include <grpcpp/support/async_unary_call.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <memory>
-#include <string>
+#include <optional>
 #include <vector>
 
 #include "common/wait_interrupt.h"
-#include "rpc/call_channel.h"
+#include "transport.h"
 
 namespace gradwire::ps {
 
-// One unary call: its context, request, response, reader and, once done, its status.
-template <typename Request, typename Response>
-struct QueuedCall {
-  using RequestType = Request;
-  using ResponseType = Response;
+// One unary call of the kind `Route` describes (client_calls.h: its request and response types,
+// its gRPC method and its call-channel method, if any): request, response, and the gRPC reader.
+template <typename Route>
+struct QueuedCall final : CallBase {
+  using RouteType = Route;
+  using RequestType = typename Route::Request;
+  using ResponseType = typename Route::Response;
 
-  grpc::ClientContext context;
-  Request request;
-  Response response;
-  grpc::Status status;
-  std::string address;
-  int64_t answer_bytes = 0;  // the answer's size expected (a call channel takes it if it fits)
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
-  std::shared_ptr<rpc::ChannelClient> channel;  // set when the call went over shared memory
-  uint64_t ticket = 0;                          // its ticket there
-  bool done = false;
+  RequestType request;
+  ResponseType response;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<ResponseType>> reader;
 
-  std::chrono::milliseconds waited() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 started);
+  const google::protobuf::Message& request_message() const override { return request; }
+  google::protobuf::Message* response_message() override { return &response; }
+  std::optional<rpc::ChannelMethod> channel_method() const override { return Route::kChannel; }
+  void start_grpc(grpc::CompletionQueue& queue) override {
+    reader = (stub->*Route::kGrpc)(&context, request, &queue);
+    reader->StartCall();
+    reader->Finish(&response, &status, static_cast<CallBase*>(this));
   }
 };
 
-// A completion queue and the calls started on it; owns the calls. The destructor waits for calls
-// still running (gRPC ends each by its deadline) and drains the queue, as gRPC requires.
+// The calls started on it, each with its transport, and the gRPC transport of the calls that go
+// over gRPC; owns the calls. The destructor waits for calls still running (gRPC ends each by its
+// deadline, a call channel by the call's).
 template <typename Call>
 class CallQueue {
  public:
@@ -62,60 +54,21 @@ class CallQueue {
   CallQueue() = default;
   CallQueue(const CallQueue&) = delete;
   CallQueue& operator=(const CallQueue&) = delete;
-  ~CallQueue() {
-    wait(Clock::time_point::max());
-    queue_.Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (queue_.Next(&tag, &ok)) {
-    }
-  }
+  ~CallQueue() { wait(Clock::time_point::max()); }
 
-  // Starts `call` (context, request and address set): over `channel` as `method` when it is given
-  // and takes the call (`answer_bytes`: the answer's size expected), else over gRPC:
-  // `prepare(context, request, queue)` returns the stub's PrepareAsync<Method> reader. Returns the
-  // call, owned by this queue.
-  template <typename Prepare>
-  Call& start(std::unique_ptr<Call> call, Prepare prepare,
-              const std::shared_ptr<rpc::ChannelClient>& channel = nullptr,
-              rpc::ChannelMethod method = rpc::ChannelMethod::kLookup, int64_t answer_bytes = 0) {
-    call->started = Clock::now();
-    if (channel) {
-      call->ticket = channel->start(method, call->request, call->context.deadline(), answer_bytes,
-                                    &call->response, &call->status);
-      if (call->ticket != 0) {
-        call->channel = channel;
-        calls_.push_back(std::move(call));
-        return *calls_.back();
-      }
-    }
-    call->reader = prepare(&call->context, call->request, &queue_);
-    call->reader->StartCall();
-    call->reader->Finish(&call->response, &call->status, call.get());
+  // The transport for this queue's gRPC calls (Routes::start takes it).
+  const std::shared_ptr<GrpcTransport>& grpc() const { return grpc_; }
+
+  // Takes `call`, already started on `call->transport`; returns it, owned by this queue.
+  Call& add(std::unique_ptr<Call> call) {
     calls_.push_back(std::move(call));
-    ++pending_;
     return *calls_.back();
   }
 
-  // Polls until every call started so far completed (true) or `limit` passed (false).
+  // Waits until every call started so far completed (true) or `limit` passed (false).
   bool wait(Clock::time_point limit) {
     for (const auto& call : calls_) {
-      if (call->channel && !call->done) {
-        if (!call->channel->finish(call->ticket, limit)) return false;
-        call->done = true;
-      }
-    }
-    while (pending_ > 0) {
-      void* tag = nullptr;
-      bool ok = false;
-      const grpc::CompletionQueue::NextStatus next =
-          limit == Clock::time_point::max()
-              ? (queue_.Next(&tag, &ok) ? grpc::CompletionQueue::GOT_EVENT
-                                        : grpc::CompletionQueue::SHUTDOWN)
-              : queue_.AsyncNext(&tag, &ok, to_system(limit));
-      if (next != grpc::CompletionQueue::GOT_EVENT) return false;
-      static_cast<Call*>(tag)->done = true;
-      --pending_;
+      if (!call->done && !call->transport->finish(*call, limit)) return false;
     }
     return true;
   }
@@ -148,26 +101,14 @@ class CallQueue {
   // Cancels the calls still running and waits `margin` for them.
   void cancel_all(std::chrono::milliseconds margin) {
     for (const auto& call : calls_) {
-      if (call->done) continue;
-      if (call->channel) {
-        call->channel->cancel(call->ticket);
-        call->done = true;
-      } else {
-        call->context.TryCancel();
-      }
+      if (!call->done) call->transport->cancel(*call);
     }
     wait(Clock::now() + margin);
   }
 
-  static std::chrono::system_clock::time_point to_system(Clock::time_point limit) {
-    const auto left = limit - Clock::now();
-    return std::chrono::system_clock::now() +
-           std::chrono::duration_cast<std::chrono::system_clock::duration>(left);
-  }
-
-  grpc::CompletionQueue queue_;
+  // Before the calls: they are destroyed first, once waited for.
+  std::shared_ptr<GrpcTransport> grpc_ = std::make_shared<GrpcTransport>();
   std::vector<std::unique_ptr<Call>> calls_;
-  size_t pending_ = 0;
 };
 
 }  // namespace gradwire::ps
