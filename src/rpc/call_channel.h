@@ -40,8 +40,10 @@
 
 namespace gradwire::rpc {
 
-// The methods a channel carries (the hot path); everything else goes over gRPC.
-enum class ChannelMethod : uint32_t { kLookup = 1, kPush = 2, kStep = 3, kBatch = 4 };
+// The methods a channel carries: the hot path, which travels in Batch calls (the client's route
+// table, ps/client/client_calls.h); everything else goes over gRPC. 1 to 3 were Lookup, Push and
+// Step, which no client sent any more: a slot naming them is refused as an unknown method.
+enum class ChannelMethod : uint32_t { kBatch = 4 };
 
 inline constexpr int kChannelSlots = 4;
 inline constexpr int64_t kChannelSlotBytes = int64_t{1} << 20;

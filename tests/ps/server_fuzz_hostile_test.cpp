@@ -1,7 +1,8 @@
 // Hostile shared references, batches and attempt numbers on both transports (issue 37): a
 // deterministic fuzz (fixed seeds) of an in-process server that shares memory with this process
 // (probed) and serves its call channel. Each request goes over gRPC with the token and, if Lookup,
-// Push, Step or Batch, over the channel too.
+// Push, Step or Batch, over the channel too; a lookup, push or step sent alone travels as the one
+// part of a Batch, the only call that carries them (docs/ps.md "Routes").
 // - References, in Lookup.rows_into, Push.grads, Assign.rows and Batch parts: the server's own
 //   memory (as CreateTable and a channel Step name it, under another descriptor, a server_memory
 //   region made here), huge sparse sealed regions, descriptors swapped for another file after the

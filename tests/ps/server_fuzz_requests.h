@@ -481,8 +481,8 @@ inline std::vector<v1::Attempt> hostile_attempts(uint64_t now_ns) {
           attempt(kI64Max, hour_ahead)};
 }
 
-// Push, Step, Resume and Batch (a push, then a step) requests of trainer 0 about `step` of
-// `table`, carrying `attempt`: (method, request bytes).
+// Resume and Batch (a push, then a step: the only door of pushes and steps) requests of trainer
+// 0 about `step` of `table`, carrying `attempt`: (method, request bytes).
 inline std::vector<std::pair<std::string, std::string>> attempt_requests(
     const std::string& table, int64_t step, const v1::Attempt& attempt) {
   v1::PushRequest push;
@@ -503,9 +503,7 @@ inline std::vector<std::pair<std::string, std::string>> attempt_requests(
   *pushes.add_pushes() = push;
   v1::BatchRequest steps;
   *steps.add_steps() = step_request;
-  return {{"Push", push.SerializeAsString()},
-          {"Step", step_request.SerializeAsString()},
-          {"Resume", resume.SerializeAsString()},
+  return {{"Resume", resume.SerializeAsString()},
           {"Batch", pushes.SerializeAsString()},
           {"Batch", steps.SerializeAsString()}};
 }

@@ -43,8 +43,10 @@ TEST_F(HostileProcess, RepostedChannelSlotsAreBoundedAndStopOnTime) {
   const at::Tensor region =
       mine.view(channel.reference(), {layout::kRegionBytes}, at::kByte, "channel");
   void* const base = region.data_ptr();
-  const std::string lookup =
-      lookup_request("never", at::arange(4, at::kLong)).SerializeAsString();
+  // A lookup of the waiting table, as the one part of a Batch (the channel's only method).
+  v1::BatchRequest batch;
+  *batch.add_lookups() = lookup_request("never", at::arange(4, at::kLong));
+  const std::string lookup = batch.SerializeAsString();
   const int64_t deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   (std::chrono::system_clock::now() + 60s).time_since_epoch())
                                   .count();
@@ -53,7 +55,7 @@ TEST_F(HostileProcess, RepostedChannelSlotsAreBoundedAndStopOnTime) {
     layout::Slot& slot = layout::slot_of(base, index);
     slot.state.store(from, std::memory_order_release);
     std::memcpy(layout::data_of(base, index), lookup.data(), lookup.size());
-    slot.method = static_cast<uint32_t>(rpc::ChannelMethod::kLookup);
+    slot.method = static_cast<uint32_t>(rpc::ChannelMethod::kBatch);
     slot.bytes = static_cast<uint32_t>(lookup.size());
     slot.deadline_ns = deadline_ns;
     slot.state.store(layout::kPosted, std::memory_order_release);

@@ -12,13 +12,13 @@
 
 namespace gradwire::ps::server_hostile_process_test {
 
-// Lookups in flight on one completion queue. However the test ends, every call is cancelled and
+// Lookups in flight on one completion queue, each a Batch of one lookup. However the test ends, every call is cancelled and
 // its completion collected before the queue goes.
 struct Storm {
   struct Call {
     std::unique_ptr<grpc::ClientContext> context;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::LookupResponse>> reader;
-    v1::LookupResponse response;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::BatchResponse>> reader;
+    v1::BatchResponse response;
     grpc::Status status;
     bool done = false;
   };
@@ -26,11 +26,13 @@ struct Storm {
   std::vector<Call> calls;
   int open = 0;
 
-  void start(ServerClient& client, const v1::LookupRequest& request, size_t count) {
+  void start(ServerClient& client, const v1::LookupRequest& lookup, size_t count) {
+    v1::BatchRequest request;
+    *request.add_lookups() = lookup;
     calls.resize(count);
     for (size_t i = 0; i < count; ++i) {
       calls[i].context = client.context(30s);
-      calls[i].reader = client.stub().AsyncLookup(calls[i].context.get(), request, &queue);
+      calls[i].reader = client.stub().AsyncBatch(calls[i].context.get(), request, &queue);
       calls[i].reader->Finish(&calls[i].response, &calls[i].status, reinterpret_cast<void*>(i));
       ++open;
     }

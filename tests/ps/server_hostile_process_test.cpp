@@ -57,13 +57,13 @@ TEST_F(HostileProcess, TheServersOwnRowsAreNeverWrittenThroughAnotherTable) {
     step.set_table("dense");
     step.set_step(-1);
     v1::StepResponse stepped;
-    attacker.stub().Step(attacker.context(2s).get(), step, &stepped);
-    EXPECT_FALSE(stepped.has_rows()) << "a Step answer over gRPC named the server's memory";
+    attacker.step(step, &stepped, 2s);
+    EXPECT_FALSE(stepped.has_rows()) << "a step's answer over gRPC named the server's memory";
 
     v1::LookupRequest lookup = lookup_request("mine", at::arange(4, at::kLong));
     *lookup.mutable_rows_into() = own;
     v1::LookupResponse answer;
-    const grpc::Status named = attacker.stub().Lookup(attacker.context().get(), lookup, &answer);
+    const grpc::Status named = attacker.lookup(lookup, &answer);
     // Refused as the server's memory, or (once references need a probed process) as a
     // reference of a process that passed no probe.
     EXPECT_TRUE(refused(named, grpc::StatusCode::INVALID_ARGUMENT, "own memory") ||
@@ -79,14 +79,12 @@ TEST_F(HostileProcess, TheServersOwnRowsAreNeverWrittenThroughAnotherTable) {
     through_mine.set_pid(::getpid());
     through_mine.set_fd(reopened);
     *lookup.mutable_rows_into() = through_mine;
-    EXPECT_TRUE(refused(attacker.stub().Lookup(attacker.context().get(), lookup, &answer),
-                        grpc::StatusCode::INVALID_ARGUMENT, "own memory"));
+    EXPECT_TRUE(refused(attacker.lookup(lookup, &answer), grpc::StatusCode::INVALID_ARGUMENT,
+                        "own memory"));
     v1::PushRequest push = push_request("mine", 0, 0, at::arange(4, at::kLong), at::ones({4, 4}));
     push.mutable_grads()->clear_data();
     *push.mutable_grads()->mutable_shared() = through_mine;
-    v1::PushResponse pushed;
-    EXPECT_TRUE(refused(attacker.stub().Push(attacker.context().get(), push, &pushed),
-                        grpc::StatusCode::INVALID_ARGUMENT, "own memory"));
+    EXPECT_TRUE(refused(attacker.push(push), grpc::StatusCode::INVALID_ARGUMENT, "own memory"));
     ::close(reopened);
   }
   EXPECT_TRUE(same_bits(client_->rows("dense", at::arange(4, at::kLong)), dense_rows))
@@ -144,16 +142,13 @@ TEST_F(HostileProcess, AttemptsAtTheirMaximaAreRefusedAndTheTableStaysUsable) {
     request.mutable_attempt()->set_restart(restart);
     request.mutable_attempt()->set_incarnation(incarnation);
     v1::StepResponse response;
-    const grpc::Status status =
-        client_->stub().Step(client_->context(5s).get(), request, &response);
+    const grpc::Status status = client_->step(request, &response, 5s);
     if (new_step) *new_step = response.step();
     return status;
   };
   const auto push = [&](int64_t restart, uint64_t incarnation) {
-    v1::PushResponse response;
-    return client_->stub().Push(
-        client_->context().get(),
-        push_request("att", 0, 0, ids({2}), at::ones({1, 4}), restart, incarnation), &response);
+    return client_->push(
+        push_request("att", 0, 0, ids({2}), at::ones({1, 4}), restart, incarnation));
   };
   constexpr int64_t kMaxRestart = std::numeric_limits<int64_t>::max();
   constexpr uint64_t kMaxIncarnation = std::numeric_limits<uint64_t>::max();

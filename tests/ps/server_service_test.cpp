@@ -66,29 +66,32 @@ TEST_F(ServiceTest, EveryMethodRejectsAMissingOrWrongToken) {
     results.emplace_back("CreateTable",
                          stub.CreateTable(context().get(), create, &create_response));
 
+    // Lookups, pushes and steps: each alone in a Batch, and together.
     v1::LookupRequest lookup;
     lookup.set_table("emb");
     rpc::encode_tensor(ids_tensor({1}), lookup.mutable_ids());
-    v1::LookupResponse lookup_response;
-    results.emplace_back("Lookup", stub.Lookup(context().get(), lookup, &lookup_response));
-
     v1::PushRequest push;
     push.set_table("emb");
     rpc::encode_tensor(ids_tensor({1}), push.mutable_ids());
     rpc::encode_tensor(at::ones({1, 4}), push.mutable_grads());
-    v1::PushResponse push_response;
-    results.emplace_back("Push", stub.Push(context().get(), push, &push_response));
-
     v1::StepRequest step;
     step.set_table("emb");
-    v1::StepResponse step_response;
-    results.emplace_back("Step", stub.Step(context().get(), step, &step_response));
-
+    v1::BatchRequest lookups;
+    *lookups.add_lookups() = lookup;
+    v1::BatchRequest pushes;
+    *pushes.add_pushes() = push;
+    v1::BatchRequest steps;
+    *steps.add_steps() = step;
     v1::BatchRequest batch;
     *batch.add_pushes() = push;
+    *batch.add_steps() = step;
     *batch.add_lookups() = lookup;
-    v1::BatchResponse batch_response;
-    results.emplace_back("Batch", stub.Batch(context().get(), batch, &batch_response));
+    for (const auto& [what, request] :
+         {std::pair{"Batch of a lookup", &lookups}, std::pair{"Batch of a push", &pushes},
+          std::pair{"Batch of a step", &steps}, std::pair{"Batch of all three", &batch}}) {
+      v1::BatchResponse batch_response;
+      results.emplace_back(what, stub.Batch(context().get(), *request, &batch_response));
+    }
 
     v1::CheckpointResponse checkpoint_response;
     results.emplace_back("Checkpoint", stub.Checkpoint(context().get(), v1::CheckpointRequest(),
@@ -333,22 +336,20 @@ TEST_F(ServiceTest, MalformedRequestsAreRejectedAndLeaveTheTableUnchanged) {
   ASSERT_TRUE(client_->create(config, 0, 2).ok());        // holds the even ids
   const at::Tensor mine = ids_tensor({0, 2, 4, 6, 8});
   const at::Tensor before = client_->rows("emb", mine);
-  auto& stub = client_->stub();
 
+  // Each request as a Batch's one part.
   const auto lookup_with = [&](v1::Tensor ids) {
     v1::LookupRequest request;
     request.set_table("emb");
     *request.mutable_ids() = std::move(ids);
-    v1::LookupResponse response;
-    return stub.Lookup(client_->context().get(), request, &response);
+    return client_->lookup(request, nullptr);
   };
   const auto push_with = [&](v1::Tensor ids, v1::Tensor grads, const std::string& table = "emb") {
     v1::PushRequest request;
     request.set_table(table);
     *request.mutable_ids() = std::move(ids);
     *request.mutable_grads() = std::move(grads);
-    v1::PushResponse response;
-    return stub.Push(client_->context().get(), request, &response);
+    return client_->push(request);
   };
   const v1::Tensor good_ids = rpc::encode_tensor(ids_tensor({0, 2}));
   const v1::Tensor good_grads = rpc::encode_tensor(at::ones({2, 4}));

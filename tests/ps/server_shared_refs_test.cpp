@@ -67,8 +67,8 @@ TEST(ServerSharedRefs, AStepAnswersRegionCannotBeWrittenThroughAnotherTable) {
   step.set_table("victim");
   step.set_step(-1);
   v1::StepResponse stepped;
-  attacker.stub().Step(attacker.context().get(), step, &stepped);
-  // A Step over gRPC never names the server's memory (only a probed trainer's channel is told).
+  attacker.step(step, &stepped);
+  // A step over gRPC never names the server's memory (only a probed trainer's channel is told).
   EXPECT_FALSE(stepped.has_rows());
   // Were the reference leaked anyway (the victim's CreateTable answer names it), the server
   // still refuses to write there.
@@ -80,7 +80,7 @@ TEST(ServerSharedRefs, AStepAnswersRegionCannotBeWrittenThroughAnotherTable) {
   rpc::encode_tensor(at::arange(4, at::kLong), lookup.mutable_ids(), "ids");
   *lookup.mutable_rows_into() = region;
   v1::LookupResponse answer;
-  const grpc::Status refused = attacker.stub().Lookup(attacker.context().get(), lookup, &answer);
+  const grpc::Status refused = attacker.lookup(lookup, &answer);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
   EXPECT_NE(refused.error_message().find("own memory"), std::string::npos)
       << refused.error_message();
@@ -93,7 +93,7 @@ TEST(ServerSharedRefs, AStepAnswersRegionCannotBeWrittenThroughAnotherTable) {
     through_other.set_fd(reopened);
     through_other.set_pid(::getpid());
     *lookup.mutable_rows_into() = through_other;
-    const grpc::Status again = attacker.stub().Lookup(attacker.context().get(), lookup, &answer);
+    const grpc::Status again = attacker.lookup(lookup, &answer);
     EXPECT_EQ(again.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << again.error_message();
     ::close(reopened);
   }
@@ -151,8 +151,7 @@ TEST(ServerSharedRefs, ReferencesAreTakenOnlyFromProcessesThatPassedTheProbe) {
   push.set_table("table");
   rpc::encode_tensor(ids, push.mutable_ids(), "ids");
   rpc::encode_shared_tensor(grads, *memory.find(grads), push.mutable_grads(), "push.grads");
-  v1::PushResponse pushed;
-  const grpc::Status refused = caller.stub().Push(caller.context().get(), push, &pushed);
+  const grpc::Status refused = caller.push(push);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
   EXPECT_NE(refused.error_message().find("did not pass this server's shared-memory probe"),
             std::string::npos)
@@ -164,7 +163,7 @@ TEST(ServerSharedRefs, ReferencesAreTakenOnlyFromProcessesThatPassedTheProbe) {
                                    memory.probe(), &created)
                   .ok());
   ASSERT_TRUE(created.shared_memory());
-  const grpc::Status taken = caller.stub().Push(caller.context().get(), push, &pushed);
+  const grpc::Status taken = caller.push(push);
   EXPECT_TRUE(taken.ok()) << taken.error_message();
   // SGD, lr 0.5: every weight went down by 0.5.
   EXPECT_TRUE(at::allclose(caller.rows("table", ids), before - 0.5));

@@ -69,7 +69,7 @@ grpc::Status ServerClient::lookup(const std::string& table, const at::Tensor& id
   request.set_table(table);
   rpc::encode_tensor(ids, request.mutable_ids(), "ids");
   v1::LookupResponse response;
-  const grpc::Status status = stub_->Lookup(context().get(), request, &response);
+  const grpc::Status status = lookup(request, &response);
   if (status.ok() && rows) *rows = rpc::decode_tensor(response.rows(), "rows", {at::kFloat, 2});
   return status;
 }
@@ -90,8 +90,36 @@ v1::PushRequest push_request(const std::string& table, int trainer, int64_t step
 
 grpc::Status ServerClient::push(const std::string& table, int trainer, int64_t step,
                                 const at::Tensor& ids, const at::Tensor& grads) {
-  v1::PushResponse response;
-  return stub_->Push(context().get(), push_request(table, trainer, step, ids, grads), &response);
+  return push(push_request(table, trainer, step, ids, grads));
+}
+
+grpc::Status ServerClient::lookup(const v1::LookupRequest& request, v1::LookupResponse* response,
+                                  std::chrono::milliseconds timeout) {
+  v1::BatchRequest batch;
+  *batch.add_lookups() = request;
+  v1::BatchResponse answer;
+  const grpc::Status status = stub_->Batch(context(timeout).get(), batch, &answer);
+  if (status.ok() && response != nullptr && answer.lookups_size() == 1) {
+    *response = answer.lookups(0);
+  }
+  return status;
+}
+
+grpc::Status ServerClient::push(const v1::PushRequest& request, std::chrono::milliseconds timeout) {
+  v1::BatchRequest batch;
+  *batch.add_pushes() = request;
+  v1::BatchResponse answer;
+  return stub_->Batch(context(timeout).get(), batch, &answer);
+}
+
+grpc::Status ServerClient::step(const v1::StepRequest& request, v1::StepResponse* response,
+                                std::chrono::milliseconds timeout) {
+  v1::BatchRequest batch;
+  *batch.add_steps() = request;
+  v1::BatchResponse answer;
+  const grpc::Status status = stub_->Batch(context(timeout).get(), batch, &answer);
+  if (status.ok() && response != nullptr && answer.steps_size() == 1) *response = answer.steps(0);
+  return status;
 }
 
 grpc::Status ServerClient::assign(const std::string& table, const at::Tensor& ids,
@@ -112,7 +140,7 @@ grpc::Status ServerClient::step(const std::string& table, int trainer, int64_t s
   request.set_trainer(trainer);
   request.set_step(step);
   v1::StepResponse response;
-  const grpc::Status status = stub_->Step(context(timeout).get(), request, &response);
+  const grpc::Status status = this->step(request, &response, timeout);
   if (status.ok() && new_step) *new_step = response.step();
   return status;
 }

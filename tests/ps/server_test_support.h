@@ -1,5 +1,7 @@
 // Helpers for the parameter-server tests: small table configs, an in-process server with its
-// generated stub, and the six calls made with the job token and a bounded deadline.
+// generated stub, and the calls made with the job token and a bounded deadline. Lookups, pushes
+// and steps go as the one part of a Batch call, the only way they reach a server (docs/ps.md
+// "Routes"); a failed part's message starts "lookup 1 of 1 (table 'emb') of a batch: ".
 #pragma once
 
 #include <ATen/ATen.h>
@@ -56,6 +58,13 @@ class ServerClient {
   grpc::Status step(const std::string& table, int trainer, int64_t step,
                     std::chrono::milliseconds timeout = 10s, int64_t* new_step = nullptr);
   grpc::Status checkpoint(std::vector<std::string>* files = nullptr);
+  // Any request of a lookup, push or step, as a Batch of that one part; `response` (may be null)
+  // gets the part's answer.
+  grpc::Status lookup(const v1::LookupRequest& request, v1::LookupResponse* response,
+                      std::chrono::milliseconds timeout = 10s);
+  grpc::Status push(const v1::PushRequest& request, std::chrono::milliseconds timeout = 10s);
+  grpc::Status step(const v1::StepRequest& request, v1::StepResponse* response,
+                    std::chrono::milliseconds timeout = 10s);
   // Resume of `table` at `step` by `trainer` of attempt `restart` (incarnation 0).
   grpc::Status resume(const std::string& table, int trainer, int64_t step, int64_t restart = 0,
                       int64_t* new_step = nullptr);

@@ -33,8 +33,7 @@ grpc::Status lookup(ServerClient& client, std::chrono::milliseconds timeout) {
   v1::LookupRequest request;
   request.set_table("dense");
   rpc::encode_tensor(at::arange(4, at::kLong), request.mutable_ids(), "ids");
-  v1::LookupResponse response;
-  return client.stub().Lookup(client.context(timeout).get(), request, &response);
+  return client.lookup(request, nullptr, timeout);
 }
 
 TEST(ServerWaitingLookups, AreCountedAmongTheWaitingCallsAndAnsweredOnceTheValuesCome) {

@@ -1,6 +1,6 @@
-// Channels, the token check and TLS against a small in-process service: only Lookup is
-// implemented (it answers the ids as float rows of width 1), which is enough to exercise the
-// rpc layer without the parameter-server core.
+// Channels, the token check and TLS against a small in-process service: only Batch is
+// implemented (it answers the ids of its first lookup as float rows of width 1), which is enough
+// to exercise the rpc layer without the parameter-server core.
 #include "rpc/channel.h"
 
 #include <grpcpp/server.h>
@@ -27,12 +27,14 @@ using namespace std::chrono_literals;
 constexpr char kToken[] = "job-secret";
 
 class EchoService final : public v1::ParameterServer::Service {
-  grpc::Status Lookup(grpc::ServerContext* context, const v1::LookupRequest* request,
-                      v1::LookupResponse* response) override {
+  grpc::Status Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
+                     v1::BatchResponse* response) override {
     if (grpc::Status status = check_token(*context, kToken); !status.ok()) return status;
     try {
-      const at::Tensor ids = decode_tensor(request->ids(), "lookup.ids", {at::kLong, 1});
-      encode_tensor(ids.to(at::kFloat).unsqueeze(1), response->mutable_rows(), "rows");
+      if (request->lookups_size() != 1) throw InvalidArgument("one lookup expected");
+      const at::Tensor ids = decode_tensor(request->lookups(0).ids(), "lookup.ids", {at::kLong, 1});
+      encode_tensor(ids.to(at::kFloat).unsqueeze(1), response->add_lookups()->mutable_rows(),
+                    "rows");
     } catch (const InvalidArgument& error) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, error.what());
     }
@@ -59,33 +61,34 @@ class TestServer {
   std::unique_ptr<grpc::Server> server_;
 };
 
-v1::LookupRequest lookup_request() {
-  v1::LookupRequest request;
-  request.set_table("emb");
-  encode_tensor(at::tensor(std::vector<int64_t>{3, 1, 4}), request.mutable_ids(), "ids");
+v1::BatchRequest lookup_request() {
+  v1::BatchRequest request;
+  v1::LookupRequest* lookup = request.add_lookups();
+  lookup->set_table("emb");
+  encode_tensor(at::tensor(std::vector<int64_t>{3, 1, 4}), lookup->mutable_ids(), "ids");
   return request;
 }
 
 grpc::Status lookup(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& context,
-                    v1::LookupResponse* response) {
-  return v1::ParameterServer::NewStub(channel)->Lookup(&context, lookup_request(), response);
+                    v1::BatchResponse* response) {
+  return v1::ParameterServer::NewStub(channel)->Batch(&context, lookup_request(), response);
 }
 
 TEST(Channel, CallWithTheTokenSucceeds) {
   TestServer server;
   ASSERT_TRUE(server.started());
   auto context = make_context(kToken, 10s);
-  v1::LookupResponse response;
+  v1::BatchResponse response;
   const grpc::Status status = lookup(make_channel(server.address()), *context, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  const at::Tensor rows = decode_tensor(response.rows(), "rows", {at::kFloat, 2});
+  const at::Tensor rows = decode_tensor(response.lookups(0).rows(), "rows", {at::kFloat, 2});
   EXPECT_TRUE(at::equal(rows, at::tensor({3.0f, 1.0f, 4.0f}).unsqueeze(1)));
 }
 
 TEST(Channel, MissingOrWrongTokenIsUnauthenticatedWithoutEchoingIt) {
   TestServer server;
   const auto channel = make_channel(server.address());
-  v1::LookupResponse response;
+  v1::BatchResponse response;
   grpc::ClientContext no_token;
   no_token.set_deadline(std::chrono::system_clock::now() + 10s);
   grpc::Status status = lookup(channel, no_token, &response);
@@ -109,15 +112,15 @@ TEST(Channel, MalformedTensorIsInvalidArgumentAndTheServerKeepsServing) {
   TestServer server;
   const auto channel = make_channel(server.address());
   auto stub = v1::ParameterServer::NewStub(channel);
-  v1::LookupRequest bad = lookup_request();
-  bad.mutable_ids()->mutable_data()->resize(5);
+  v1::BatchRequest bad = lookup_request();
+  bad.mutable_lookups(0)->mutable_ids()->mutable_data()->resize(5);
   auto context = make_context(kToken, 10s);
-  v1::LookupResponse response;
-  const grpc::Status status = stub->Lookup(context.get(), bad, &response);
+  v1::BatchResponse response;
+  const grpc::Status status = stub->Batch(context.get(), bad, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("lookup.ids"), std::string::npos);
   auto again = make_context(kToken, 10s);
-  EXPECT_TRUE(stub->Lookup(again.get(), lookup_request(), &response).ok());
+  EXPECT_TRUE(stub->Batch(again.get(), lookup_request(), &response).ok());
 }
 
 TEST(Channel, UnreachableServerIsUnavailableAndRetriedWithinTheDeadline) {
@@ -134,7 +137,7 @@ TEST(Channel, UnreachableServerIsUnavailableAndRetriedWithinTheDeadline) {
       [&] {
         ++attempts;
         auto context = make_context(kToken, 1s);
-        v1::LookupResponse response;
+        v1::BatchResponse response;
         return lookup(channel, *context, &response);
       },
       RetryPolicy{2, 10ms, 20ms}, deadline);
@@ -168,7 +171,7 @@ TEST(Tls, ChannelTrustingTheCertificateTalksToATlsServer) {
     ChannelOptions options;
     options.tls_root_cert_file = certificate->cert_file;
     auto context = make_context(kToken, 10s);
-    v1::LookupResponse response;
+    v1::BatchResponse response;
     const grpc::Status status =
         lookup(make_channel(server.address(), options), *context, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();

@@ -193,16 +193,14 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     response->set_step(table.shard->step());
     response->set_created(table.created);
     response->set_awaiting_values(table.shard->awaiting_values());
-    // Note [shared memory]: a trainer of this host whose region maps here may send references.
+    // A trainer of this host whose probe maps here may send references (Note [shared memory] in
+    // ps/client/routes.h), and its batches may come over its call channel (Note [call channels]).
     response->set_shared_memory(!shared_host_.empty() && request->has_probe() &&
                                 request->host() == shared_host_ && shared_.probe(request->probe()));
-    // Note [call channels]: this trainer's Lookup, Push, Step and Batch calls may come over memory.
     response->set_channel(response->shared_memory() && request->has_channel() &&
                           open_channel(request->channel()));
-    // Note [shared rows]: a sync dense table's trainers on this host read its rows after a step
-    // where the server keeps them, instead of calling Lookup: no gather, no copy on the server.
-    // Safe because a sync step is applied only once every trainer pushed the next step, which a
-    // trainer does only after it read the rows (DenseModel). Async tables are changed at any time.
+    // A sync dense table's trainers on this host read its rows where the server keeps them: no
+    // lookup, no gather on the server (Note [shared rows] in ps/client/routes.h: why it is safe).
     if (response->shared_memory() && config.kind == TableKind::kDense &&
         config.mode == UpdateMode::kSync) {
       table.shard->keep_rows_in(
@@ -211,14 +209,6 @@ grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
     }
     return grpc::Status::OK;
   });
-}
-
-grpc::Status ParameterServerService::Lookup(grpc::ServerContext* context,
-                                            const v1::LookupRequest* request,
-                                            v1::LookupResponse* response) {
-  const RunningCall running(running_calls_);
-  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return lookup(grpc_call(*context, stopping_), *request, response);
 }
 
 grpc::Status ParameterServerService::lookup(const CallInfo& call,
@@ -258,7 +248,8 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
                                }};
     const int wire = request->rows_dtype();
     if (request->has_rows_into()) {
-      // Into the trainer's shared memory (Note [shared memory]): float32 rows written in place.
+      // Into the trainer's shared memory (Note [shared memory] in ps/client/routes.h): float32
+      // rows written in place.
       if (wire != v1::FLOAT32 && wire != v1::DTYPE_UNSPECIFIED) {
         throw InvalidArgument("lookup.rows_into takes float32 rows, not " +
                               rpc::wire_dtype_name(wire));
@@ -308,14 +299,6 @@ grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
-                                          const v1::PushRequest* request,
-                                          v1::PushResponse* /*response*/) {
-  const RunningCall running(running_calls_);
-  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return push(*request);
-}
-
 grpc::Status ParameterServerService::push(const v1::PushRequest& request_message) {
   const v1::PushRequest* request = &request_message;
   return guarded("Push", [&] {
@@ -323,8 +306,8 @@ grpc::Status ParameterServerService::push(const v1::PushRequest& request_message
     const std::shared_ptr<TableShard> shard = find_table(request->table(), &status);
     if (!shard) return status;
     if (request->grads().has_shared()) {
-      // Gradients in the trainer's shared memory are viewed in place (Note [shared memory]) and a
-      // sync shard keeps that view with ids of its own.
+      // Gradients in the trainer's shared memory are viewed in place (Note [shared memory] in
+      // ps/client/routes.h) and a sync shard keeps that view with ids of its own.
       at::Tensor ids = rpc::decode_tensor(request->ids(), "push.ids", {at::kLong, 1});
       at::Tensor grads =
           rpc::decode_tensor(request->grads(), "push.grads", {at::kFloat, 2}, shared());
@@ -344,14 +327,6 @@ grpc::Status ParameterServerService::push(const v1::PushRequest& request_message
     if (shard->config().mode == UpdateMode::kAsync) checkpoints_.after_update(*shard);
     return grpc::Status::OK;
   });
-}
-
-grpc::Status ParameterServerService::Step(grpc::ServerContext* context,
-                                          const v1::StepRequest* request,
-                                          v1::StepResponse* response) {
-  const RunningCall running(running_calls_);
-  if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
-  return step(grpc_call(*context, stopping_), *request, response);
 }
 
 grpc::Status ParameterServerService::step(const CallInfo& call,
@@ -420,7 +395,6 @@ grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return batch(grpc_call(*context, stopping_), *request, response);
 }
-
 
 grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
                                                 const v1::CheckpointRequest* /*request*/,

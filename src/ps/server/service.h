@@ -11,10 +11,11 @@
 //
 // Thread safety: handlers run on gRPC's sync-server threads and on the channel hub's threads (one
 // per trainer that calls over shared memory, more while calls block), any number at once; the
-// service itself holds an atomic count of the Step calls waiting and the channels under a mutex
-// (TableRegistry and ServerCheckpoints lock their own state). Blocking: Step blocks its thread
-// until the step is applied or the call's deadline (capped at kMaxStepWait) is near; CreateTable
-// initialises rows; Checkpoint writes files.
+// service itself holds an atomic count of the steps waiting and the channels under a mutex
+// (TableRegistry and ServerCheckpoints lock their own state). Blocking: a Batch's step blocks its
+// thread until the step is applied or the call's deadline (capped at kMaxStepWait) is near;
+// CreateTable initialises rows; Checkpoint writes files. Lookups, pushes and steps come only as
+// parts of Batch calls, over gRPC or a call channel (Note [call routes] in ps/client/routes.h).
 #pragma once
 
 #include <atomic>
@@ -72,8 +73,8 @@ struct CallInfo {
   // none.
   int64_t max_answer_bytes = 0;
   // The caller passed the shared-memory probe: the call came over its call channel, which only a
-  // probed CreateTable opens (Note [call channels]). Only such calls are told where the server's
-  // own rows are (Note [shared rows]).
+  // probed CreateTable opens (Note [call channels] in ps/client/routes.h). Only such calls are
+  // told where the server's own rows are (Note [shared rows], there too).
   bool shares_memory = false;
 };
 
@@ -95,12 +96,6 @@ class ParameterServerService final : public v1::ParameterServer::Service {
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
-  grpc::Status Lookup(grpc::ServerContext* context, const v1::LookupRequest* request,
-                      v1::LookupResponse* response) override;
-  grpc::Status Push(grpc::ServerContext* context, const v1::PushRequest* request,
-                    v1::PushResponse* response) override;
-  grpc::Status Step(grpc::ServerContext* context, const v1::StepRequest* request,
-                    v1::StepResponse* response) override;
   grpc::Status Checkpoint(grpc::ServerContext* context, const v1::CheckpointRequest* request,
                           v1::CheckpointResponse* response) override;
   grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
@@ -110,8 +105,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
                      v1::BatchResponse* response) override;
 
-  // A Lookup, Push, Step or Batch that came over a trainer's channel (opened by its authenticated
-  // CreateTable): parsed and run as its gRPC twin, the answer in *answer.
+  // A Batch that came over a trainer's call channel (opened by its authenticated CreateTable):
+  // parsed and run as over gRPC, the answer in *answer; any other method is INVALID_ARGUMENT.
   grpc::Status serve_channel_call(const rpc::ChannelCall& call,
                                   std::unique_ptr<google::protobuf::Message>* answer);
   // The server stops: every call waiting (a Step for other trainers, a lookup for a table's values)
@@ -127,6 +122,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   int channels() const;
 
  private:
+  // The handlers of a Batch's parts (Note [batch parts] in service_batch.cpp).
   grpc::Status lookup(const CallInfo& call, const v1::LookupRequest& request,
                       v1::LookupResponse* response);
   grpc::Status push(const v1::PushRequest& request);

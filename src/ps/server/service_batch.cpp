@@ -1,5 +1,6 @@
-// The service's Batch calls (service.h, Note [batched calls]): the budget a batch is checked
-// against before any part runs, and its parts run through the handlers of their own calls.
+// The service's Batch calls (service.h; Note [batched calls] in ps/client/batch_plan.h says what
+// a client puts in them): the budget a batch is checked against before any part runs, and its
+// parts run through the handlers of their kind.
 #include <algorithm>
 #include <cstdint>
 
@@ -63,10 +64,9 @@ grpc::Status ParameterServerService::check_batch_budget(const CallInfo& call,
   return grpc::Status::OK;
 }
 
-// Note [batched calls]: a trainer sends a server one call per round trip carrying what it has for
-// that server: the pushes it deferred, the steps of all its tables, the lookups of several tables
-// (docs/ps.md "Batched calls"). Each part runs through its own handler, as its own call would, in
-// a fixed order: pushes before the steps they belong to, lookups after the steps whose rows they
+// Note [batch parts]: lookups, pushes and steps reach the server only as parts of Batch calls
+// (Note [batched calls] in ps/client/batch_plan.h). Each part runs through its own handler in a
+// fixed order: pushes before the steps they belong to, lookups after the steps whose rows they
 // read. A failed part ends the call; its status keeps its code and names the part.
 grpc::Status ParameterServerService::batch(const CallInfo& call, const v1::BatchRequest& request,
                                            v1::BatchResponse* response) {

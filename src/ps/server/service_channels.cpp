@@ -1,6 +1,6 @@
-// The service's call channels (service.h, Note [call channels]): opening a trainer's channel at
-// CreateTable, running the Lookup, Push, Step and Batch calls that come over it through the same
-// handlers as their gRPC twins, and stopping the channels' threads.
+// The service's call channels (service.h; Note [call channels] in ps/client/routes.h describes
+// them): opening a trainer's channel at CreateTable, running the Batch calls that come over it
+// through the same handler as over gRPC, and stopping the channels' threads.
 #include <memory>
 
 #include "gradwire/common/error.h"
@@ -27,15 +27,8 @@ grpc::Status run_parsed(const rpc::ChannelCall& call,
 
 }  // namespace
 
-// Note [call channels]: a trainer on this host may send its hot calls (Lookup, Push, Step, Batch)
-// through a channel in its shared memory instead of gRPC (rpc/call_channel.h): a request and its
-// answer cost a futex wake each way, not HTTP/2, loopback TCP and gRPC's thread hand-offs. The
-// channel is opened only by an authenticated CreateTable that passed the shared-memory probe, and
-// is then the credential of the calls on it (whoever can write it can read the trainer's memory,
-// token included). The process's rpc::ChannelHub serves it, on one thread per trainer process for
-// all the servers of this process (more while calls block: a call that will wait says so with
-// CallInfo::will_wait), until the trainer closes the channel or exits, or the server stops; calls
-// on it run exactly as their gRPC twins.
+// Served by the process's rpc::ChannelHub until the trainer closes the channel or exits, or the
+// server stops; only a probed CreateTable gets here (Note [call channels] in ps/client/routes.h).
 bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
   std::lock_guard<std::mutex> lock(channels_mutex_);
   if (channels_stopped_) return false;
@@ -60,24 +53,12 @@ grpc::Status ParameterServerService::serve_channel_call(
   const CallInfo info{call.deadline,
                       [this, &call] { return stopping_.load() || call.cancelled(); },
                       call.will_wait, rpc::kChannelSlotBytes, /*shares_memory=*/true};
-  switch (call.method) {
-    case rpc::ChannelMethod::kLookup:
-      return run_parsed<v1::LookupRequest, v1::LookupResponse>(
-          call, answer,
-          [&](const auto& request, auto* response) { return lookup(info, request, response); });
-    case rpc::ChannelMethod::kPush:
-      return run_parsed<v1::PushRequest, v1::PushResponse>(
-          call, answer, [&](const auto& request, auto*) { return push(request); });
-    case rpc::ChannelMethod::kStep:
-      return run_parsed<v1::StepRequest, v1::StepResponse>(
-          call, answer,
-          [&](const auto& request, auto* response) { return step(info, request, response); });
-    case rpc::ChannelMethod::kBatch:
-      return run_parsed<v1::BatchRequest, v1::BatchResponse>(
-          call, answer,
-          [&](const auto& request, auto* response) { return batch(info, request, response); });
+  if (call.method != rpc::ChannelMethod::kBatch) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
   }
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
+  return run_parsed<v1::BatchRequest, v1::BatchResponse>(
+      call, answer,
+      [&](const auto& request, auto* response) { return batch(info, request, response); });
 }
 
 void ParameterServerService::stop_channels() {
