@@ -102,9 +102,9 @@ PlainStep time_hybrid_plain_step(const HybridSettings& settings, int threads) {
   return plain;
 }
 
-HybridTrainerResult train_hybrid(const HybridSettings& settings,
-                                 const std::shared_ptr<Communicator>& communicator, int repeat,
-                                 std::vector<std::string>* transports) {
+TrainerSamples train_hybrid(const HybridSettings& settings,
+                            const std::shared_ptr<Communicator>& communicator, int repeat,
+                            std::vector<std::string>* transports) {
   const int trainer = communicator->rank();
   ps::ClientOptions client_options;
   client_options.rank = trainer;
@@ -122,7 +122,7 @@ HybridTrainerResult train_hybrid(const HybridSettings& settings,
   torch::optim::SGD optimizer(dense->parameters(), torch::optim::SGDOptions(kHybridLearningRate));
 
   HybridBatchGenerator generator(settings.seed, trainer, settings.rows);
-  HybridTrainerResult result;
+  TrainerSamples result;
   result.trainer = trainer;
   for (const auto& phase : hybrid_phases()) result.phase_seconds[phase] = {};
   for (int epoch = 0; epoch < settings.warmup + settings.epochs; ++epoch) {

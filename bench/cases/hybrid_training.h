@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cases/hybrid_results.h"
+#include "cases/hybrid_case.h"
 #include "cases/hybrid_settings.h"
 #include "cases/parity.h"
 #include "gradwire/comm/communicator.h"
@@ -24,9 +24,9 @@ namespace gradwire::bench {
 // given, gets how this trainer's calls reached each server after the epochs (ps::Client::transport,
 // cases/ps_transports.h). Blocks; collective over `communicator` (DDP). Throws the ps client's and
 // DDP's errors.
-HybridTrainerResult train_hybrid(const HybridSettings& settings,
-                                 const std::shared_ptr<Communicator>& communicator, int repeat,
-                                 std::vector<std::string>* transports = nullptr);
+TrainerSamples train_hybrid(const HybridSettings& settings,
+                            const std::shared_ptr<Communicator>& communicator, int repeat,
+                            std::vector<std::string>* transports = nullptr);
 
 // The plain step of --reference pytorch (cases/parity.h), timed in the calling process: the same
 // model held here, without DDP or servers (settings.servers torch::nn::EmbeddingBag(rows, dim,

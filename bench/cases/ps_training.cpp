@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "cases/ps_results.h"
+#include "cases/ps_case.h"
 #include "cases/ps_transports.h"
 #include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
@@ -68,7 +68,8 @@ std::string transport_text(const ps::Client& client, const std::vector<std::stri
   };
   if (sharing == 0) return "rows as bytes over gRPC";
   return "rows in shared memory" + of_servers(sharing) +
-         (channels == 0 ? ", calls over gRPC" : ", calls over shared memory" + of_servers(channels));
+         (channels == 0 ? ", calls over gRPC"
+                        : ", calls over shared memory" + of_servers(channels));
 }
 
 }  // namespace

@@ -1,8 +1,14 @@
 #include "cases/trainer_report.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
+#include "cases/ps_transports.h"
+#include "gradwire/common/error.h"
+#include "harness/repeats.h"
+#include "harness/rows.h"
 #include "harness/stats.h"
 
 namespace gradwire::bench {
@@ -64,6 +70,100 @@ std::string phase_row(const Table& table, const std::string& label, const PhaseM
   const double other = means.step_ms - covered;
   cells.push_back(share_cell(std::abs(other) < 5e-3 ? 0.0 : other, means.step_ms));
   return table.row(cells);
+}
+
+double sum(const std::vector<double>& values) {
+  double total = 0;
+  for (const double v : values) total += v;
+  return total;
+}
+
+std::string bytes_text(double bytes) {
+  return format_bytes(static_cast<std::uint64_t>(bytes > 0 ? bytes + 0.5 : 0.0));
+}
+
+void print_bytes(std::ostream& out, const TrainerResults& side, const std::string& title,
+                 const std::string& step) {
+  std::vector<std::string> names;
+  for (const auto& trainer : side.trainers) {
+    for (const auto& entry : trainer.bytes) {
+      if (std::find(names.begin(), names.end(), entry.first) == names.end())
+        names.push_back(entry.first);
+    }
+  }
+  std::vector<Column> columns = {{"", kLabelWidth + 1, Align::kLeft}};
+  for (const auto& name : names) columns.push_back({name + "/" + step, 13});
+  for (const auto& name : names) columns.push_back({name + "/s", 15});
+  const Table table(columns);
+  auto row = [&](const std::string& label, const std::map<std::string, ByteRate>& rates) {
+    std::vector<std::string> cells = {label + ":"};
+    for (const auto& name : names) cells.push_back(bytes_text(rates.at(name).per_step));
+    for (const auto& name : names) cells.push_back(bytes_text(rates.at(name).per_second) + "/s");
+    return table.row(cells);
+  };
+  out << "\n" << title << "\n\n" << table.header() << "\n";
+  for (const auto& trainer : side.trainers) {
+    out << row(trainer_label(trainer.trainer), byte_rates(trainer)) << "\n";
+  }
+  out << row("All", total_byte_rates(side)) << "\n" << std::flush;
+}
+
+bool counts_bytes(const TrainerResults& side) {
+  for (const auto& trainer : side.trainers) {
+    if (!trainer.bytes.empty()) return true;
+  }
+  return false;
+}
+
+// "an iteration", "an epoch".
+std::string with_article(const std::string& word) {
+  const bool vowel = !word.empty() && std::string("aeiou").find(word.front()) != std::string::npos;
+  return (vowel ? "an " : "a ") + word;
+}
+
+nlohmann::json passes_json(const TrainerResults& side, int steps) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const auto& pass : pass_figures(side, steps)) {
+    passes.push_back({{"pass", pass.pass},
+                      {"elapsed_s", pass.elapsed_s},
+                      {"images", pass.images},
+                      {"images_per_second", pass.images_per_second()}});
+  }
+  return passes;
+}
+
+// A side's "summary" and "passes" (when counted), added to `side` (the reference's document or a
+// side's own object).
+void add_side_figures(nlohmann::json& side, const TrainerResults& result, const StepNames& names,
+                      int steps_per_pass) {
+  side["trainers"] = trainers_to_json(result, names);
+  side["summary"] = {{"all", all_summary(result, names)}};
+  if (counts_bytes(result)) {
+    nlohmann::json bytes = nlohmann::json::object();
+    for (const auto& [name, rate] : total_byte_rates(result)) {
+      bytes[name + "_per_" + names.step] = rate.per_step;
+      bytes[name + "_per_second"] = rate.per_second;
+    }
+    side["summary"]["bytes"] = std::move(bytes);
+  }
+  if (steps_per_pass > 0) side["passes"] = passes_json(result, steps_per_pass);
+}
+
+// The p50 ex/s ratio of the first side over `theirs`, pooled and per repeat.
+nlohmann::json ratio_json(const TrainerResults& ours, const TrainerResults& theirs,
+                          const std::vector<TrainerResults>& ours_by_repeat,
+                          const std::vector<TrainerResults>& theirs_by_repeat) {
+  const double their_rate = all_p50_examples_per_second(theirs);
+  const std::vector<double> by_repeat = p50_ratio_by_repeat(ours_by_repeat, theirs_by_repeat);
+  return {{"pooled", their_rate > 0 ? all_p50_examples_per_second(ours) / their_rate : 0.0},
+          {"by_repeat", by_repeat},
+          {"median", by_repeat.empty() ? 0.0 : percentile(by_repeat, 50)}};
+}
+
+std::vector<TrainerResults> results_of(const std::vector<JobResult>& repeats) {
+  std::vector<TrainerResults> results;
+  for (const auto& repeat : repeats) results.push_back(repeat.results);
+  return results;
 }
 
 }  // namespace
@@ -183,6 +283,178 @@ void add_trainer_rows(RowSet& rows, const TrainerResults& result) {
     rows.rows.push_back({{{"implementation", result.implementation}, {"trainer", trainer.trainer}},
                          trainer.seconds});
   }
+}
+
+std::string TrainingFormat::step_short() const {
+  const auto slash = columns.time_header.find('/');
+  return slash == std::string::npos ? step : columns.time_header.substr(slash + 1);
+}
+
+std::vector<std::string> recorded_phases(const TrainerResults& result,
+                                         const std::vector<std::string>& phases) {
+  std::vector<std::string> recorded;
+  for (const auto& phase : phases) {
+    for (const auto& trainer : result.trainers) {
+      const auto found = trainer.phase_seconds.find(phase);
+      if (found != trainer.phase_seconds.end() && !found->second.empty()) {
+        recorded.push_back(phase);
+        break;
+      }
+    }
+  }
+  return recorded;
+}
+
+std::vector<PassFigures> pass_figures(const TrainerResults& result, int steps) {
+  if (steps < 1) throw InvalidArgument("a pass needs at least one step");
+  if (result.trainers.empty()) return {};
+  std::size_t measured = result.trainers.front().seconds.size();
+  for (const auto& trainer : result.trainers) measured = std::min(measured, trainer.seconds.size());
+  const auto per_pass = static_cast<std::size_t>(steps);
+  std::vector<PassFigures> passes;
+  for (std::size_t first = 0; first + per_pass <= measured; first += per_pass) {
+    PassFigures pass;
+    pass.pass = static_cast<int>(passes.size());
+    for (const auto& trainer : result.trainers) {
+      double elapsed = 0;
+      for (std::size_t i = first; i < first + per_pass; ++i) {
+        elapsed += trainer.seconds[i];
+        pass.images += static_cast<double>(trainer.examples[i]);
+      }
+      pass.elapsed_s = std::max(pass.elapsed_s, elapsed);
+    }
+    passes.push_back(pass);
+  }
+  return passes;
+}
+
+std::string pass_line(const PassFigures& pass) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer,
+                "Pass = %d, Elapsed = %.2f, Training performance = %f imgs/s", pass.pass,
+                pass.elapsed_s, pass.images_per_second());
+  return buffer;
+}
+
+std::map<std::string, ByteRate> byte_rates(const TrainerSamples& trainer) {
+  std::map<std::string, ByteRate> rates;
+  const double seconds = sum(trainer.seconds);
+  for (const auto& [name, bytes] : trainer.bytes) {
+    ByteRate& rate = rates[name];
+    if (bytes.empty()) continue;
+    rate.per_step = sum(bytes) / static_cast<double>(bytes.size());
+    if (seconds > 0) {
+      rate.per_second = rate.per_step * static_cast<double>(trainer.seconds.size()) / seconds;
+    }
+  }
+  return rates;
+}
+
+std::map<std::string, ByteRate> total_byte_rates(const TrainerResults& result) {
+  std::map<std::string, ByteRate> total;
+  for (const auto& trainer : result.trainers) {
+    for (const auto& [name, rate] : byte_rates(trainer)) {
+      total[name].per_step += rate.per_step;
+      total[name].per_second += rate.per_second;
+    }
+  }
+  return total;
+}
+
+void print_side(std::ostream& out, const TrainerResults& side, const std::string& title,
+                const TrainingFormat& format, int steps_per_pass) {
+  if (steps_per_pass > 0) {  // under the side's title; the tables have their own
+    out << "\n" << title << "\n\n";
+    for (const auto& pass : pass_figures(side, steps_per_pass)) out << pass_line(pass) << "\n";
+  }
+  print_trainer_table(out, side, title + ": per trainer", format.columns);
+  print_phase_split(
+      out, side,
+      title + ": where " + with_article(format.step) + " goes (mean ms per " + format.step + ")",
+      recorded_phases(side, format.phases), format.step_short());
+  if (counts_bytes(side)) print_bytes(out, side, title + ": bytes moved", format.step_short());
+}
+
+nlohmann::json to_json(const JobResult& result, const StepNames& names) {
+  return {{"implementation", result.results.implementation},
+          {"trainers", trainers_to_json(result.results, names)},
+          {"backend", result.facts.backend},
+          {"transports", result.facts.transports},
+          {"details", result.facts.details},
+          {"text", result.facts.text}};
+}
+
+JobResult parse_job_result(const nlohmann::json& document, const std::string& source,
+                           const StepNames& names) {
+  JobResult result;
+  result.results = parse_trainer_results(document, source, names);
+  result.facts.backend = document.value("backend", std::string());
+  result.facts.transports = document.value("transports", std::vector<std::string>());
+  result.facts.details = document.value("details", nlohmann::json());
+  result.facts.text = document.value("text", std::string());
+  return result;
+}
+
+nlohmann::json training_document(const TrainingFormat& format,
+                                 const TrainingDocumentInputs& inputs) {
+  GRADWIRE_CHECK(!inputs.jobs.empty() && inputs.sides.size() == inputs.jobs.size() &&
+                 inputs.repeats.size() == inputs.jobs.size());
+  const StepNames names = format.step_names();
+  nlohmann::json document = make_document(format.name, inputs.metadata);
+  document["implementation"] = inputs.sides.front().implementation;
+  document["settings"] = inputs.settings;
+  document["step"] = format.step;
+  document["step_time"] = format.columns.time_header;
+  document["phases"] = format.phases;
+  if (inputs.steps_per_pass > 0) document["steps_per_pass"] = inputs.steps_per_pass;
+  RowSet rows{{"implementation", "trainer"}, "s", "trainer", "implementation", {}};
+  nlohmann::json compare = nlohmann::json::object();
+  nlohmann::json comparison = nlohmann::json::object();
+  const std::vector<TrainerResults> own_repeats = results_of(inputs.repeats.front());
+  for (std::size_t j = 0; j < inputs.jobs.size(); ++j) {
+    std::vector<std::string> backends;
+    std::vector<std::vector<std::string>> transports;
+    for (const auto& repeat : inputs.repeats[j]) {
+      backends.push_back(repeat.facts.backend);
+      transports.push_back(repeat.facts.transports);
+    }
+    nlohmann::json side = {{"implementation", inputs.sides[j].implementation},
+                           {"threads", inputs.jobs[j].threads}};
+    if (!backends.empty() && !backends.front().empty())
+      side["backend"] = summarize_values(backends);
+    add_side_figures(side, inputs.sides[j], names, inputs.steps_per_pass);
+    add_trainer_rows(rows, inputs.sides[j]);
+    if (j == 0) {
+      if (inputs.jobs[j].servers > 0) {
+        document["transport"] = summarize_transports(transports);
+        document["transports"] = transports;
+      }
+      if (!inputs.repeats[j].empty() && !inputs.repeats[j].front().facts.details.is_null()) {
+        document["details"] = inputs.repeats[j].front().facts.details;
+      }
+      for (const auto& item : side.items()) document[item.key()] = item.value();
+      continue;
+    }
+    comparison[inputs.sides[j].implementation] = ratio_json(
+        inputs.sides.front(), inputs.sides[j], own_repeats, results_of(inputs.repeats[j]));
+    compare[inputs.jobs[j].kind] = std::move(side);
+  }
+  if (!compare.empty()) document["compare"] = std::move(compare);
+  if (inputs.reference) {
+    nlohmann::json reference = *inputs.reference;
+    const TrainerResults theirs = parse_trainer_results(reference, "the PyTorch reference", names);
+    add_side_figures(reference, theirs, names, inputs.steps_per_pass);
+    add_trainer_rows(rows, theirs);
+    comparison[theirs.implementation] =
+        ratio_json(inputs.sides.front(), theirs, own_repeats, inputs.reference_repeats);
+    document["reference"] = std::move(reference);
+  }
+  if (!comparison.empty()) document["comparison"] = std::move(comparison);
+  if (inputs.plain_step) {
+    document["plain_step"] = plain_step_json(*inputs.plain_step, inputs.plain_names);
+  }
+  document["rows"] = to_json(rows);
+  return document;
 }
 
 }  // namespace gradwire::bench

@@ -14,7 +14,7 @@
 namespace gradwire::bench {
 
 // Bumped whenever a field changes meaning or disappears (adding fields keeps the version).
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Where and how a run happened.
 struct RunMetadata {

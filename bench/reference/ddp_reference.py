@@ -27,7 +27,8 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference_common import TORCHVISION_MODELS, check_parameter_counts, conv3x3, torchvision_model
+from reference_common import (SCHEMA_VERSION, TORCHVISION_MODELS, check_parameter_counts, conv3x3,
+                              torchvision_model)
 
 
 class SmallCnn(nn.Module):  # gradwire's "cnn": 1x28x28 images, 10 classes
@@ -212,7 +213,7 @@ def main():
             "cuda_version": torch.version.cuda,
             "distributed_backend": args.backend,
             "bucket_size": bucket,
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "benchmark": "ddp",
             "implementation": "pytorch",
             "torch_version": torch.__version__,

@@ -38,8 +38,8 @@ import time
 
 import torch
 
-from reference_common import (add_to_document, die_with_parent, free_port, run_workers,
-                              time_plain_steps)
+from reference_common import (SCHEMA_VERSION, add_to_document, die_with_parent, free_port,
+                              run_workers, time_plain_steps)
 
 MASK64 = (1 << 64) - 1
 CLASSES = 8
@@ -210,7 +210,7 @@ def worker(args):
 
 def write_json(args, results):
     document = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "benchmark": "hybrid",
         "implementation": "pytorch",
         "torch_version": torch.__version__,

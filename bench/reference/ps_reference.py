@@ -62,8 +62,9 @@ import torch
 import torch.nn.functional as F
 import torch.distributed.rpc as rpc
 
-from reference_common import (add_to_document, check_parameter_counts, die_with_parent,
-                              free_port, run_workers, time_plain_steps, torchvision_model)
+from reference_common import (SCHEMA_VERSION, add_to_document, check_parameter_counts,
+                              die_with_parent, free_port, run_workers, time_plain_steps,
+                              torchvision_model)
 
 MODELS = ["resnet18", "vgg11", "vgg16"]
 WORKER_THREADS = 1  # intra-op threads of every worker, and of the plain step
@@ -220,7 +221,7 @@ def train(args, rank):
 
 def write_json(args, results, path):
     document = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "benchmark": "ps",
         "implementation": "pytorch",
         "torch_version": torch.__version__,

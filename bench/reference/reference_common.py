@@ -32,6 +32,10 @@ import torch.nn as nn
 # ---- models (torchvision's architectures and initialisation; same parameter names and order) ----
 
 # torchvision's parameter counts at 1000 classes; gradwire's zoo has the same (tests/models).
+# gradwire-bench's result schema (bench/harness/report.h kSchemaVersion): every script's document
+# carries it, and gradwire-bench reads no other.
+SCHEMA_VERSION = 2
+
 TORCHVISION_PARAMETERS = {
     "resnet18": 11689512,
     "resnet50": 25557032,

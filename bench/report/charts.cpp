@@ -43,8 +43,9 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
   const std::string kind = benchmark->get<std::string>();
   if (kind == "ddp") return ddp_charts(parse_ddp_document(document, source), source);
   if (kind == "reducers") return reducers_charts(document, source);
-  if (kind == "hybrid") return hybrid_charts(document, source);
-  if (kind == "ps") return ps_charts(document, source);
+  if (document.contains("step") && document.contains("trainers")) {
+    return training_charts(document, source);
+  }
   if (document.contains("rows")) return rows_charts(document, source);
   throw InvalidArgument(source + " holds results of gradwire-bench " + kind +
                         " without a \"rows\" section, which the report cannot draw (it draws " +
@@ -54,7 +55,7 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
 }  // namespace
 
 const std::vector<std::string>& charted_benchmarks() {
-  static const std::vector<std::string> kKinds = {"ddp", "reducers", "hybrid", "ps"};
+  static const std::vector<std::string> kKinds = {"ddp", "reducers", "every training case"};
   return kKinds;
 }
 

@@ -4,16 +4,15 @@
 // to_json and its embedded script (charts.js) draws them.
 //
 // Documents read: "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
-// benchmark.py --json, recognised by benchmark_results without schema_version), "reducers",
-// "hybrid" and "ps", each with charts of its own, and any other gradwire-bench result through its
-// "rows" section (rows_charts). docs/benchmarks.md lists the charts of each.
+// benchmark.py --json, recognised by benchmark_results without schema_version) and "reducers",
+// each with charts of its own; every training case's document (training_charts); and any other
+// gradwire-bench result through its "rows" section (rows_charts). docs/benchmarks.md lists the
+// charts of each.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include "cases/trainer_results.h"
 
 namespace gradwire::bench {
 
@@ -96,32 +95,13 @@ std::vector<ChartSpec> ddp_charts(const DdpReport& report, const std::string& so
 // "backward_ms"}]}]; each point's note gives the bucket count when the document has it. The
 // titles name the model, batch size and world size from "settings" when present.
 std::vector<ChartSpec> reducers_charts(const nlohmann::json& document, const std::string& source);
-// hybrid (with or without its embedded PyTorch reference): "ex/sec of all trainers" (x =
-// percentile 50/75/90/95; one series per implementation), "sec/epoch by epoch" (one series per
-// trainer and implementation, the reference's dashed) and "phases by trainer" (ms per epoch; one
-// series per phase and implementation); parse_hybrid_result's errors.
-std::vector<ChartSpec> hybrid_charts(const nlohmann::json& document, const std::string& source);
-// The charts of the cases that train in several trainer processes (hybrid, ps), for their sides
-// (trainer_results.h), each drawn solid or dashed: "ex/sec of all trainers" (x = percentile
-// 50/75/90/95 of the step time; one series per side), "<time> by <step>" (one series per trainer
-// and side) and "phases by trainer (mean per <step>)" (one series per phase a side records and
-// side, of `phases`).
-struct TrainerChartSide {
-  TrainerResults result;
-  bool dashed = false;
-};
-struct TrainerChartStyle {
-  std::string benchmark;  // "hybrid", in subtitles
-  std::string step;       // "epoch"
-  std::string time_name;  // "sec/epoch"
-  std::vector<std::string> phases;
-};
-std::vector<ChartSpec> trainer_charts(const std::vector<TrainerChartSide>& sides,
-                                      const std::string& source, const TrainerChartStyle& style);
-// ps (with its comparisons and embedded PyTorch reference): "imgs/s by pass" (reference 003's
-// Pass lines; one series per side), then trainer_charts of every side (gradwire's parameter
-// servers, the DDP and local comparisons, the reference dashed); parse_trainer_results' errors.
-std::vector<ChartSpec> ps_charts(const nlohmann::json& document, const std::string& source);
+// A training case's document (cases/training_case.h: "step", "phases" and "trainers"; hybrid, ps)
+// with its comparisons ("compare") and embedded PyTorch reference (dashed): "imgs/s by pass" (when
+// it has "steps_per_pass"; reference 003's Pass lines; one series per side), "ex/sec of all
+// trainers" (x = percentile 50/75/90/95 of the step time; one series per side), "<step time> by
+// <step>" (one series per trainer and side) and "phases by trainer (mean per <step>)" (one series
+// per phase a side records and side); parse_trainer_results' errors.
+std::vector<ChartSpec> training_charts(const nlohmann::json& document, const std::string& source);
 // Any other document, through its "rows" (harness/rows.h): one chart per value of the rows'
 // chart_by label (one chart when there is none), in order of first appearance: x = the rows' x
 // label (the row's position in its series when the set names none or a value is not a number),

@@ -1,6 +1,6 @@
-// The charts of the multi-trainer cases (charts.h): trainer_charts, and hybrid's and ps's.
-#include "cases/hybrid_results.h"
-#include "cases/ps_results.h"
+// The charts of every training case's document (charts.h: training_charts).
+#include "cases/trainer_report.h"
+#include "cases/trainer_results.h"
 #include "harness/report.h"
 #include "harness/stats.h"
 #include "harness/table.h"
@@ -9,6 +9,19 @@
 namespace gradwire::bench {
 
 namespace {
+
+// A side of the document, drawn solid or dashed (the reference).
+struct TrainerChartSide {
+  TrainerResults result;
+  bool dashed = false;
+};
+// What the document says about its steps.
+struct TrainerChartStyle {
+  std::string benchmark;  // "hybrid", in subtitles
+  std::string step;       // "epoch"
+  std::string time_name;  // "sec/epoch"
+  std::vector<std::string> phases;
+};
 
 // finish_chart with a linear x axis: percentiles, steps, passes and trainers are not doublings.
 ChartSpec linear(ChartSpec chart) {
@@ -100,13 +113,14 @@ void add_embedded_side(std::vector<TrainerChartSide>& sides, const nlohmann::jso
   sides.push_back({parse_trainer_results(*found, source + " " + key, names), dashed});
 }
 
-ChartSpec passes_chart(const std::vector<TrainerChartSide>& sides, int iterations,
-                       const std::string& source) {
-  ChartSpec chart{"imgs/s by pass", source + ": ps", "pass", "images per second (the job)", "",
-                  "imgs/s"};
+ChartSpec passes_chart(const std::vector<TrainerChartSide>& sides, int steps,
+                       const std::string& source, const TrainerChartStyle& style) {
+  ChartSpec chart{
+      "imgs/s by pass", subtitle(source, style), "pass", "images per second (the job)", "",
+      "imgs/s"};
   for (const auto& side : sides) {
     ChartSeries series{side.result.implementation, side.result.implementation, side.dashed, {}};
-    for (const auto& pass : pass_figures(side.result, iterations)) {
+    for (const auto& pass : pass_figures(side.result, steps)) {
       series.points.push_back({static_cast<double>(pass.pass), pass.images_per_second(),
                                format_fixed(pass.elapsed_s, 2) + " s"});
     }
@@ -117,33 +131,27 @@ ChartSpec passes_chart(const std::vector<TrainerChartSide>& sides, int iteration
 
 }  // namespace
 
-std::vector<ChartSpec> trainer_charts(const std::vector<TrainerChartSide>& sides,
-                                      const std::string& source, const TrainerChartStyle& style) {
-  return {rates_chart(sides, source, style), steps_chart(sides, source, style),
-          phases_chart(sides, source, style)};
-}
-
-std::vector<ChartSpec> hybrid_charts(const nlohmann::json& document, const std::string& source) {
-  std::vector<TrainerChartSide> sides = {{parse_hybrid_result(document, source), false}};
-  add_embedded_side(sides, document, "reference", source, hybrid_step_names(), true);
-  return trainer_charts(sides, source, {"hybrid", "epoch", "sec/epoch", hybrid_phases()});
-}
-
-std::vector<ChartSpec> ps_charts(const nlohmann::json& document, const std::string& source) {
-  const StepNames& names = ps_step_names();
+std::vector<ChartSpec> training_charts(const nlohmann::json& document, const std::string& source) {
+  const std::string benchmark = document.value("benchmark", std::string("training"));
+  const TrainerChartStyle style{
+      benchmark, require_field(document, "step", source, benchmark).get<std::string>(),
+      document.value("step_time", std::string("sec/step")),
+      document.value("phases", std::vector<std::string>())};
+  const StepNames names{benchmark, style.step};
   std::vector<TrainerChartSide> sides = {{parse_trainer_results(document, source, names), false}};
   const auto compare = document.find("compare");
   if (compare != document.end() && compare->is_object()) {
-    add_embedded_side(sides, *compare, "ddp", source, names, false);
-    add_embedded_side(sides, *compare, "local", source, names, false);
+    for (const auto& item : compare->items()) {
+      add_embedded_side(sides, *compare, item.key(), source, names, false);
+    }
   }
   add_embedded_side(sides, document, "reference", source, names, true);
-  const nlohmann::json& settings = require_field(document, "settings", source, "ps");
-  const int iterations = require_field(settings, "iterations_per_pass", source, "ps").get<int>();
-  std::vector<ChartSpec> charts = {passes_chart(sides, iterations, source)};
-  for (auto& chart :
-       trainer_charts(sides, source, {"ps", "iteration", "sec/iter", ps_all_phases()}))
-    charts.push_back(std::move(chart));
+  std::vector<ChartSpec> charts;
+  const int steps_per_pass = document.value("steps_per_pass", 0);
+  if (steps_per_pass > 0) charts.push_back(passes_chart(sides, steps_per_pass, source, style));
+  charts.push_back(rates_chart(sides, source, style));
+  charts.push_back(steps_chart(sides, source, style));
+  charts.push_back(phases_chart(sides, source, style));
   return charts;
 }
 

@@ -62,7 +62,7 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
       << run.output;
 
   const nlohmann::json document = read_json_file(json);
-  EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("benchmark"), "ddp");
   EXPECT_EQ(document.at("distributed_backend"), "gloo");
   EXPECT_EQ(document.at("bucket_size"), 25);

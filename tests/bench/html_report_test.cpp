@@ -86,7 +86,8 @@ TEST(RenderHtmlPageTest, HostileTextIsEscapedEverywhere) {
 
 TEST(RenderHtmlPageTest, SelfContainedWithDataAndRenderer) {
   const ReportPage page = build_report_page(
-      {{"g.json", fixture_json("ddp_gradwire.json")}, {"r.json", fixture_json("reducers.json")}}, "T");
+      {{"g.json", fixture_json("ddp_gradwire.json")}, {"r.json", fixture_json("reducers.json")}},
+      "T");
   ASSERT_EQ(page.charts.size(), 4u);
   const std::string html = render_html_page(page);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -109,7 +110,8 @@ TEST(RenderHtmlPageTest, SelfContainedWithDataAndRenderer) {
 }
 
 TEST(DescribeDocumentTest, FactsFromTheHarnessMetadata) {
-  const ReportSource source = describe_document(fixture_json("ddp_gradwire_reference.json"), "r.json");
+  const ReportSource source =
+      describe_document(fixture_json("ddp_gradwire_reference.json"), "r.json");
   EXPECT_EQ(source.name, "r.json");
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"benchmark", "ddp, gradwire"},
@@ -130,7 +132,7 @@ TEST(DescribeDocumentTest, FactsFromTheHarnessMetadata) {
 // null ("reference: pytorch None" was the report of a ps run).
 TEST(DescribeDocumentTest, NoFactPrintsANull) {
   const nlohmann::json document = nlohmann::json::parse(R"({
-    "schema_version": 1, "benchmark": "ps", "implementation": "gradwire",
+    "schema_version": 2, "benchmark": "ps", "implementation": "gradwire",
     "metadata": {"backend": "shared memory", "torch_cuda": null, "ranks": 2},
     "settings": {"preset": "quick", "staleness": null, "threads": {"ps": 1, "local": null}},
     "reference": {"implementation": "pytorch", "torch_version": "1.13.0a0"}})");
@@ -158,7 +160,8 @@ TEST(DescribeDocumentTest, NoFactPrintsANull) {
 }
 
 TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
-  const ReportSource upstream = describe_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
+  const ReportSource upstream =
+      describe_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"benchmark", "ddp (PyTorch benchmark.py)"},
       {"torch", "1.4.0a0+05140f0"},
@@ -186,7 +189,8 @@ TEST(DescribeDocumentTest, FactsOfFilesWithoutMetadata) {
 }
 
 TEST(BuildReportPageTest, RefusalNamesTheSource) {
-  const nlohmann::json collectives = {{"schema_version", 1}, {"benchmark", "collectives"}};
+  const nlohmann::json collectives = {{"schema_version", kSchemaVersion},
+                                      {"benchmark", "collectives"}};
   try {
     build_report_page({{"a.json", fixture_json("reducers.json")}, {"b.json", collectives}}, "T");
     FAIL() << "a collectives document was accepted";
@@ -198,7 +202,8 @@ TEST(BuildReportPageTest, RefusalNamesTheSource) {
 TEST(WriteHtmlReportTest, WritesThePageAndNoTemporaryFile) {
   const std::string path =
       ::testing::TempDir() + "report_write_" + std::to_string(getpid()) + ".html";
-  write_html_report(path, {fixture_json("ddp_gradwire.json"), fixture_json("reducers.json")}, "Run");
+  write_html_report(path, {fixture_json("ddp_gradwire.json"), fixture_json("reducers.json")},
+                    "Run");
   const std::string html = read_text_file(path);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   std::remove(path.c_str());

@@ -1,15 +1,15 @@
-// gradwire-bench ps: results <-> JSON (gradwire's shape and the reference's), the flat gather
-// form, reference 003's Pass lines, bytes per second, the tables, the comparisons, the document
-// and its charts, on results whose every figure is computable by hand.
-#include "cases/ps_report.h"
-
+// gradwire-bench ps as a training case (ps_case.h, the generic trainer_report.h): results <-> JSON
+// (gradwire's shape and the reference's), the flat gather form, reference 003's Pass lines, bytes
+// per second, the tables, the comparisons, the header, the document and its charts, on results
+// whose every figure is computable by hand.
 #include <gtest/gtest.h>
 
 #include <sstream>
 
 #include "bench_process.h"
-#include "cases/ps_results.h"
+#include "cases/ps_case.h"
 #include "cases/ps_transports.h"
+#include "cases/trainer_report.h"
 #include "gradwire/common/error.h"
 #include "report/charts.h"
 
@@ -20,11 +20,18 @@ using testing::count;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+// The phases gradwire's parameter-server trainers record (ps_phases() less the reference's comm).
+const std::vector<std::string> kGradwirePhases = {"forward", "backward", "push_wait",
+                                                  "server_apply", "pull_wait"};
+
+StepNames ps_step_names() { return ps_format().step_names(); }
+
 TrainerSamples trainer(int index, std::vector<double> seconds) {
   TrainerSamples samples;
   samples.trainer = index;
   samples.examples.assign(seconds.size(), 8);
-  for (const auto& phase : ps_phases()) samples.phase_seconds[phase].assign(seconds.size(), 0.01);
+  for (const auto& phase : kGradwirePhases)
+    samples.phase_seconds[phase].assign(seconds.size(), 0.01);
   samples.bytes["pushed"].assign(seconds.size(), kMiB);
   samples.bytes["pulled"].assign(seconds.size(), 2 * kMiB);
   samples.seconds = std::move(seconds);
@@ -78,13 +85,13 @@ TEST(PsResults, PassLinesInReference003Layout) {
 }
 
 TEST(PsResults, BytesPerIterationAndSecond) {
-  const ByteRates first = byte_rates(ps_result().trainers[0]);
-  EXPECT_DOUBLE_EQ(first.pushed_per_iteration, kMiB);
-  EXPECT_DOUBLE_EQ(first.pulled_per_iteration, 2 * kMiB);
-  EXPECT_DOUBLE_EQ(first.pushed_per_second, 4 * kMiB);  // 4 MiB in 1.0 s
-  const ByteRates all = total_byte_rates(ps_result());
-  EXPECT_DOUBLE_EQ(all.pushed_per_second, 9 * kMiB);  // and 4 MiB in 0.8 s
-  EXPECT_DOUBLE_EQ(all.pulled_per_iteration, 4 * kMiB);
+  const auto first = byte_rates(ps_result().trainers[0]);
+  EXPECT_DOUBLE_EQ(first.at("pushed").per_step, kMiB);
+  EXPECT_DOUBLE_EQ(first.at("pulled").per_step, 2 * kMiB);
+  EXPECT_DOUBLE_EQ(first.at("pushed").per_second, 4 * kMiB);  // 4 MiB in 1.0 s
+  const auto all = total_byte_rates(ps_result());
+  EXPECT_DOUBLE_EQ(all.at("pushed").per_second, 9 * kMiB);  // and 4 MiB in 0.8 s
+  EXPECT_DOUBLE_EQ(all.at("pulled").per_step, 4 * kMiB);
 }
 
 TEST(PsResults, RoundTripsThroughJsonAndTheGatherForm) {
@@ -99,7 +106,7 @@ TEST(PsResults, RoundTripsThroughJsonAndTheGatherForm) {
   EXPECT_EQ(again.trainers[1].phase_seconds, result.trainers[1].phase_seconds);
   EXPECT_EQ(again.trainers[0].bytes, result.trainers[0].bytes);
 
-  const SampleRows rows{ps_phases(), ps_byte_names()};
+  const SampleRows rows{kGradwirePhases, ps_byte_names()};
   std::vector<double> flat = flatten_samples(result.trainers[0], rows);
   const std::vector<double> second = flatten_samples(result.trainers[1], rows);
   EXPECT_EQ(flat.size(), rows.rows() * 4);
@@ -124,8 +131,9 @@ TEST(PsResults, ReadsTheReferencesShape) {
   const TrainerResults reference = parse_trainer_results(document, "reference", ps_step_names());
   EXPECT_EQ(reference.trainers[0].trainer, 0);
   EXPECT_EQ(reference.trainers[0].examples, (std::vector<std::int64_t>{8, 8}));
-  EXPECT_EQ(recorded_phases(reference), (std::vector<std::string>{"forward", "backward", "comm"}));
-  EXPECT_EQ(recorded_phases(ps_result()), ps_phases());
+  EXPECT_EQ(recorded_phases(reference, ps_phases()),
+            (std::vector<std::string>{"forward", "backward", "comm"}));
+  EXPECT_EQ(recorded_phases(ps_result(), ps_phases()), kGradwirePhases);
   nlohmann::json bad = document;
   bad["trainers"][0]["examples_per_iteration"] = {8};
   EXPECT_THROW(parse_trainer_results(bad, "bad", ps_step_names()), InvalidArgument);
@@ -136,7 +144,7 @@ TEST(PsResults, ReadsTheReferencesShape) {
 
 TEST(PsReport, PrintsPassLinesTableAndSplit) {
   std::ostringstream out;
-  print_ps_side(out, ps_result(), settings(), "gradwire: dense parameter servers");
+  print_side(out, ps_result(), "gradwire: dense parameter servers", ps_format(), 2);
   const std::string text = out.str();
   EXPECT_NE(text.find("\nPass = 0, Elapsed = 0.40, Training performance = 80.000000 imgs/s\n"
                       "Pass = 1, Elapsed = 0.70, Training performance = 45.714286 imgs/s\n"),
@@ -150,49 +158,78 @@ TEST(PsReport, PrintsPassLinesTableAndSplit) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Trainer1:      200.00         10.00 (5%)"), std::string::npos) << text;
-  EXPECT_NE(text.find("Trainer0:          1 MiB          2 MiB          4 MiB/s          8 MiB/s"),
+  EXPECT_NE(text.find("             pulled/iter    pushed/iter         pulled/s         pushed/s"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("All:               2 MiB          4 MiB          9 MiB/s         18 MiB/s"),
+  EXPECT_NE(text.find("Trainer0:          2 MiB          1 MiB          8 MiB/s          4 MiB/s"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("All:               4 MiB          2 MiB         18 MiB/s          9 MiB/s"),
             std::string::npos)
       << text;
 }
 
-TEST(PsReport, ComparesWithDdpLocalAndThePyTorchReference) {
-  PsRun run{ps_result(), comparison_result("gradwire-ddp", 2, 0.1),
-            comparison_result("local", 1, 0.05)};
+// The plan of `s` (no bodies: nothing trains here).
+TrainingPlan plan_of(const PsSettings& s) { return ps_case(nullptr, nullptr).plan(s); }
+
+// Two repeats of every side: the parameter servers, DDP, one local process and PyTorch's.
+TrainingDocumentInputs two_repeats() {
+  const TrainingPlan plan = plan_of(settings());
+  TrainingDocumentInputs inputs;
+  inputs.metadata.command = {"gradwire-bench", "ps"};
+  inputs.settings = plan.settings;
+  inputs.steps_per_pass = plan.steps_per_pass;
+  inputs.jobs = plan.jobs;
+  const std::vector<TrainerResults> sides = {ps_result(), comparison_result("gradwire-ddp", 2, 0.1),
+                                             comparison_result("local", 1, 0.05)};
+  for (const auto& side : sides) {
+    inputs.sides.push_back(pool_trainer_repeats({side, side}));
+    inputs.repeats.push_back({{side, {}}, {side, {}}});
+  }
+  inputs.repeats[0][0].facts.transports = {"shared memory"};
+  inputs.repeats[0][1].facts.transports = {"grpc"};  // a channel given up in repeat 2
+  inputs.repeats[0][0].facts.details = {
+      {"parameters", 2},
+      {"elements", 10},
+      {"blocks", 2},
+      {"push_messages", 1},
+      {"pull_messages", 1},
+      {"row_width", 8},
+      {"num_rows", 4},
+      {"padding_fraction", 0.375},
+      {"servers", {{{"elements", 5}, {"bytes", 64}, {"blocks", 1}}}}};
+  for (auto& repeat : inputs.repeats[1]) repeat.facts.backend = "shm";
   const TrainerResults reference = comparison_result("pytorch", 2, 0.4);
-  const PsComparison comparison = compare_ps({run, run}, {reference, reference});
-  // PS p50 .2 s against DDP's .1 s; 80 images/s against 160; the local process 160/s; PyTorch's
-  // 40/s.
-  ASSERT_TRUE(comparison.ddp_seconds && comparison.ddp_images && comparison.local_images &&
-              comparison.pytorch_images);
-  EXPECT_DOUBLE_EQ(comparison.ddp_seconds->pooled, 2.0);
-  EXPECT_EQ(comparison.ddp_seconds->by_repeat, (std::vector<double>{2.0, 2.0}));
-  EXPECT_DOUBLE_EQ(comparison.ddp_images->pooled, 0.5);
-  EXPECT_DOUBLE_EQ(comparison.local_images->pooled, 0.5);
-  EXPECT_DOUBLE_EQ(comparison.pytorch_images->pooled, 2.0);
-  EXPECT_FALSE(compare_ps({PsRun{ps_result(), std::nullopt, std::nullopt}}, {}).ddp_seconds);
+  inputs.reference = nlohmann::json{{"implementation", "pytorch"},
+                                    {"passes", 2},
+                                    {"trainers", trainers_to_json(reference, ps_step_names())}};
+  inputs.reference_repeats = {reference, reference};
+  inputs.plain_names = plan.plain_names;
+  return inputs;
+}
+
+TEST(PsReport, ComparesWithDdpLocalAndThePyTorchReference) {
+  const TrainingDocumentInputs inputs = two_repeats();
+  const nlohmann::json comparison = training_document(ps_format(), inputs).at("comparison");
+  // PS p50 .2 s for 16 images (80/s) against DDP's .1 s (160/s), the local process's .05 s for 8
+  // images (160/s) and PyTorch's .4 s (40/s).
+  EXPECT_DOUBLE_EQ(comparison.at("gradwire-ddp").at("pooled").get<double>(), 0.5);
+  EXPECT_EQ(comparison.at("gradwire-ddp").at("by_repeat"), nlohmann::json({0.5, 0.5}));
+  EXPECT_DOUBLE_EQ(comparison.at("local").at("pooled").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(comparison.at("pytorch").at("median").get<double>(), 2.0);
 
   std::ostringstream out;
-  print_ps_comparisons(out, pool_ps_runs({run, run}), pool_trainer_repeats({reference, reference}),
-                       comparison, "PyTorch RPC");
+  print_trainer_comparison(out, inputs.sides[0], inputs.sides[1], "ps against ddp", {0.5, 0.5},
+                           ps_format().columns, {"gradwire", "gradwire-ddp"});
   const std::string text = out.str();
-  EXPECT_EQ(count(text,
-                  "PS / allreduce: sec/iter p50 2.00x (by repeat: 2.00x 2.00x, median "
-                  "2.00x) (above 1: the parameter servers are slower); images/s p50 0.50x"),
-            1u)
-      << text;
-  EXPECT_EQ(count(text, "ps/allreduce ex/s: p50: 0.50x"), 1u) << text;
-  EXPECT_EQ(count(text, "PS job / local: images/s p50 0.50x"), 1u) << text;
-  EXPECT_EQ(count(text, "gradwire / PyTorch: images/s p50 2.00x"), 1u) << text;
-  EXPECT_EQ(count(text, "gradwire/pytorch ex/s: p50: 2.00x"), 1u) << text;
+  EXPECT_EQ(count(text, "gradwire/gradwire-ddp ex/s: p50: 0.50x"), 1u) << text;
+  EXPECT_EQ(count(text, "p50 ratio by repeat: 0.50x 0.50x, median 0.50x"), 1u) << text;
 }
 
 // --reference pytorch's plain step (cases/parity.h): named after ps's batch, in the JSON only
 // when measured.
 TEST(PsReport, PlainStepLinesAndDocument) {
-  const PlainStepNames names = ps_plain_step_names(settings());
+  const PlainStepNames names = plan_of(settings()).plain_names;
   PlainStepParity parity;
   parity.gradwire.seconds = {0.0304, 0.0300, 0.0310};
   PlainStep theirs;
@@ -200,18 +237,15 @@ TEST(PsReport, PlainStepLinesAndDocument) {
   parity.reference = theirs;
   std::ostringstream out;
   print_plain_step_parity(out, parity, names);
-  EXPECT_EQ(out.str(),
-            "\nplain step (no ps: the model in one process, batch " +
-                std::to_string(settings().batch_size) +
-                "): gradwire p50 0.0304s, pytorch p50 0.0316s, 0.962x\n")
+  EXPECT_EQ(out.str(), "\nplain step (no ps: the model in one process, batch " +
+                           std::to_string(settings().batch_size) +
+                           "): gradwire p50 0.0304s, pytorch p50 0.0316s, 0.962x\n")
       << "within 10%: no warning";
 
-  PsDocumentInputs inputs;
-  inputs.settings = settings();
-  inputs.pooled = PsRun{ps_result(), std::nullopt, std::nullopt};
-  EXPECT_FALSE(ps_document(inputs).contains("plain_step"));
+  TrainingDocumentInputs inputs = two_repeats();
+  EXPECT_FALSE(training_document(ps_format(), inputs).contains("plain_step"));
   inputs.plain_step = parity;
-  const nlohmann::json plain = ps_document(inputs).at("plain_step");
+  const nlohmann::json plain = training_document(ps_format(), inputs).at("plain_step");
   EXPECT_EQ(plain.at("what"), names.what);
   EXPECT_EQ(plain.at("pytorch").at("seconds").size(), 2u);
   EXPECT_NEAR(plain.at("p50_ratio").get<double>(), 0.0304 / 0.0316, 1e-12);
@@ -219,55 +253,28 @@ TEST(PsReport, PlainStepLinesAndDocument) {
 }
 
 TEST(PsReport, DocumentAndCharts) {
-  PsDocumentInputs inputs;
-  inputs.metadata.command = {"gradwire-bench", "ps"};
-  inputs.settings = settings();
-  const PsRun run{ps_result(), comparison_result("gradwire-ddp", 2, 0.1),
-                  comparison_result("local", 1, 0.05)};
-  inputs.pooled = run;
-  inputs.layout = {{"parameters", 2},
-                   {"elements", 10},
-                   {"blocks", 2},
-                   {"push_messages", 1},
-                   {"pull_messages", 1},
-                   {"row_width", 8},
-                   {"num_rows", 4},
-                   {"padding_fraction", 0.375},
-                   {"servers", {{{"elements", 5}, {"bytes", 64}, {"blocks", 1}}}}};
-  inputs.reference = nlohmann::json{
-      {"implementation", "pytorch"},
-      {"passes", 2},
-      {"trainers", trainers_to_json(comparison_result("pytorch", 2, 0.4), ps_step_names())}};
-  inputs.comparison = compare_ps({run}, {comparison_result("pytorch", 2, 0.4)});
-  inputs.transports = {{"shared memory"}, {"grpc"}};  // a channel given up in repeat 2
-  inputs.ddp_backends = {"shm", "shm"};
-  const nlohmann::json document = ps_document(inputs);
-  EXPECT_EQ(document.at("schema_version"), 1);
+  const TrainingDocumentInputs inputs = two_repeats();
+  const nlohmann::json document = training_document(ps_format(), inputs);
+  EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("transport"), "mixed");
   EXPECT_EQ(document.at("transports"), nlohmann::json::parse(R"([["shared memory"], ["grpc"]])"));
   EXPECT_EQ(document.at("compare").at("ddp").at("backend"), "shm");
   EXPECT_EQ(document.at("benchmark"), "ps");
   EXPECT_EQ(document.at("implementation"), "gradwire");
+  EXPECT_EQ(document.at("step"), "iteration");
+  EXPECT_EQ(document.at("steps_per_pass"), 2);
   EXPECT_EQ(document.at("settings").at("mode"), "sync");
   EXPECT_EQ(document.at("settings").at("iterations_per_pass"), 2);
-  EXPECT_EQ(document.at("passes").size(), 2u);
+  EXPECT_EQ(document.at("passes").size(), 4u);  // 2 repeats of 2 passes, pooled
   EXPECT_DOUBLE_EQ(document.at("passes")[0].at("images_per_second").get<double>(), 80.0);
   EXPECT_DOUBLE_EQ(document.at("summary").at("all").at("p50_sec_per_iteration").get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(document.at("summary").at("bytes").at("pushed_per_second").get<double>(),
                    9 * kMiB);
   EXPECT_EQ(document.at("compare").at("ddp").at("implementation"), "gradwire-ddp");
   EXPECT_EQ(document.at("compare").at("local").at("trainers").size(), 1u);
-  EXPECT_DOUBLE_EQ(
-      document.at("comparison").at("ps_over_ddp_p50_sec_per_iteration").at("pooled").get<double>(),
-      2.0);
-  EXPECT_DOUBLE_EQ(document.at("comparison")
-                       .at("gradwire_over_pytorch_p50_images_per_second")
-                       .at("median")
-                       .get<double>(),
-                   2.0);
-  EXPECT_EQ(document.at("reference").at("pass_figures").size(), 2u);
-  EXPECT_EQ(document.at("rows").at("entries").size(), 7u);  // 2 + 2 + 1 + 2 trainers
-  EXPECT_EQ(describe_ps_layout(inputs.layout),
+  EXPECT_EQ(document.at("reference").at("passes").size(), 2u);  // 4 iterations: 2 passes
+  EXPECT_EQ(document.at("rows").at("entries").size(), 7u);      // 2 + 2 + 1 + 2 trainers
+  EXPECT_EQ(describe_ps_layout(document.at("details")),
             "dense layout: 2 tensors, 10 parameters in 2 blocks on 1 server (64 B), rows of 8 "
             "(37.5% padding), 1 push and 1 pull messages per step");
 
@@ -280,7 +287,7 @@ TEST(PsReport, DocumentAndCharts) {
   EXPECT_EQ(charts[2].title, "sec/iter by iteration");
   EXPECT_EQ(charts[2].series.size(), 7u);
   nlohmann::json broken = document;
-  broken.erase("settings");
+  broken["step"] = 7;
   EXPECT_THROW(charts_from_document(broken, "broken.json"), InvalidArgument);
 }
 
@@ -308,19 +315,25 @@ TEST(PsTransports, SummariesAndLines) {
 }
 
 TEST(PsReport, HeaderSaysWhatTheRunUsed) {
-  PsHeader header;
-  header.settings = settings();
-  header.settings.servers = 2;
-  header.transports = {"shared memory", "shared memory"};
-  header.ddp_backend = "shm";
+  PsSettings s = settings();
+  s.servers = 2;
+  RunUsed used;
+  used.jobs = plan_of(s).jobs;
+  used.first.resize(used.jobs.size());
+  used.first[0].facts.transports = {"shared memory", "shared memory"};
+  used.first[1].facts.backend = "shm";
   std::ostringstream out;
-  print_ps_header(out, header);
+  print_ps_header(out, s, used);
   const std::string text = out.str();
   EXPECT_NE(text.find("parameter servers: 2 (gradwire-ps-server), "), std::string::npos) << text;
   EXPECT_NE(text.find("* Parameter-server calls: shared memory to 2 of 2 servers (trainer 0's "),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("* Compare: gradwire DDP (backend shm), "), std::string::npos) << text;
+  EXPECT_NE(text.find("* Compare: gradwire DDP (allreduce) (backend shm), "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("* Compare: one process without distribution, 1 trainer of "),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("gRPC"), std::string::npos) << text;
 }
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "bench_process.h"
-#include "cases/ps_reference.h"
+#include "cases/ps_case.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
@@ -154,11 +154,13 @@ TEST(PsSettings, TheReferenceGetsTheSameSettings) {
   const PsSettings s = resolve("--preset quick --servers 3 --seed 4 --reference pytorch");
   const std::vector<std::string> command = ps_reference_command({"python3", "2.0"}, "ps.py", s);
   const std::vector<std::string> expected = {
-      "python3",      "ps.py", "--trainers",   "2",  "--servers",     "3",  "--model",  "resnet18",
-      "--batch-size", "2",     "--image-size", "32", "--num-classes", "10", "--lr",     "0.01",
-      "--momentum",   "0.9",   "--warmup",     "1",  "--iterations",  "2",  "--passes", "2",
-      "--seed",       "4",     "--timeout",    "650",  // 10 min + 2 s per iteration and process
-      "--plain-warmup", "3",   "--plain-steps", "10"};  // its plain step, as ours
+      "python3",        "ps.py",    "--trainers",    "2",    "--servers",    "3",
+      "--model",        "resnet18", "--batch-size",  "2",    "--image-size", "32",
+      "--num-classes",  "10",       "--lr",          "0.01", "--momentum",   "0.9",
+      "--warmup",       "1",        "--iterations",  "2",    "--passes",     "2",
+      "--seed",         "4",        "--timeout",     "650",  // 10 min + 2 s per iteration and
+                                                             // process
+      "--plain-warmup", "3",        "--plain-steps", "10"};  // its plain step, as ours
   EXPECT_EQ(command, expected);
 }
 

@@ -45,7 +45,7 @@ TEST(ReducersRunTest, MlpOnTwoRanks) {
   std::ifstream in(json);
   const nlohmann::json document = nlohmann::json::parse(in);
   std::remove(json.c_str());
-  EXPECT_EQ(document.at("schema_version"), 1);
+  EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
   EXPECT_EQ(document.at("benchmark"), "reducers");
   EXPECT_EQ(document.at("settings").at("world_size"), 2);
   EXPECT_EQ(document.at("settings").at("reducers"),

@@ -153,7 +153,7 @@ TEST(ReducersChartsTest, ForwardAndBackwardPerReducer) {
 TEST(ReducersChartsTest, PointsAreSortedAndReducersKeepFirstAppearanceOrder) {
   const nlohmann::json summary = {{"mean", 2.0}, {"p50", 1.0}};
   const nlohmann::json document = {
-      {"schema_version", 1},
+      {"schema_version", kSchemaVersion},
       {"benchmark", "reducers"},
       {"results",
        {{{"bucket_size_mb", 8},
@@ -186,7 +186,7 @@ TEST(RowsChartsTest, OneChartPerChartByValueWithP50AndP90) {
         {{"labels", {{"op", "allreduce"}, {"bytes", 8}}}, {"samples", {1.0}}},
         {{"labels", {{"op", "broadcast"}, {"bytes", 8}}}, {"samples", {5.0}}}}}};
   const auto charts = charts_from_document(
-      {{"schema_version", 1}, {"benchmark", "collectives"}, {"rows", rows}}, "c.json");
+      {{"schema_version", kSchemaVersion}, {"benchmark", "collectives"}, {"rows", rows}}, "c.json");
   ASSERT_EQ(charts.size(), 2u);
   EXPECT_EQ(charts[0].title, "collectives: op allreduce");
   EXPECT_EQ(charts[0].x_label, "bytes");
@@ -198,21 +198,24 @@ TEST(RowsChartsTest, OneChartPerChartByValueWithP50AndP90) {
 TEST(ChartsRefusalTest, NamesTheFileAndTheReason) {
   EXPECT_NE(refusal(nlohmann::json::array()).find("in.json is not a JSON object"),
             std::string::npos);
-  const std::string version = refusal({{"schema_version", 2}, {"benchmark", "ddp"}});
-  EXPECT_NE(version.find("in.json has schema_version 2"), std::string::npos) << version;
-  const std::string collectives = refusal({{"schema_version", 1}, {"benchmark", "collectives"}});
+  const std::string version = refusal({{"schema_version", 1}, {"benchmark", "ddp"}});
+  EXPECT_NE(version.find("in.json has schema_version 1"), std::string::npos) << version;
+  const std::string collectives =
+      refusal({{"schema_version", kSchemaVersion}, {"benchmark", "collectives"}});
   EXPECT_NE(collectives.find("in.json holds results of gradwire-bench collectives"),
             std::string::npos)
       << collectives;
   EXPECT_NE(collectives.find("ddp, reducers"), std::string::npos) << collectives;
-  EXPECT_NE(refusal({{"schema_version", 1}, {"benchmark", "mystery"}}).find("mystery"),
+  EXPECT_NE(refusal({{"schema_version", kSchemaVersion}, {"benchmark", "mystery"}}).find("mystery"),
             std::string::npos);
-  EXPECT_NE(refusal({{"schema_version", 1}}).find("names no benchmark"), std::string::npos);
+  EXPECT_NE(refusal({{"schema_version", kSchemaVersion}}).find("names no benchmark"),
+            std::string::npos);
   EXPECT_NE(refusal({{"hello", 1}}).find("has no schema_version"), std::string::npos);
 }
 
 TEST(ChartsRefusalTest, MalformedReducersEntriesAreNamed) {
-  const std::string no_results = refusal({{"schema_version", 1}, {"benchmark", "reducers"}});
+  const std::string no_results =
+      refusal({{"schema_version", kSchemaVersion}, {"benchmark", "reducers"}});
   EXPECT_NE(no_results.find("in.json has no \"results\""), std::string::npos) << no_results;
   nlohmann::json document = fixture_json("reducers.json");
   document["results"][1]["reducers"][2].erase("backward_ms");

@@ -63,10 +63,10 @@ BenchRun run_report(const std::string& arguments) {
 // Chromium's DOM of `page` after its scripts ran, with a profile of its own in `scratch`.
 BenchRun dump_dom(const std::string& page, const ScratchDir& scratch) {
   return run_shell(std::string(kChromium) +
-                 " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                 " --disable-background-networking --disable-component-update --disable-sync"
-                 " --user-data-dir='" +
-                 scratch.file("chromium-profile") + "' --dump-dom 'file://" + page + "'",
+                       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                       " --disable-background-networking --disable-component-update --disable-sync"
+                       " --user-data-dir='" +
+                       scratch.file("chromium-profile") + "' --dump-dom 'file://" + page + "'",
                    60, true);
 }
 
@@ -86,8 +86,7 @@ TEST(ReportRunTest, WritesOnePageForAllFixtures) {
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   const std::string page = scratch.file("report.html");
-  const BenchRun run =
-      run_report(all_fixtures() + " --html '" + page + "' --title 'Fixtures'");
+  const BenchRun run = run_report(all_fixtures() + " --html '" + page + "' --title 'Fixtures'");
   ASSERT_EQ(run.exit_code, 0) << run.output << run.errors;
   EXPECT_NE(run.output.find("wrote " + std::to_string(kFixtureCharts) + " charts from 4 files to " +
                             page),
@@ -106,10 +105,10 @@ TEST(ReportRunTest, RefusesAFileItCannotDrawAndWritesNothing) {
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   const std::string collectives = scratch.file("collectives.json");
-  std::ofstream(collectives) << R"({"schema_version": 1, "benchmark": "collectives"})";
+  std::ofstream(collectives) << R"({"schema_version": 2, "benchmark": "collectives"})";
   const std::string page = scratch.file("report.html");
-  const BenchRun run = run_report(
-      "'" + fixture("reducers.json") + "' '" + collectives + "' --html '" + page + "'");
+  const BenchRun run =
+      run_report("'" + fixture("reducers.json") + "' '" + collectives + "' --html '" + page + "'");
   EXPECT_EQ(run.exit_code, 1) << run.output << run.errors;
   EXPECT_NE(run.errors.find("gradwire-bench report: " + collectives +
                             " holds results of gradwire-bench collectives"),
@@ -117,8 +116,7 @@ TEST(ReportRunTest, RefusesAFileItCannotDrawAndWritesNothing) {
       << run.errors;
   EXPECT_FALSE(std::filesystem::exists(page));
 
-  const BenchRun missing =
-      run_report("'" + scratch.file("none.json") + "' --html x.html");
+  const BenchRun missing = run_report("'" + scratch.file("none.json") + "' --html x.html");
   EXPECT_NE(missing.exit_code, 0);
   const BenchRun no_html = run_report("'" + fixture("reducers.json") + "'");
   EXPECT_NE(no_html.exit_code, 0);
@@ -147,8 +145,7 @@ TEST(ReportBrowserTest, ChromiumDrawsEveryChart) {
   // One SVG per chart, with lines and markers; the error box stayed hidden.
   EXPECT_EQ(count(html, "<svg"), static_cast<std::size_t>(kFixtureCharts));
   EXPECT_GE(count(html, "<path"), 4u);
-  EXPECT_EQ(count(html, "<circle"),
-            static_cast<std::size_t>(kFixturePoints + kFixtureSeries));
+  EXPECT_EQ(count(html, "<circle"), static_cast<std::size_t>(kFixturePoints + kFixtureSeries));
   EXPECT_NE(html.find("<div id=\"chart-error\" class=\"chart-error\" hidden=\"\"></div>"),
             std::string::npos);
   EXPECT_NE(html.find("resnet18, batch size 8"), std::string::npos);
@@ -186,8 +183,7 @@ TEST(ReportBrowserTest, AScriptErrorShowsTheErrorBox) {
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   const std::string good = scratch.file("good.html");
-  ASSERT_EQ(
-      run_report("'" + fixture("reducers.json") + "' --html '" + good + "'").exit_code, 0);
+  ASSERT_EQ(run_report("'" + fixture("reducers.json") + "' --html '" + good + "'").exit_code, 0);
   // Break the data: "charts" is no longer a list.
   std::string html = read_text_file(good);
   const std::string charts = "\"charts\":[";

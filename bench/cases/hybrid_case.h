@@ -1,17 +1,17 @@
-// The measurements of `gradwire-bench hybrid` (gradwire's and the PyTorch reference's, in one
-// shape): trainer_results.h's, a step being an epoch of batches, with hybrid's phases. Pure.
-//
-// JSON of one side (docs/benchmarks.md): {"implementation": "gradwire", "trainers": [{"trainer": 0,
-//   "epoch_seconds": [...], "examples_per_epoch": [...], "phase_seconds": {"lookup": [...],
-//   "dense_forward": [...], "backward": [...], "allreduce": [...], "push": [...], "step": [...]}},
-//   ...]}; every list has one entry per measured epoch (the reference has no allreduce and push).
+// `gradwire-bench hybrid`'s table entry (training_case.h): PyTorch's DDP + RPC benchmark's DDP +
+// parameter-server training (PyTorch's benchmark_ddp_rpc.py) measured with gradwire, optionally
+// side by side with the same algorithm in PyTorch (bench/reference/hybrid_reference.py: RPC,
+// distributed autograd and DistributedOptimizer). A step is an epoch of batches. It also runs as
+// the ranks of a job gradwire-run --servers S started. Pure but for the body it is given.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "cases/trainer_results.h"
+#include "cases/hybrid_settings.h"
+#include "cases/training_case.h"
 
 namespace gradwire::bench {
 
@@ -31,14 +31,17 @@ namespace gradwire::bench {
 //                 SGD step; PyTorch: DistributedOptimizer.step (the servers' and the dense step)
 const std::vector<std::string>& hybrid_phases();
 
-// A trainer's epochs, and every trainer's (trainer_results.h).
-using HybridTrainerResult = TrainerSamples;
-using HybridResult = TrainerResults;
+const TrainingFormat& hybrid_format();
 
-// The JSON keys of an epoch: "epoch_seconds", "examples_per_epoch".
-const StepNames& hybrid_step_names();
+// The header block: the settings and what the run used (the dense part's backend and trainer
+// 0's parameter-server transports, from the first repeat).
+void print_hybrid_header(std::ostream& out, const HybridSettings& settings, const RunUsed& used);
 
-// parse_trainer_results with hybrid_step_names().
-HybridResult parse_hybrid_result(const nlohmann::json& document, const std::string& source);
+// The entry, with `body` training one trainer and `plain` timing the plain step on `threads`
+// (hybrid_training.h).
+using HybridBody =
+    std::function<TrainerOutcome(RankContext& context, const HybridSettings& settings, int repeat)>;
+using HybridPlainStep = std::function<PlainStep(const HybridSettings& settings, int threads)>;
+TrainingCase<HybridSettings> hybrid_case(HybridBody body, HybridPlainStep plain);
 
 }  // namespace gradwire::bench
