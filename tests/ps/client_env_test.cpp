@@ -128,6 +128,36 @@ TEST(PsClientEnv, ResolveFillsEveryUnsetFieldFromTheEnvironmentAndKeepsTheSetOne
   EXPECT_EQ(resolve(server_and_token(), EnvMap{}).step_timeout, std::chrono::milliseconds(300000));
 }
 
+// The client knows it is an elastic trainer when gradwire-run --elastic named it.
+TEST(PsClientEnv, ElasticComesFromGradwireElasticIdUnlessSet) {
+  EXPECT_FALSE(*resolve(server_and_token(), EnvMap{}).elastic);
+  EXPECT_TRUE(*resolve(server_and_token(), EnvMap({{"GRADWIRE_ELASTIC_ID", "0.1.0"}})).elastic);
+  ClientOptions set = server_and_token();
+  set.elastic = false;
+  EXPECT_FALSE(*resolve(set, EnvMap({{"GRADWIRE_ELASTIC_ID", "0.1.0"}})).elastic);
+}
+
+// The server's options resolve by the same rule, without starting a server.
+TEST(PsClientEnv, ServerOptionsResolveTheTokenAndHostFromTheEnvironment) {
+  ServerOptions options;
+  const ServerOptions from_env =
+      resolve(options, EnvMap({{"GRADWIRE_JOB_TOKEN", "job"}, {"GRADWIRE_HOST_ID", "host-a"}}));
+  EXPECT_EQ(from_env.token, "job");
+  EXPECT_EQ(from_env.host_identity, "host-a");
+  EXPECT_EQ(resolve(options, EnvMap({{"GRADWIRE_TOKEN", "t"}, {"GRADWIRE_JOB_TOKEN", "job"}})).token,
+            "t");
+  options.token = "mine";
+  options.host_identity = "host-b";
+  const ServerOptions kept = resolve(options, EnvMap({{"GRADWIRE_TOKEN", "t"}}));
+  EXPECT_EQ(kept.token, "mine");
+  EXPECT_EQ(kept.host_identity, "host-b");
+  EXPECT_THROW(resolve(ServerOptions{}, EnvMap{}), ConfigError);
+  ServerOptions bad;
+  bad.token = "x";
+  bad.max_trainers = 0;
+  EXPECT_THROW(resolve(bad, EnvMap{}), ConfigError);
+}
+
 TEST(PsClientEnv, TlsRootsComeFromGradwireTlsRootsUnlessSet) {
   const EnvMap env({{"GRADWIRE_TLS_ROOTS", "/etc/gradwire/roots.pem"}});
   EXPECT_EQ(resolve(server_and_token(), env).tls_root_cert_file, "/etc/gradwire/roots.pem");
