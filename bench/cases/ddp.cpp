@@ -2,7 +2,10 @@
 // benchmarks/distributed/ddp/benchmark.py measures it. Per model: a "no ddp" baseline on rank 0,
 // then DDP over ranks 0..n-1 for each world size n (the other ranks wait); every member's
 // per-iteration times are gathered to rank 0, which prints p50/p75/p90/p95 rows and writes the
-// JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h). With several backends
+// JSON. Optionally the same sweep with PyTorch's own DDP (ddp_reference.h). Its entry in the
+// training cases' table (training_case.h) runs on its own ranks: every rank is one job that
+// sweeps its world sizes on subgroups, and the results keep PyTorch's benchmark.py format, which
+// PyTorch's diff.py reads. With several backends
 // or comm hooks (--backend gloo,shm --comm-hook allreduce,bf16) each DDP world size is measured
 // for every combination, against the same baseline, in the same run.
 #include <ATen/ATen.h>
@@ -417,40 +420,41 @@ class DdpSweep {
 }  // namespace
 
 Subcommand ddp_subcommand() {
-  return case_subcommand<DdpSettings>(
-      "ddp",
-      "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
-      "DDP benchmark)",
-      ddp_options,
-      [](CLI::App& command, RankOptions& ranks) {
-        command
-            .add_option("--threads", ranks.threads_per_rank,
-                        "intra-op threads per rank [cores / local ranks]")
-            ->check(CLI::PositiveNumber);
-        // Unbound by default: DDP's reductions run on a progress thread beside the compute
-        // thread, and a rank bound to one core must time-share it (docs/performance.md).
-        ranks.bind_cores = false;
-        add_bind_cores_flag(command, ranks);
-        add_worker_flag(command, ranks);
-      },
-      [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
-        const EnvMap env = EnvMap::from_process();
-        std::optional<int> job_world_size;
-        if (in_launcher_environment(env)) job_world_size = resolve_world({}, env).world_size;
-        const DdpSettings settings = resolve_ddp_settings(options, job_world_size);
-        if (!ranks.worker) {
-          prepare_output_files({settings.json_path, settings.html_path});
-          if (settings.reference_pytorch && !settings.json_path.empty()) {
-            prepare_output_file(reference_json_path(settings.json_path));
-          }
-        }
-        ranks.ranks = settings.ranks;
-        ranks.backend = settings.backends.front();
-        if (!env.has(gradwire::settings::kTimeout.name)) ranks.timeout = kTrainingTimeout;
-        return run_on_ranks(ranks, argv, [&](RankContext& context) {
-          return DdpSweep(context, settings, argv, ranks.timeout).run();
-        });
-      });
+  TrainingCase<DdpSettings> entry;
+  entry.format = ddp_format();
+  entry.options = ddp_options;
+  entry.resolve = [](const OptionTable<DdpSettings>& options, std::optional<JobShape> job) {
+    return resolve_ddp_settings(options, job ? std::optional<int>(job->trainers) : std::nullopt);
+  };
+  entry.rank_flags = [](CLI::App& command, RankOptions& ranks) {
+    command
+        .add_option("--threads", ranks.threads_per_rank,
+                    "intra-op threads per rank [cores / local ranks]")
+        ->check(CLI::PositiveNumber);
+    // Unbound by default: DDP's reductions run on a progress thread beside the compute thread,
+    // and a rank bound to one core must time-share it (docs/performance.md).
+    ranks.bind_cores = false;
+    add_bind_cores_flag(command, ranks);
+    add_worker_flag(command, ranks);
+  };
+  entry.run = [](const DdpSettings& settings, RankOptions ranks,
+                 const std::vector<std::string>& argv) {
+    if (!ranks.worker) {
+      prepare_output_files({settings.json_path, settings.html_path});
+      if (settings.reference_pytorch && !settings.json_path.empty()) {
+        prepare_output_file(reference_json_path(settings.json_path));
+      }
+    }
+    ranks.ranks = settings.ranks;
+    ranks.backend = settings.backends.front();
+    if (!EnvMap::from_process().has(gradwire::settings::kTimeout.name)) {
+      ranks.timeout = kTrainingTimeout;
+    }
+    return run_on_ranks(ranks, argv, [&](RankContext& context) {
+      return DdpSweep(context, settings, argv, ranks.timeout).run();
+    });
+  };
+  return training_subcommand(entry);
 }
 
 }  // namespace gradwire::bench

@@ -16,10 +16,7 @@
 namespace gradwire::bench {
 
 ReferenceNeeds ddp_reference_needs(const DdpSettings& settings) {
-  return {settings.python,
-          "",
-          {settings.reference_script, GRADWIRE_BENCH_SOURCE_REFERENCE,
-           GRADWIRE_BENCH_INSTALLED_REFERENCE}};
+  return {settings.python, "", training_script_places(ddp_format(), settings.reference_script)};
 }
 
 std::vector<std::string> reference_command(const PythonTorch& python, const std::string& script,

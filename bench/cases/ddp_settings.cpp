@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cases/collectives_settings.h"
+#include "cases/ddp_report.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/models/zoo.h"
@@ -70,7 +71,8 @@ OptionTable<DdpSettings> ddp_options() {
                     "and pool the measurements",
                     positive_number)
       .option("--python", &Settings::python,
-              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
+              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then "
+              "/usr/bin/python3]")
       .option("--reference-script", &Settings::reference_script,
               "path of ddp_reference.py [the source tree's, then the installed copy]");
   return options;
@@ -151,6 +153,20 @@ std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_r
     text << ", comm hook " << join(settings.comm_hooks, ",");
   }
   return text.str();
+}
+
+const TrainingFormat& ddp_format() {
+  static const TrainingFormat kFormat{
+      "ddp",
+      "DistributedDataParallel training iteration time over models and rank counts (PyTorch's "
+      "DDP benchmark)",
+      "ddp",
+      "iteration",
+      kDdpRateColumns,
+      {"forward", "backward", "communication"},
+      "ddp_reference.py",
+      true};
+  return kFormat;
 }
 
 }  // namespace gradwire::bench

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/training_case.h"
 #include "harness/options.h"
 
 namespace gradwire::bench {
@@ -74,6 +75,10 @@ std::vector<int> default_world_sizes(int max_ranks);
 // provide, or a backend given twice.
 DdpSettings resolve_ddp_settings(const OptionTable<DdpSettings>& options,
                                  std::optional<int> job_world_size);
+
+// ddp's row of the training cases' table (training_case.h): name, help, title, columns and
+// bench/reference/ddp_reference.py.
+const TrainingFormat& ddp_format();
 
 // One line describing the settings, for stderr: "models resnet18,cnn, batch 8, 64x64, ...".
 std::string describe_ddp_settings(const DdpSettings& settings, int threads_per_rank);

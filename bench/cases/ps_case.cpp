@@ -65,36 +65,37 @@ TrainingPlan ps_plan(const PsSettings& s, const PsBody& body, const PsPlainStep&
   plan.summary = describe_ps_settings(s);
   plan.settings = settings_json(s);
   plan.steps_per_pass = s.iterations;
-  TrainingJob ps{"ps",        "gradwire",     "gradwire: dense parameter servers",
-                 s.trainers,  s.servers,      0,
-                 threads.ps,  threads.ps,     "gloo",
-                 ps_phases(), ps_byte_names()};
+  // What gradwire's trainers record: ps_phases() less the reference's comm.
+  const std::vector<std::string> phases(ps_phases().begin(), ps_phases().end() - 1);
+  TrainingJob ps;
+  ps.kind = "ps";
+  ps.implementation = "gradwire";
+  ps.title = "gradwire: dense parameter servers";
+  ps.trainers = s.trainers;
+  ps.servers = s.servers;
+  ps.server_threads = threads.ps;
+  ps.threads = threads.ps;
+  ps.phases = phases;
+  ps.byte_names = ps_byte_names();
   plan.jobs = {ps};
+  // The comparisons: the same model, batch and SGD, recording forward and backward.
+  auto comparison = [&](std::string kind, std::string implementation, std::string title,
+                        int trainers, int threads_per_trainer, std::string backend) {
+    TrainingJob job;
+    job.kind = std::move(kind);
+    job.implementation = std::move(implementation);
+    job.title = std::move(title);
+    job.trainers = trainers;
+    job.threads = threads_per_trainer;
+    job.backend = std::move(backend);
+    job.phases = {"forward", "backward"};
+    plan.jobs.push_back(std::move(job));
+  };
   if (s.compares("ddp")) {
-    plan.jobs.push_back({"ddp",
-                         "gradwire-ddp",
-                         "gradwire DDP (allreduce)",
-                         s.trainers,
-                         0,
-                         0,
-                         1,
-                         threads.ddp,
-                         "auto",
-                         {"forward", "backward"},
-                         {}});
+    comparison("ddp", "gradwire-ddp", "gradwire DDP (allreduce)", s.trainers, threads.ddp, "auto");
   }
   if (s.compares("local")) {
-    plan.jobs.push_back({"local",
-                         "local",
-                         "one process without distribution",
-                         1,
-                         0,
-                         0,
-                         1,
-                         threads.local,
-                         "gloo",
-                         {"forward", "backward"},
-                         {}});
+    comparison("local", "local", "one process without distribution", 1, threads.local, "gloo");
   }
   plan.print_header = [s](std::ostream& out, const RunUsed& used) {
     print_ps_header(out, s, used);
@@ -164,7 +165,7 @@ void print_ps_header(std::ostream& out, const PsSettings& s, const RunUsed& used
   for (std::size_t j = 1; j < used.jobs.size(); ++j) {
     const TrainingJob& job = used.jobs[j];
     const std::string backend = j < used.first.size() && !used.first[j].facts.backend.empty()
-                                    ? " (backend " + used.first[j].facts.backend + ")"
+                                    ? " over " + used.first[j].facts.backend
                                     : "";
     out << "* Compare: " << job.title << backend << ", " << counted(job.trainers, "trainer")
         << " of " << counted(job.threads, "thread") << ", same model, batch " << s.batch_size

@@ -241,11 +241,13 @@ void print_trainer_comparison(std::ostream& out, const TrainerResults& ours,
   }
   const double a_examples = total_examples_per_step(ours);
   const double b_examples = total_examples_per_step(theirs);
-  out << std::string(kSideNameWidth - 2, ' ') << trainer_table_header(columns) << "\n"
-      << pad_right(names.ours, kSideNameWidth) << trainer_row("All", a_seconds, a_examples, columns)
+  const int width = std::max<int>(
+      kSideNameWidth, static_cast<int>(std::max(names.ours.size(), names.theirs.size())) + 1);
+  out << std::string(static_cast<std::size_t>(width - 2), ' ') << trainer_table_header(columns)
       << "\n"
-      << pad_right(names.theirs, kSideNameWidth)
-      << trainer_row("All", b_seconds, b_examples, columns) << "\n";
+      << pad_right(names.ours, width) << trainer_row("All", a_seconds, a_examples, columns) << "\n"
+      << pad_right(names.theirs, width) << trainer_row("All", b_seconds, b_examples, columns)
+      << "\n";
   std::string ratios = ratio_name + " ex/s: ";
   const auto a = rate_percentiles(a_seconds, a_examples, training_percentiles());
   const auto b = rate_percentiles(b_seconds, b_examples, training_percentiles());

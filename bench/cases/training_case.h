@@ -12,7 +12,8 @@
 // trainers run the case's body, gather their samples to trainer 0, which leaves them in a file
 // for the conductor. A case with `runs_in_job` may also run as the ranks of a job gradwire-run
 // --servers S started: the ranks are the first job's trainers, and trainer 0 prints and writes
-// the results.
+// the results. A case with its own `run` (ddp) gets the table's options, resolve and reference
+// places, and measures on its ranks itself.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 
 #include "cases/parity.h"
 #include "cases/trainer_results.h"
+#include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/options.h"
 #include "harness/python.h"
@@ -33,8 +35,6 @@
 #include "subcommand.h"
 
 namespace gradwire::bench {
-
-struct RankContext;  // harness/ranks.h
 
 // What the generic tables, documents and charts need to know of a case (no settings).
 struct TrainingFormat {
@@ -134,7 +134,7 @@ struct TrainingPlan {
 // ConfigError or InvalidArgument for settings it refuses.
 struct JobShape {
   int trainers = 1;
-  int servers = 0;
+  int servers = 0;  // GRADWIRE_PS_ADDRS' addresses
 };
 template <class Settings>
 struct TrainingCase {
@@ -142,7 +142,15 @@ struct TrainingCase {
   std::function<OptionTable<Settings>()> options;
   std::function<Settings(const OptionTable<Settings>& options, std::optional<JobShape> job)>
       resolve;
+  // The conductor's plan of the resolved settings.
   std::function<TrainingPlan(const Settings& settings)> plan;
+  // Instead of `plan`: a case whose ranks are one job that measures everything itself (ddp sweeps
+  // its world sizes on subgroups of the ranks and keeps PyTorch's benchmark.py format), with the
+  // rank flags it takes (harness/case.h).
+  std::function<void(CLI::App& command, RankOptions& ranks)> rank_flags;
+  std::function<int(const Settings& settings, RankOptions ranks,
+                    const std::vector<std::string>& argv)>
+      run;
 };
 
 // The hidden flags of the trainers the conductor starts.
@@ -157,6 +165,13 @@ struct TrainingWorker {
 };
 // Adds kWorkerFlag and the three hidden flags above.
 void add_training_worker_flags(CLI::App& command, TrainingWorker& worker);
+
+// Where the case's reference script may be (harness/python.h): `preferred` (--reference-script),
+// else bench/reference/ in the source tree, else where it is installed.
+ScriptPlaces training_script_places(const TrainingFormat& format, const std::string& preferred);
+
+// The launcher's job this process is a rank of (torchrun/gradwire-run, mpirun, srun), if any.
+std::optional<JobShape> launcher_job_shape();
 
 // How this process takes part: nullopt as the conductor or one of its trainers, else the shape of
 // the launcher's job it is a rank of. Throws ConfigError when the case does not run in jobs or the
@@ -173,6 +188,14 @@ template <class Settings>
 Subcommand training_subcommand(TrainingCase<Settings> entry) {
   const std::string name = entry.format.name;
   const std::string description = entry.format.description;
+  if (entry.run) {
+    return case_subcommand<Settings>(
+        name, description, entry.options, entry.rank_flags,
+        [entry](const OptionTable<Settings>& options, const RankOptions& ranks,
+                const std::vector<std::string>& argv) {
+          return entry.run(entry.resolve(options, launcher_job_shape()), ranks, argv);
+        });
+  }
   return {name, description, [entry](CLI::App& command) -> SubcommandRun {
             const OptionTable<Settings> options = entry.options();  // copies share the values
             auto worker = std::make_shared<TrainingWorker>();

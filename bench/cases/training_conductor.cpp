@@ -93,12 +93,9 @@ class Conductor {
 
   int run() {
     if (plan_.reference_pytorch) {
-      const ReferenceRunner reference = require_reference(
-          {plan_.python,
-           "torch.distributed.rpc",
-           {plan_.reference_script,
-            std::string(GRADWIRE_BENCH_REFERENCE_SOURCE_DIR) + "/" + format_.reference_script,
-            std::string(GRADWIRE_BENCH_REFERENCE_INSTALLED_DIR) + "/" + format_.reference_script}});
+      const ReferenceRunner reference =
+          require_reference({plan_.python, "torch.distributed.rpc",
+                             training_script_places(format_, plan_.reference_script)});
       python_ = reference.python;
       script_ = reference.script;
       reference_line_ = "PyTorch " + python_.torch_version + " " + plan_.reference_what + " (" +
@@ -262,6 +259,19 @@ void add_training_worker_flags(CLI::App& command, TrainingWorker& worker) {
   command.add_option(kTrainingRepeatFlag, worker.repeat, "")->group("");
 }
 
+ScriptPlaces training_script_places(const TrainingFormat& format, const std::string& preferred) {
+  return {preferred,
+          std::string(GRADWIRE_BENCH_REFERENCE_SOURCE_DIR) + "/" + format.reference_script,
+          std::string(GRADWIRE_BENCH_REFERENCE_INSTALLED_DIR) + "/" + format.reference_script};
+}
+
+std::optional<JobShape> launcher_job_shape() {
+  const EnvMap env = EnvMap::from_process();
+  if (!in_launcher_environment(env)) return std::nullopt;
+  return JobShape{resolve_world({}, env).world_size,
+                  count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""))};
+}
+
 std::optional<JobShape> training_job_shape(const TrainingFormat& format,
                                            const TrainingWorker& worker) {
   if (worker.worker) {
@@ -271,21 +281,20 @@ std::optional<JobShape> training_job_shape(const TrainingFormat& format,
     }
     return std::nullopt;
   }
-  const EnvMap env = EnvMap::from_process();
-  if (!in_launcher_environment(env)) return std::nullopt;
+  const std::optional<JobShape> job = launcher_job_shape();
+  if (!job) return std::nullopt;
   if (!format.runs_in_job) {
     throw ConfigError("gradwire-bench " + format.name +
                       " starts its own servers and trainers: run it directly, not under "
                       "gradwire-run or another launcher");
   }
-  const int servers = count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""));
-  if (servers == 0) {
+  if (job->servers == 0) {
     throw ConfigError("gradwire-bench " + format.name +
                       " runs in a job here (RANK/WORLD_SIZE are set) but GRADWIRE_PS_ADDRS is "
                       "not: start it with gradwire-run --servers S, or run it directly and it "
                       "starts its own servers and trainers");
   }
-  return JobShape{resolve_world({}, env).world_size, servers};
+  return job;
 }
 
 int run_training(const TrainingFormat& format, const TrainingPlan& plan,

@@ -329,8 +329,7 @@ TEST(PsReport, HeaderSaysWhatTheRunUsed) {
   EXPECT_NE(text.find("* Parameter-server calls: shared memory to 2 of 2 servers (trainer 0's "),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("* Compare: gradwire DDP (allreduce) (backend shm), "), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("* Compare: gradwire DDP (allreduce) over shm, "), std::string::npos) << text;
   EXPECT_NE(text.find("* Compare: one process without distribution, 1 trainer of "),
             std::string::npos)
       << text;
