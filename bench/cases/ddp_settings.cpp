@@ -45,14 +45,6 @@ OptionTable<DdpSettings> ddp_options() {
       .option("--device", &Settings::device,
               "where the model trains: cpu, or cuda (a GPU per rank, the nccl backend) [cpu]",
               names_from({"cpu", "cuda"}))
-      .option("--json", &Settings::json_path, "write the results to this JSON file")
-      .option("--html", &Settings::html_path,
-              "draw the results into this HTML page (gradwire-bench report)")
-      .option<std::string>(
-          "--reference",
-          "also run PyTorch's own DDP (bench/reference/ddp_reference.py) and compare",
-          [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
-          [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
       .switch_flag("--gradient-as-bucket-view", &Settings::gradient_as_bucket_view,
                    "DdpOptions::gradient_as_bucket_view (and PyTorch's, for the reference)")
       .switch_flag("--no-shared-buckets", &Settings::shared_buckets,
@@ -65,16 +57,9 @@ OptionTable<DdpSettings> ddp_options() {
       .switch_flag("--side-by-side", &Settings::side_by_side,
                    "after the baseline, train without DDP on every rank of the largest world "
                    "size at once and report the slowest rank: the pace DDP cannot beat on this "
-                   "machine")
-      .preset_value("--repeat", &Settings::repeat, {},
-                    "run the sweep (and the reference after it) this many times, alternating, "
-                    "and pool the measurements",
-                    positive_number)
-      .option("--python", &Settings::python,
-              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then "
-              "/usr/bin/python3]")
-      .option("--reference-script", &Settings::reference_script,
-              "path of ddp_reference.py [the source tree's, then the installed copy]");
+                   "machine");
+  add_training_flags(options, "PyTorch's own DDP and compare", "the sweep (and the reference)",
+                     "ddp_reference.py");
   return options;
 }
 

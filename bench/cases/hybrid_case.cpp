@@ -37,13 +37,7 @@ nlohmann::json settings_json(const HybridSettings& s) {
 
 TrainingPlan hybrid_plan(const HybridSettings& s, const HybridBody& body,
                          const HybridPlainStep& plain) {
-  TrainingPlan plan;
-  plan.repeat = s.repeat;
-  plan.reference_pytorch = s.reference_pytorch;
-  plan.json_path = s.json_path;
-  plan.html_path = s.html_path;
-  plan.python = s.python;
-  plan.reference_script = s.reference_script;
+  TrainingPlan plan = training_plan(s);
   plan.summary = describe_hybrid_settings(s);
   plan.settings = settings_json(s);
   TrainingJob job;

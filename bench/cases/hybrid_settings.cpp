@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "cases/training_case.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::bench {
@@ -40,20 +41,6 @@ OptionTable<HybridSettings> hybrid_options() {
       .switch_flag("--defer-pushes", &Settings::defer_pushes,
                    "pushes travel with the next call to their server (the step, in sync mode) "
                    "instead of at once, and no flush() after backward")
-      .option("--json", &Settings::json_path, "write the results to this JSON file")
-      .option("--html", &Settings::html_path, "draw the results into this HTML page")
-      .option<std::string>(
-          "--reference",
-          "also run the algorithm with PyTorch RPC (bench/reference/hybrid_reference.py)",
-          [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
-          [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
-      .preset_value("--repeat", &Settings::repeat, {},
-                    "run gradwire and the reference alternately this many times and pool",
-                    positive_number)
-      .option("--python", &Settings::python,
-              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
-      .option("--reference-script", &Settings::reference_script,
-              "path of hybrid_reference.py [the source tree's, then the installed copy]")
       .option<std::string>(
           "--backend",
           "the trainers' communicator backend for DDP: auto (shm when the bench starts the "
@@ -64,6 +51,8 @@ OptionTable<HybridSettings> hybrid_options() {
             option.check(CLI::IsMember({"gloo", "shm"}))->capture_default_str();
           },
           "auto");
+  add_training_flags(options, "the algorithm with PyTorch RPC", "gradwire and the reference",
+                     "hybrid_reference.py");
   return options;
 }
 

@@ -55,13 +55,7 @@ nlohmann::json settings_json(const PsSettings& s) {
 
 TrainingPlan ps_plan(const PsSettings& s, const PsBody& body, const PsPlainStep& plain) {
   const PsThreads threads = ps_thread_counts(s, available_cores());
-  TrainingPlan plan;
-  plan.repeat = s.repeat;
-  plan.reference_pytorch = s.reference_pytorch;
-  plan.json_path = s.json_path;
-  plan.html_path = s.html_path;
-  plan.python = s.python;
-  plan.reference_script = s.reference_script;
+  TrainingPlan plan = training_plan(s);
   plan.summary = describe_ps_settings(s);
   plan.settings = settings_json(s);
   plan.steps_per_pass = s.iterations;

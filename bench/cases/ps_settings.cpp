@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cases/ddp_settings.h"
+#include "cases/training_case.h"
 #include "gradwire/common/error.h"
 #include "harness/table.h"
 
@@ -85,13 +86,6 @@ OptionTable<PsSettings> ps_options() {
               "also run ddp (gradwire DDP on the same trainers) and/or local (one process, no "
               "distribution), e.g. ddp,local",
               names_from({"ddp", "local"}))
-      .option<std::string>(
-          "--reference",
-          "also run the algorithm with PyTorch RPC (bench/reference/ps_reference.py)",
-          [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
-          [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
-      .preset_value("--repeat", &Settings::repeat, {},
-                    "run everything this many times, alternating, and pool", positive_number)
       .option<int>(
           "--threads", "intra-op threads of every process [cores / processes of the run]",
           [](Settings& s, int threads) {
@@ -99,13 +93,8 @@ OptionTable<PsSettings> ps_options() {
           },
           positive_number)
       .switch_flag("--print-layout", &Settings::print_layout,
-                   "print the parameters' blocks on the servers (DenseModel::describe_layout)")
-      .option("--json", &Settings::json_path, "write the results to this JSON file")
-      .option("--html", &Settings::html_path, "draw the results into this HTML page")
-      .option("--python", &Settings::python,
-              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, then /usr/bin/python3]")
-      .option("--reference-script", &Settings::reference_script,
-              "path of ps_reference.py [the source tree's, then the installed copy]");
+                   "print the parameters' blocks on the servers (DenseModel::describe_layout)");
+  add_training_flags(options, "the algorithm with PyTorch RPC", "everything", "ps_reference.py");
   return options;
 }
 

@@ -183,6 +183,41 @@ std::optional<JobShape> training_job_shape(const TrainingFormat& format,
 int run_training(const TrainingFormat& format, const TrainingPlan& plan,
                  const TrainingWorker& worker, bool in_job, const std::vector<std::string>& argv);
 
+// The flags every training case has, added to `options` of a Settings with json_path, html_path,
+// reference_pytorch, repeat, python and reference_script: --json, --html, --reference pytorch
+// (`reference`: what it also runs), --repeat (`repeat`: what runs that many times) and --python
+// and --reference-script (`script`, the reference's file name).
+template <class Settings>
+void add_training_flags(OptionTable<Settings>& options, const std::string& reference,
+                        const std::string& repeat, const std::string& script) {
+  options.option("--json", &Settings::json_path, "write the results to this JSON file")
+      .option("--html", &Settings::html_path, "draw the results into this HTML page")
+      .template option<std::string>(
+          "--reference", "also run " + reference + " (bench/reference/" + script + ")",
+          [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
+          [](CLI::Option& option) { option.check(CLI::IsMember({"pytorch"})); })
+      .preset_value("--repeat", &Settings::repeat, {},
+                    "run " + repeat + " this many times, alternating, and pool", positive_number)
+      .option("--python", &Settings::python,
+              "Python with torch for --reference [$VIRTUAL_ENV, the project's .venv, python3, "
+              "then /usr/bin/python3]")
+      .option("--reference-script", &Settings::reference_script,
+              "path of " + script + " [the source tree's, then the installed copy]");
+}
+
+// A plan with the settings every training case has.
+template <class Settings>
+TrainingPlan training_plan(const Settings& settings) {
+  TrainingPlan plan;
+  plan.repeat = settings.repeat;
+  plan.reference_pytorch = settings.reference_pytorch;
+  plan.json_path = settings.json_path;
+  plan.html_path = settings.html_path;
+  plan.python = settings.python;
+  plan.reference_script = settings.reference_script;
+  return plan;
+}
+
 // The subcommand of `entry`.
 template <class Settings>
 Subcommand training_subcommand(TrainingCase<Settings> entry) {
