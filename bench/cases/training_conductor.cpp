@@ -35,6 +35,19 @@ std::string repeat_suffix(int repeat, int repeats) {
                      : "";
 }
 
+void progress(const TrainingFormat& format, const std::string& line) {
+  std::cerr << "gradwire-bench " << format.name << ": " << line << std::endl;
+}
+
+// The document of `inputs` with the plan's settings, to --json and --html.
+void write_document(const TrainingFormat& format, const TrainingPlan& plan,
+                    TrainingDocumentInputs inputs) {
+  inputs.settings = plan.settings;
+  inputs.steps_per_pass = plan.steps_per_pass;
+  write_result_files(plan.json_path, plan.html_path, training_document(format, inputs),
+                     [&](const std::string& line) { progress(format, line); });
+}
+
 // Every job's sides of one run under their titles, the run's line (describe_run) first.
 void print_run(std::ostream& out, const TrainingFormat& format, const TrainingPlan& plan,
                const std::vector<JobResult>& run, const std::string& suffix) {
@@ -73,15 +86,10 @@ int run_trainers(const TrainingFormat& format, const TrainingPlan& plan, const T
     TrainingDocumentInputs inputs;
     inputs.metadata = run_metadata(context, argv);
     if (!result.facts.backend.empty()) inputs.metadata.backend = result.facts.backend;
-    inputs.settings = plan.settings;
-    inputs.steps_per_pass = plan.steps_per_pass;
     inputs.jobs = {job};
     inputs.sides = {result.results};
     inputs.repeats = {{result}};
-    write_result_files(plan.json_path, plan.html_path, training_document(format, inputs),
-                       [&](const std::string& line) {
-                         std::cerr << "gradwire-bench " << format.name << ": " << line << std::endl;
-                       });
+    write_document(format, plan, inputs);
     return 0;
   });
 }
@@ -127,9 +135,7 @@ class Conductor {
   }
 
  private:
-  void progress(const std::string& line) const {
-    std::cerr << "gradwire-bench " << format_.name << ": " << line << std::endl;
-  }
+  void progress(const std::string& line) const { bench::progress(format_, line); }
 
   std::string reference_title() const {
     return "reference: PyTorch " + python_.torch_version + " " + plan_.reference_title;
@@ -227,10 +233,7 @@ class Conductor {
     for (const auto& run : repeats_.front()) backends.push_back(run.facts.backend);
     inputs.metadata =
         conductor_metadata(summarize_values(backends), own_job.trainers, own_job.threads, argv_);
-    inputs.settings = plan_.settings;
-    inputs.steps_per_pass = plan_.steps_per_pass;
-    write_result_files(plan_.json_path, plan_.html_path, training_document(format_, inputs),
-                       [this](const std::string& line) { progress(line); });
+    write_document(format_, plan_, inputs);
     return 0;
   }
 

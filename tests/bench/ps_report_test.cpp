@@ -118,6 +118,27 @@ TEST(PsResults, RoundTripsThroughJsonAndTheGatherForm) {
   EXPECT_THROW(unflatten_samples({1.0, 2.0, 3.0}, 2, rows, "x"), InvalidArgument);
 }
 
+// What a job's trainer 0 hands the conductor (training_case.h): every trainer's samples and what
+// it used, through the result file's JSON.
+TEST(PsResults, JobResultRoundTripsThroughItsFile) {
+  JobResult result{ps_result(), {}};
+  result.facts.backend = "shared memory";
+  result.facts.transports = {"shared memory", "grpc"};
+  result.facts.details = {{"blocks", 2}};
+  result.facts.text = "layout";
+  const JobResult again =
+      parse_job_result(to_json(result, ps_step_names()), "file", ps_step_names());
+  EXPECT_EQ(again.results.implementation, "gradwire");
+  EXPECT_EQ(again.results.trainers[1].seconds, result.results.trainers[1].seconds);
+  EXPECT_EQ(again.results.trainers[0].bytes, result.results.trainers[0].bytes);
+  EXPECT_EQ(again.facts.backend, "shared memory");
+  EXPECT_EQ(again.facts.transports, result.facts.transports);
+  EXPECT_EQ(again.facts.details, result.facts.details);
+  EXPECT_EQ(again.facts.text, "layout");
+  EXPECT_THROW(parse_job_result({{"implementation", "x"}}, "file", ps_step_names()),
+               InvalidArgument);
+}
+
 TEST(PsResults, ReadsTheReferencesShape) {
   // ps_reference.py: one example count for every iteration, phases forward, backward and comm.
   const nlohmann::json document = nlohmann::json::parse(R"({
