@@ -248,7 +248,7 @@ TEST(ServerToken, ComesFromTheOptionTheTokenFileOrTheEnvironment) {
   std::ofstream(dir.file("token")) << "from-file\n";
   ::chmod(dir.file("token").c_str(), 0600);
   ServerOptions options = testing::test_server_options();
-  options.token.clear();
+  options.token.reset();
   options.token_file = dir.file("token");
   const auto from_file = start_server(options, EnvMap{{"GRADWIRE_TOKEN", "from-env"}});
   EXPECT_TRUE(ServerClient(from_file->address(), "from-file").create(table_config()).ok());

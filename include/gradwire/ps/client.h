@@ -20,11 +20,12 @@
 namespace gradwire::ps {
 
 struct ClientOptions {
-  // Server addresses HOST:PORT in sharding order. Empty: GRADWIRE_PS_ADDRS (comma-separated).
-  std::vector<std::string> servers;
-  // The job's token. Empty: the content of token_file, else GRADWIRE_TOKEN, else
-  // GRADWIRE_JOB_TOKEN. None of them: ConfigError.
-  std::string token;
+  // Server addresses HOST:PORT in sharding order. Unset: GRADWIRE_PS_ADDRS (comma-separated). None
+  // (or an empty list): ConfigError.
+  std::optional<std::vector<std::string>> servers;
+  // The job's token. Unset (or empty): the content of token_file (when not empty), else
+  // GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. None of them: ConfigError.
+  std::optional<std::string> token;
   std::string token_file;
   // This trainer's rank among the trainers and their number. Unset: the rank and world size the
   // launcher states (gradwire::launcher_rank: RANK / WORLD_SIZE under torchrun or gradwire-run,
@@ -50,9 +51,9 @@ struct ClientOptions {
   // allows: the default rides out about 7 s of a server that is starting or a loaded machine.
   int max_retries = 8;
   std::chrono::milliseconds retry_backoff{50};
-  // TLS: a PEM file of root certificates to trust. Empty: the file GRADWIRE_TLS_ROOTS names,
-  // else plaintext (loopback and trusted nets).
-  std::string tls_root_cert_file;
+  // TLS: a PEM file of root certificates to trust. Unset: the file GRADWIRE_TLS_ROOTS names, else
+  // plaintext (loopback and trusted nets); empty: plaintext.
+  std::optional<std::string> tls_root_cert_file;
   // Largest response, in bytes (lookups ask for at most this much per call).
   int64_t max_message_bytes = 64 << 20;
   // Largest request, in bytes: larger lookups and pushes go as several calls. At most the
@@ -76,9 +77,9 @@ struct ClientOptions {
   // table whatever its num_trainers, which the job's membership sets (Client::regroup). Unset: on
   // when GRADWIRE_ELASTIC_ID is set (gradwire-run --elastic sets it for each worker).
   std::optional<bool> elastic;
-  // This trainer's host identity for that choice. Empty: GRADWIRE_HOST_ID, else
+  // This trainer's host identity for that choice. Unset: GRADWIRE_HOST_ID, else
   // "<hostname>/<boot id>" (gradwire/common/host_identity.h).
-  std::string host_identity;
+  std::optional<std::string> host_identity;
 };
 
 // Pure: `options` with every field that defaults from the environment filled from `env`

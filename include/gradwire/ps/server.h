@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,10 @@ namespace gradwire::ps {
 struct ServerOptions {
   // HOST:PORT to listen on. Port 0 picks a free port (read it back with Server::address()).
   std::string listen = "127.0.0.1:0";
-  // The job's shared token; every call must carry it. Empty: the content of token_file, else
-  // GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN (the rule the client follows); none of them is a
-  // ConfigError naming all four.
-  std::string token;
+  // The job's shared token; every call must carry it. Unset (or empty): the content of token_file
+  // (when not empty), else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN (the rule the client follows);
+  // none of them is a ConfigError naming all four.
+  std::optional<std::string> token;
   std::string token_file;
   // Where tables are checkpointed and, at start, restored from. Empty: no checkpoints.
   std::string checkpoint_dir;
@@ -90,9 +91,9 @@ struct ServerOptions {
   // Trainers on this server's host may push and pull through memory they share with it instead
   // of bytes on the socket (docs/ps.md "Shared memory"); false: bytes only. --no-shared-memory.
   bool shared_memory = true;
-  // This server's host identity, which a trainer's must equal for shared memory. Empty:
+  // This server's host identity, which a trainer's must equal for shared memory. Unset:
   // GRADWIRE_HOST_ID, else "<hostname>/<boot id>" (gradwire/common/host_identity.h).
-  std::string host_identity;
+  std::optional<std::string> host_identity;
 };
 
 // The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).

@@ -23,7 +23,7 @@ uint64_t process_incarnation() {
 }  // namespace
 
 ClientImpl::ClientImpl(const ClientOptions& options) : options_(options) {
-  token_ = options.token;
+  token_ = options.token.value_or("");  // resolved: set
   trainer_rank_ = *options.rank;
   num_trainers_ = *options.world_size;
   step_timeout_ = *options.step_timeout;

@@ -29,16 +29,16 @@ std::vector<std::string> split_addresses(const std::string& text) {
 
 ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
   ClientOptions resolved = options;
-  if (resolved.servers.empty()) {
+  if (!resolved.servers) {
     resolved.servers = split_addresses(env.get(settings::kPsAddrs.name).value_or(""));
   }
-  if (resolved.servers.empty()) {
+  if (resolved.servers->empty()) {
     throw ConfigError(
         "gradwire: no parameter servers: ClientOptions::servers is empty and GRADWIRE_PS_ADDRS "
         "is unset. Start the job with gradwire-run --servers S, or list the servers' "
         "HOST:PORT addresses in GRADWIRE_PS_ADDRS (comma-separated).");
   }
-  resolved.token = rpc::load_token(options.token, options.token_file, env);
+  resolved.token = rpc::load_token(options.token.value_or(""), options.token_file, env);
   if (!resolved.rank || !resolved.world_size) {
     // The one launcher detector comm uses too: torchrun, mpirun, an srun step, else 0 of 1.
     const LauncherRank launcher = launcher_rank(env);
@@ -62,7 +62,7 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
   if (!resolved.step_timeout) {
     resolved.step_timeout = settings::timeout(env);
   }
-  if (resolved.tls_root_cert_file.empty()) {
+  if (!resolved.tls_root_cert_file) {
     resolved.tls_root_cert_file = env.get(settings::kTlsRoots.name).value_or("");
   }
   if (!resolved.shared_memory) {
@@ -75,7 +75,7 @@ ClientOptions resolve(const ClientOptions& options, const EnvMap& env) {
     resolved.shared_memory = !text || *text == "1";
   }
   if (!resolved.elastic) resolved.elastic = env.get(settings::kElasticId.name).has_value();
-  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
+  if (!resolved.host_identity) resolved.host_identity = local_host_identity(env);
   return resolved;
 }
 

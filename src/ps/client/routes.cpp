@@ -9,14 +9,14 @@
 namespace gradwire::ps {
 
 Routes::Routes(const ClientOptions& options, rpc::SharedRegions& regions)
-    : addresses_(options.servers),
+    : addresses_(options.servers.value_or(std::vector<std::string>{})),
       shared_memory_(options.shared_memory.value_or(false)),
-      host_identity_(options.host_identity),
+      host_identity_(options.host_identity.value_or("")),
       max_request_bytes_(options.max_request_bytes),
       max_message_bytes_(options.max_message_bytes),
       regions_(regions) {
   rpc::ChannelOptions channel;
-  channel.tls_root_cert_file = options.tls_root_cert_file;
+  channel.tls_root_cert_file = options.tls_root_cert_file.value_or("");
   channel.max_message_bytes = options.max_message_bytes;
   channel.max_send_bytes = options.max_request_bytes;
   for (const std::string& address : addresses_) {

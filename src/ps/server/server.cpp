@@ -36,7 +36,7 @@ int clamp_to_int(int64_t value) {
 }
 
 void check_options(const ServerOptions& options) {
-  if (options.token.empty()) {
+  if (options.token.value_or("").empty()) {
     throw ConfigError(
         "gradwire: the parameter server needs the job's token (ServerOptions::token); pass "
         "--token-file or set GRADWIRE_TOKEN so that only the job's trainers can call it");
@@ -119,11 +119,11 @@ class ServerImpl final : public Server {
     }));
     at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(
-        options.token,
+        *options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
                       options.max_waiting_steps,
                       shared_region_limits(options)},
-        options.shared_memory ? options.host_identity : std::string(), tables_, checkpoints_,
+        options.shared_memory ? options.host_identity.value_or("") : std::string(), tables_, checkpoints_,
         *hub_);
 
     rpc::disable_abseil_deadlock_detection();
@@ -255,8 +255,8 @@ int64_t grpc_memory_bytes(const ServerOptions& options) {
 
 ServerOptions resolve(const ServerOptions& options, const EnvMap& env) {
   ServerOptions resolved = options;
-  resolved.token = rpc::load_token(resolved.token, resolved.token_file, env);
-  if (resolved.host_identity.empty()) resolved.host_identity = local_host_identity(env);
+  resolved.token = rpc::load_token(resolved.token.value_or(""), resolved.token_file, env);
+  if (!resolved.host_identity) resolved.host_identity = local_host_identity(env);
   check_options(resolved);
   return resolved;
 }
