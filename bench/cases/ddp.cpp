@@ -28,7 +28,6 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
@@ -434,6 +433,7 @@ Subcommand ddp_subcommand() {
     // Unbound by default: DDP's reductions run on a progress thread beside the compute thread,
     // and a rank bound to one core must time-share it (docs/performance.md).
     ranks.bind_cores = false;
+    add_timeout_option(command, ranks);
     add_bind_cores_flag(command, ranks);
     add_worker_flag(command, ranks);
   };
@@ -447,9 +447,7 @@ Subcommand ddp_subcommand() {
     }
     ranks.ranks = settings.ranks;
     ranks.backend = settings.backends.front();
-    if (!EnvMap::from_process().has(gradwire::settings::kTimeout.name)) {
-      ranks.timeout = kTrainingTimeout;
-    }
+    if (!ranks.timeout) ranks.timeout = kTrainingTimeout;
     return run_on_ranks(ranks, argv, [&](RankContext& context) {
       return DdpSweep(context, settings, argv, ranks.timeout).run();
     });

@@ -11,7 +11,6 @@
 #include "cases/ddp_training.h"
 #include "cases/reducers_report.h"
 #include "cases/reducers_settings.h"
-#include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
@@ -152,7 +151,7 @@ Subcommand reducers_subcommand() {
       [](const auto& options, RankOptions ranks, const std::vector<std::string>& argv) {
         const ReducersSettings settings = options.resolve();
         if (!ranks.worker) prepare_output_files({settings.json_path, settings.html_path});
-        if (!EnvMap::from_process().has(gradwire::settings::kTimeout.name)) ranks.timeout = kTrainingTimeout;
+        if (!ranks.timeout) ranks.timeout = kTrainingTimeout;
         return run_on_ranks(ranks, argv, [&](RankContext& context) {
           return ReducersStudy(context, settings, argv).run();
         });

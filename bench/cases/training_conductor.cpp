@@ -7,6 +7,7 @@
 #include "cases/training_case.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "harness/ranks.h"
 #include "harness/repeats.h"
 #include "harness/trainer_jobs.h"
@@ -272,7 +273,7 @@ std::optional<JobShape> launcher_job_shape() {
   const EnvMap env = EnvMap::from_process();
   if (!in_launcher_environment(env)) return std::nullopt;
   return JobShape{resolve_world({}, env).world_size,
-                  count_addresses(env.get("GRADWIRE_PS_ADDRS").value_or(""))};
+                  count_addresses(env.get(gradwire::settings::kPsAddrs.name).value_or(""))};
 }
 
 std::optional<JobShape> training_job_shape(const TrainingFormat& format,

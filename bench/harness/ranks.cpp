@@ -7,6 +7,7 @@
 #include <exception>
 #include <iostream>
 
+#include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/settings.h"
 #include "gradwire/common/version.h"
@@ -35,8 +36,17 @@ void add_rank_options(CLI::App& command, RankOptions& options) {
       .add_option("--threads", options.threads_per_rank,
                   "intra-op threads per rank [default: cores / local ranks]")
       ->check(CLI::PositiveNumber);
+  add_timeout_option(command, options);
   add_bind_cores_flag(command, options);
   add_worker_flag(command, options);
+}
+
+void add_timeout_option(CLI::App& command, RankOptions& options) {
+  command.add_option_function<std::string>(
+      "--timeout",
+      [&options](const std::string& text) { options.timeout = parse_duration(text, "--timeout"); },
+      "how long a collective may wait for the other ranks, e.g. 90s or 2h [default: 1h for ddp "
+      "and reducers, else 300s]");
 }
 
 void add_bind_cores_flag(CLI::App& command, RankOptions& options) {

@@ -42,19 +42,22 @@ struct RankOptions {
   std::string backend = "gloo";
   // Set by kWorkerFlag: this process must find its rank in the environment.
   bool worker = false;
-  // Timeout of the rendezvous and of every collective (InitOptions::timeout); nullopt:
-  // GRADWIRE_TIMEOUT, else gradwire's default.
+  // Timeout of the rendezvous and of every collective (InitOptions::timeout): --timeout; nullopt:
+  // the case's default (kTrainingTimeout for ddp and reducers), else gradwire's.
   std::optional<std::chrono::milliseconds> timeout;
 };
 
 // The training cases' timeout (ddp, reducers): idle ranks wait in a barrier while others train,
-// which for a large model on a CPU can take many minutes; unless GRADWIRE_TIMEOUT says otherwise,
+// which for a large model on a CPU can take many minutes; unless --timeout says otherwise,
 // collectives may wait this long.
 constexpr std::chrono::hours kTrainingTimeout{1};
 
-// Adds --ranks, --threads, --bind-cores/--no-bind-cores and the hidden kWorkerFlag to `command`,
+// Adds --ranks, --threads, --timeout, --bind-cores/--no-bind-cores and the hidden kWorkerFlag to
+// `command`,
 // bound to `options` (whose current bind_cores is the default the help shows).
 void add_rank_options(CLI::App& command, RankOptions& options);
+// Adds --timeout (RankOptions::timeout) to `command`.
+void add_timeout_option(CLI::App& command, RankOptions& options);
 // Adds only --bind-cores/--no-bind-cores (for benchmarks that add their own --threads).
 void add_bind_cores_flag(CLI::App& command, RankOptions& options);
 // Adds only the hidden kWorkerFlag (for benchmarks that choose the rank count themselves).
