@@ -10,7 +10,6 @@ gradwire_add_test(ps_core_test
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/table_shard_limits_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/step_attempts_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/elastic_trainers_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/staleness_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/checkpoint_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/dense_layout_test.cpp
