@@ -24,6 +24,8 @@ class WaitInterrupt {
   WaitInterrupt& operator=(const WaitInterrupt&) = delete;
 
  private:
+  friend bool wait_interrupt_installed();
+  friend void check_wait_interrupt();
   std::function<void()> check_;
   WaitInterrupt* outer_;
 };

@@ -29,7 +29,7 @@ def code_lines(path: pathlib.Path):
         stripped = line.strip()
         if stripped.startswith("//") or stripped.startswith("#"):
             continue
-        yield number, line.split("//")[0] if '"' not in line else line
+        yield number, line
 
 
 def declared_names(source: pathlib.Path):

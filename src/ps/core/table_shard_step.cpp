@@ -405,13 +405,11 @@ void TableShard::set_trainers(int wanted, Attempt attempt) {
   const std::string change = "the trainers changed from " + std::to_string(before) + " to " +
                              std::to_string(wanted);
   check_attempt_locked(attempt, "a change of the trainers to " + std::to_string(wanted));
-  if (attempt.restart == restart_) {
-    const bool touched =
-        pending_bytes_ > 0 ||
-        std::find(finished_trainers_.begin(), finished_trainers_.end(), true) !=
-            finished_trainers_.end() ||
-        std::any_of(clocks_.begin(), clocks_.end(), [](int64_t clock) { return clock > 0; });
-    if (touched && config_.mode == UpdateMode::kSync) {
+  if (attempt.restart == restart_ && config_.mode == UpdateMode::kSync) {
+    const bool touched = pending_bytes_ > 0 ||
+                         std::find(finished_trainers_.begin(), finished_trainers_.end(), true) !=
+                             finished_trainers_.end();
+    if (touched) {
       throw InvalidArgument(table_prefix(config_) + ": " + change + " was refused: attempt " +
                             std::to_string(restart_) + " already works on step " +
                             std::to_string(step_) +
