@@ -7,6 +7,7 @@
 #include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/stats.h"
+#include "harness/table.h"
 
 namespace gradwire::bench {
 
@@ -57,7 +58,35 @@ void pool_stats(nlohmann::json& into, const nlohmann::json& next) {
   into = std::move(pooled);
 }
 
+void add_ddp_rows(RowSet& rows, const std::vector<DdpModelResult>& results,
+                  const std::string& implementation) {
+  for (const auto& result : results) {
+    for (const auto& round : result.rounds) {
+      Row row;
+      row.labels = {{"implementation", implementation},
+                    {"model", result.model + ", batch size " + std::to_string(result.batch_size)},
+                    {"configuration", round.ddp ? trim_right("ddp " + round.variant()) : "no ddp"}};
+      if (round.ddp || round.world_size() > 1) row.labels["ranks"] = round.world_size();
+      row.samples = round.measurements;
+      rows.rows.push_back(std::move(row));
+    }
+  }
+}
+
 }  // namespace
+
+RowSet ddp_rows(const DdpReport& report, const std::string& source) {
+  RowSet rows{{"implementation", "model", "configuration", "ranks"}, "s", "ranks", "model", {}};
+  add_ddp_rows(rows, report.results, report.implementation);
+  const auto reference = report.fields.find("reference");
+  if (reference != report.fields.end() && reference->is_object()) {
+    const DdpReport theirs = parse_ddp_document(*reference, source + " (embedded reference)");
+    const std::string& name = theirs.implementation;
+    add_ddp_rows(rows, theirs.results,
+                 name == report.implementation ? name + " (reference)" : name);
+  }
+  return rows;
+}
 
 std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelResult>>& repeats) {
   using Models = std::vector<DdpModelResult>;

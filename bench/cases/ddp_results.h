@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/rows.h"
+
 namespace gradwire::bench {
 
 // One configuration of one model: the "no ddp" baseline, DDP over `ranks`, or (--side-by-side)
@@ -20,7 +22,7 @@ struct DdpRound {
   // Seconds per iteration: DDP, every rank's (rank 0's first); plain training on several ranks,
   // the slowest rank's (slowest_rank_measurements).
   std::vector<double> measurements;
-  nlohmann::json ddp_stats;          // rank 0's DdpStats (gradwire only); null when absent
+  nlohmann::json ddp_stats;  // rank 0's DdpStats (gradwire only); null when absent
   // Set when a run measured several backends or comm hooks (--backend gloo,shm): the DDP round's
   // communicator backend and comm hook. Empty: the only one of its run (the document's
   // distributed_backend), the baseline, or a file that does not say.
@@ -74,5 +76,13 @@ DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& 
 
 // Reads and parses a file; throws gradwire::Error naming the path when it cannot be read.
 DdpReport read_ddp_file(const std::string& path);
+
+// Pure: the results of `report` and of the document it embeds under "reference" as the generic
+// rows (harness/rows.h) that `report` draws: per model and round, its seconds per iteration
+// labelled implementation (the reference's "(reference)" when both name one), model ("resnet50,
+// batch size 32": a chart each), configuration ("ddp", "ddp shm+bf16", "no ddp") and ranks (the
+// world size, the x axis; absent for the one-rank "no ddp" baseline, drawn as a line). Throws
+// parse_ddp_document's errors for a malformed embedded reference.
+RowSet ddp_rows(const DdpReport& report, const std::string& source);
 
 }  // namespace gradwire::bench

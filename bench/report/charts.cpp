@@ -20,12 +20,18 @@ std::string known_kinds() {
   return text;
 }
 
+// ddp's documents through the rows of their benchmark_results.
+std::vector<ChartSpec> ddp_document_charts(const nlohmann::json& document,
+                                           const std::string& source) {
+  return rows_charts(ddp_rows(parse_ddp_document(document, source), source), "ddp", source);
+}
+
 std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std::string& source) {
   const auto version = document.find("schema_version");
   if (version == document.end()) {
     // PyTorch's benchmark.py writes no schema_version; anything else without one is not ours.
     if (document.contains("benchmark_results")) {
-      return ddp_charts(parse_ddp_document(document, source), source);
+      return ddp_document_charts(document, source);
     }
     throw InvalidArgument(source +
                           " has no schema_version: it is neither a gradwire-bench result nor "
@@ -41,7 +47,7 @@ std::vector<ChartSpec> charts_of_kind(const nlohmann::json& document, const std:
     throw InvalidArgument(source + " names no benchmark: it is not a gradwire-bench result");
   }
   const std::string kind = benchmark->get<std::string>();
-  if (kind == "ddp") return ddp_charts(parse_ddp_document(document, source), source);
+  if (kind == "ddp") return ddp_document_charts(document, source);
   if (kind == "reducers") return reducers_charts(document, source);
   if (document.contains("step") && document.contains("trainers")) {
     return training_charts(document, source);

@@ -3,10 +3,11 @@
 // benchmark result document becomes charts. Pure; the page (html_page.h) serialises these with
 // to_json and its embedded script (charts.js) draws them.
 //
-// Documents read: "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
-// benchmark.py --json, recognised by benchmark_results without schema_version) and "reducers",
-// each with charts of its own; every training case's document (training_charts); and any other
-// gradwire-bench result through its "rows" section (rows_charts). docs/benchmarks.md lists the
+// Documents read: "reducers", with charts of its own; every training case's document
+// (training_charts); "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
+// benchmark.py --json, recognised by benchmark_results without schema_version) through the rows
+// of its benchmark_results (ddp_rows); and any other gradwire-bench result through its "rows"
+// section (rows_charts). docs/benchmarks.md lists the
 // charts of each.
 #pragma once
 
@@ -16,7 +17,7 @@
 
 namespace gradwire::bench {
 
-struct DdpReport;  // cases/ddp_results.h
+struct RowSet;  // harness/rows.h
 
 // How the x axis maps values to positions.
 enum class AxisScale {
@@ -81,13 +82,6 @@ nlohmann::json to_json(const ChartSpec& chart);
 // picks. Pure; each throws InvalidArgument naming `source` when the document lacks a field it
 // needs or has one of the wrong type.
 //
-// ddp (gradwire-bench ddp, the reference script, PyTorch's benchmark.py): one chart per model of
-// `report`, in its order, of sec/iter against x = world size: series "<implementation> p50"
-// (solid) and "<implementation> p90" (dashed) over the DDP rounds; each "no ddp" round is a
-// baseline at its p50. When report.fields holds an embedded "reference" document (gradwire-bench
-// ddp --reference), its rounds of the same model and batch size are added the same way, in a
-// second colour. A model without DDP rounds gets a chart with its baselines only.
-std::vector<ChartSpec> ddp_charts(const DdpReport& report, const std::string& source);
 // reducers: "forward" then "backward" latency against x = bucket cap in MiB
 // (DdpOptions::bucket_cap_mb), y = ms: per reducer (in order of first appearance) "<reducer> p50"
 // (solid) and "<reducer> mean" (dashed) of the "forward_ms" / "backward_ms" summaries of
@@ -106,7 +100,14 @@ std::vector<ChartSpec> training_charts(const nlohmann::json& document, const std
 // chart_by label (one chart when there is none), in order of first appearance: x = the rows' x
 // label (the row's position in its series when the set names none or a value is not a number),
 // y = p50 of the samples (solid) and p90 (dashed), one colour per combination of the other
-// labels; parse_row_set's errors.
+// labels; a row without the x label (when the set names one) is a baseline at its p50 instead
+// (ddp's "no ddp"); parse_row_set's errors.
 std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::string& source);
+// The same of rows already read, titled `title` (the benchmark). ddp's documents (gradwire-bench
+// ddp, the reference script, PyTorch's benchmark.py) are drawn this way from their ddp_rows
+// (cases/ddp_results.h): one chart per model, sec/iter against the world size, one colour per
+// implementation and configuration, the "no ddp" baseline a line.
+std::vector<ChartSpec> rows_charts(const RowSet& rows, const std::string& title,
+                                   const std::string& source);
 
 }  // namespace gradwire::bench

@@ -1,9 +1,8 @@
-#include "report/charts.h"
-
 #include <cstdio>
 
 #include "harness/rows.h"
 #include "harness/stats.h"
+#include "report/charts.h"
 
 namespace gradwire::bench {
 
@@ -39,9 +38,8 @@ ChartSeries* series_for(ChartSpec& chart, const std::string& group) {
 
 }  // namespace
 
-std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::string& source) {
-  const RowSet rows = parse_row_set(document, source);
-  const std::string title = document.value("benchmark", std::string("rows"));
+std::vector<ChartSpec> rows_charts(const RowSet& rows, const std::string& title,
+                                   const std::string& source) {
   std::vector<ChartSpec> charts;
   std::vector<std::string> keys;
   for (const auto& row : rows.rows) {
@@ -52,8 +50,12 @@ std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::st
     ChartSpec& chart = chart_for(charts, keys, key, rows, title, source);
     std::string group = describe_labels(row, rows.dimensions, {rows.x, rows.chart_by});
     if (group.empty()) group = title;
-    ChartSeries* series = series_for(chart, group);
     const auto x = rows.x.empty() ? row.labels.end() : row.labels.find(rows.x);
+    if (!rows.x.empty() && x == row.labels.end()) {  // a row measured at no x: a baseline
+      chart.baselines.push_back({group + " (p50)", group, percentile(row.samples, 50)});
+      continue;
+    }
+    ChartSeries* series = series_for(chart, group);
     const double position = x != row.labels.end() && x->is_number()
                                 ? x->get<double>()
                                 : static_cast<double>(series->points.size() + 1);
@@ -64,6 +66,11 @@ std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::st
   }
   for (auto& chart : charts) finish_chart(chart);
   return charts;
+}
+
+std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::string& source) {
+  return rows_charts(parse_row_set(document, source),
+                     document.value("benchmark", std::string("rows")), source);
 }
 
 }  // namespace gradwire::bench

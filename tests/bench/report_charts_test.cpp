@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench_process.h"
+#include "cases/ddp_results.h"
 #include "gradwire/common/error.h"
 #include "report/charts.h"
 #include "report/html_report.h"
@@ -43,32 +44,37 @@ std::string refusal(const nlohmann::json& document, const std::string& source = 
   return "(accepted)";
 }
 
+// ddp results are drawn from the rows of their benchmark_results (ddp_rows): a chart per model.
+constexpr const char* kGradwireDdp = "implementation gradwire, configuration ddp";
+constexpr const char* kPyTorchDdp = "implementation pytorch, configuration ddp";
+
 TEST(DdpChartsTest, GradwireResultPerModelWithBaseline) {
   const auto charts = charts_from_document(fixture_json("ddp_gradwire.json"), "g.json");
   ASSERT_EQ(charts.size(), 2u);
   const ChartSpec& resnet = charts[0];
-  EXPECT_EQ(resnet.title, "resnet50, batch size 32");
-  EXPECT_EQ(resnet.subtitle, "g.json: gradwire");
-  EXPECT_EQ(resnet.x_label, "ranks (DDP world size)");
-  EXPECT_EQ(resnet.y_label, "sec/iter");
+  EXPECT_EQ(resnet.title, "ddp: model resnet50, batch size 32");
+  EXPECT_EQ(resnet.subtitle, "g.json: ddp");
+  EXPECT_EQ(resnet.x_label, "ranks");
   EXPECT_EQ(resnet.y_unit, "s");
   EXPECT_EQ(resnet.x_scale, AxisScale::kLinear);
   EXPECT_EQ(resnet.x_values, (std::vector<double>{1, 2}));
   ASSERT_EQ(resnet.series.size(), 2u);
   // 1 rank: sorted 0.1 .. 0.12, p50 0.11, p90 at 3.6: 0.112 + 0.6 * 0.008. 2 ranks: eight 0.22
   // and two 0.3.
-  expect_points(series_named(resnet, "gradwire p50"), {1, 2}, {0.11, 0.22});
-  expect_points(series_named(resnet, "gradwire p90"), {1, 2}, {0.1168, 0.3});
-  EXPECT_FALSE(series_named(resnet, "gradwire p50").dashed);
-  EXPECT_TRUE(series_named(resnet, "gradwire p90").dashed);
-  EXPECT_EQ(series_named(resnet, "gradwire p50").group, "gradwire");
-  EXPECT_EQ(series_named(resnet, "gradwire p50").points[0].note, "290.9 ex/s per rank, 5 samples");
+  const std::string p50 = std::string(kGradwireDdp) + " p50";
+  const std::string p90 = std::string(kGradwireDdp) + " p90";
+  expect_points(series_named(resnet, p50), {1, 2}, {0.11, 0.22});
+  expect_points(series_named(resnet, p90), {1, 2}, {0.1168, 0.3});
+  EXPECT_FALSE(series_named(resnet, p50).dashed);
+  EXPECT_TRUE(series_named(resnet, p90).dashed);
+  EXPECT_EQ(series_named(resnet, p50).group, kGradwireDdp);
+  EXPECT_EQ(series_named(resnet, p50).points[0].note, "5 samples");
   ASSERT_EQ(resnet.baselines.size(), 1u);
-  EXPECT_EQ(resnet.baselines[0].name, "gradwire no ddp (p50)");
+  EXPECT_EQ(resnet.baselines[0].name, "implementation gradwire, configuration no ddp (p50)");
   EXPECT_NEAR(resnet.baselines[0].y, 0.08, kTolerance);
 
   // cnn has only its baseline.
-  EXPECT_EQ(charts[1].title, "cnn, batch size 32");
+  EXPECT_EQ(charts[1].title, "ddp: model cnn, batch size 32");
   EXPECT_TRUE(charts[1].series.empty());
   EXPECT_TRUE(charts[1].x_values.empty());
   ASSERT_EQ(charts[1].baselines.size(), 1u);
@@ -79,40 +85,69 @@ TEST(DdpChartsTest, EmbeddedReferenceAddsPyTorchSeries) {
   const auto charts = charts_from_document(fixture_json("ddp_gradwire_reference.json"), "r.json");
   ASSERT_EQ(charts.size(), 2u);
   const ChartSpec& resnet = charts[0];
-  EXPECT_EQ(resnet.subtitle, "r.json: gradwire vs pytorch (embedded reference)");
   // World sizes 1, 2, 4 span two doublings: a log2 axis.
   EXPECT_EQ(resnet.x_scale, AxisScale::kLog2);
   EXPECT_EQ(resnet.x_values, (std::vector<double>{1, 2, 4}));
   ASSERT_EQ(resnet.series.size(), 4u);
-  expect_points(series_named(resnet, "gradwire p50"), {1, 2, 4}, {0.2, 0.25, 0.4});
-  expect_points(series_named(resnet, "gradwire p90"), {1, 2, 4}, {0.216, 0.3, 0.4});
-  expect_points(series_named(resnet, "pytorch p50"), {1, 2}, {0.2, 0.25});
-  expect_points(series_named(resnet, "pytorch p90"), {1, 2}, {0.2, 0.258});
-  EXPECT_EQ(series_named(resnet, "pytorch p90").group, "pytorch");
+  const std::string ours = kGradwireDdp;
+  const std::string theirs = kPyTorchDdp;
+  expect_points(series_named(resnet, ours + " p50"), {1, 2, 4}, {0.2, 0.25, 0.4});
+  expect_points(series_named(resnet, ours + " p90"), {1, 2, 4}, {0.216, 0.3, 0.4});
+  expect_points(series_named(resnet, theirs + " p50"), {1, 2}, {0.2, 0.25});
+  expect_points(series_named(resnet, theirs + " p90"), {1, 2}, {0.2, 0.258});
+  EXPECT_EQ(series_named(resnet, theirs + " p90").group, theirs);
   ASSERT_EQ(resnet.baselines.size(), 2u);
-  EXPECT_EQ(resnet.baselines[0].name, "gradwire no ddp (p50)");
+  EXPECT_EQ(resnet.baselines[0].name, "implementation gradwire, configuration no ddp (p50)");
   EXPECT_NEAR(resnet.baselines[0].y, 0.17, kTolerance);
-  EXPECT_EQ(resnet.baselines[1].name, "pytorch no ddp (p50)");
-  EXPECT_EQ(resnet.baselines[1].group, "pytorch");
+  EXPECT_EQ(resnet.baselines[1].name, "implementation pytorch, configuration no ddp (p50)");
   EXPECT_NEAR(resnet.baselines[1].y, 0.16, kTolerance);
 
-  // The reference has no cnn: gradwire's series only, and the subtitle says so.
+  // The reference has no cnn: gradwire's series only.
   const ChartSpec& cnn = charts[1];
-  EXPECT_EQ(cnn.subtitle, "r.json: gradwire (the embedded reference lacks this model)");
   ASSERT_EQ(cnn.series.size(), 2u);
-  expect_points(series_named(cnn, "gradwire p50"), {1}, {0.002});
+  expect_points(series_named(cnn, ours + " p50"), {1}, {0.002});
 }
 
 TEST(DdpChartsTest, PyTorchBenchmarkFileFirstRoundIsTheBaseline) {
   const auto charts = charts_from_document(fixture_json("ddp_pytorch_benchmark.json"), "p.json");
   ASSERT_EQ(charts.size(), 2u);
-  EXPECT_EQ(charts[0].subtitle, "p.json: pytorch benchmark.py");
-  expect_points(series_named(charts[0], "pytorch benchmark.py p50"), {1, 2}, {0.13, 0.2});
-  expect_points(series_named(charts[0], "pytorch benchmark.py p90"), {1, 2}, {0.146, 0.25});
+  const std::string upstream = "implementation pytorch benchmark.py, configuration ddp";
+  expect_points(series_named(charts[0], upstream + " p50"), {1, 2}, {0.13, 0.2});
+  expect_points(series_named(charts[0], upstream + " p90"), {1, 2}, {0.146, 0.25});
   ASSERT_EQ(charts[0].baselines.size(), 1u);
   EXPECT_NEAR(charts[0].baselines[0].y, 0.1, kTolerance);
-  EXPECT_EQ(charts[1].title, "resnet101, batch size 32");
-  expect_points(series_named(charts[1], "pytorch benchmark.py p50"), {1}, {0.31});
+  EXPECT_EQ(charts[1].title, "ddp: model resnet101, batch size 32");
+  expect_points(series_named(charts[1], upstream + " p50"), {1}, {0.31});
+}
+
+TEST(DdpChartsTest, VariantsAndSideBySideAreSeriesOfTheirOwn) {
+  DdpRound baseline;
+  baseline.ddp = false;
+  baseline.ranks = {0};
+  baseline.measurements = {0.1};
+  DdpRound side_by_side = baseline;
+  side_by_side.ranks = {0, 1};
+  DdpRound shm;
+  shm.ranks = {0, 1};
+  shm.measurements = {0.2, 0.2};
+  shm.backend = "shm";
+  shm.comm_hook = "bf16";
+  DdpReport report;
+  report.implementation = "gradwire";
+  report.results = {{"cnn", 8, {baseline, side_by_side, shm}}};
+  const RowSet rows = ddp_rows(report, "m.json");
+  ASSERT_EQ(rows.rows.size(), 3u);
+  EXPECT_FALSE(rows.rows[0].labels.contains("ranks"));
+  EXPECT_EQ(rows.rows[1].labels.at("ranks"), 2);
+  EXPECT_EQ(rows.rows[1].labels.at("configuration"), "no ddp");
+  EXPECT_EQ(rows.rows[2].labels.at("configuration"), "ddp shm+bf16");
+  const auto charts = rows_charts(rows, "ddp", "m.json");
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0].baselines.size(), 1u);
+  expect_points(series_named(charts[0], "implementation gradwire, configuration no ddp p50"), {2},
+                {0.1});
+  expect_points(series_named(charts[0], "implementation gradwire, configuration ddp shm+bf16 p50"),
+                {2}, {0.2});
 }
 
 TEST(ReducersChartsTest, ForwardAndBackwardPerReducer) {

@@ -149,7 +149,7 @@ TEST(ReportBrowserTest, ChromiumDrawsEveryChart) {
   EXPECT_NE(html.find("<div id=\"chart-error\" class=\"chart-error\" hidden=\"\"></div>"),
             std::string::npos);
   EXPECT_NE(html.find("resnet18, batch size 8"), std::string::npos);
-  EXPECT_NE(html.find("pytorch no ddp (p50)"), std::string::npos);
+  EXPECT_NE(html.find("implementation pytorch, configuration no ddp (p50)"), std::string::npos);
   EXPECT_NE(html.find("backward latency: resnet50, batch size 32, 2 ranks"), std::string::npos);
 }
 
@@ -172,7 +172,7 @@ TEST(ReportBrowserTest, HostileNamesAreTextNotMarkup) {
   EXPECT_EQ(body.find("data-chart-error"), std::string::npos) << dom.output;
   EXPECT_NE(body.find("data-charts-drawn=\"2\""), std::string::npos) << dom.output;
   // The injected script never ran: the page keeps its title.
-  EXPECT_NE(dom.output.find("<h2>&lt;/script&gt;&lt;script&gt;document.title='pwned'"),
+  EXPECT_NE(dom.output.find("<h2>ddp: model &lt;/script&gt;&lt;script&gt;document.title='pwned'"),
             std::string::npos)
       << dom.output;
   EXPECT_NE(dom.output.find("<title>gradwire-bench report</title>"), std::string::npos);
