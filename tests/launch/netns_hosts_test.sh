@@ -101,10 +101,20 @@ ps_port0=$(netns_free_port)
 ps_port1=$(netns_free_port)
 netns_exec 2 GRADWIRE_TOKEN=$token timeout -k 5 120 "$ps_server" \
   --listen "${net}3:$ps_port0" --listen "${net}3:$ps_port1" >"$scratch/servers.txt" 2>&1 &
-for _ in $(seq 300); do  # until both listen (up to 30 s)
-  [ "$(grep -c "listening on" "$scratch/servers.txt" || true)" = 2 ] && break
+# Until both listen (up to 30 s). Only the ready lines count: a server listening on an address
+# other than loopback without TLS also prints a warning naming it ("warning: listening on ...").
+listening=0
+for _ in $(seq 300); do
+  listening=$(grep -c "^gradwire-ps-server listening on " "$scratch/servers.txt" 2>/dev/null ||
+    true)
+  [ "$listening" = 2 ] && break
   sleep 0.1
 done
+if [ "$listening" != 2 ]; then
+  echo "--- servers on host 2: $listening of 2 listening after 30 s:" >&2
+  cat "$scratch/servers.txt" >&2
+  exit 1
+fi
 port=$(netns_free_port)
 trainer() {
   netns_exec "$1" GLOO_SOCKET_IFNAME=eth0 GRADWIRE_TIMEOUT=30s OMP_NUM_THREADS=1 \
