@@ -2,10 +2,15 @@
 // is named, with its last collective, in the survivors' TimeoutError; a rank that calls a
 // different collective is named with both operations; a stopped store host cannot hang the
 // error path. Every process started here is killed and reaped before the test ends.
+// A rank that caught its error stays until every rank that times out has printed its report, when
+// the test releases them (desync_worker.cpp): as soon as the reports are written, not after a
+// fixed linger.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include "support/worker_processes.h"
 
@@ -25,12 +30,33 @@ WorkerJob desync_job(const std::string& backend, const std::string& mode, int ra
   return WorkerJob(options);
 }
 
+// Waits until each of `ranks` printed its outcome ("CAUGHT ..." or "NO ERROR"), then releases
+// them (SIGUSR1) to exit. False, naming the rank, when one has not printed it by `limit`.
+::testing::AssertionResult release_after_reports(const WorkerJob& job,
+                                                 const std::vector<int>& ranks,
+                                                 std::chrono::seconds limit) {
+  const auto deadline = WorkerJob::Clock::now() + limit;
+  for (int r : ranks) {
+    while (job.log(r).find("CAUGHT") == std::string::npos &&
+           job.log(r).find("NO ERROR") == std::string::npos) {
+      if (WorkerJob::Clock::now() > deadline) {
+        return ::testing::AssertionFailure() << "rank " << r << " printed no outcome:\n"
+                                             << job.log(r);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  for (int r : ranks) kill(job.pid(r), SIGUSR1);
+  return ::testing::AssertionSuccess();
+}
+
 class Desync : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Desync, StoppedRankIsNamedWithItsLastCollective) {
   auto job = desync_job(GetParam(), "stop", 2);
   ASSERT_TRUE(job.wait_for_output(1, "READY", std::chrono::seconds(60))) << job.log(1);
   ASSERT_EQ(kill(job.pid(1), SIGSTOP), 0);
+  ASSERT_TRUE(release_after_reports(job, {0}, std::chrono::seconds(60)));
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   const auto log = job.log(0);
   EXPECT_NE(log.find("CAUGHT TimeoutError"), std::string::npos) << log;
@@ -48,6 +74,7 @@ TEST_P(Desync, StoppedRankIsNamedWithItsLastCollective) {
 
 TEST_P(Desync, RankStoppedInsideTheCollectiveIsNamed) {
   auto job = desync_job(GetParam(), "stop-inside", 2);
+  ASSERT_TRUE(release_after_reports(job, {0}, std::chrono::seconds(60)));
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   const auto log = job.log(0);
   EXPECT_NE(job.log(1).find("STOPPING"), std::string::npos) << job.log(1);
@@ -61,6 +88,7 @@ TEST_P(Desync, RankStoppedInsideTheCollectiveIsNamed) {
 TEST_P(Desync, RankCallingBroadcastInsteadIsNamedWithBothOperations) {
   auto job = desync_job(GetParam(), "broadcast", 2);
   const pid_t pid1 = job.pid(1);
+  ASSERT_TRUE(release_after_reports(job, {0, 1}, std::chrono::seconds(60)));
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   EXPECT_EQ(job.wait_exit(1, std::chrono::seconds(60)), 0) << job.log(1);
   const auto log = job.log(0);
@@ -77,6 +105,7 @@ TEST_P(Desync, RankCallingBroadcastInsteadIsNamedWithBothOperations) {
 
 TEST_P(Desync, RankCallingAllgatherInsteadIsNamedWithBothOperations) {
   auto job = desync_job(GetParam(), "allgather", 2);
+  ASSERT_TRUE(release_after_reports(job, {0, 1}, std::chrono::seconds(60)));
   EXPECT_EQ(job.wait_exit(0, std::chrono::seconds(60)), 0) << job.log(0);
   EXPECT_EQ(job.wait_exit(1, std::chrono::seconds(60)), 0) << job.log(1);
   for (int r = 0; r < 2; ++r) {
@@ -94,6 +123,7 @@ TEST_P(Desync, StoppedStoreHostDoesNotHangTheErrorPath) {
   ASSERT_TRUE(job.wait_for_output(0, "READY", std::chrono::seconds(60))) << job.log(0);
   ASSERT_EQ(kill(job.pid(0), SIGSTOP), 0);
   // 2 s timeout, then at most about 2 s reading the board: far below 30 s.
+  ASSERT_TRUE(release_after_reports(job, {1}, std::chrono::seconds(30)));
   EXPECT_EQ(job.wait_exit(1, std::chrono::seconds(30)), 0) << job.log(1);
   const auto log = job.log(1);
   EXPECT_NE(log.find("CAUGHT TimeoutError"), std::string::npos) << log;

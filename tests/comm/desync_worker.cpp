@@ -10,9 +10,12 @@
 //   desync_worker broadcast   : rank 0 calls allreduce(sum) of 1024 floats as #3, the others
 //   desync_worker allgather     broadcast(root 0) / allgather of 1024 floats.
 // A rank that gets a gradwire error prints "CAUGHT <ErrorType> after <ms> ms: <message>" and
-// exits 0 three seconds later (so that a peer still in its own timeout path does not see it
-// leave); no error exits 1.
+// exits 0 when the test releases it with SIGUSR1 (at most a minute later), which the test does
+// once every rank that times out has printed its report: a rank that left at once would close its
+// connections while a peer may still be in its own timeout path, and turn the peer's desync report
+// into "peer lost". No error: "NO ERROR", exit 1.
 #include <ATen/ATen.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <csignal>
@@ -36,6 +39,12 @@ const char* type_of(const gradwire::Error& e) {
 int main(int argc, char** argv) {
   using namespace gradwire;
   const std::string mode = argc > 1 ? argv[1] : "";
+  // SIGUSR1 (the test's release) stays pending until sigtimedwait below takes it: blocked before
+  // init() starts any thread, so that every thread inherits the mask.
+  sigset_t release;
+  sigemptyset(&release);
+  sigaddset(&release, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &release, nullptr);
   auto world = init();
   auto comm = world->communicator();
   at::Tensor t = at::ones({1000});
@@ -45,7 +54,8 @@ int main(int argc, char** argv) {
   const int stopped = mode == "stop-host" ? 0 : comm->size() - 1;
   if (stop_mode && comm->rank() == stopped) {
     // "Compute" before the next collective, during which the test stops us: the record of #2
-    // reaches the store within milliseconds (diagnostics/progress_board.h), even on a loaded machine.
+    // reaches the store within milliseconds (diagnostics/progress_board.h), even on a loaded
+    // machine.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::cout << "READY" << std::endl;
     std::this_thread::sleep_for(std::chrono::minutes(2));  // the test stops, then kills us
@@ -82,9 +92,9 @@ int main(int argc, char** argv) {
                         std::chrono::steady_clock::now() - start)
                         .count();
     std::cout << "CAUGHT " << type_of(e) << " after " << ms << " ms: " << e.what() << std::endl;
-    // Stay a while: exiting at once would close this rank's connections while a peer may still
-    // be in its own timeout path, and turn the peer's desync report into "peer lost".
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // Stay until the test says every report is written (see the top of this file).
+    const timespec limit{60, 0};
+    sigtimedwait(&release, nullptr, &limit);
     return 0;
   }
   return 1;
