@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cases/trainer_report.h"
 #include "harness/stats.h"
 #include "harness/table.h"
 
@@ -17,16 +18,6 @@ std::string prefix(int world_size, const std::string& label) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%4d ranks -- %8s", world_size, label.c_str());
   return buffer;
-}
-
-std::string percentile_cells(const std::vector<double>& measurements, std::int64_t batch_size) {
-  return kDdpRateColumns.cells(measurements, static_cast<double>(batch_size),
-                               training_percentiles());
-}
-
-std::string column_headers(int prefix_width) {
-  return std::string(static_cast<std::size_t>(prefix_width), ' ') +
-         kDdpRateColumns.headers(training_percentiles().size());
 }
 
 }  // namespace
@@ -58,28 +49,14 @@ std::string ddp_benchmark_title(const std::string& model, std::int64_t batch_siz
   return "Benchmark: " + model + " with batch size " + std::to_string(batch_size);
 }
 
-std::string ddp_table_header() { return column_headers(kPrefixWidth); }
-
-std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size) {
-  return prefix(round.world_size(), label) + ":" + percentile_cells(round.measurements, batch_size);
+std::string ddp_table_header() {
+  return std::string(kPrefixWidth, ' ') + kDdpRateColumns.headers(training_percentiles().size());
 }
 
-std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
-                                             const std::vector<double>& gradwire_seconds,
-                                             const std::vector<double>& reference_seconds,
-                                             std::int64_t batch_size) {
-  const std::string blank(static_cast<std::size_t>(kPrefixWidth - 1), ' ');
-  std::string ratios;
-  for (const int p : training_percentiles()) {
-    const double theirs = percentile(reference_seconds, p);
-    const double ratio = theirs > 0 ? percentile(gradwire_seconds, p) / theirs : 0.0;
-    ratios += percentile_name(p) + pad_left(format_fixed(ratio, 3) + "x", 9) + std::string(10, ' ');
-  }
-  return {
-      prefix(world_size, label) + " " + pad_left("gradwire", 16) + ":" +
-          percentile_cells(gradwire_seconds, batch_size),
-      blank + " " + pad_left("pytorch", 16) + ":" + percentile_cells(reference_seconds, batch_size),
-      trim_right(blank + " " + pad_left("gradwire/pytorch", 16) + ":" + ratios)};
+std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size) {
+  return prefix(round.world_size(), label) + ":" +
+         kDdpRateColumns.cells(round.measurements, static_cast<double>(batch_size),
+                               training_percentiles());
 }
 
 const DdpRound* find_matching_round(const DdpModelResult& result, const DdpRound& round) {
@@ -123,35 +100,27 @@ std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::st
 void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
                           const DdpReport& reference, int ranks_per_node,
                           const std::string& reference_title, const DdpRepeats& repeats) {
-  out << "\n--- " << reference_title << " ---\n"
-      << "(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)\n";
+  out << "\n--- " << reference_title << " ---\n";
   for (const auto& result : gradwire) {
-    out << "\n" << ddp_benchmark_title(result.model, result.batch_size) << "\n\n";
+    const std::string model = ddp_benchmark_title(result.model, result.batch_size);
     const DdpModelResult* theirs =
         find_matching_model(reference.results, result.model, result.batch_size);
     if (theirs == nullptr) {
-      out << "(the reference did not measure this model)\n";
+      out << "\n" << model << ": the reference did not measure this model\n";
       continue;
     }
-    out << column_headers(kPrefixWidth + 17) << "\n";
     for (const auto& round : result.rounds) {
+      const std::string title = model + ", " + round_label(round, ranks_per_node);
       const DdpRound* match = find_matching_round(*theirs, round);
-      const std::string label = round_label(round, ranks_per_node);
       if (match == nullptr) {
-        out << prefix(round.world_size(), label) << "  (not measured by the reference)\n";
+        out << "\n" << title << ": not measured by the reference\n";
         continue;
       }
-      for (const auto& line : ddp_comparison_rows(round.world_size(), label, round.measurements,
-                                                  match->measurements, result.batch_size)) {
-        out << line << "\n";
-      }
-      const auto ratios = p50_ratio_by_repeat(repeats, result.model, result.batch_size, round);
-      if (ratios.size() > 1) {
-        std::string line =
-            std::string(kPrefixWidth - 1, ' ') + " " + pad_left("p50 by repeat", 16) + ": ";
-        for (const double ratio : ratios) line += " " + format_fixed(ratio, 3) + "x";
-        out << line << ", median " << format_fixed(percentile(ratios, 50), 3) << "x\n";
-      }
+      print_trainer_comparison(out, round_side(round, result.batch_size, "gradwire"),
+                               round_side(*match, result.batch_size, reference.implementation),
+                               title,
+                               p50_ratio_by_repeat(repeats, result.model, result.batch_size, round),
+                               kDdpRateColumns, {"gradwire", "pytorch"}, RatioOf::kTime);
     }
     for (const auto& round : result.rounds) {
       if (round.ddp || round.world_size() != 1) continue;

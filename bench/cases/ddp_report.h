@@ -1,6 +1,7 @@
 // How `gradwire-bench ddp` prints its results: the header block, and per model a table of
 // sec/iter and ex/sec at p50/p75/p90/p95 for each configuration, laid out as PyTorch's DDP
-// benchmark prints them; plus the comparison with the PyTorch reference. Pure formatting.
+// benchmark prints them; plus the comparison with the PyTorch reference in the training cases'
+// form (trainer_report.h). Pure formatting.
 #pragma once
 
 #include <cstdint>
@@ -49,13 +50,6 @@ std::string ddp_table_header();
 // "   2 ranks --    1M/2R:  p50:  0.2150s   37.2/s  p75: ..." (no newline).
 std::string ddp_row(const DdpRound& round, const std::string& label, std::int64_t batch_size);
 
-// The comparison with the reference, for one configuration: gradwire's percentiles, the
-// reference's, and gradwire/reference sec/iter ratios.
-std::vector<std::string> ddp_comparison_rows(int world_size, const std::string& label,
-                                             const std::vector<double>& gradwire_seconds,
-                                             const std::vector<double>& reference_seconds,
-                                             std::int64_t batch_size);
-
 // Compute parity (the "no ddp" round of both sides: "plain step (no ddp): gradwire p50 0.0900s,
 // pytorch p50 0.1000s, 0.900x") is cases/parity.h's compute_parity_lines, shared with hybrid and
 // ps.
@@ -75,9 +69,11 @@ using DdpRepeats = Repeats<std::vector<DdpModelResult>>;
 std::vector<double> p50_ratio_by_repeat(const DdpRepeats& repeats, const std::string& model,
                                         std::int64_t batch_size, const DdpRound& round);
 
-// The whole comparison section: per model of `gradwire`, each configuration the reference also
-// measured. Configurations missing from the reference are named. With more than one repeat, each
-// configuration gets a fourth line: the p50 ratio of every repeat and their median.
+// The whole comparison section under `reference_title`: per model of `gradwire` and each
+// configuration the reference also measured, both sides' All rows and the ratios of sec/iter
+// (trainer_report.h's print_trainer_comparison, RatioOf::kTime; with more than one repeat, the
+// p50 ratio of every repeat and their median), then the plain step's parity. Models and
+// configurations missing from the reference are named.
 void print_ddp_comparison(std::ostream& out, const std::vector<DdpModelResult>& gradwire,
                           const DdpReport& reference, int ranks_per_node,
                           const std::string& reference_title, const DdpRepeats& repeats = {});

@@ -75,6 +75,24 @@ void add_ddp_rows(RowSet& rows, const std::vector<DdpModelResult>& results,
 
 }  // namespace
 
+TrainerResults round_side(const DdpRound& round, std::int64_t batch_size,
+                          const std::string& implementation) {
+  TrainerResults side{implementation, {}};
+  const std::size_t count = round.measurements.size();
+  const auto ranks = static_cast<std::size_t>(round.world_size());
+  const std::size_t trainers = round.ddp && ranks > 0 && count % ranks == 0 ? ranks : 1;
+  const std::size_t each = count / trainers;
+  for (std::size_t t = 0; t < trainers; ++t) {
+    TrainerSamples trainer;
+    trainer.trainer = static_cast<int>(t);
+    const auto first = round.measurements.begin() + static_cast<std::ptrdiff_t>(t * each);
+    trainer.seconds.assign(first, first + static_cast<std::ptrdiff_t>(each));
+    trainer.examples.assign(each, batch_size);
+    side.trainers.push_back(std::move(trainer));
+  }
+  return side;
+}
+
 RowSet ddp_rows(const DdpReport& report, const std::string& source) {
   RowSet rows{{"implementation", "model", "configuration", "ranks"}, "s", "ranks", "model", {}};
   add_ddp_rows(rows, report.results, report.implementation);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/trainer_results.h"
 #include "harness/rows.h"
 
 namespace gradwire::bench {
@@ -76,6 +77,13 @@ DdpReport parse_ddp_document(const nlohmann::json& document, const std::string& 
 
 // Reads and parses a file; throws gradwire::Error naming the path when it cannot be read.
 DdpReport read_ddp_file(const std::string& path);
+
+// Pure: a round as a side of the training cases' results (trainer_results.h) named
+// `implementation`: a DDP round's measurements shared equally among its ranks (rank 0's first, as
+// gathered; one trainer when they do not divide), a plain one's as one trainer; every step
+// `batch_size` examples.
+TrainerResults round_side(const DdpRound& round, std::int64_t batch_size,
+                          const std::string& implementation);
 
 // Pure: the results of `report` and of the document it embeds under "reference" as the generic
 // rows (harness/rows.h) that `report` draws: per model and round, its seconds per iteration

@@ -228,11 +228,16 @@ void print_phase_split(std::ostream& out, const TrainerResults& result, const st
 void print_trainer_comparison(std::ostream& out, const TrainerResults& ours,
                               const TrainerResults& theirs, const std::string& title,
                               const std::vector<double>& ratio_by_repeat,
-                              const RateColumns& columns, const SideNames& names) {
+                              const RateColumns& columns, const SideNames& names,
+                              RatioOf ratio_of) {
+  const bool of_time = ratio_of == RatioOf::kTime;
   const std::string ratio_name = names.ours + "/" + names.theirs;
+  const std::string what = of_time ? columns.time_header : "ex/s";
   out << "\n--- " << title << " ---\n"
-      << "(" << ratio_name << ": ratio of ex/sec; above 1 means " << names.ours
-      << " trains faster)\n\n";
+      << "(" << ratio_name << ": ratio of " << (of_time ? what : "ex/sec") << "; "
+      << (of_time ? "below 1 means " + names.ours + " is faster"
+                  : "above 1 means " + names.ours + " trains faster")
+      << ")\n\n";
   const std::vector<double> a_seconds = pooled_seconds(ours);
   const std::vector<double> b_seconds = pooled_seconds(theirs);
   if (a_seconds.empty() || b_seconds.empty()) {
@@ -248,12 +253,13 @@ void print_trainer_comparison(std::ostream& out, const TrainerResults& ours,
       << pad_right(names.ours, width) << trainer_row("All", a_seconds, a_examples, columns) << "\n"
       << pad_right(names.theirs, width) << trainer_row("All", b_seconds, b_examples, columns)
       << "\n";
-  std::string ratios = ratio_name + " ex/s: ";
+  std::string ratios = ratio_name + " " + what + ": ";
   const auto a = rate_percentiles(a_seconds, a_examples, training_percentiles());
   const auto b = rate_percentiles(b_seconds, b_examples, training_percentiles());
   for (std::size_t i = 0; i < a.size(); ++i) {
+    const double theirs = of_time ? b[i].seconds : b[i].examples_per_second;
     const double ratio =
-        b[i].examples_per_second > 0 ? a[i].examples_per_second / b[i].examples_per_second : 0.0;
+        theirs > 0 ? (of_time ? a[i].seconds : a[i].examples_per_second) / theirs : 0.0;
     ratios += (i == 0 ? "" : "  ") + percentile_name(a[i].percentile).substr(2) +
               format_fixed(ratio, 2) + "x";
   }

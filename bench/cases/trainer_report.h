@@ -43,12 +43,17 @@ struct SideNames {
   std::string ours;
   std::string theirs;
 };
-// Both All rows and the ratio ours/theirs of ex/s at each percentile ("gradwire/pytorch ex/s:
-// p50: 10.00x ..."); with more than one repeat also the p50 ratio of each repeat and their median.
+// What a comparison's ratios ours/theirs are of: ex/s (above 1: ours trains faster), or the time
+// per step (below 1: ours is faster; ddp's, as PyTorch's DDP benchmark compares sec/iter).
+enum class RatioOf { kRate, kTime };
+// Both All rows and the ratio ours/theirs at each percentile ("gradwire/pytorch ex/s: p50: 10.00x
+// ...", "gradwire/pytorch sec/iter: ..."); with more than one repeat also `ratio_by_repeat` (the
+// p50 ratio of each repeat, of the same kind) and their median.
 void print_trainer_comparison(std::ostream& out, const TrainerResults& ours,
                               const TrainerResults& theirs, const std::string& title,
                               const std::vector<double>& ratio_by_repeat,
-                              const RateColumns& columns, const SideNames& names);
+                              const RateColumns& columns, const SideNames& names,
+                              RatioOf ratio_of = RatioOf::kRate);
 
 // {"examples_per_STEP", "p50_sec_per_STEP", "p50_ex_per_sec", ... p95}: the All row; empty when
 // nothing was measured.

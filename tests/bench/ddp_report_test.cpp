@@ -30,17 +30,6 @@ TEST(DdpTableTest, RowsShowFourPercentilesOfSecondsAndExamplesPerSecond) {
   EXPECT_EQ(ddp_benchmark_title("resnet50", 32), "Benchmark: resnet50 with batch size 32");
 }
 
-TEST(DdpTableTest, ComparisonShowsBothAndTheRatio) {
-  const auto lines = ddp_comparison_rows(1, "no ddp", {0.1}, {0.2}, 8);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].rfind("   1 ranks --   no ddp         gradwire:  p50:   0.1000s    80.0/s", 0),
-            0u)
-      << lines[0];
-  EXPECT_NE(lines[1].find("pytorch:  p50:   0.2000s    40.0/s"), std::string::npos) << lines[1];
-  EXPECT_NE(lines[2].find("gradwire/pytorch:  p50:    0.500x"), std::string::npos) << lines[2];
-  EXPECT_EQ(lines[2].back(), 'x');  // no trailing blanks
-}
-
 TEST(DdpTableTest, ComputeParitySaysWhenThePlainStepsDifferByMoreThanTenPercent) {
   const auto close = compute_parity_lines({0.095}, {0.1});
   ASSERT_EQ(close.size(), 1u);
@@ -74,10 +63,42 @@ TEST(DdpComparisonTest, MatchesRoundsAndNamesMissingOnes) {
   print_ddp_comparison(out, ours, reference, 2, "reference: test");
   const std::string text = out.str();
   EXPECT_NE(text.find("--- reference: test ---"), std::string::npos) << text;
-  EXPECT_NE(text.find("gradwire/pytorch:  p50:    0.500x"), std::string::npos) << text;
-  EXPECT_NE(text.find("   2 ranks --    1M/2R  (not measured by the reference)"), std::string::npos)
+  // The training cases' comparison, of sec/iter: the All rows (examples of every rank) and ratios.
+  EXPECT_NE(text.find("--- Benchmark: resnet18 with batch size 8, no ddp ---"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("(the reference did not measure this model)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(gradwire/pytorch: ratio of sec/iter; below 1 means gradwire is faster)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gradwire      All:  p50:   0.1000s    80.0/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("pytorch       All:  p50:   0.2000s    40.0/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("gradwire/pytorch sec/iter: p50: 0.50x"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("Benchmark: resnet18 with batch size 8, 1M/2R: not measured by the reference"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Benchmark: cnn with batch size 8: the reference did not measure this model"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("plain step (no ddp): gradwire p50 0.1000s, pytorch p50 0.2000s, 0.500x"),
+            std::string::npos)
+      << text;
+}
+
+TEST(DdpComparisonTest, RoundsAreSidesOfOneTrainerPerRank) {
+  DdpRound two;
+  two.ranks = {0, 1};
+  two.measurements = {0.1, 0.2, 0.3, 0.4};
+  const TrainerResults side = round_side(two, 8, "gradwire");
+  EXPECT_EQ(side.implementation, "gradwire");
+  ASSERT_EQ(side.trainers.size(), 2u);
+  EXPECT_EQ(side.trainers[1].trainer, 1);
+  EXPECT_EQ(side.trainers[1].seconds, (std::vector<double>{0.3, 0.4}));
+  EXPECT_EQ(side.trainers[1].examples, (std::vector<std::int64_t>{8, 8}));
+  two.measurements = {0.1, 0.2, 0.3};  // do not divide: one trainer
+  EXPECT_EQ(round_side(two, 8, "gradwire").trainers.size(), 1u);
+  two.ddp = false;  // --side-by-side: the slowest rank's only
+  two.measurements = {0.1, 0.2};
+  EXPECT_EQ(round_side(two, 8, "gradwire").trainers.size(), 1u);
 }
 
 TEST(DdpComparisonTest, RatioOfEveryRepeat) {
@@ -101,9 +122,8 @@ TEST(DdpComparisonTest, RatioOfEveryRepeat) {
   DdpReport reference;
   reference.results = pool_repeats(repeats.reference);
   std::ostringstream out;
-  print_ddp_comparison(out, pool_repeats(repeats.ours), reference, 2, "reference: test",
-                       repeats);
-  EXPECT_NE(out.str().find("p50 by repeat:  0.500x 1.000x 0.250x, median 0.500x"),
+  print_ddp_comparison(out, pool_repeats(repeats.ours), reference, 2, "reference: test", repeats);
+  EXPECT_NE(out.str().find("p50 ratio by repeat: 0.50x 1.00x 0.25x, median 0.50x"),
             std::string::npos)
       << out.str();
 }

@@ -179,8 +179,8 @@ TEST(DdpRunTest, PytorchReferenceWhenAvailable) {
   EXPECT_NE(run.output.find("--- reference: PyTorch"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("alternating with gradwire, 2 times"), std::string::npos);
   EXPECT_NE(run.output.find("(all 2 repeats pooled)"), std::string::npos) << run.output;
-  EXPECT_EQ(count(run.output, "gradwire/pytorch:  p50:"), 3u) << run.output;
-  EXPECT_EQ(count(run.output, "p50 by repeat: "), 3u) << run.output;
+  EXPECT_EQ(count(run.output, "gradwire/pytorch sec/iter: p50:"), 3u) << run.output;
+  EXPECT_EQ(count(run.output, "p50 ratio by repeat: "), 3u) << run.output;
   // Both files hold both repeats' measurements: 2 x 3 iterations per rank.
   for (const auto& path : {json, reference_json}) {
     std::ifstream in(path);
