@@ -195,7 +195,7 @@ class DdpSweep {
     header.torch_version = torch_description();
     header.backend = backends_text();
     header.bucket_cap_mb = settings_.bucket_cap_mb;
-    header.first_bucket_mb = benchmark_ddp_options(setup_for("")).first_bucket_mb;
+    header.first_bucket_mb = *benchmark_ddp_options(setup_for("")).first_bucket_mb;
     header.ranks = world_->size();
     header.ranks_per_node = ranks_per_node_;
     header.threads_per_rank = context_.threads_per_rank;

@@ -18,7 +18,7 @@ ddp::DdpOptions benchmark_ddp_options(const TrainingSetup& setup) {
   ddp::DdpOptions options;
   options.bucket_cap_mb = setup.bucket_cap_mb;
   // A cap below the default first bucket's caps the first bucket too.
-  options.first_bucket_mb = std::min(options.first_bucket_mb, setup.bucket_cap_mb);
+  options.first_bucket_mb = std::min(1.0, setup.bucket_cap_mb);
   options.broadcast_buffers = false;
   options.schedule = setup.schedule;
   options.gradient_as_bucket_view = setup.gradient_as_bucket_view;

@@ -184,21 +184,22 @@ void require_one_host(const WorldInfo& world, HostLookup& hosts) {
   }
 }
 
-[[noreturn]] void throw_unknown_backend(const std::string& name, const std::string& chosen) {
+[[noreturn]] void throw_unknown_backend(const std::string& chosen, bool from_environment) {
   std::string choices = "auto";
   for (const auto& b : available_backends()) choices += ", " + b;
   throw InvalidArgument("gradwire: unknown or unavailable backend '" + chosen + "'" +
-                        (chosen != name ? " (from GRADWIRE_BACKEND)" : "") +
+                        (from_environment ? std::string(" (from ") + settings::kBackend.name + ")"
+                                          : std::string()) +
                         "; this build offers: " + choices +
                         (chosen == "nccl" ? " (nccl needs a libtorch built with CUDA)" : ""));
 }
 
-BackendTraits resolve(const std::string& name, const WorldInfo& world, const InitOptions& options,
-                      const EnvMap& env, std::chrono::milliseconds timeout, c10d::Store* store) {
+BackendTraits choose_traits(const std::string& name, const WorldInfo& world,
+                            const InitOptions& options, const EnvMap& env,
+                            std::chrono::milliseconds timeout, c10d::Store* store) {
   // Exchanging host identities is part of the rendezvous: its own timeout.
-  HostLookup hosts(world, env, resolve_rendezvous_timeout(options, env), store);
+  HostLookup hosts(world, env, *resolve(options, env).rendezvous_timeout, store);
   std::string chosen = name;
-  if (chosen == "auto") chosen = env.get(settings::kBackend.name).value_or("auto");
   if (chosen == "auto") {
     chosen = "gloo";
 #if defined(GRADWIRE_WITH_NCCL)
@@ -215,31 +216,30 @@ BackendTraits resolve(const std::string& name, const WorldInfo& world, const Ini
 #if defined(GRADWIRE_WITH_NCCL)
   if (chosen == "nccl") return nccl_traits(timeout);
 #endif
-  throw_unknown_backend(name, chosen);
+  throw_unknown_backend(chosen, false);
 }
 
 }  // namespace
 
-void check_backend_name(const std::string& name, const EnvMap& env) {
-  std::string chosen = name;
-  if (chosen == "auto") chosen = env.get(settings::kBackend.name).value_or("auto");
+void check_backend_name(const InitOptions& given, const EnvMap& env) {
+  const std::string chosen = *resolve(given, env).backend;
   if (chosen == "auto") return;
   for (const auto& b : available_backends()) {
     if (b == chosen) return;
   }
-  throw_unknown_backend(name, chosen);
+  throw_unknown_backend(chosen, !given.backend);
 }
 
 BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,
                              std::chrono::milliseconds timeout) {
-  return resolve(name, world, options, env, timeout, nullptr);
+  return choose_traits(name, world, options, env, timeout, nullptr);
 }
 
 BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,
                              std::chrono::milliseconds timeout, c10d::Store& store) {
-  return resolve(name, world, options, env, timeout, &store);
+  return choose_traits(name, world, options, env, timeout, &store);
 }
 
 }  // namespace gradwire

@@ -15,8 +15,8 @@ namespace gradwire {
 // CUDA).
 std::vector<std::string> available_backends();
 
-// Resolves a backend name and returns the traits of the chosen backend. "auto" means
-// GRADWIRE_BACKEND when set, else nccl when compiled in and CUDA is available, else by where the
+// Returns the traits of the backend `name` names (InitOptions::backend after resolve()). "auto"
+// means nccl when compiled in and CUDA is available, else by where the
 // ranks run (hierarchical/host_identity.h): "shm" when they all share one host, "gloo" when no two share one,
 // "hierarchical" otherwise. The hosts are learnt by exchanging host identities through `store`
 // (keys gradwire/hosts/<rank>): every rank must call this with the same name, and it blocks
@@ -27,9 +27,9 @@ BackendTraits backend_traits(const std::string& name, const WorldInfo& world,
                              const InitOptions& options, const EnvMap& env,
                              std::chrono::milliseconds timeout, c10d::Store& store);
 
-// Throws InvalidArgument when `name` (or GRADWIRE_BACKEND for "auto") is no backend of this build;
-// lets init() refuse a typo before the rendezvous.
-void check_backend_name(const std::string& name, const EnvMap& env);
+// Throws InvalidArgument when `given`'s backend, or GRADWIRE_BACKEND when it is unset, is no
+// backend of this build; lets init() refuse a typo before the rendezvous.
+void check_backend_name(const InitOptions& given, const EnvMap& env);
 
 // The same before the store is reachable: "auto" cannot see the hosts and means gloo on CPU, and
 // "shm" trusts LOCAL_WORLD_SIZE (ConfigError when it differs from WORLD_SIZE). "hierarchical"

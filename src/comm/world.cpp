@@ -62,16 +62,17 @@ std::string world_of_one_notice() {
 
 std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env) {
   WorldInfo info = resolve_world(options, env);
-  check_backend_name(options.backend, env);
-  auto store = make_store(info, resolve_rendezvous_timeout(options, env));
+  check_backend_name(options, env);
+  auto store = make_store(info, *resolve(options, env).rendezvous_timeout);
   return connect_world_on_store(std::move(store), std::move(info), options, env);
 }
 
 std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> store, WorldInfo info,
                                               const InitOptions& options, const EnvMap& env) {
-  const auto timeout = resolve_timeout(options, env);
-  const auto rendezvous_timeout = resolve_rendezvous_timeout(options, env);
-  check_backend_name(options.backend, env);
+  check_backend_name(options, env);
+  const InitOptions resolved = resolve(options, env);
+  const auto timeout = *resolved.timeout;
+  const auto rendezvous_timeout = *resolved.rendezvous_timeout;
   auto shared = std::make_shared<CommunicatorShared>();
   shared->timeout = timeout;
   shared->store = std::move(store);
@@ -83,7 +84,8 @@ std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> st
                             rendezvous_timeout, everyone);
   shared->peers = std::make_shared<PeerTable>(std::move(peers));
   // "auto" looks at which ranks share a host (host identities exchanged through the store).
-  shared->traits = backend_traits(options.backend, info, options, env, timeout, *shared->store);
+  shared->traits =
+      backend_traits(*resolved.backend, info, resolved, env, timeout, *shared->store);
   if (shared->traits.stream_ordered_wait) shared->unfinished = std::make_shared<UnfinishedWorks>();
   auto communicator =
       std::make_shared<C10dCommunicator>(shared, "gradwire/world", info.rank, everyone);
@@ -94,7 +96,7 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const EnvMap env = EnvMap::from_process();
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
-  resolve_rendezvous_timeout(options, env);  // bad timeouts are reported before a bad thread count
+  resolve(options, env);  // bad timeouts are reported before a bad thread count
   at::set_num_threads(
       resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
   return connect_world(options, env);

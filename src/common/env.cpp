@@ -39,6 +39,18 @@ std::optional<long> EnvMap::get_int(const std::string& name) const {
   return value;
 }
 
+std::optional<double> EnvMap::get_double(const std::string& name) const {
+  auto text = get(name);
+  if (!text) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  double value = std::strtod(text->c_str(), &end);
+  if (text->empty() || errno != 0 || end == nullptr || *end != '\0') {
+    throw ConfigError("environment variable " + name + "='" + *text + "' is not a number");
+  }
+  return value;
+}
+
 std::chrono::milliseconds parse_duration(const std::string& text, const std::string& what) {
   size_t pos = 0;
   while (pos < text.size() &&

@@ -8,6 +8,7 @@
 
 #include "coalesced.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ddp/join.h"
 #include "join_participant.h"
@@ -40,15 +41,33 @@ void collect_distinct(const Items& items, std::vector<at::Tensor>& tensors,
 }
 
 }  // namespace
+}  // namespace gradwire::ddp::detail
+
+namespace gradwire::ddp {
+
+DdpOptions resolve(const DdpOptions& options, const EnvMap& env) {
+  DdpOptions resolved = options;
+  if (!resolved.bucket_cap_mb) {
+    resolved.bucket_cap_mb = env.get_double(settings::kBucketCapMb.name).value_or(25);
+  }
+  if (!resolved.first_bucket_mb) {
+    resolved.first_bucket_mb = env.get_double(settings::kFirstBucketMb.name).value_or(1);
+  }
+  return resolved;
+}
+
+}  // namespace gradwire::ddp
+
+namespace gradwire::ddp::detail {
 
 class DdpCore::Impl {
  public:
   Impl(torch::nn::Module& module, std::shared_ptr<Communicator> comm, DdpOptions options)
-      : comm_(std::move(comm)), options_(std::move(options)) {
+      : comm_(std::move(comm)), options_(resolve(options, EnvMap::from_process())) {
     if (!comm_) throw InvalidArgument("DistributedDataParallel: the communicator is null");
     ReducerOptions reducer_options;
-    reducer_options.caps_bytes = {mib_to_bytes(options_.first_bucket_mb, "first_bucket_mb"),
-                                  mib_to_bytes(options_.bucket_cap_mb, "bucket_cap_mb")};
+    reducer_options.caps_bytes = {mib_to_bytes(*options_.first_bucket_mb, "first_bucket_mb"),
+                                  mib_to_bytes(*options_.bucket_cap_mb, "bucket_cap_mb")};
     reducer_options.find_unused_parameters = options_.find_unused_parameters;
     reducer_options.gradient_as_bucket_view = options_.gradient_as_bucket_view;
     reducer_options.shared_buckets = options_.shared_buckets;
@@ -57,7 +76,7 @@ class DdpCore::Impl {
     reducer_options.record_events = options_.record_events;
     reducer_options.schedule = options_.schedule;
 
-    check_model_across_ranks(module, *comm_);
+    check_model_across_ranks(module, options_, *comm_);
 
     std::vector<at::Tensor> params;
     std::vector<std::string> param_names;

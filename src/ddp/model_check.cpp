@@ -10,6 +10,8 @@
 namespace gradwire::ddp {
 namespace {
 
+constexpr const char* kOptionPrefix = "option ";
+
 std::string describe(const char* kind, const std::string& name, const at::Tensor& t) {
   std::ostringstream line;
   line << kind << ' ' << name << ' ' << t.scalar_type() << " [";
@@ -45,6 +47,26 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 }  // namespace
 
+std::vector<std::string> describe_options(const DdpOptions& options) {
+  const auto number = [](const std::optional<double>& value) {
+    std::ostringstream text;
+    text.precision(17);
+    if (value) {
+      text << *value;
+    } else {
+      text << "unset";
+    }
+    return text.str();
+  };
+  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
+  return {kOptionPrefix + std::string("bucket_cap_mb ") + number(options.bucket_cap_mb),
+          kOptionPrefix + std::string("first_bucket_mb ") + number(options.first_bucket_mb),
+          kOptionPrefix + std::string("broadcast_buffers ") + flag(options.broadcast_buffers),
+          kOptionPrefix + std::string("find_unused_parameters ") +
+              flag(options.find_unused_parameters),
+          kOptionPrefix + std::string("static_graph ") + flag(options.static_graph)};
+}
+
 std::vector<std::string> describe_model(torch::nn::Module& module) {
   std::vector<std::string> lines;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
@@ -70,23 +92,32 @@ std::optional<std::string> find_model_mismatch(
       if (!same) differing.push_back(static_cast<int>(r));
     }
     if (differing.empty()) continue;
+    const bool option = i < reference.size() && reference[i].rfind(kOptionPrefix, 0) == 0;
     std::ostringstream message;
-    message << "DistributedDataParallel: the model differs across ranks at entry " << i
-            << ": rank 0 has " << entry_or_none(reference, i);
+    message << "DistributedDataParallel: the " << (option ? "options differ" : "model differs")
+            << " across ranks at entry " << i << ": rank 0 has " << entry_or_none(reference, i);
     for (int r : differing) {
       message << "; rank " << r << " has " << entry_or_none(descriptions[r], i);
     }
-    message << ". Every rank must build the same model (same parameters and buffers, in the same "
-               "registration order) before wrapping it; "
-            << join_ranks(differing) << " differ from rank 0.";
+    if (option) {
+      message << ". Every rank must use the same DdpOptions for its buckets and broadcasts (the "
+                 "bucket caps may come from GRADWIRE_BUCKET_CAP_MB and GRADWIRE_FIRST_BUCKET_MB); ";
+    } else {
+      message << ". Every rank must build the same model (same parameters and buffers, in the "
+                 "same registration order) before wrapping it; ";
+    }
+    message << join_ranks(differing) << " differ from rank 0.";
     return message.str();
   }
   return std::nullopt;
 }
 
-void check_model_across_ranks(torch::nn::Module& module, Communicator& comm) {
+void check_model_across_ranks(torch::nn::Module& module, const DdpOptions& options,
+                              Communicator& comm) {
   if (comm.size() < 2) return;
-  std::string mine = join_lines(describe_model(module));
+  std::vector<std::string> lines = describe_options(options);
+  for (auto& line : describe_model(module)) lines.push_back(std::move(line));
+  std::string mine = join_lines(lines);
   // Exchanged on the communicator's device (CUDA for nccl), read on the CPU.
   const auto on_device = at::TensorOptions().device(comm.device());
   at::Tensor length = at::full({1}, static_cast<int64_t>(mine.size()), on_device.dtype(at::kLong));

@@ -43,7 +43,7 @@ detail::MembershipOptions membership_options(const RunOptions& options, const En
                       std::to_string(resolved.min_workers) + ") <= max workers (" +
                       std::to_string(resolved.max_workers) + ")");
   }
-  resolved.timeout = resolve_rendezvous_timeout(options.init, env);
+  resolved.timeout = *resolve(options.init, env).rendezvous_timeout;
   resolved.agent_silence = options.agent_silence;
   resolved.verbose = options.verbose;
   return resolved;

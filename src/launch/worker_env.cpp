@@ -41,6 +41,10 @@ void validate_launch_options(const LaunchOptions& options) {
   require(static_cast<long long>(options.nnodes) * options.nproc_per_node <= INT_MAX,
           "nnodes * nproc_per_node is too large");
   require(!options.master_addr.empty(), "master_addr must not be empty");
+  const auto extra_token = options.extra_env.find(settings::kJobToken.name);
+  require(!options.job_token || extra_token == options.extra_env.end() ||
+              extra_token->second == *options.job_token,
+          "job_token and extra_env's GRADWIRE_JOB_TOKEN differ; give the token one way");
   require(options.master_port >= 0 && options.master_port <= 65535,
           "master_port must be in [0, 65535], got " + std::to_string(options.master_port));
   require(options.master_port != 0 || options.nnodes == 1,
@@ -115,8 +119,9 @@ int default_threads_per_worker(unsigned hardware_threads, int nproc_per_node) {
 // (dear on a VM: docs/launcher.md, "Allocator"). Workers get glibc's thresholds raised, as
 // gradwire-bench's processes do, unless the user chose: GRADWIRE_MALLOC=system, either variable
 // set, or an allocator preloaded (LD_PRELOAD).
-void apply_allocator_policy(const EnvMap& parent, std::map<std::string, std::string>& env) {
-  if (inherited(parent, settings::kMalloc.name) == "system") return;
+void apply_allocator_policy(bool tune, const EnvMap& parent,
+                            std::map<std::string, std::string>& env) {
+  if (!tune) return;
   for (const char* chosen : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD"}) {
     if (parent.get(chosen)) return;
   }
@@ -186,7 +191,7 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
   if (inherited(context.parent, "OMP_NUM_THREADS").empty()) {
     env["OMP_NUM_THREADS"] = std::to_string(options.threads_per_worker.value_or(default_threads));
   }
-  apply_allocator_policy(context.parent, env);
+  apply_allocator_policy(*resolve(options, context.parent).tune_allocator, context.parent, env);
   env[settings::kJobToken.name] = job_token(options, context);
   if (!context.server_addresses.empty()) {
     env[settings::kPsAddrs.name] = join_addresses(context.server_addresses);
@@ -201,9 +206,7 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
 }
 
 std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context) {
-  auto extra = options.extra_env.find(settings::kJobToken.name);
-  if (extra != options.extra_env.end() && !extra->second.empty()) return extra->second;
-  return inherited(context.parent, settings::kJobToken.name, context.fresh_job_token);
+  return resolve(options, context.parent).job_token.value_or(context.fresh_job_token);
 }
 
 std::map<std::string, std::string> server_env(const LaunchOptions& options,
@@ -231,3 +234,22 @@ std::string join_addresses(const std::vector<std::string>& addresses) {
 }
 
 }  // namespace gradwire::launch::detail
+
+namespace gradwire::launch {
+
+LaunchOptions resolve(const LaunchOptions& options, const EnvMap& env) {
+  LaunchOptions resolved = options;
+  if (resolved.job_token && resolved.job_token->empty()) resolved.job_token.reset();
+  if (!resolved.job_token) {
+    auto extra = options.extra_env.find(settings::kJobToken.name);
+    std::string token = extra != options.extra_env.end() ? extra->second : std::string();
+    if (token.empty()) token = env.get(settings::kJobToken.name).value_or("");
+    if (!token.empty()) resolved.job_token = token;
+  }
+  if (!resolved.tune_allocator) {
+    resolved.tune_allocator = env.get(settings::kMalloc.name).value_or("") != "system";
+  }
+  return resolved;
+}
+
+}  // namespace gradwire::launch

@@ -38,9 +38,11 @@ struct WorkerEnvContext {
 inline constexpr const char* kWorkerMmapThreshold = "33554432";
 inline constexpr const char* kWorkerTrimThreshold = "1073741824";
 
-// Sets MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ in `env` unless `parent` says the user
-// chose (GRADWIRE_MALLOC=system, either variable, LD_PRELOAD). Pure.
-void apply_allocator_policy(const EnvMap& parent, std::map<std::string, std::string>& env);
+// With `tune` (LaunchOptions::tune_allocator, resolved), sets MALLOC_MMAP_THRESHOLD_ and
+// MALLOC_TRIM_THRESHOLD_ in `env` unless `parent` chose an allocator (either variable,
+// LD_PRELOAD). Pure.
+void apply_allocator_policy(bool tune, const EnvMap& parent,
+                            std::map<std::string, std::string>& env);
 
 // OMP_NUM_THREADS used when neither the parent environment nor threads_per_worker sets it and
 // the workers are not bound: max(1, hardware_threads / nproc_per_node). (Bound workers: the
@@ -67,8 +69,8 @@ std::string elastic_worker_id(const LaunchOptions& options, const WorkerEnvConte
 std::map<std::string, std::string> worker_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context, int local_rank);
 
-// The token every process of the launch shares: extra_env's GRADWIRE_JOB_TOKEN, else the
-// parent's, else context.fresh_job_token (empty values do not count).
+// The token every process of the launch shares: options.job_token, else extra_env's
+// GRADWIRE_JOB_TOKEN, else the parent's, else context.fresh_job_token (empty values do not count).
 std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context);
 
 // The complete environment of every server: the parent's variables, GRADWIRE_JOB_TOKEN and

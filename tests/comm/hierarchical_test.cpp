@@ -52,11 +52,12 @@ TEST(HostIdentity, OverrideElseHostnameAndBootId) {
 }
 
 std::string backend_on(const std::vector<std::string>& hosts,
-                       const std::map<std::string, std::string>& env = {}) {
+                       const std::map<std::string, std::string>& env = {},
+                       const std::optional<std::string>& backend = "auto") {
   std::mutex mutex;
   std::vector<std::string> names(hosts.size());
   testing::run_ranks_on_hosts(
-      "auto", hosts,
+      backend, hosts,
       [&](int rank, World& world) {
         auto comm = world.communicator();
         at::Tensor t = at::full({5}, rank + 1.0);
@@ -78,9 +79,11 @@ TEST(AutoBackend, GlooWhenEveryRankHasItsOwnHost) {
 TEST(AutoBackend, HierarchicalWhenRanksShareSomeHosts) {
   EXPECT_EQ(backend_on({"a", "a", "b"}), "hierarchical");
 }
-TEST(AutoBackend, GradwireBackendOverrides) {
-  EXPECT_EQ(backend_on({"a", "a"}, {{"GRADWIRE_BACKEND", "gloo"}}), "gloo");
-  EXPECT_EQ(backend_on({"a", "a", "b"}, {{"GRADWIRE_BACKEND", "gloo"}}), "gloo");
+TEST(AutoBackend, GradwireBackendChoosesWhenTheProgramNamesNone) {
+  EXPECT_EQ(backend_on({"a", "a"}, {{"GRADWIRE_BACKEND", "gloo"}}, std::nullopt), "gloo");
+  EXPECT_EQ(backend_on({"a", "a", "b"}, {{"GRADWIRE_BACKEND", "gloo"}}, std::nullopt), "gloo");
+  // A program that asks for "auto" gets the automatic choice.
+  EXPECT_EQ(backend_on({"a", "a"}, {{"GRADWIRE_BACKEND", "gloo"}}, "auto"), "shm");
 }
 
 TEST(ShmBackend, RanksOnTwoHostsAreAConfigErrorNamingThem) {

@@ -5,7 +5,7 @@
 
 namespace gradwire::testing {
 
-void run_ranks_on_hosts(const std::string& backend, const std::vector<std::string>& hosts,
+void run_ranks_on_hosts(const std::optional<std::string>& backend, const std::vector<std::string>& hosts,
                         const std::function<void(int, World&)>& fn,
                         std::chrono::milliseconds timeout,
                         const std::map<std::string, std::string>& extra_env) {

@@ -231,33 +231,55 @@ TEST(ResolveIntraOpThreads, OptionThenOmpThenCoresPerLocalRank) {
   EXPECT_EQ(resolve_threads(options, EnvMap({{"OMP_NUM_THREADS", "3"}}), world, 16), 5);
 }
 
-TEST(ResolveTimeout, OptionThenEnvironmentThenDefault) {
+TEST(ResolveInitOptions, TimeoutOptionThenEnvironmentThenDefault) {
+  const auto timeout = [](const InitOptions& options, const EnvMap& env) {
+    return *resolve(options, env).timeout;
+  };
   InitOptions options;
-  EXPECT_EQ(resolve_timeout(options, EnvMap()), std::chrono::seconds(300));
-  EXPECT_EQ(resolve_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
+  EXPECT_EQ(timeout(options, EnvMap()), std::chrono::seconds(300));
+  EXPECT_EQ(timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
             std::chrono::milliseconds(750));
   options.timeout = std::chrono::seconds(2);
-  EXPECT_EQ(resolve_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})),
-            std::chrono::seconds(2));
-  EXPECT_THROW(resolve_timeout({}, EnvMap({{"GRADWIRE_TIMEOUT", "forever"}})), ConfigError);
+  EXPECT_EQ(timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "750ms"}})), std::chrono::seconds(2));
+  EXPECT_THROW(resolve({}, EnvMap({{"GRADWIRE_TIMEOUT", "forever"}})), ConfigError);
 }
 
-TEST(ResolveTimeout, TheRendezvousHasItsOwnNeverShorterThanFiveMinutesByDefault) {
+TEST(ResolveInitOptions, TheRendezvousHasItsOwnTimeoutNeverShorterThanFiveMinutesByDefault) {
+  const auto rendezvous = [](const InitOptions& options, const EnvMap& env) {
+    return *resolve(options, env).rendezvous_timeout;
+  };
   InitOptions options;
-  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap()), std::chrono::seconds(300));
+  EXPECT_EQ(rendezvous(options, EnvMap()), std::chrono::seconds(300));
   // A short collective timeout leaves the rendezvous at 300 s; a longer one takes it along.
-  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"}})),
-            std::chrono::seconds(300));
-  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "10m"}})),
-            std::chrono::minutes(10));
-  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"},
-                                                        {"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
+  EXPECT_EQ(rendezvous(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"}})), std::chrono::seconds(300));
+  EXPECT_EQ(rendezvous(options, EnvMap({{"GRADWIRE_TIMEOUT", "10m"}})), std::chrono::minutes(10));
+  EXPECT_EQ(rendezvous(options, EnvMap({{"GRADWIRE_TIMEOUT", "2s"},
+                                        {"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
             std::chrono::seconds(3));
   options.rendezvous_timeout = std::chrono::milliseconds(1500);
-  EXPECT_EQ(resolve_rendezvous_timeout(options, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
+  EXPECT_EQ(rendezvous(options, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "3s"}})),
             std::chrono::milliseconds(1500));
-  EXPECT_THROW(resolve_rendezvous_timeout({}, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "soon"}})),
-               ConfigError);
+  EXPECT_THROW(resolve({}, EnvMap({{"GRADWIRE_RENDEZVOUS_TIMEOUT", "soon"}})), ConfigError);
+}
+
+TEST(ResolveInitOptions, BackendOptionThenEnvironmentThenAuto) {
+  const auto backend = [](const InitOptions& options, const EnvMap& env) {
+    return *resolve(options, env).backend;
+  };
+  InitOptions options;
+  EXPECT_EQ(backend(options, EnvMap()), "auto");
+  EXPECT_EQ(backend(options, EnvMap({{"GRADWIRE_BACKEND", "shm"}})), "shm");
+  EXPECT_EQ(backend(options, EnvMap({{"GRADWIRE_BACKEND", ""}})), "auto");
+  options.backend = "auto";
+  EXPECT_EQ(backend(options, EnvMap({{"GRADWIRE_BACKEND", "shm"}})), "auto");
+  options.backend = "gloo";
+  EXPECT_EQ(backend(options, EnvMap({{"GRADWIRE_BACKEND", "shm"}})), "gloo");
+  // Fields without a variable stay as given.
+  options.threads = 3;
+  options.bind_address = "10.0.0.1";
+  EXPECT_EQ(resolve(options, EnvMap({{"OMP_NUM_THREADS", "7"}})).threads, 3);
+  EXPECT_EQ(resolve(options, EnvMap()).bind_address, "10.0.0.1");
+  EXPECT_FALSE(resolve(InitOptions{}, EnvMap({{"RANK", "1"}})).rank);
 }
 
 }  // namespace

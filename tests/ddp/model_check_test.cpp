@@ -152,5 +152,61 @@ TEST(DdpModelCheck, DifferentShapeOnRankOneThrowsOnBothRanks) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+TEST(DdpModelCheck, DifferentBucketCapsOnRankOneThrowOnBothRanks) {
+  std::vector<TwoLayer> models = {TwoLayer(5), TwoLayer(5)};
+  std::vector<std::string> messages(2);
+  gradwire::testing::run_ranks(
+      2,
+      [&](int rank, World& w) {
+        DdpOptions options;
+        options.bucket_cap_mb = rank == 0 ? 25 : 4;  // as GRADWIRE_BUCKET_CAP_MB set on one host
+        try {
+          DistributedDataParallel<TwoLayerImpl> ddp(models[rank], w.communicator(), options);
+        } catch (const InvalidArgument& e) {
+          messages[rank] = e.what();
+        }
+      },
+      std::chrono::seconds(20));
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_THAT(messages[rank], HasSubstr("options differ"));
+    EXPECT_THAT(messages[rank], HasSubstr("'option bucket_cap_mb 25'"));
+    EXPECT_THAT(messages[rank], HasSubstr("rank 1 has 'option bucket_cap_mb 4'"));
+    EXPECT_THAT(messages[rank], HasSubstr("GRADWIRE_BUCKET_CAP_MB"));
+  }
+}
+
+TEST(DescribeOptions, NamesWhatShapesCommunication) {
+  DdpOptions options;
+  options.bucket_cap_mb = 0.5;
+  options.first_bucket_mb = 1;
+  options.find_unused_parameters = true;
+  EXPECT_THAT(describe_options(options),
+              ::testing::ElementsAre("option bucket_cap_mb 0.5", "option first_bucket_mb 1",
+                                     "option broadcast_buffers true",
+                                     "option find_unused_parameters true",
+                                     "option static_graph false"));
+  // The mismatch of an option line says so.
+  auto other = describe_options(options);
+  other[0] = "option bucket_cap_mb 2";
+  auto message = find_model_mismatch({describe_options(options), other});
+  ASSERT_TRUE(message);
+  EXPECT_THAT(*message, HasSubstr("options differ across ranks at entry 0"));
+}
+
+TEST(ResolveDdpOptions, OptionThenEnvironmentThenDefault) {
+  DdpOptions options;
+  auto resolved = resolve(options, EnvMap());
+  EXPECT_EQ(resolved.bucket_cap_mb, 25.0);
+  EXPECT_EQ(resolved.first_bucket_mb, 1.0);
+  resolved = resolve(options, EnvMap({{"GRADWIRE_BUCKET_CAP_MB", "4"},
+                                      {"GRADWIRE_FIRST_BUCKET_MB", "0.25"}}));
+  EXPECT_EQ(resolved.bucket_cap_mb, 4.0);
+  EXPECT_EQ(resolved.first_bucket_mb, 0.25);
+  options.bucket_cap_mb = 8;
+  EXPECT_EQ(resolve(options, EnvMap({{"GRADWIRE_BUCKET_CAP_MB", "4"}})).bucket_cap_mb, 8.0);
+  EXPECT_THROW(resolve(DdpOptions{}, EnvMap({{"GRADWIRE_BUCKET_CAP_MB", "big"}})), ConfigError);
+}
+
 }  // namespace
 }  // namespace gradwire::ddp

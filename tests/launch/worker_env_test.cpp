@@ -192,17 +192,49 @@ namespace {
 
 TEST(AllocatorPolicyTest, WorkersKeepFreedMemoryUnlessTheUserChose) {
   std::map<std::string, std::string> env;
-  apply_allocator_policy(EnvMap{}, env);
+  apply_allocator_policy(true, EnvMap{}, env);
   EXPECT_EQ(env["MALLOC_MMAP_THRESHOLD_"], kWorkerMmapThreshold);
   EXPECT_EQ(env["MALLOC_TRIM_THRESHOLD_"], kWorkerTrimThreshold);
-  for (const EnvMap& chose : {EnvMap{{"GRADWIRE_MALLOC", "system"}},
-                              EnvMap{{"MALLOC_TRIM_THRESHOLD_", "0"}},
+  for (const EnvMap& chose : {EnvMap{{"MALLOC_TRIM_THRESHOLD_", "0"}},
                               EnvMap{{"MALLOC_MMAP_THRESHOLD_", "65536"}},
                               EnvMap{{"LD_PRELOAD", "libjemalloc.so.2"}}}) {
     std::map<std::string, std::string> untouched;
-    apply_allocator_policy(chose, untouched);
+    apply_allocator_policy(true, chose, untouched);
     EXPECT_TRUE(untouched.empty());
   }
+  std::map<std::string, std::string> untouched;
+  apply_allocator_policy(false, EnvMap{}, untouched);
+  EXPECT_TRUE(untouched.empty());
+}
+
+TEST(ResolveLaunchOptions, OptionThenEnvironmentThenDefault) {
+  LaunchOptions options;
+  EXPECT_EQ(resolve(options, EnvMap{}).tune_allocator, true);
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_MALLOC", "system"}}).tune_allocator, false);
+  options.tune_allocator = true;
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_MALLOC", "system"}}).tune_allocator, true);
+
+  options = LaunchOptions{};
+  options.command = {"train"};
+  EXPECT_EQ(resolve(options, EnvMap{}).job_token, std::nullopt);  // run_workers makes one
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_JOB_TOKEN", ""}}).job_token, std::nullopt);
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_JOB_TOKEN", "parent"}}).job_token, "parent");
+  options.extra_env["GRADWIRE_JOB_TOKEN"] = "extra";
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_JOB_TOKEN", "parent"}}).job_token, "extra");
+  options.job_token = "given";
+  EXPECT_EQ(resolve(options, EnvMap{{"GRADWIRE_JOB_TOKEN", "parent"}}).job_token, "given");
+  // Both ways at once must agree.
+  EXPECT_THROW(validate_launch_options(options), InvalidArgument);
+  options.extra_env["GRADWIRE_JOB_TOKEN"] = "given";
+  EXPECT_NO_THROW(validate_launch_options(options));
+  // What every worker gets.
+  WorkerEnvContext context;
+  context.parent = EnvMap{{"GRADWIRE_JOB_TOKEN", "parent"}};
+  context.master_port = 29500;
+  context.fresh_job_token = "fresh";
+  EXPECT_EQ(worker_env(options, context, 0).at("GRADWIRE_JOB_TOKEN"), "given");
+  options.tune_allocator = false;
+  EXPECT_EQ(worker_env(options, context, 0).count("MALLOC_MMAP_THRESHOLD_"), 0u);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 //                            local_rank, local_world_size asks for a real job instead.
 // GRADWIRE_TIMEOUT ("300", "30s", "500ms") sets the collectives' default timeout,
 // GRADWIRE_RENDEZVOUS_TIMEOUT the rendezvous'; GRADWIRE_BACKEND the backend when
-// InitOptions::backend is "auto".
+// InitOptions::backend is unset (resolve(InitOptions, EnvMap); docs/configuration.md).
 #pragma once
 
 #include <chrono>
@@ -58,10 +58,11 @@ struct InitOptions {
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
   // "gloo", "shm" (shared memory; every rank on one host, else ConfigError), "hierarchical" (shm
-  // within each host, gloo among hosts), "nccl", or "auto": GRADWIRE_BACKEND when set, else nccl
-  // when built with it and CUDA is available, else by the hosts the ranks run on (host identities
-  // exchanged at rendezvous): shm on one host, gloo when no two share one, else hierarchical.
-  std::string backend = "auto";
+  // within each host, gloo among hosts), "nccl", or "auto": nccl when built with it and CUDA is
+  // available, else by the hosts the ranks run on (host identities exchanged at rendezvous): shm
+  // on one host, gloo when no two share one, else hierarchical. nullopt: GRADWIRE_BACKEND, else
+  // "auto".
+  std::optional<std::string> backend;
   // Timeout of every collective (and of the backend's creation); nullopt: GRADWIRE_TIMEOUT, else
   // 300 s.
   std::optional<std::chrono::milliseconds> timeout;
@@ -88,10 +89,11 @@ WorldInfo resolve_world(const InitOptions& options, const EnvMap& env);
 // Pure: the intra-op thread count init() applies (see InitOptions::threads).
 int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldInfo& world,
                     int hardware_cores);
-// Pure: the effective default timeout (options, then GRADWIRE_TIMEOUT, then 300 s).
-std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env);
-// Pure: the effective rendezvous timeout (see InitOptions::rendezvous_timeout).
-std::chrono::milliseconds resolve_rendezvous_timeout(const InitOptions& options, const EnvMap& env);
+// Pure: `options` with backend, timeout and rendezvous_timeout taken from the environment, else
+// their defaults, as init() uses them (see each field). ConfigError naming a malformed variable.
+// The job's identity (rank, world size, ...) is resolve_world's and the thread count
+// resolve_threads': both depend on more than the environment, so they stay as given.
+InitOptions resolve(const InitOptions& options, const EnvMap& env);
 
 // A job's membership and its world communicator. Owns the rendezvous store.
 class World {

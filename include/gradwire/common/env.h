@@ -27,6 +27,8 @@ class EnvMap {
 
   // Parses NAME as a whole number; nullopt when unset; ConfigError naming NAME when malformed.
   std::optional<long> get_int(const std::string& name) const;
+  // Parses NAME as a decimal number ("25", "0.5"); the same rules.
+  std::optional<double> get_double(const std::string& name) const;
 
   const std::map<std::string, std::string>& values() const { return values_; }
 

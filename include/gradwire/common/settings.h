@@ -38,7 +38,7 @@ inline constexpr Setting kRendezvousTimeout{
     "How long a rendezvous waits for every rank (an elastic generation: for its minimum)"};
 inline constexpr Setting kBackend{
     "GRADWIRE_BACKEND", "auto, gloo, shm, hierarchical or nccl", "auto", "comm (InitOptions::backend)",
-    "The communicator's backend when the program asks for auto"};
+    "The communicator's backend when the program names none"};
 inline constexpr Setting kShmSlotBytes{
     "GRADWIRE_SHM_SLOT_BYTES", "integer (bytes, at least 4096)", "1048576", "comm (shm backend)",
     "The size of each rank's two data slots in a shared-memory segment"};
@@ -46,6 +46,12 @@ inline constexpr Setting kShmStreamingBytes{
     "GRADWIRE_SHM_STREAMING_BYTES", "integer (bytes)", "unset: no streaming stores",
     "comm (shm backend)",
     "Copies at least this large into shared memory use non-temporal (streaming) stores"};
+inline constexpr Setting kBucketCapMb{
+    "GRADWIRE_BUCKET_CAP_MB", "number (MiB)", "25", "ddp (DdpOptions::bucket_cap_mb)",
+    "The cap of every gradient bucket but the first (every rank must agree)"};
+inline constexpr Setting kFirstBucketMb{
+    "GRADWIRE_FIRST_BUCKET_MB", "number (MiB)", "1", "ddp (DdpOptions::first_bucket_mb)",
+    "The cap of the first gradient bucket to be reduced (every rank must agree)"};
 inline constexpr Setting kHostId{
     "GRADWIRE_HOST_ID", "text", "<hostname>/<boot id>",
     "comm, ps client and server, elastic (host identity)",
@@ -60,7 +66,8 @@ inline constexpr Setting kToken{
     "The job's shared secret every parameter-server call carries"};
 inline constexpr Setting kJobToken{
     "GRADWIRE_JOB_TOKEN", "text", "a fresh random one per launch",
-    "gradwire-run (sets it for its workers and servers), ps client and server",
+    "gradwire-run (LaunchOptions::job_token; sets it for its workers and servers), ps client and "
+    "server",
     "The launch's token, when GRADWIRE_TOKEN is unset"};
 inline constexpr Setting kTlsRoots{
     "GRADWIRE_TLS_ROOTS", "file (PEM)", "unset: plain text",
@@ -90,7 +97,7 @@ inline constexpr Setting kBoundCpus{
     "The CPUs the worker is bound to"};
 inline constexpr Setting kMalloc{
     "GRADWIRE_MALLOC", "system", "unset: glibc's mmap and trim thresholds raised",
-    "gradwire-run (its workers' environment)",
+    "gradwire-run (LaunchOptions::tune_allocator, for its workers)",
     "system: the workers keep glibc's allocator defaults (docs/launcher.md, Allocator)"};
 inline constexpr Setting kBenchMalloc{
     "GRADWIRE_BENCH_MALLOC", "system", "unset: tuned as gradwire-run tunes its workers",
@@ -101,8 +108,9 @@ inline constexpr Setting kBenchLauncherCores{
     "Internal: the cores the benchmark's launcher saw, passed to its ranks"};
 
 // Every declaration above, in the order of docs/configuration.md.
-inline constexpr std::array<const Setting*, 19> kAll = {
+inline constexpr std::array<const Setting*, 21> kAll = {
     &kTimeout,   &kRendezvousTimeout, &kBackend,    &kShmSlotBytes,  &kShmStreamingBytes,
+    &kBucketCapMb, &kFirstBucketMb,
     &kHostId,    &kPsAddrs,           &kToken,      &kJobToken,      &kTlsRoots,
     &kPsSharedMemory, &kElasticId,    &kElasticMin, &kElasticMax,    &kElasticInitial,
     &kBoundCpus, &kMalloc,            &kBenchMalloc, &kBenchLauncherCores};

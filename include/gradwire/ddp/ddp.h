@@ -12,8 +12,9 @@
 //
 // What it does (docs/ddp.md has the details and the differences from PyTorch):
 //  - Construction: checks that every rank holds the same parameters and buffers (count, names,
-//    shapes, dtypes; InvalidArgument naming the first mismatch and the ranks that differ on every
-//    rank), then broadcasts parameters and buffers from rank 0. Blocks; collective.
+//    shapes, dtypes) and the same options that shape communication (bucket caps,
+//    broadcast_buffers, find_unused_parameters, static_graph); InvalidArgument naming the first
+//    mismatch and the ranks that differ, on every rank. Then broadcasts parameters and buffers from rank 0. Blocks; collective.
 //  - Buckets: parameters in reverse registration order, grouped by dtype and device, capped at
 //    first_bucket_mb for the first bucket and bucket_cap_mb for the others. A hook on each
 //    parameter's gradient accumulator copies its gradient into the bucket; a full bucket's
@@ -33,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "gradwire/comm/communicator.h"
+#include "gradwire/common/env.h"
 #include "gradwire/ddp/comm_hook.h"
 
 namespace gradwire::ddp {
@@ -56,10 +59,12 @@ enum class ReductionSchedule {
 const char* to_string(ReductionSchedule schedule);
 
 struct DdpOptions {
-  // Cap of every bucket but the first, in MiB (PyTorch: bucket_cap_mb = 25).
-  double bucket_cap_mb = 25;
+  // Cap of every bucket but the first, in MiB. nullopt: GRADWIRE_BUCKET_CAP_MB, else 25 (PyTorch's
+  // bucket_cap_mb). Every rank must use the same caps (the construction checks it).
+  std::optional<double> bucket_cap_mb;
   // Cap of the first bucket to be reduced, in MiB: small, so communication starts early.
-  double first_bucket_mb = 1;
+  // nullopt: GRADWIRE_FIRST_BUCKET_MB, else 1.
+  std::optional<double> first_bucket_mb;
   // Broadcast buffers from rank 0 at every forward.
   bool broadcast_buffers = true;
   // Walk the autograd graph from the forward outputs after each forward; parameters not reached
@@ -82,6 +87,11 @@ struct DdpOptions {
   // When buckets are reduced; anything but the default is for measurements only.
   ReductionSchedule schedule = ReductionSchedule::kOverlapped;
 };
+
+// Pure: `options` with the fields that read a variable (bucket_cap_mb, first_bucket_mb) taken from
+// `env`, else their defaults, as the constructor uses them. ConfigError naming a malformed
+// variable. The constructor resolves from the process's environment.
+DdpOptions resolve(const DdpOptions& options, const EnvMap& env);
 
 // One bucket of the current layout.
 struct BucketInfo {

@@ -65,6 +65,14 @@ struct LaunchOptions {
   bool forward_signals = true;
   // Extra variables for every worker (override the computed ones).
   std::map<std::string, std::string> extra_env;
+  // The token every worker and server of the launch shares (their GRADWIRE_JOB_TOKEN; with servers
+  // also GRADWIRE_TOKEN). nullopt: extra_env's GRADWIRE_JOB_TOKEN, else this process's, else a
+  // fresh random one per launch. Empty values count as unset.
+  std::optional<std::string> job_token;
+  // Raise glibc's mmap and trim thresholds in the workers (docs/launcher.md, "Allocator"), unless
+  // their environment chooses an allocator itself (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_
+  // or LD_PRELOAD set). nullopt: false when GRADWIRE_MALLOC=system, else true.
+  std::optional<bool> tune_allocator;
   // Threads per worker written to OMP_NUM_THREADS when the caller's environment does not set it;
   // nullopt: max(1, hardware cores / nproc_per_node), or with bind_cores the worker's CPU count.
   std::optional<int> threads_per_worker;
@@ -253,6 +261,13 @@ class ProgramNotExecutable : public Error {
 // blocked in the calling thread for the duration of the call (writes to a closed stdout_fd are
 // dropped instead of killing the process).
 LaunchResult run_workers(const LaunchOptions& options);
+
+// Pure: `options` with the fields that read a variable taken from `env` (the launcher's own
+// environment), else their defaults, as run_workers uses them: job_token (still nullopt when
+// neither extra_env nor env has one: run_workers then makes a fresh one) and tune_allocator.
+// threads_per_worker stays as given: its default depends on the machine (OMP_NUM_THREADS of the
+// environment, else the hardware threads per worker).
+LaunchOptions resolve(const LaunchOptions& options, const EnvMap& env);
 
 // A TCP port on `address` that was free when asked (bind to port 0, read it, close).
 int pick_free_port(const std::string& address = "127.0.0.1");

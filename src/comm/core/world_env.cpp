@@ -199,19 +199,22 @@ int resolve_threads(const InitOptions& options, const EnvMap& env, const WorldIn
   return std::max(1, hardware_cores / std::max(1, world.local_world_size));
 }
 
-std::chrono::milliseconds resolve_timeout(const InitOptions& options, const EnvMap& env) {
-  if (options.timeout) return *options.timeout;
-  return settings::timeout(env);
-}
-
-std::chrono::milliseconds resolve_rendezvous_timeout(const InitOptions& options,
-                                                     const EnvMap& env) {
-  if (options.rendezvous_timeout) return *options.rendezvous_timeout;
-  if (auto text = env.get(settings::kRendezvousTimeout.name)) {
-    return parse_duration(*text, settings::kRendezvousTimeout.name);
+InitOptions resolve(const InitOptions& options, const EnvMap& env) {
+  InitOptions resolved = options;
+  if (!resolved.backend) {
+    const std::string chosen = env.get(settings::kBackend.name).value_or("");
+    resolved.backend = chosen.empty() ? "auto" : chosen;  // set but empty counts as unset
   }
-  return std::max<std::chrono::milliseconds>(resolve_timeout(options, env),
-                                             settings::kDefaultTimeout);
+  if (!resolved.timeout) resolved.timeout = settings::timeout(env);
+  if (!resolved.rendezvous_timeout) {
+    if (auto text = env.get(settings::kRendezvousTimeout.name)) {
+      resolved.rendezvous_timeout = parse_duration(*text, settings::kRendezvousTimeout.name);
+    } else {
+      resolved.rendezvous_timeout =
+          std::max<std::chrono::milliseconds>(*resolved.timeout, settings::kDefaultTimeout);
+    }
+  }
+  return resolved;
 }
 
 }  // namespace gradwire
