@@ -137,8 +137,8 @@ std::string render_text(const std::vector<FamilyValue>& families) {
       }
       text += family.name + "_bucket" + bucket_labels(series.labels, "+Inf") + ' ' +
               format_value(static_cast<double>(series.count)) + '\n';
-      text += family.name + "_sum" + labels_text(series.labels) + ' ' + format_value(series.sum) +
-              '\n';
+      text +=
+          family.name + "_sum" + labels_text(series.labels) + ' ' + format_value(series.sum) + '\n';
       text += family.name + "_count" + labels_text(series.labels) + ' ' +
               format_value(static_cast<double>(series.count)) + '\n';
     }
@@ -168,8 +168,8 @@ std::vector<FamilyValue> merge_families(std::vector<FamilyValue> families) {
 
 void add_labels(std::vector<FamilyValue>& families, const Labels& extra) {
   for (FamilyValue& family : families) {
-    for (SeriesValue& series : family.series) series.labels.insert(series.labels.begin(),
-                                                                   extra.begin(), extra.end());
+    for (SeriesValue& series : family.series)
+      series.labels.insert(series.labels.begin(), extra.begin(), extra.end());
   }
 }
 
@@ -185,8 +185,7 @@ Histogram::Histogram(std::vector<double> bounds)
 
 void Histogram::observe(double value) {
   if (!std::isnan(value)) {
-    const size_t bucket =
-        std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
+    const size_t bucket = std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
     counts_[bucket].fetch_add(1, std::memory_order_relaxed);
   }
   add_double(sum_, value);
@@ -252,14 +251,14 @@ Family<Counter>& Registry::counter(const std::string& name, const std::string& h
   declare(name, label_names);
   Family<Counter>& family = counters_.emplace_back(name, help, std::move(label_names),
                                                    [] { return std::make_unique<Counter>(); });
-  entries_.push_back({Type::kCounter, [&family] {
-                        FamilyValue value{family.name(), family.help(), Type::kCounter, {}};
-                        for (const auto& [labels, series] : family.series()) {
-                          value.series.push_back(
-                              {labels, static_cast<double>(series->value()), {}, 0, 0});
-                        }
-                        return value;
-                      }});
+  entries_.push_back(
+      {Type::kCounter, [&family] {
+         FamilyValue value{family.name(), family.help(), Type::kCounter, {}};
+         for (const auto& [labels, series] : family.series()) {
+           value.series.push_back({labels, static_cast<double>(series->value()), {}, 0, 0});
+         }
+         return value;
+       }});
   return family;
 }
 

@@ -35,10 +35,14 @@ TEST(MetricsText, EscapesLabelValuesAndHelp) {
 
 TEST(MetricsText, RendersCountersGaugesAndHistograms) {
   std::vector<FamilyValue> families;
-  families.push_back({"calls_total", "Calls.\nTwo lines", Type::kCounter,
+  families.push_back({"calls_total",
+                      "Calls.\nTwo lines",
+                      Type::kCounter,
                       {{{{"method", "Batch"}, {"table", "e\"m\\b"}}, 3, {}, 0, 0}}});
   families.push_back({"held_bytes", "Bytes held.", Type::kGauge, {{{}, 1.5, {}, 0, 0}}});
-  families.push_back({"wait_seconds", "Waits.", Type::kHistogram,
+  families.push_back({"wait_seconds",
+                      "Waits.",
+                      Type::kHistogram,
                       {{{{"table", "emb"}}, 0, {{0.1, 1}, {1, 3}}, 2.75, 4}}});
   families.push_back({"empty_total", "None yet.", Type::kCounter, {}});
   EXPECT_EQ(render_text(families),
@@ -104,8 +108,8 @@ TEST(MetricsRegistry, SeriesByLabelValuesAndCollectors) {
   EXPECT_EQ(families[3].name, "computed");
 
   add_labels(families, {{"server", "127.0.0.1:1"}});
-  EXPECT_EQ(families[0].series[0].labels.front(), (std::pair<std::string, std::string>{
-                                                      "server", "127.0.0.1:1"}));
+  EXPECT_EQ(families[0].series[0].labels.front(),
+            (std::pair<std::string, std::string>{"server", "127.0.0.1:1"}));
 }
 
 TEST(MetricsRegistry, RefusesInvalidNamesAndTwins) {
