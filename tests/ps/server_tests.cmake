@@ -24,3 +24,18 @@ gradwire_add_test(ps_server_test
 target_compile_definitions(ps_server_test PRIVATE
   GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>")
 add_dependencies(ps_server_test gradwire-ps-server)
+
+# The server's metrics (docs/observability.md): what it counts, in-process on both transports,
+# checked by promtool; gradwire-ps-server --metrics scraped by a real Prometheus server on
+# loopback (skipped without Debian's prometheus package).
+gradwire_add_test(ps_metrics_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/server_metrics_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/server_metrics_prometheus_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
+  LIBS gradwire_ps gradwire_ps_server_internal gradwire_rpc_internal gradwire_common_internal
+    gradwire_test_support
+  LABELS ps)
+target_compile_definitions(ps_metrics_test PRIVATE
+  GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>")
+add_dependencies(ps_metrics_test gradwire-ps-server)

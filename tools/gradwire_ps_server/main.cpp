@@ -8,12 +8,15 @@
 //                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
 //                      [--max-shared-region-bytes N] [--max-shared-bytes N]
 //                      [--max-shared-process-bytes N] [--no-shared-memory]
+//                      [--metrics HOST:PORT]
 //
 // --listen given several times runs one server per address in this process, with the same
 // options (ps::start_servers: they share one thread per trainer for calls over shared memory).
 // The token comes from --token-file, else GRADWIRE_TOKEN, else GRADWIRE_JOB_TOKEN. When all are
 // ready it prints one line per server, "gradwire-ps-server listening on HOST:PORT", on stdout, in
-// the order of the --listen options. SIGTERM or
+// the order of the --listen options; with --metrics, then one line "gradwire-ps-server metrics on
+// http://HOST:PORT/metrics" (Prometheus's text format, all the servers of this process, no token:
+// docs/observability.md). SIGTERM or
 // SIGINT shut it down gracefully (tables are checkpointed first when --checkpoint-dir is set).
 // Exit status: 0 after a signal, 2 for usage and configuration errors, 1 for other failures
 // (e.g. a damaged checkpoint file).
@@ -112,6 +115,10 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
                  "--max-message-bytes, at least 256 MiB)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics", options.metrics_listen,
+                 "HOST:PORT (or PORT for 127.0.0.1:PORT; port 0 picks a free one) where GET "
+                 "/metrics serves every server's metrics in Prometheus's text format, without a "
+                 "token (docs/observability.md). Default: no metrics endpoint");
   app.add_flag_callback(
       "--no-shared-memory", [&options] { options.shared_memory = false; },
       "Take tensors as bytes only, also from trainers on this host (default: they may share "
@@ -157,6 +164,10 @@ int run(int argc, char** argv) {
   }
   for (const auto& server : servers) {
     std::cout << "gradwire-ps-server listening on " << server->address() << std::endl;
+  }
+  if (!servers.front()->metrics_address().empty()) {
+    std::cout << "gradwire-ps-server metrics on http://" << servers.front()->metrics_address()
+              << "/metrics" << std::endl;
   }
 
   int signal_number = 0;

@@ -94,6 +94,12 @@ struct ServerOptions {
   // This server's host identity, which a trainer's must equal for shared memory. Unset:
   // GRADWIRE_HOST_ID, else "<hostname>/<boot id>" (gradwire/common/host_identity.h).
   std::optional<std::string> host_identity;
+  // HOST:PORT (or PORT alone: 127.0.0.1:PORT) where the server serves its metrics over HTTP, GET
+  // /metrics in Prometheus's text format, without a token (docs/observability.md); port 0 picks a
+  // free one (Server::metrics_address()). Servers started together (start_servers) that name the
+  // same address share one endpoint, each series labelled with its server's address. Empty: none.
+  // --metrics.
+  std::string metrics_listen;
 };
 
 // The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).
@@ -111,6 +117,9 @@ class Server {
   virtual ~Server() = default;
   // "HOST:PORT" actually listened on (the picked port when ServerOptions::listen had port 0).
   virtual std::string address() const = 0;
+  // "HOST:PORT" of the metrics endpoint (ServerOptions::metrics_listen), empty when there is none.
+  // It stops serving when the last server using it has shut down.
+  virtual std::string metrics_address() const { return {}; }
   // Stops accepting calls, finishes or cancels running ones (within `grace`) and returns.
   virtual void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(2000)) = 0;
   // Blocks until shutdown() was called (from another thread or a signal handler's thread).

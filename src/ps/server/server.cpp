@@ -12,12 +12,15 @@
 #include <condition_variable>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <mutex>
 
 #include "gradwire/common/error.h"
 #include "gradwire/common/host_identity.h"
+#include "ps/server/metrics_publisher.h"
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/server_listen.h"
+#include "ps/server/server_metrics.h"
 #include "ps/server/service.h"
 #include "ps/server/table_registry.h"
 #include "rpc/auth.h"
@@ -104,27 +107,35 @@ constexpr int64_t kMinGrpcMemoryBytes = int64_t{256} << 20;
 
 class ServerImpl final : public Server {
  public:
-  ServerImpl(const ServerOptions& options, std::shared_ptr<rpc::ChannelHub> hub)
+  // `publisher` (may be null) serves this server's metrics once it listens.
+  ServerImpl(const ServerOptions& options, std::shared_ptr<rpc::ChannelHub> hub,
+             std::shared_ptr<MetricsPublisher> publisher)
       : options_(options),
         hub_(std::move(hub)),
+        publisher_(std::move(publisher)),
         listen_(parse_listen_address(options.listen)),
         tables_(RegistryLimits{options.max_tables, options.max_total_table_bytes,
                                options.max_pending_bytes, options.max_total_pending_bytes}),
         checkpoints_(options.checkpoint_dir, options.checkpoint_every_steps,
-                     options.checkpoint_keep) {
+                     options.checkpoint_keep,
+                     [this](const std::string& table, std::chrono::steady_clock::duration took,
+                            bool ok) { metrics_.checkpoint(table, took, ok); }) {
     // Restored tables keep the limits CreateTable checks (a file above them stops the start).
-    tables_.add_restored(checkpoints_.read_all([&options](const ShardSnapshot& snapshot) {
-      check_table_limits(snapshot.config, snapshot.server_index, snapshot.num_servers,
-                         TableLimits{options.max_trainers, options.max_table_bytes});
-    }));
+    std::vector<ShardSnapshot> restored =
+        checkpoints_.read_all([&options](const ShardSnapshot& snapshot) {
+          check_table_limits(snapshot.config, snapshot.server_index, snapshot.num_servers,
+                             TableLimits{options.max_trainers, options.max_table_bytes});
+        });
+    const auto restored_tables = static_cast<int64_t>(restored.size());
+    tables_.add_restored(std::move(restored));
     at::set_num_threads(options.threads);
     service_ = std::make_unique<ParameterServerService>(
         *options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
-                      options.max_waiting_steps,
-                      shared_region_limits(options)},
-        options.shared_memory ? options.host_identity.value_or("") : std::string(), tables_, checkpoints_,
-        *hub_);
+                      options.max_waiting_steps, shared_region_limits(options)},
+        options.shared_memory ? options.host_identity.value_or("") : std::string(), tables_,
+        checkpoints_, *hub_, metrics_);
+    metrics_.set_gauges(gauges(restored_tables));
 
     rpc::disable_abseil_deadlock_detection();
     grpc::ServerBuilder builder;
@@ -176,11 +187,15 @@ class ServerImpl final : public Server {
     address_ = listen_.with_port(port);
     const std::string warning = plaintext_warning(listen_, !options.tls_cert_file.empty());
     if (!warning.empty()) std::cerr << warning << std::endl;
+    if (publisher_) publisher_->attach(address_, &metrics_);
   }
 
   ~ServerImpl() override { shutdown(std::chrono::milliseconds(2000)); }
 
   std::string address() const override { return address_; }
+  std::string metrics_address() const override {
+    return publisher_ ? publisher_->address() : std::string();
+  }
 
   void shutdown(std::chrono::milliseconds grace) override {
     {
@@ -212,6 +227,7 @@ class ServerImpl final : public Server {
                   << std::endl;
       }
     }
+    if (publisher_) publisher_->detach(&metrics_);
     {
       const std::lock_guard<std::mutex> lock(state_mutex_);
       stopped_ = true;
@@ -225,10 +241,34 @@ class ServerImpl final : public Server {
   }
 
  private:
+  // What the metrics read at scrape time: the tables' steps and pending bytes, the waiting calls,
+  // the channels (docs/observability.md).
+  ServerGauges gauges(int64_t restored_tables) {
+    ServerGauges gauges;
+    gauges.tables = [this] {
+      std::vector<ServerGauges::Table> tables;
+      for (const auto& shard : tables_.all()) {
+        tables.push_back({shard->config().name, shard->step(), shard->pending_bytes(),
+                          shard->max_pending_bytes()});
+      }
+      return tables;
+    };
+    gauges.total_pending_bytes = [this] { return tables_.pending_budget().held(); };
+    gauges.max_total_pending_bytes = options_.max_total_pending_bytes;
+    gauges.waiting_calls = [this] { return service_->waiting_calls(); };
+    gauges.max_waiting_calls = options_.max_waiting_steps;
+    gauges.channels = [this] { return static_cast<int64_t>(service_->channels()); };
+    gauges.restored_tables = restored_tables;
+    return gauges;
+  }
+
   const ServerOptions options_;
   // Serves the trainers' call channels; shared by the servers started together (start_servers),
   // and declared first so that it outlives the service whose handlers it runs.
   const std::shared_ptr<rpc::ChannelHub> hub_;
+  // Serves metrics_ (shared by the servers started together with the same metrics address).
+  const std::shared_ptr<MetricsPublisher> publisher_;
+  ServerMetrics metrics_;  // before the checkpoints and the service, which count into it
   const ListenAddress listen_;
   TableRegistry tables_;
   ServerCheckpoints checkpoints_;
@@ -279,9 +319,19 @@ std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptio
   std::vector<ServerOptions> resolved;
   for (const ServerOptions& one : options) resolved.push_back(resolve(one, env));
   const auto hub = std::make_shared<rpc::ChannelHub>();
+  // One endpoint per metrics address, shared by the servers that name it.
+  std::map<std::string, std::shared_ptr<MetricsPublisher>> publishers;
+  for (const ServerOptions& one : resolved) {
+    if (!one.metrics_listen.empty() && publishers.count(one.metrics_listen) == 0) {
+      publishers[one.metrics_listen] = std::make_shared<MetricsPublisher>(one.metrics_listen);
+    }
+  }
   std::vector<std::unique_ptr<Server>> servers;
   for (const ServerOptions& one : resolved) {
-    servers.push_back(std::make_unique<ServerImpl>(one, hub));  // earlier ones stop on a throw
+    const auto publisher = publishers.find(one.metrics_listen);
+    servers.push_back(std::make_unique<ServerImpl>(
+        one, hub, publisher == publishers.end() ? nullptr : publisher->second));
+    // Earlier ones stop on a throw.
   }
   return servers;
 }

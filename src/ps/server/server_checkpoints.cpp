@@ -69,8 +69,9 @@ std::string generation_file_name(const std::string& table, int server_index, int
          ".step" + std::to_string(step) + ".gwps";
 }
 
-ServerCheckpoints::ServerCheckpoints(std::string dir, int64_t every_steps, int keep)
-    : dir_(std::move(dir)), every_steps_(every_steps), keep_(keep) {
+ServerCheckpoints::ServerCheckpoints(std::string dir, int64_t every_steps, int keep,
+                                     CheckpointObserver observer)
+    : dir_(std::move(dir)), every_steps_(every_steps), keep_(keep), observer_(std::move(observer)) {
   if (keep_ < 1) {
     throw ConfigError(
         "gradwire: the parameter server must keep at least 1 checkpoint per table "
@@ -156,7 +157,14 @@ std::string ServerCheckpoints::write_locked(const TableShard& shard) {
   const int index = snapshot.server_index;
   const int count = snapshot.num_servers;
   const std::string path = dir_ + "/" + generation_file_name(table, index, count, snapshot.step);
-  write_checkpoint(path, snapshot);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    write_checkpoint(path, snapshot);
+  } catch (...) {
+    if (observer_) observer_(table, std::chrono::steady_clock::now() - start, false);
+    throw;
+  }
+  if (observer_) observer_(table, std::chrono::steady_clock::now() - start, true);
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     written_step_[table] = snapshot.step;

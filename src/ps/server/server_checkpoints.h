@@ -18,6 +18,7 @@
 // and reads run on the calling thread (a handler thread or shutdown()).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,11 +37,17 @@ namespace gradwire::ps {
 std::string generation_file_name(const std::string& table, int server_index, int num_servers,
                                  int64_t step);
 
+// Told of every write of a shard's file: its table, how long it took and whether it succeeded
+// (the server's metrics). Called on the writing thread, with the table's write mutex held.
+using CheckpointObserver = std::function<void(const std::string& table,
+                                              std::chrono::steady_clock::duration took, bool ok)>;
+
 class ServerCheckpoints {
  public:
   // `dir` empty: checkpoints are off. every_steps 0: only on request and at shutdown. keep >= 1
-  // generations per shard (ConfigError otherwise).
-  ServerCheckpoints(std::string dir, int64_t every_steps, int keep = 2);
+  // generations per shard (ConfigError otherwise). `observer` (may be empty) is told of each write.
+  ServerCheckpoints(std::string dir, int64_t every_steps, int keep = 2,
+                    CheckpointObserver observer = {});
 
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
@@ -83,6 +90,7 @@ class ServerCheckpoints {
   const std::string dir_;
   const int64_t every_steps_;
   const int keep_;
+  const CheckpointObserver observer_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<std::mutex>> table_mutexes_;  // by mutex_
   std::map<std::string, int64_t> written_step_;  // table -> step of its last file; by mutex_

@@ -138,14 +138,16 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
                                                std::string shared_host, TableRegistry& tables,
-                                               ServerCheckpoints& checkpoints, rpc::ChannelHub& hub)
+                                               ServerCheckpoints& checkpoints, rpc::ChannelHub& hub,
+                                               ServerMetrics& metrics)
     : token_(std::move(token)),
       limits_(limits),
       shared_host_(std::move(shared_host)),
       shared_(limits.shared),
       tables_(tables),
       checkpoints_(checkpoints),
-      hub_(hub) {}
+      hub_(hub),
+      metrics_(metrics) {}
 
 std::optional<v1::SharedBytes> ParameterServerService::shared_rows(const TableShard& shard) const {
   const at::Tensor rows = shard.kept_rows();
@@ -167,9 +169,9 @@ std::shared_ptr<TableShard> ParameterServerService::find_table(const std::string
   return shard;
 }
 
-grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
-                                                 const v1::CreateTableRequest* request,
-                                                 v1::CreateTableResponse* response) {
+grpc::Status ParameterServerService::create_table(grpc::ServerContext* context,
+                                                  const v1::CreateTableRequest* request,
+                                                  v1::CreateTableResponse* response) {
   const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("CreateTable", [&] {
@@ -282,9 +284,8 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
   });
 }
 
-grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
-                                            const v1::AssignRequest* request,
-                                            v1::AssignResponse* /*response*/) {
+grpc::Status ParameterServerService::assign(grpc::ServerContext* context,
+                                            const v1::AssignRequest* request) {
   const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return guarded("Assign", [&] {
@@ -352,6 +353,10 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
                                       if (call.will_wait) call.will_wait();  // Note [hub threads]
                                       return true;
                                     }});
+    if (!outcome.refused) {
+      metrics_.step(shard->config().name, std::chrono::steady_clock::now() - start,
+                    outcome.applied);
+    }
     if (outcome.refused) {
       return grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -388,16 +393,15 @@ grpc::Status ParameterServerService::step(const CallInfo& call,
   });
 }
 
-grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
-                                           const v1::BatchRequest* request,
-                                           v1::BatchResponse* response) {
+grpc::Status ParameterServerService::batch_grpc(grpc::ServerContext* context,
+                                                const v1::BatchRequest* request,
+                                                v1::BatchResponse* response) {
   const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
   return batch(grpc_call(*context, stopping_), *request, response);
 }
 
-grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
-                                                const v1::CheckpointRequest* /*request*/,
+grpc::Status ParameterServerService::checkpoint(grpc::ServerContext* context,
                                                 v1::CheckpointResponse* response) {
   const RunningCall running(running_calls_);
   if (grpc::Status status = rpc::check_token(*context, token_); !status.ok()) return status;
@@ -414,7 +418,7 @@ grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
+grpc::Status ParameterServerService::resume(grpc::ServerContext* context,
                                             const v1::ResumeRequest* request,
                                             v1::ResumeResponse* response) {
   const RunningCall running(running_calls_);
@@ -437,6 +441,7 @@ grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
     }
     if (shard->admit_at(trainer, step, attempt)) {
       response->set_step(shard->step());
+      metrics_.resume(shard->config().name, /*rewound=*/false);
       return grpc::Status::OK;
     }
     const TableConfig& config = shard->config();
@@ -463,6 +468,7 @@ grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
     const int64_t now = shard->rewind(std::move(*snapshot), trainer, attempt);
     checkpoints_.forget_after(config.name, index, count, now);
     response->set_step(now);
+    metrics_.resume(config.name, /*rewound=*/true);
     return grpc::Status::OK;
   });
 }

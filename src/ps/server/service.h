@@ -29,6 +29,7 @@
 #include <string>
 
 #include "ps/server/server_checkpoints.h"
+#include "ps/server/server_metrics.h"
 #include "ps/server/table_registry.h"
 #include "rpc/call_channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
@@ -87,12 +88,14 @@ inline constexpr size_t kMaxChannels = 1024;
 
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
-  // `tables`, `checkpoints` and `hub` must outlive the service. `shared_host`: this server's host
-  // identity, where trainers of that host may share memory with it; empty: they may not. `hub`
-  // serves the trainers' call channels (shared by the servers of one process).
+  // `tables`, `checkpoints`, `hub` and `metrics` must outlive the service. `shared_host`: this
+  // server's host identity, where trainers of that host may share memory with it; empty: they may
+  // not. `hub` serves the trainers' call channels (shared by the servers of one process). Every
+  // call is counted in `metrics` (its method, transport, sizes, time and status:
+  // service_calls.cpp).
   ParameterServerService(std::string token, ServiceLimits limits, std::string shared_host,
                          TableRegistry& tables, ServerCheckpoints& checkpoints,
-                         rpc::ChannelHub& hub);
+                         rpc::ChannelHub& hub, ServerMetrics& metrics);
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
@@ -120,8 +123,23 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   void stop_channels();
   // Channels served now.
   int channels() const;
+  // Calls waiting now (Step parts in a barrier, lookups for a dense table's values).
+  int64_t waiting_calls() const { return waiting_steps_.load(); }
 
  private:
+  // The gRPC methods' bodies, which the methods above run and count in metrics_
+  // (service_calls.cpp).
+  grpc::Status create_table(grpc::ServerContext* context, const v1::CreateTableRequest* request,
+                            v1::CreateTableResponse* response);
+  grpc::Status checkpoint(grpc::ServerContext* context, v1::CheckpointResponse* response);
+  grpc::Status resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+                      v1::ResumeResponse* response);
+  grpc::Status assign(grpc::ServerContext* context, const v1::AssignRequest* request);
+  grpc::Status batch_grpc(grpc::ServerContext* context, const v1::BatchRequest* request,
+                          v1::BatchResponse* response);
+  // The body of serve_channel_call (service_channels.cpp).
+  grpc::Status serve_channel_batch(const rpc::ChannelCall& call,
+                                   std::unique_ptr<google::protobuf::Message>* answer);
   // The handlers of a Batch's parts (Note [batch parts] in service_batch.cpp).
   grpc::Status lookup(const CallInfo& call, const v1::LookupRequest& request,
                       v1::LookupResponse* response);
@@ -152,6 +170,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   TableRegistry& tables_;
   ServerCheckpoints& checkpoints_;
   rpc::ChannelHub& hub_;
+  ServerMetrics& metrics_;
   std::atomic<int64_t> waiting_steps_{0};  // Step calls waiting in a barrier now
   std::atomic<bool> stopping_{false};      // begin_stop() was called
   std::atomic<int> running_calls_{0};      // gRPC handlers running now (RunningCall)

@@ -70,6 +70,8 @@ grpc::Status ParameterServerService::check_batch_budget(const CallInfo& call,
 // read. A failed part ends the call; its status keeps its code and names the part.
 grpc::Status ParameterServerService::batch(const CallInfo& call, const v1::BatchRequest& request,
                                            v1::BatchResponse* response) {
+  metrics_.batch_parts(call.shares_memory ? CallTransport::kChannel : CallTransport::kGrpc,
+                       request.lookups_size(), request.pushes_size(), request.steps_size());
   if (grpc::Status budget = check_batch_budget(call, request); !budget.ok()) return budget;
   const auto failed = [](const grpc::Status& status, const char* part, int index, int count,
                          const std::string& table) {

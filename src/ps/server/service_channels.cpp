@@ -48,7 +48,7 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
   return true;
 }
 
-grpc::Status ParameterServerService::serve_channel_call(
+grpc::Status ParameterServerService::serve_channel_batch(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
   const CallInfo info{call.deadline,
                       [this, &call] { return stopping_.load() || call.cancelled(); },
