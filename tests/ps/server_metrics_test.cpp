@@ -20,6 +20,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/server.h"
+#include "ps/server/server_listen.h"
 #include "server_metrics_support.h"
 
 namespace gradwire::ps {
@@ -90,6 +91,16 @@ TEST(ServerMetricsCounts, CausesAndCallsAsCounted) {
   EXPECT_EQ(sample_value(text, "gradwire_ps_step_wait_seconds_count{table=\"emb\"}"), 1);
   // Only Batch comes over a channel: no series of other methods there.
   EXPECT_EQ(text.find("method=\"CreateTable\",transport=\"channel\""), std::string::npos);
+}
+
+TEST(ServerMetricsCounts, BeyondLoopbackTheEndpointIsNamedExposed) {
+  EXPECT_EQ(metrics_exposure_warning("127.0.0.1:9400"), "");
+  EXPECT_EQ(metrics_exposure_warning("[::1]:9400"), "");
+  EXPECT_EQ(metrics_exposure_warning("localhost:9400"), "");
+  const std::string warning = metrics_exposure_warning("0.0.0.0:9400");
+  EXPECT_NE(warning.find("serving metrics on 0.0.0.0 without a token"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("--metrics PORT"), std::string::npos);
 }
 
 TEST(ServerMetrics, AServerCountsItsCallsOnBothTransports) {

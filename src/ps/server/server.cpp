@@ -323,7 +323,10 @@ std::vector<std::unique_ptr<Server>> start_servers(const std::vector<ServerOptio
   std::map<std::string, std::shared_ptr<MetricsPublisher>> publishers;
   for (const ServerOptions& one : resolved) {
     if (!one.metrics_listen.empty() && publishers.count(one.metrics_listen) == 0) {
-      publishers[one.metrics_listen] = std::make_shared<MetricsPublisher>(one.metrics_listen);
+      const auto publisher = std::make_shared<MetricsPublisher>(one.metrics_listen);
+      const std::string warning = metrics_exposure_warning(publisher->address());
+      if (!warning.empty()) std::cerr << warning << std::endl;
+      publishers[one.metrics_listen] = publisher;
     }
   }
   std::vector<std::unique_ptr<Server>> servers;

@@ -62,4 +62,13 @@ std::string plaintext_warning(const ListenAddress& address, bool tls) {
          "127.0.0.1 on a trusted host.";
 }
 
+std::string metrics_exposure_warning(const std::string& address) {
+  const ListenAddress parsed = parse_listen_address(address);
+  if (is_loopback(parsed)) return "";
+  return "gradwire-ps-server: warning: serving metrics on " + parsed.host +
+         " without a token: anyone who reaches port " + std::to_string(parsed.port) +
+         " reads the table names and the load (nothing can be changed there). Serve them on "
+         "127.0.0.1 (--metrics PORT) unless the network is trusted.";
+}
+
 }  // namespace gradwire::ps

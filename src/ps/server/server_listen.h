@@ -25,4 +25,9 @@ bool is_loopback(const ListenAddress& address);
 // the address is loopback.
 std::string plaintext_warning(const ListenAddress& address, bool tls);
 
+// The one line a server prints on stderr when its metrics endpoint (bound at `address`,
+// "HOST:PORT") listens beyond loopback: anyone who reaches it reads the table names and the load,
+// without a token. Empty on loopback.
+std::string metrics_exposure_warning(const std::string& address);
+
 }  // namespace gradwire::ps
