@@ -106,14 +106,19 @@ inline constexpr Setting kBenchLauncherCores{
     "GRADWIRE_BENCH_LAUNCHER_CORES", "integer", "unset: the hardware threads",
     "gradwire-bench (set for its own rank processes)",
     "Internal: the cores the benchmark's launcher saw, passed to its ranks"};
+inline constexpr Setting kTimeline{
+    "GRADWIRE_TIMELINE", "path (trace.json)", "unset: no timeline",
+    "common (timeline::start_from_env, for ranks and servers)",
+    "Each process writes its timeline to <path>.d/<process>.json; gradwire-trace merge joins them "
+    "(docs/timeline.md)"};
 
 // Every declaration above, in the order of docs/configuration.md.
-inline constexpr std::array<const Setting*, 21> kAll = {
+inline constexpr std::array<const Setting*, 22> kAll = {
     &kTimeout,   &kRendezvousTimeout, &kBackend,    &kShmSlotBytes,  &kShmStreamingBytes,
     &kBucketCapMb, &kFirstBucketMb,
     &kHostId,    &kPsAddrs,           &kToken,      &kJobToken,      &kTlsRoots,
     &kPsSharedMemory, &kElasticId,    &kElasticMin, &kElasticMax,    &kElasticInitial,
-    &kBoundCpus, &kMalloc,            &kBenchMalloc, &kBenchLauncherCores};
+    &kBoundCpus, &kMalloc,            &kBenchMalloc, &kBenchLauncherCores, &kTimeline};
 
 // GRADWIRE_TIMEOUT from `env` (ConfigError naming it when malformed), else kDefaultTimeout.
 std::chrono::milliseconds timeout(const EnvMap& env);

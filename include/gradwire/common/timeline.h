@@ -1,0 +1,243 @@
+// The timeline: a trace of what this process spent its time on, written in the Chrome trace event
+// format that Perfetto (ui.perfetto.dev) and chrome://tracing open (docs/timeline.md).
+//
+// One process writes one file; `gradwire-trace merge` joins the files of a job into one trace,
+// one process track per rank and server, and shifts each file by its clock offset. Recording is
+// process-wide (a trace is a process's, as its file is): start() or start_from_env() once, then
+// any thread records spans, instants and counters; stop() (also run at exit) closes the file.
+//
+// Cost: when no timeline runs, each recording call is one relaxed atomic load and a branch
+// (enabled()); a Span or AsyncSpan does nothing more. When one runs, an event is copied into the
+// calling thread's buffer (no lock, no allocation); a thread writes its buffer to the file as
+// one chunk when it is full or when a second has passed since its last write, and flush() writes
+// every thread's. So a process killed by SIGKILL leaves a file that ends with the chunks written
+// before (at most about a second of each thread's events lost), which merge reads.
+//
+// Strings: an event's name and string args are copied (up to kTextBytes in all, cut beyond);
+// categories and arg keys are not: pass string literals (or strings that outlive the process).
+//
+// Thread safety: every function may be called from any thread. A Span belongs to the thread that
+// made it; an AsyncSpan may be ended on another thread (e.g. a bucket's allreduce, launched in an
+// autograd hook and waited for by the training thread).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace gradwire {
+class EnvMap;
+}
+
+namespace gradwire::timeline {
+
+// The bytes an event keeps for its copied name and string args.
+inline constexpr size_t kTextBytes = 160;
+// The most args an event carries (more are dropped).
+inline constexpr size_t kMaxArgs = 6;
+// The bytes of one buffered event (a Span holds one).
+inline constexpr size_t kEventBytes = 384;
+
+// One key and value of an event's "args" (bytes, algorithm, table, transport, ...).
+struct Arg {
+  enum class Kind : uint8_t { kInt, kUint, kDouble, kBool, kText };
+
+  template <typename T,
+            std::enable_if_t<
+                std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  Arg(const char* key_, T value) : key(key_), kind(Kind::kInt), int_value(value) {}
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && std::is_unsigned_v<T> &&
+                                             !std::is_same_v<T, bool>,
+                                         int> = 0>
+  Arg(const char* key_, T value) : key(key_), kind(Kind::kUint), uint_value(value) {}
+  Arg(const char* key_, double value) : key(key_), kind(Kind::kDouble), double_value(value) {}
+  Arg(const char* key_, bool value) : key(key_), kind(Kind::kBool), int_value(value ? 1 : 0) {}
+  Arg(const char* key_, std::string_view value) : key(key_), kind(Kind::kText), text(value) {}
+  Arg(const char* key_, const char* value) : Arg(key_, std::string_view(value)) {}
+  Arg(const char* key_, const std::string& value) : Arg(key_, std::string_view(value)) {}
+
+  const char* key;  // a literal: not copied
+  Kind kind;
+  union {
+    int64_t int_value = 0;
+    uint64_t uint_value;
+    double double_value;
+  };
+  std::string_view text;  // kText: copied when the event is recorded
+};
+
+using Args = std::initializer_list<Arg>;
+
+namespace detail {
+// Whether a timeline runs; read on every recording call (relaxed).
+extern std::atomic<bool> g_enabled;
+}  // namespace detail
+
+// Whether a timeline runs in this process: the one branch of a call when none does.
+inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+
+// The timeline's clock (steady, CLOCK_MONOTONIC) in nanoseconds. Events are stamped with it.
+int64_t now_ns();
+
+// --- Starting and stopping -------------------------------------------------------------------
+
+struct StartOptions {
+  // Events a thread buffers before writing them as one chunk.
+  size_t events_per_chunk = 1024;
+  // A thread that records an event this long after its last write writes its buffer.
+  int64_t flush_interval_ns = 1'000'000'000;
+};
+
+// Starts the timeline of this process, writing `path` (created or truncated; its directory is
+// created) with the process track named `process_label` ("rank 3", "ps server 1", "bench").
+// A timeline already running is stopped first. Throws gradwire::Error naming the path when the
+// file cannot be created. Registers stop() to run at exit.
+void start(const std::string& path, const std::string& process_label, StartOptions options = {});
+
+// The file of one process under GRADWIRE_TIMELINE=`timeline_path` (pure): the folder
+// "<timeline_path>.d" holds one file per process, named after its label: "rank 3" ->
+// "<timeline_path>.d/rank-3.json", "ps server 1" -> "server-1.json", other labels with
+// characters outside [A-Za-z0-9_.-] replaced by '-'. A restarted process (restart > 0) writes
+// "rank-3.restart-2.json", so its earlier incarnation's file stays.
+std::string process_file(const std::string& timeline_path, const std::string& process_label,
+                         int restart = 0);
+
+// Starts the timeline when GRADWIRE_TIMELINE is set in `env`: process_file(value, label,
+// TORCHELASTIC_RESTART_COUNT). Returns the file written, nullopt when the variable is unset or
+// empty (nothing starts). Throws as start() does.
+std::optional<std::string> start_from_env(const EnvMap& env, const std::string& process_label);
+
+// Writes every thread's buffered events to the file (blocking file I/O). No-op when off.
+void flush();
+
+// Flushes, ends the file's JSON array and closes it. Later events are dropped. Idempotent.
+void stop();
+
+// The file being written, empty when off.
+std::string current_path();
+
+// --- Recording -------------------------------------------------------------------------------
+
+// A complete event (ph "X") on the calling thread's track: [start_ns, end_ns] of now_ns().
+void complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
+              Args args = {});
+
+// Where an instant event is drawn: on its thread's track, across its process or the whole trace.
+enum class Scope : char { kThread = 't', kProcess = 'p', kGlobal = 'g' };
+
+// An instant event (ph "i") now: restarts, timeouts, checkpoints taken.
+void instant(std::string_view name, const char* category, Args args = {},
+             Scope scope = Scope::kProcess);
+
+// A counter sample (ph "C") now: each arg (numeric) is one series of the counter `name`.
+void counter(std::string_view name, Args values);
+
+// Names the calling thread's track (thread_name metadata): "ddp hooks", "progress". A thread
+// that never names itself is named after its system name (pthread_getname_np).
+void name_thread(std::string_view name);
+
+// A span on the calling thread's track from construction to destruction (RAII):
+//   { timeline::Span span("allreduce", "comm", {{"bytes", n}}); ...; span.arg({"algorithm", a}); }
+// Spans of one thread must nest. Does nothing when no timeline runs at construction.
+class Span {
+ public:
+  Span(std::string_view name, const char* category, Args args = {});
+  ~Span() { end(); }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+  // Adds an arg (known only later: the algorithm chosen, the bytes received).
+  void arg(const Arg& value);
+  // Ends the span now (the destructor then does nothing).
+  void end();
+
+  bool active() const { return start_ns_ >= 0; }
+
+ private:
+  int64_t start_ns_ = -1;
+  alignas(8) unsigned char event_[kEventBytes];  // the event being built, when active
+};
+
+// A span that starts in one place and ends in another, maybe on another thread: an async event
+// pair (ph "b" / "e", one id) that Perfetto draws on a track of its own under the process, so
+// that it may overlap the thread's spans. Movable; ended by end() or destruction.
+class AsyncSpan {
+ public:
+  AsyncSpan() = default;
+  AsyncSpan(std::string_view name, const char* category, Args args = {});
+  ~AsyncSpan() { end(); }
+  AsyncSpan(AsyncSpan&& other) noexcept;
+  AsyncSpan& operator=(AsyncSpan&& other) noexcept;
+  AsyncSpan(const AsyncSpan&) = delete;
+  AsyncSpan& operator=(const AsyncSpan&) = delete;
+
+  void end(Args args = {});
+  bool active() const { return id_ != 0; }
+
+ private:
+  uint64_t id_ = 0;
+  const char* category_ = nullptr;
+  uint8_t name_size_ = 0;
+  char name_[63] = {};  // the end event's name (cut at 63 bytes)
+};
+
+// --- Clocks ----------------------------------------------------------------------------------
+//
+// Each file records the offset that turns its timestamps into the job's clock: at start, the
+// process's wall clock minus its steady clock (processes of one host agree exactly, hosts as
+// well as their wall clocks do); once measured, the offset against the reference process
+// (rank 0), whose own job clock is its steady clock plus its start-time offset (job_clock_ns()).
+
+// One round trip to the reference: this process's clock when it asked, the reference's job
+// clock when it answered, this process's clock when the answer arrived (all nanoseconds).
+struct ClockSample {
+  int64_t local_send_ns = 0;
+  int64_t reference_ns = 0;
+  int64_t local_receive_ns = 0;
+};
+
+struct ClockOffset {
+  int64_t offset_ns = 0;  // reference = local + offset_ns
+  int64_t error_ns = 0;   // at most this far off: half the round trip of the sample used
+};
+
+// Cristian's estimate (pure): from the sample of the shortest round trip, the reference's time
+// taken at the middle of it. nullopt when `samples` is empty or every sample is inconsistent
+// (receive before send).
+std::optional<ClockOffset> estimate_clock_offset(const std::vector<ClockSample>& samples);
+
+// Offsets from one barrier every process leaves at nearly the same moment (pure): each
+// process's local clock when it left; offsets put every process on process 0's clock. Coarser
+// than round trips (the error is the barrier's release skew) but needs one store round.
+std::vector<int64_t> offsets_from_barrier(const std::vector<int64_t>& local_exit_ns);
+
+// Measures this process's offset against a reference: calls `reference_now_ns` (a round trip
+// that returns the reference's job_clock_ns()) `rounds` times and estimates. Blocks as the
+// callback does. nullopt when rounds < 1.
+template <typename ReferenceNow>
+std::optional<ClockOffset> measure_clock_offset(ReferenceNow&& reference_now_ns, int rounds) {
+  std::vector<ClockSample> samples;
+  for (int i = 0; i < rounds; ++i) {
+    ClockSample sample;
+    sample.local_send_ns = now_ns();
+    sample.reference_ns = reference_now_ns();
+    sample.local_receive_ns = now_ns();
+    samples.push_back(sample);
+  }
+  return estimate_clock_offset(samples);
+}
+
+// This process's job clock: now_ns() plus its current offset (its start-time offset until
+// set_clock_offset()). The reference answers round trips with it.
+int64_t job_clock_ns();
+
+// Records a measured offset (reference = local + offset) in the file, for merge. `source` says
+// against what ("rank 0 through the store"). No-op when off.
+void set_clock_offset(const ClockOffset& offset, std::string_view source);
+
+}  // namespace gradwire::timeline

@@ -1,0 +1,33 @@
+// Clock offsets between processes (pure; gradwire/common/timeline.h, Clocks).
+#include <limits>
+
+#include "gradwire/common/timeline.h"
+
+namespace gradwire::timeline {
+
+std::optional<ClockOffset> estimate_clock_offset(const std::vector<ClockSample>& samples) {
+  const ClockSample* best = nullptr;
+  int64_t best_round_trip = std::numeric_limits<int64_t>::max();
+  for (const ClockSample& sample : samples) {
+    const int64_t round_trip = sample.local_receive_ns - sample.local_send_ns;
+    if (round_trip < 0 || round_trip >= best_round_trip) continue;
+    best = &sample;
+    best_round_trip = round_trip;
+  }
+  if (best == nullptr) return std::nullopt;
+  // The reference read its clock somewhere in the round trip: assume the middle.
+  const int64_t middle = best->local_send_ns + best_round_trip / 2;
+  ClockOffset offset;
+  offset.offset_ns = best->reference_ns - middle;
+  offset.error_ns = (best_round_trip + 1) / 2;
+  return offset;
+}
+
+std::vector<int64_t> offsets_from_barrier(const std::vector<int64_t>& local_exit_ns) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(local_exit_ns.size());
+  for (int64_t local : local_exit_ns) offsets.push_back(local_exit_ns.front() - local);
+  return offsets;
+}
+
+}  // namespace gradwire::timeline

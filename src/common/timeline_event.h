@@ -1,0 +1,58 @@
+// Internal: the timeline's buffered event and its JSON line (pure). An Event is a fixed-size,
+// trivially copyable record: what a thread appends to its buffer without allocating
+// (gradwire/common/timeline.h), later written as one line of the Chrome trace event format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gradwire/common/timeline.h"
+
+namespace gradwire::timeline {
+
+struct ArgSlot {
+  const char* key;
+  union {
+    int64_t int_value;
+    uint64_t uint_value;
+    double double_value;
+  };
+  Arg::Kind kind;
+  uint8_t text_offset;  // kText: where its bytes are in Event::text
+  uint8_t text_size;
+};
+
+struct Event {
+  int64_t ts_ns;
+  int64_t dur_ns;  // 'X'
+  uint64_t id;     // 'b', 'e'
+  int32_t tid;
+  char phase;  // 'X', 'i', 'C', 'b', 'e', 'M'
+  char scope;  // 'i': 't', 'p', 'g'
+  uint8_t arg_count;
+  uint8_t text_used;  // bytes of `text` taken: the name first, then string args
+  const char* category;
+  uint8_t name_size;
+  ArgSlot args[kMaxArgs];
+  char text[kTextBytes];
+
+  // Starts an event: its phase, name (copied, cut to what fits) and category.
+  void reset(char phase, std::string_view name, const char* category);
+  // Copies `arg` in (its text cut to what is left; dropped beyond kMaxArgs).
+  void add(const Arg& arg);
+  void add(Args args) {
+    for (const Arg& arg : args) add(arg);
+  }
+  std::string_view name() const { return {text, name_size}; }
+};
+
+// Appends `text` to `out` as a JSON string (quotes included), escaping what JSON requires;
+// bytes of a cut UTF-8 sequence and other invalid bytes become U+FFFD.
+void append_json_string(std::string& out, std::string_view text);
+
+// Appends the event as one JSON object (no newline) with "pid": `pid`; ts and dur in
+// microseconds with three decimals.
+void append_event_json(std::string& out, const Event& event, int64_t pid);
+
+}  // namespace gradwire::timeline

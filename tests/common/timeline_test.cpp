@@ -1,0 +1,323 @@
+// The timeline recorder (gradwire/common/timeline.h): its files are Chrome trace JSON, one track
+// per thread, spans across threads, nothing when off, clock offsets.
+#include "gradwire/common/timeline.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/timeline_event.h"
+#include "gradwire/common/env.h"
+#include "gradwire/common/settings.h"
+
+namespace gradwire::timeline {
+namespace timeline_test {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "gradwire-timeline-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    stop();
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// The events of a file that may still be open: one per line after its '[' or ','.
+std::vector<json> read_lines(const std::string& path) {
+  std::vector<json> events;
+  std::istringstream lines(read_text(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line == "]" || line.empty()) continue;
+    events.push_back(json::parse(line.substr(1)));
+  }
+  return events;
+}
+
+std::vector<json> with_phase(const json& events, const std::string& phase) {
+  std::vector<json> found;
+  for (const json& event : events) {
+    if (event["ph"] == phase) found.push_back(event);
+  }
+  return found;
+}
+
+TEST(Timeline, WritesAChromeTraceArray) {
+  TempDir dir;
+  const std::string path = dir.path + "/sub/rank-0.json";
+  start(path, "rank 0");
+  ASSERT_TRUE(enabled());
+  EXPECT_EQ(current_path(), path);
+  name_thread("trainer");
+  {
+    Span span("allreduce", "comm", {{"bytes", 4096}, {"algorithm", "ring"}});
+    span.arg({"ok", true});
+  }
+  const int64_t begin = now_ns();
+  complete("forward \"quoted\"\n", "ddp", begin, begin + 2500, {{"ratio", 0.5}, {"n", 3u}});
+  instant("restart", "launch", {{"incarnation", 2}});
+  counter("pending bytes", {{"bytes", 100}});
+  stop();
+  EXPECT_FALSE(enabled());
+  EXPECT_EQ(current_path(), "");
+
+  const json trace = json::parse(read_text(path));  // closed: one valid JSON array
+  ASSERT_TRUE(trace.is_array());
+  const auto metadata = with_phase(trace, "M");
+  std::map<std::string, std::string> names;
+  for (const json& event : metadata) {
+    if (event["args"].contains("name")) names[event["name"]] = event["args"]["name"];
+  }
+  EXPECT_EQ(names["process_name"], "rank 0");
+  EXPECT_EQ(names["thread_name"], "trainer");
+
+  const auto spans = with_phase(trace, "X");
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0]["name"], "allreduce");
+  EXPECT_EQ(spans[0]["cat"], "comm");
+  EXPECT_EQ(spans[0]["args"]["bytes"], 4096);
+  EXPECT_EQ(spans[0]["args"]["algorithm"], "ring");
+  EXPECT_EQ(spans[0]["args"]["ok"], true);
+  EXPECT_GE(spans[0]["dur"].get<double>(), 0.0);
+  EXPECT_EQ(spans[1]["name"], "forward \"quoted\"\n");
+  EXPECT_DOUBLE_EQ(spans[1]["dur"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(spans[1]["ts"].get<double>(),
+                   static_cast<double>(begin / 1000) + static_cast<double>(begin % 1000) / 1000);
+  EXPECT_EQ(spans[1]["args"]["ratio"], 0.5);
+  EXPECT_EQ(spans[1]["args"]["n"], 3);
+  EXPECT_EQ(spans[0]["pid"], spans[1]["pid"]);
+  EXPECT_EQ(spans[0]["tid"], spans[1]["tid"]);
+
+  const auto instants = with_phase(trace, "i");
+  ASSERT_EQ(instants.size(), 1u);
+  EXPECT_EQ(instants[0]["s"], "p");
+  EXPECT_EQ(instants[0]["args"]["incarnation"], 2);
+  const auto counters = with_phase(trace, "C");
+  ASSERT_EQ(counters.size(), 1u);
+  EXPECT_EQ(counters[0]["args"]["bytes"], 100);
+}
+
+TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
+  TempDir dir;
+  const std::string path = dir.path + "/threads.json";
+  StartOptions options;
+  options.events_per_chunk = 64;  // many chunks per thread
+  start(path, "rank 1", options);
+  constexpr int kThreads = 4;
+  constexpr int kEvents = 1000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      name_thread("worker " + std::to_string(t));
+      for (int i = 0; i < kEvents; ++i) {
+        Span span("step", "test", {{"thread", t}, {"i", i}});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();  // they exit before the process
+  stop();
+
+  const json trace = json::parse(read_text(path));
+  std::map<int, std::set<int>> steps_by_tid;  // tid -> the i of its spans
+  std::map<int, int> thread_of_tid;
+  for (const json& event : with_phase(trace, "X")) {
+    const int tid = event["tid"];
+    steps_by_tid[tid].insert(event["args"]["i"].get<int>());
+    const int thread = event["args"]["thread"];
+    EXPECT_EQ(thread_of_tid.emplace(tid, thread).first->second, thread) << "one track per thread";
+  }
+  ASSERT_EQ(steps_by_tid.size(), static_cast<size_t>(kThreads));
+  for (const auto& [tid, steps] : steps_by_tid) EXPECT_EQ(steps.size(), size_t{kEvents}) << tid;
+  std::set<std::string> thread_names;
+  for (const json& event : with_phase(trace, "M")) {
+    if (event["name"] == "thread_name" && thread_of_tid.count(event["tid"].get<int>()) != 0) {
+      thread_names.insert(event["args"]["name"].get<std::string>());
+    }
+  }
+  EXPECT_TRUE(thread_names.count("worker 0") && thread_names.count("worker 3"));
+}
+
+TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
+  TempDir dir;
+  const std::string path = dir.path + "/async.json";
+  start(path, "rank 0");
+  AsyncSpan first("bucket 0 allreduce", "ddp", {{"bytes", 1 << 20}});
+  AsyncSpan second("bucket 1 allreduce", "ddp");
+  AsyncSpan moved = std::move(second);
+  EXPECT_FALSE(second.active());
+  std::thread finisher([&] {
+    first.end({{"waited", true}});
+    moved.end();
+  });
+  finisher.join();
+  stop();
+
+  const json trace = json::parse(read_text(path));
+  const auto begins = with_phase(trace, "b");
+  const auto ends = with_phase(trace, "e");
+  ASSERT_EQ(begins.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NE(begins[0]["id"], begins[1]["id"]);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(begins[i]["id"], ends[i]["id"]);
+    EXPECT_EQ(begins[i]["name"], ends[i]["name"]);
+    EXPECT_EQ(ends[i]["cat"], "ddp");
+    EXPECT_NE(begins[i]["tid"], ends[i]["tid"]) << "ended on the finisher's thread";
+    EXPECT_LE(begins[i]["ts"].get<double>(), ends[i]["ts"].get<double>());
+  }
+  EXPECT_EQ(begins[0]["args"]["bytes"], 1 << 20);
+  EXPECT_EQ(ends[0]["args"]["waited"], true);
+}
+
+TEST(Timeline, OffRecordsNothingAndWritesNoFile) {
+  TempDir dir;
+  stop();
+  EXPECT_FALSE(enabled());
+  EXPECT_EQ(start_from_env(EnvMap{}, "rank 0"), std::nullopt);
+  EXPECT_EQ(start_from_env(EnvMap({{settings::kTimeline.name, ""}}), "rank 0"), std::nullopt);
+  EXPECT_FALSE(enabled());
+  {
+    Span span("nothing", "test");
+    EXPECT_FALSE(span.active());
+    AsyncSpan async("nothing", "test");
+    EXPECT_FALSE(async.active());
+  }
+  complete("nothing", "test", 0, 1);
+  instant("nothing", "test");
+  flush();
+  EXPECT_EQ(current_path(), "");
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+TEST(Timeline, FlushWritesWhatABufferHolds) {
+  TempDir dir;
+  const std::string path = dir.path + "/flush.json";
+  start(path, "ps server 1");
+  instant("checkpoint", "ps", {{"table", "embeddings"}});
+  std::vector<json> events = read_lines(path);
+  EXPECT_TRUE(with_phase(events, "i").empty()) << "still in the thread's buffer";
+  flush();
+  events = read_lines(path);
+  ASSERT_EQ(with_phase(events, "i").size(), 1u);
+  EXPECT_EQ(with_phase(events, "i")[0]["args"]["table"], "embeddings");
+  EXPECT_EQ(read_text(path).find("\n]"), std::string::npos) << "not closed before stop()";
+}
+
+TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
+  TempDir dir;
+  const std::string trace = dir.path + "/trace.json";
+  const auto first = start_from_env(EnvMap({{settings::kTimeline.name, trace}}), "rank 3");
+  ASSERT_EQ(first, trace + ".d/rank-3.json");
+  instant("started", "test");
+  const auto second = start_from_env(
+      EnvMap({{settings::kTimeline.name, trace}, {"TORCHELASTIC_RESTART_COUNT", "2"}}), "rank 3");
+  ASSERT_EQ(second, trace + ".d/rank-3.restart-2.json");
+  instant("restarted", "test");
+  stop();
+  const json before = json::parse(read_text(*first));  // closed by the second start
+  const json after = json::parse(read_text(*second));
+  ASSERT_EQ(with_phase(before, "i").size(), 1u);
+  ASSERT_EQ(with_phase(after, "i").size(), 1u);
+  EXPECT_EQ(with_phase(after, "i")[0]["name"], "restarted");
+}
+
+TEST(Timeline, ProcessFileNames) {
+  EXPECT_EQ(process_file("/t/trace.json", "rank 3"), "/t/trace.json.d/rank-3.json");
+  EXPECT_EQ(process_file("trace.json", "ps server 1"), "trace.json.d/server-1.json");
+  EXPECT_EQ(process_file("trace.json", "bench/conductor"), "trace.json.d/bench-conductor.json");
+  EXPECT_EQ(process_file("trace.json", ""), "trace.json.d/process.json");
+  EXPECT_EQ(process_file("trace.json", "rank 0", 1), "trace.json.d/rank-0.restart-1.json");
+}
+
+TEST(TimelineEvent, CutAndOddTextStaysValidJson) {
+  Event event;
+  std::string name = "x";
+  for (int i = 0; i < 100; ++i) name += "\xc3\xa9";  // é, cut in the middle by the name's cap
+  event.reset('X', name, "cat");
+  event.add({"bad", std::string_view("\xff\x01\"x", 4)});
+  event.add({"long", std::string(400, 'a')});
+  for (int i = 0; i < 10; ++i) event.add({"n", i});
+  EXPECT_EQ(event.arg_count, kMaxArgs);
+  std::string line;
+  append_event_json(line, event, 42);
+  const json parsed = json::parse(line);
+  EXPECT_EQ(parsed["pid"], 42);
+  EXPECT_EQ(parsed["args"]["bad"], "\xef\xbf\xbd\x01\"x");
+  EXPECT_LE(parsed["args"]["long"].get<std::string>().size(), kTextBytes);
+  const std::string cut = parsed["name"];
+  // "x", 39 é and the first byte of the 40th, which becomes U+FFFD (3 bytes).
+  EXPECT_EQ(cut.size(), 1 + 78 + 3u);
+}
+
+TEST(TimelineClock, CristiansEstimateUsesTheShortestRoundTrip) {
+  EXPECT_EQ(estimate_clock_offset({}), std::nullopt);
+  EXPECT_EQ(estimate_clock_offset({{100, 0, 50}}), std::nullopt);
+  // Reference = local + 5000; the second sample's round trip (20) is the shortest.
+  const auto offset =
+      estimate_clock_offset({{0, 5000 + 40, 100}, {200, 5000 + 210, 220}, {300, 5000 + 390, 400}});
+  ASSERT_TRUE(offset);
+  EXPECT_EQ(offset->offset_ns, 5000);
+  EXPECT_EQ(offset->error_ns, 10);
+  // An asymmetric trip is off by at most the error.
+  const auto skewed = estimate_clock_offset({{0, -7000 + 2, 10}});
+  ASSERT_TRUE(skewed);
+  EXPECT_LE(std::abs(skewed->offset_ns - -7000), skewed->error_ns);
+}
+
+TEST(TimelineClock, MeasuringAgainstAFakeReference) {
+  constexpr int64_t kOffset = 123'456'789;
+  const auto offset = measure_clock_offset([] { return now_ns() + kOffset; }, 5);
+  ASSERT_TRUE(offset);
+  EXPECT_LE(std::abs(offset->offset_ns - kOffset), offset->error_ns + 1);
+  EXPECT_EQ(measure_clock_offset([] { return int64_t{0}; }, 0), std::nullopt);
+}
+
+TEST(TimelineClock, BarrierOffsetsPutEveryoneOnProcessZerosClock) {
+  EXPECT_EQ(offsets_from_barrier({1000, 400, 2500}), (std::vector<int64_t>{0, 600, -1500}));
+}
+
+TEST(TimelineClock, TheFileRecordsTheOffsets) {
+  TempDir dir;
+  const std::string path = dir.path + "/clock.json";
+  start(path, "rank 1");
+  const int64_t at_start = job_clock_ns() - now_ns();
+  set_clock_offset({-42, 7}, "rank 0 through the store");
+  EXPECT_NEAR(static_cast<double>(job_clock_ns() - now_ns()), -42.0, 1e6);
+  stop();
+  std::vector<json> clocks;
+  for (const json& event : with_phase(json::parse(read_text(path)), "M")) {
+    if (event["name"] == "gradwire_clock") clocks.push_back(event["args"]);
+  }
+  ASSERT_EQ(clocks.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(clocks[0]["offset_ns"].get<int64_t>()),
+              static_cast<double>(at_start), 1e6);
+  EXPECT_EQ(clocks[1]["offset_ns"], -42);
+  EXPECT_EQ(clocks[1]["error_ns"], 7);
+  EXPECT_EQ(clocks[1]["source"], "rank 0 through the store");
+}
+
+}  // namespace timeline_test
+}  // namespace gradwire::timeline
