@@ -1,0 +1,146 @@
+// gradwire-trace merge (tools/gradwire_trace/merge.h) on small inputs: truncated files, clock
+// offsets, pids and async ids per process.
+#include "gradwire_trace/merge.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gradwire::trace {
+namespace merge_test {
+
+using nlohmann::json;
+
+// A process file as the recorder writes it: the clock offset, then `lines` (without their
+// leading comma), closed or not.
+std::string process_text(const std::string& label, int64_t offset_ns,
+                         const std::vector<std::string>& lines, bool closed) {
+  std::string text =
+      R"([{"ph":"M","name":"process_name","pid":77,"tid":0,"args":{"name":")" + label + "\"}}\n";
+  text += R"(,{"ph":"M","name":"gradwire_clock","pid":77,"tid":0,"args":{"offset_ns":)" +
+          std::to_string(offset_ns) + R"(,"error_ns":0,"source":"test"}})" + "\n";
+  for (const std::string& line : lines) text += "," + line + "\n";
+  if (closed) text += "]\n";
+  return text;
+}
+
+std::vector<json> named(const json& trace, const std::string& name) {
+  std::vector<json> found;
+  for (const json& event : trace["traceEvents"]) {
+    if (event["name"] == name) found.push_back(event);
+  }
+  return found;
+}
+
+TEST(TraceMerge, ATruncatedFileKeepsItsWholeLines) {
+  std::string text =
+      process_text("rank 2", 0,
+                   {R"({"ph":"X","name":"a","cat":"t","pid":77,"tid":5,"ts":10.000,"dur":1.000})",
+                    R"({"ph":"X","name":"b","cat":"t","pid":77,"tid":5,"ts":12.000,"dur":1.000})"},
+                   false);
+  text += R"(,{"ph":"X","name":"c","cat":"t","pid":77,"ti)";  // SIGKILL mid-line
+  const ProcessTrace process = parse_process_trace(text, "rank-2.json");
+  EXPECT_FALSE(process.closed);
+  EXPECT_EQ(process.dropped_lines, 1u);
+  EXPECT_EQ(process.label, "rank 2");
+  EXPECT_TRUE(process.has_clock);
+  ASSERT_EQ(process.events.size(), 3u);  // process_name, a, b
+  MergeSummary summary;
+  const json trace = merge_traces({process}, &summary);
+  EXPECT_EQ(summary.unclosed, 1u);
+  EXPECT_EQ(summary.dropped_lines, 1u);
+  ASSERT_EQ(named(trace, "a").size(), 1u);
+  EXPECT_DOUBLE_EQ(named(trace, "a")[0]["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(named(trace, "b")[0]["ts"].get<double>(), 2.0);
+  EXPECT_EQ(named(trace, "a")[0]["pid"], 1);
+  EXPECT_EQ(named(trace, "a")[0]["tid"], 5);
+}
+
+TEST(TraceMerge, TwoProcessesWithAKnownOffsetLandOnOneClock) {
+  // The same moment: rank 1's steady clock reads 1000 µs less than rank 0's job clock (its
+  // offset is 1 ms larger). Both record an event at job time 5000 µs.
+  const std::string rank0 = process_text(
+      "rank 0", 0,
+      {R"({"ph":"X","name":"allreduce","cat":"comm","pid":77,"tid":1,"ts":5000.5,"dur":10})"},
+      true);
+  const std::string rank1 = process_text(
+      "rank 1", 1'000'000,
+      {R"({"ph":"X","name":"allreduce","cat":"comm","pid":77,"tid":1,"ts":4000.5,"dur":10})",
+       R"({"ph":"i","name":"timeout","cat":"comm","pid":77,"tid":1,"ts":4500,"s":"p"})"},
+      true);
+  // Given in the wrong order: rank 0 still gets pid 1.
+  MergeSummary summary;
+  const json trace = merge_traces(
+      {parse_process_trace(rank1, "b.json"), parse_process_trace(rank0, "a.json")}, &summary);
+  EXPECT_EQ(summary.processes, 2u);
+  EXPECT_EQ(summary.unclosed, 0u);
+  const auto allreduces = named(trace, "allreduce");
+  ASSERT_EQ(allreduces.size(), 2u);
+  EXPECT_EQ(allreduces[0]["pid"], 1);
+  EXPECT_EQ(allreduces[1]["pid"], 2);
+  EXPECT_DOUBLE_EQ(allreduces[0]["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(allreduces[1]["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(named(trace, "timeout")[0]["ts"].get<double>(), 499.5);
+  const auto names = named(trace, "process_name");
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0]["args"]["name"], "rank 0");
+  EXPECT_EQ(names[0]["pid"], 1);
+  EXPECT_EQ(names[1]["args"]["name"], "rank 1");
+  EXPECT_EQ(named(trace, "process_sort_index")[1]["args"]["sort_index"], 2);
+  EXPECT_TRUE(named(trace, "gradwire_clock").empty());
+}
+
+TEST(TraceMerge, AsyncIdsAreRenumberedPerProcess) {
+  const std::vector<std::string> lines = {
+      R"({"ph":"b","name":"bucket","cat":"ddp","pid":77,"tid":1,"ts":1,"id":1})",
+      R"({"ph":"e","name":"bucket","cat":"ddp","pid":77,"tid":2,"ts":2,"id":1})"};
+  const json trace =
+      merge_traces({parse_process_trace(process_text("rank 0", 0, lines, true), "a"),
+                    parse_process_trace(process_text("rank 1", 0, lines, true), "b")});
+  const auto buckets = named(trace, "bucket");
+  ASSERT_EQ(buckets.size(), 4u);
+  EXPECT_EQ(buckets[0]["id"], buckets[1]["id"]);
+  EXPECT_EQ(buckets[2]["id"], buckets[3]["id"]);
+  EXPECT_NE(buckets[0]["id"], buckets[2]["id"]);
+}
+
+TEST(TraceMerge, ProcessesAreOrderedRanksThenServersThenOthers) {
+  std::vector<ProcessOrder> orders = {process_order("bench"), process_order("ps server 0"),
+                                      process_order("rank 10"), process_order("rank 2")};
+  std::sort(orders.begin(), orders.end());
+  EXPECT_EQ(orders[0].label, "rank 2");
+  EXPECT_EQ(orders[1].label, "rank 10");
+  EXPECT_EQ(orders[2].label, "ps server 0");
+  EXPECT_EQ(orders[3].label, "bench");
+  EXPECT_EQ(process_order("rank x").group, 2);
+}
+
+TEST(TraceMerge, AFileWithoutMetadataIsNamedAfterItself) {
+  const ProcessTrace process = parse_process_trace(
+      R"([{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":1}])", "/tmp/x/server-3.json");
+  EXPECT_EQ(process.label, "server-3");
+  EXPECT_FALSE(process.has_clock);
+  EXPECT_EQ(process.events.size(), 1u);
+  EXPECT_EQ(parse_process_trace("", "empty.json").events.size(), 0u);
+}
+
+TEST(TraceMerge, FoldersListTheirJsonFiles) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gradwire-merge-XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  for (const char* name : {"rank-1.json", "rank-0.json", "notes.txt"}) {
+    std::ofstream(dir + "/" + name) << "[]\n";
+  }
+  const auto files = list_trace_files({dir, "/elsewhere/server-0.json"});
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0], dir + "/rank-0.json");
+  EXPECT_EQ(files[1], dir + "/rank-1.json");
+  EXPECT_EQ(files[2], "/elsewhere/server-0.json");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace merge_test
+}  // namespace gradwire::trace

@@ -1,0 +1,67 @@
+// gradwire-trace: the timelines of a job's processes (docs/timeline.md).
+//
+//   gradwire-trace merge OUT FILE|DIR...
+//       joins the process files (GRADWIRE_TIMELINE=trace.json writes them to trace.json.d/) into
+//       one trace OUT that Perfetto and chrome://tracing open, each process on the job's clock.
+//
+// Exit status: 0 on success (files of killed processes included: their unclosed arrays and cut
+// last lines are reported); 1 when a file cannot be read or no file is given; 2 for usage errors.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
+#include "gradwire_trace/merge.h"
+
+namespace {
+
+int run_merge(const std::string& out, const std::vector<std::string>& inputs) {
+  const std::vector<std::string> files = gradwire::trace::list_trace_files(inputs);
+  if (files.empty()) {
+    std::fprintf(stderr, "gradwire-trace: no *.json files in %s\n", inputs.front().c_str());
+    return 1;
+  }
+  std::vector<gradwire::trace::ProcessTrace> processes;
+  for (const std::string& file : files) {
+    processes.push_back(gradwire::trace::read_process_trace(file));
+    const gradwire::trace::ProcessTrace& process = processes.back();
+    if (!process.closed || process.dropped_lines > 0) {
+      std::fprintf(stderr, "gradwire-trace: %s (%s) %s%s\n", file.c_str(), process.label.c_str(),
+                   process.closed ? "" : "was not closed (the process was killed?)",
+                   process.dropped_lines > 0 ? ", a cut line dropped" : "");
+    }
+  }
+  gradwire::trace::MergeSummary summary;
+  const nlohmann::json trace = gradwire::trace::merge_traces(std::move(processes), &summary);
+  gradwire::prepare_output_file(out, "trace");
+  gradwire::write_file_atomically(out, trace.dump() + "\n", "trace");
+  std::printf("wrote %s: %zu processes, %zu events\n", out.c_str(), summary.processes,
+              summary.events);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gradwire-trace: the timelines of a job's processes (docs/timeline.md)"};
+  app.require_subcommand(1);
+  std::string out;
+  std::vector<std::string> inputs;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Join process timeline files (or folders of them) into one Chrome trace");
+  merge->add_option("OUT", out, "The merged trace to write (JSON)")->required();
+  merge->add_option("INPUTS", inputs, "Process files, or folders of *.json files")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;
+  }
+  try {
+    return run_merge(out, inputs);
+  } catch (const gradwire::Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+}
