@@ -341,25 +341,22 @@ std::string current_path() {
 
 // --- Recording -------------------------------------------------------------------------------
 
-void complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
-              Args args) {
-  if (!enabled()) return;
+void detail::record_complete(std::string_view name, const char* category, int64_t start_ns,
+                             int64_t end_ns, Args args) {
   Event event;
   event.reset('X', name, category);
   event.add(args);
   publish(event, start_ns, std::max<int64_t>(end_ns - start_ns, 0), 0, 't');
 }
 
-void instant(std::string_view name, const char* category, Args args, Scope scope) {
-  if (!enabled()) return;
+void detail::record_instant(std::string_view name, const char* category, Args args, Scope scope) {
   Event event;
   event.reset('i', name, category);
   event.add(args);
   publish(event, now_ns(), 0, 0, static_cast<char>(scope));
 }
 
-void counter(std::string_view name, Args values) {
-  if (!enabled()) return;
+void detail::record_counter(std::string_view name, Args values) {
   Event event;
   event.reset('C', name, nullptr);
   event.add(values);
@@ -377,8 +374,7 @@ void name_thread(std::string_view name) {
   buffer->owner->write_metadata(event);
 }
 
-Span::Span(std::string_view name, const char* category, Args args) {
-  if (!enabled()) return;
+void Span::begin(std::string_view name, const char* category, Args args) {
   Event* event = new (event_) Event;
   event->reset('X', name, category);
   event->add(args);
@@ -389,15 +385,13 @@ void Span::arg(const Arg& value) {
   if (active()) std::launder(reinterpret_cast<Event*>(event_))->add(value);
 }
 
-void Span::end() {
-  if (!active()) return;
+void Span::finish() {
   const int64_t end_ns = now_ns();
   publish(*std::launder(reinterpret_cast<Event*>(event_)), start_ns_, end_ns - start_ns_, 0, 't');
   start_ns_ = -1;
 }
 
-AsyncSpan::AsyncSpan(std::string_view name, const char* category, Args args) {
-  if (!enabled()) return;
+void AsyncSpan::begin(std::string_view name, const char* category, Args args) {
   id_ = g_next_async_id.fetch_add(1, std::memory_order_relaxed);
   category_ = category;
   name_size_ = static_cast<uint8_t>(std::min(name.size(), sizeof name_));
@@ -421,8 +415,7 @@ AsyncSpan& AsyncSpan::operator=(AsyncSpan&& other) noexcept {
   return *this;
 }
 
-void AsyncSpan::end(Args args) {
-  if (id_ == 0) return;
+void AsyncSpan::finish(Args args) {
   Event event;
   event.reset('e', std::string_view(name_, name_size_), category_);
   event.add(args);

@@ -7,11 +7,12 @@
 // any thread records spans, instants and counters; stop() (also run at exit) closes the file.
 //
 // Cost: when no timeline runs, each recording call is one relaxed atomic load and a branch
-// (enabled()); a Span or AsyncSpan does nothing more. When one runs, an event is copied into the
-// calling thread's buffer (no lock, no allocation); a thread writes its buffer to the file as
-// one chunk when it is full or when a second has passed since its last write, and flush() writes
-// every thread's. So a process killed by SIGKILL leaves a file that ends with the chunks written
-// before (at most about a second of each thread's events lost), which merge reads.
+// (enabled(), inline); a Span or AsyncSpan does nothing more. The args of a call are built
+// before it (a few stores): where even that matters, test enabled() first. When one runs, an event
+// is copied into the calling thread's buffer (no lock, no allocation); a thread writes its buffer
+// to the file as one chunk when it is full or when a second has passed since its last write, and
+// flush() writes every thread's. So a process killed by SIGKILL leaves a file that ends with the
+// chunks written before (at most about a second of each thread's events lost), which merge reads.
 //
 // Strings: an event's name and string args are copied (up to kTextBytes in all, cut beyond);
 // categories and arg keys are not: pass string literals (or strings that outlive the process).
@@ -73,9 +74,16 @@ struct Arg {
 
 using Args = std::initializer_list<Arg>;
 
+enum class Scope : char;
+
 namespace detail {
 // Whether a timeline runs; read on every recording call (relaxed).
 extern std::atomic<bool> g_enabled;
+// The recording calls behind the inline checks below.
+void record_complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
+                     Args args);
+void record_instant(std::string_view name, const char* category, Args args, Scope scope);
+void record_counter(std::string_view name, Args values);
 }  // namespace detail
 
 // Whether a timeline runs in this process: the one branch of a call when none does.
@@ -124,18 +132,24 @@ std::string current_path();
 // --- Recording -------------------------------------------------------------------------------
 
 // A complete event (ph "X") on the calling thread's track: [start_ns, end_ns] of now_ns().
-void complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
-              Args args = {});
+inline void complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
+                     Args args = {}) {
+  if (enabled()) detail::record_complete(name, category, start_ns, end_ns, args);
+}
 
 // Where an instant event is drawn: on its thread's track, across its process or the whole trace.
 enum class Scope : char { kThread = 't', kProcess = 'p', kGlobal = 'g' };
 
 // An instant event (ph "i") now: restarts, timeouts, checkpoints taken.
-void instant(std::string_view name, const char* category, Args args = {},
-             Scope scope = Scope::kProcess);
+inline void instant(std::string_view name, const char* category, Args args = {},
+                    Scope scope = Scope::kProcess) {
+  if (enabled()) detail::record_instant(name, category, args, scope);
+}
 
 // A counter sample (ph "C") now: each arg (numeric) is one series of the counter `name`.
-void counter(std::string_view name, Args values);
+inline void counter(std::string_view name, Args values) {
+  if (enabled()) detail::record_counter(name, values);
+}
 
 // Names the calling thread's track (thread_name metadata): "ddp hooks", "progress". A thread
 // that never names itself is named after its system name (pthread_getname_np).
@@ -146,7 +160,9 @@ void name_thread(std::string_view name);
 // Spans of one thread must nest. Does nothing when no timeline runs at construction.
 class Span {
  public:
-  Span(std::string_view name, const char* category, Args args = {});
+  Span(std::string_view name, const char* category, Args args = {}) {
+    if (enabled()) begin(name, category, args);
+  }
   ~Span() { end(); }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
@@ -154,11 +170,16 @@ class Span {
   // Adds an arg (known only later: the algorithm chosen, the bytes received).
   void arg(const Arg& value);
   // Ends the span now (the destructor then does nothing).
-  void end();
+  void end() {
+    if (active()) finish();
+  }
 
   bool active() const { return start_ns_ >= 0; }
 
  private:
+  void begin(std::string_view name, const char* category, Args args);
+  void finish();
+
   int64_t start_ns_ = -1;
   alignas(8) unsigned char event_[kEventBytes];  // the event being built, when active
 };
@@ -169,17 +190,24 @@ class Span {
 class AsyncSpan {
  public:
   AsyncSpan() = default;
-  AsyncSpan(std::string_view name, const char* category, Args args = {});
+  AsyncSpan(std::string_view name, const char* category, Args args = {}) {
+    if (enabled()) begin(name, category, args);
+  }
   ~AsyncSpan() { end(); }
   AsyncSpan(AsyncSpan&& other) noexcept;
   AsyncSpan& operator=(AsyncSpan&& other) noexcept;
   AsyncSpan(const AsyncSpan&) = delete;
   AsyncSpan& operator=(const AsyncSpan&) = delete;
 
-  void end(Args args = {});
+  void end(Args args = {}) {
+    if (active()) finish(args);
+  }
   bool active() const { return id_ != 0; }
 
  private:
+  void begin(std::string_view name, const char* category, Args args);
+  void finish(Args args);
+
   uint64_t id_ = 0;
   const char* category_ = nullptr;
   uint8_t name_size_ = 0;
