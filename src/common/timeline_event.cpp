@@ -2,6 +2,7 @@
 #include "common/timeline_event.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -72,33 +73,40 @@ size_t utf8_sequence(std::string_view text, size_t i) {
   return length;
 }
 
+template <typename Integer>
+void append_integer(std::string& out, Integer value) {
+  char buffer[24];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, result.ptr);
+}
+
 void append_microseconds(std::string& out, int64_t ns) {
-  char buffer[40];
-  const char* sign = ns < 0 ? "-" : "";
+  if (ns < 0) out += '-';
   const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  std::snprintf(buffer, sizeof buffer, "%s%" PRIu64 ".%03" PRIu64, sign, magnitude / 1000,
-                magnitude % 1000);
-  out += buffer;
+  append_integer(out, magnitude / 1000);
+  const unsigned fraction = static_cast<unsigned>(magnitude % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
+                          static_cast<char>('0' + fraction / 10 % 10),
+                          static_cast<char>('0' + fraction % 10)};
+  out.append(digits, 4);
 }
 
 void append_arg_value(std::string& out, const Event& event, const ArgSlot& slot) {
   char buffer[40];
   switch (slot.kind) {
     case Arg::Kind::kInt:
-      std::snprintf(buffer, sizeof buffer, "%" PRId64, slot.int_value);
-      out += buffer;
+      append_integer(out, slot.int_value);
       return;
     case Arg::Kind::kUint:
-      std::snprintf(buffer, sizeof buffer, "%" PRIu64, slot.uint_value);
-      out += buffer;
+      append_integer(out, slot.uint_value);
       return;
     case Arg::Kind::kDouble:
       if (!std::isfinite(slot.double_value)) {
         out += "null";
         return;
       }
-      std::snprintf(buffer, sizeof buffer, "%.17g", slot.double_value);
-      out += buffer;
+      // The shortest text that reads back as the same double.
+      out.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, slot.double_value).ptr);
       return;
     case Arg::Kind::kBool:
       out += slot.int_value != 0 ? "true" : "false";
@@ -114,6 +122,16 @@ void append_arg_value(std::string& out, const Event& event, const ArgSlot& slot)
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   for (size_t i = 0; i < text.size();) {
+    // A run of bytes that need no escape, appended at once.
+    size_t run = i;
+    while (run < text.size()) {
+      const unsigned char b = static_cast<unsigned char>(text[run]);
+      if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') break;
+      ++run;
+    }
+    out.append(text.data() + i, run - i);
+    i = run;
+    if (i == text.size()) break;
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       const size_t length = utf8_sequence(text, i);
@@ -157,7 +175,6 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 void append_event_json(std::string& out, const Event& event, int64_t pid) {
-  char buffer[64];
   out += "{\"ph\":\"";
   out += event.phase;
   out += "\",\"name\":";
@@ -166,8 +183,10 @@ void append_event_json(std::string& out, const Event& event, int64_t pid) {
     out += ",\"cat\":";
     append_json_string(out, event.category);
   }
-  std::snprintf(buffer, sizeof buffer, ",\"pid\":%" PRId64 ",\"tid\":%" PRId32, pid, event.tid);
-  out += buffer;
+  out += ",\"pid\":";
+  append_integer(out, pid);
+  out += ",\"tid\":";
+  append_integer(out, event.tid);
   if (event.phase != 'M') {
     out += ",\"ts\":";
     append_microseconds(out, event.ts_ns);
@@ -180,8 +199,8 @@ void append_event_json(std::string& out, const Event& event, int64_t pid) {
     out += event.scope;
     out += '"';
   } else if (event.phase == 'b' || event.phase == 'e') {
-    std::snprintf(buffer, sizeof buffer, ",\"id\":%" PRIu64, event.id);
-    out += buffer;
+    out += ",\"id\":";
+    append_integer(out, event.id);
   }
   if (event.arg_count > 0) {
     out += ",\"args\":{";
