@@ -34,7 +34,8 @@ gradwire_add_test(ps_fault_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/fault_restart_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
-  LABELS ps)
+  LABELS ps
+  COSTS FaultRestart=20)
 target_compile_definitions(ps_fault_test PRIVATE
   GRADWIRE_RUN_PATH="$<TARGET_FILE:gradwire-run>"
   GRADWIRE_PS_SERVER_PATH="$<TARGET_FILE:gradwire-ps-server>"

@@ -5,6 +5,7 @@
 # -D EXECUTABLE=... the test executable   -D CTEST_FILE=... the file to write
 # -D WORKING_DIRECTORY=...                -D LABELS=a,b (may be empty)
 # -D SECONDS_PER_TEST=...                 a suite's TIMEOUT is this times its number of tests
+# -D COSTS=Suite=seconds,... (optional)   the COST of those suites (tests/CMakeLists.txt)
 execute_process(COMMAND "${EXECUTABLE}" --gtest_list_tests
   OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE result TIMEOUT 60)
 if(NOT result EQUAL 0)
@@ -27,6 +28,7 @@ foreach(line IN LISTS lines)
 endforeach()
 
 string(REPLACE "," ";" labels "${LABELS}")
+string(REPLACE "," ";" costs "${COSTS}")
 set(text "# Written by tests/support/gtest_suites.cmake from ${EXECUTABLE} --gtest_list_tests.\n")
 foreach(suite IN LISTS suites)
   math(EXPR timeout "${SECONDS_PER_TEST} * ${count_${suite}}")
@@ -39,6 +41,11 @@ foreach(suite IN LISTS suites)
   if(labels)
     string(APPEND text " LABELS [==[${labels}]==]")
   endif()
+  foreach(cost IN LISTS costs)
+    if(cost MATCHES "^(.+)=([0-9]+)$" AND CMAKE_MATCH_1 STREQUAL suite)
+      string(APPEND text " COST ${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
   string(APPEND text ")\n")
 endforeach()
 file(WRITE "${CTEST_FILE}" "${text}")
