@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -158,6 +160,54 @@ TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
     }
   }
   EXPECT_TRUE(thread_names.count("worker 0") && thread_names.count("worker 3"));
+}
+
+TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {
+  TempDir dir;
+  const std::string path = dir.path + "/racing.json";
+  StartOptions options;
+  options.events_per_chunk = 50;
+  options.flush_interval_ns = 100'000;  // chunks by time as well as by size
+  start(path, "rank 0", options);
+  constexpr int kThreads = 3;
+  constexpr int kEvents = 4000;
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&running] {
+      for (int i = 0; i < kEvents; ++i) complete("step", "test", now_ns(), now_ns(), {{"i", i}});
+      running--;
+    });
+  }
+  while (running > 0) flush();  // Note [timeline buffers]: flush() beside the owners' chunks
+  for (std::thread& thread : threads) thread.join();
+  stop();
+  std::map<int, std::multiset<int>> steps_by_tid;
+  for (const json& event : with_phase(json::parse(read_text(path)), "X")) {
+    steps_by_tid[event["tid"].get<int>()].insert(event["args"]["i"].get<int>());
+  }
+  ASSERT_EQ(steps_by_tid.size(), size_t{kThreads});
+  for (const auto& [tid, steps] : steps_by_tid) {
+    ASSERT_EQ(steps.size(), size_t{kEvents}) << tid;
+    for (int i = 0; i < kEvents; ++i) ASSERT_EQ(steps.count(i), 1u) << tid << " " << i;
+  }
+}
+
+TEST(Timeline, ASpanOutlivingTheTimelineIsDropped) {
+  TempDir dir;
+  const std::string path = dir.path + "/late.json";
+  start(path, "rank 0");
+  auto span = std::make_unique<Span>("late", "test");
+  AsyncSpan async("late async", "test");
+  EXPECT_TRUE(span->active());
+  stop();
+  span.reset();
+  async.end();
+  complete("after", "test", 0, 1);
+  const json trace = json::parse(read_text(path));
+  EXPECT_TRUE(with_phase(trace, "X").empty());
+  EXPECT_EQ(with_phase(trace, "b").size(), 1u);
+  EXPECT_TRUE(with_phase(trace, "e").empty());
 }
 
 TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
