@@ -424,10 +424,12 @@ void AsyncSpan::finish(Args args) {
 
 // --- Clocks ----------------------------------------------------------------------------------
 
-int64_t job_clock_ns() {
+int64_t clock_offset_ns() {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  return now_ns() + (recorder != nullptr ? recorder->offset_ns() : wall_minus_steady_ns());
+  return recorder != nullptr ? recorder->offset_ns() : wall_minus_steady_ns();
 }
+
+int64_t job_clock_ns() { return now_ns() + clock_offset_ns(); }
 
 void set_clock_offset(const ClockOffset& offset, std::string_view source) {
   if (Recorder* recorder = g_recorder.load(std::memory_order_acquire)) {

@@ -1,5 +1,6 @@
 // Clock offsets between processes (pure; gradwire/common/timeline.h, Clocks).
 #include <limits>
+#include <string>
 
 #include "gradwire/common/timeline.h"
 
@@ -28,6 +29,32 @@ std::vector<int64_t> offsets_from_barrier(const std::vector<int64_t>& local_exit
   offsets.reserve(local_exit_ns.size());
   for (int64_t local : local_exit_ns) offsets.push_back(local_exit_ns.front() - local);
   return offsets;
+}
+
+ClockOffset sync_clock_through_store(ClockStore& store, const std::string& prefix, int rank,
+                                     int world_size, int rounds) {
+  const auto key = [&](int who, const char* what, int round) {
+    return prefix + "/" + std::to_string(who) + "/" + what + "/" + std::to_string(round);
+  };
+  if (rank == 0) {
+    for (int other = 1; other < world_size; ++other) {
+      for (int round = 0; round < rounds; ++round) {
+        store.get(key(other, "ask", round));
+        store.set(key(other, "answer", round), std::to_string(job_clock_ns()));
+      }
+    }
+    return ClockOffset{clock_offset_ns(), 0};
+  }
+  const std::optional<ClockOffset> offset = measure_clock_offset(
+      [&, round = 0]() mutable {
+        store.set(key(rank, "ask", round), "");
+        const std::string answer = store.get(key(rank, "answer", round++));
+        return static_cast<int64_t>(std::stoll(answer));
+      },
+      rounds);
+  if (!offset) return ClockOffset{clock_offset_ns(), 0};
+  set_clock_offset(*offset, "rank 0 through the store");
+  return *offset;
 }
 
 }  // namespace gradwire::timeline

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -347,6 +349,54 @@ TEST(TimelineClock, MeasuringAgainstAFakeReference) {
 
 TEST(TimelineClock, BarrierOffsetsPutEveryoneOnProcessZerosClock) {
   EXPECT_EQ(offsets_from_barrier({1000, 400, 2500}), (std::vector<int64_t>{0, 600, -1500}));
+}
+
+// A store in memory, as the ranks' threads share it; answers to rank 2 pass through a clock
+// `skew_ns` ahead, as if rank 0 lived on another host.
+class MemoryClockStore : public ClockStore {
+ public:
+  explicit MemoryClockStore(int64_t skew_ns) : skew_ns_(skew_ns) {}
+  void set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    values_[key] = key.find("/2/answer/") != std::string::npos
+                       ? std::to_string(std::stoll(value) + skew_ns_)
+                       : value;
+    changed_.notify_all();
+  }
+  std::string get(const std::string& key) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return values_.count(key) != 0; });
+    return values_[key];
+  }
+
+ private:
+  const int64_t skew_ns_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+};
+
+TEST(TimelineClock, OffsetsMeasuredThroughTheStore) {
+  stop();  // no timeline: the offsets are not recorded, and the wall clock stands in for rank 0's
+  constexpr int64_t kSkew = 7'000'000;
+  MemoryClockStore store(kSkew);
+  constexpr int kWorld = 3;
+  std::vector<ClockOffset> offsets(kWorld);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    ranks.emplace_back([&, rank] {
+      offsets[rank] = sync_clock_through_store(store, "gradwire/timeline/clock/0", rank, kWorld, 4);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  // One process, one clock: rank 1 finds rank 0's offset, rank 2 that plus the skew.
+  const int64_t reference = clock_offset_ns();
+  // (The wall clock is read afresh by each call: allow it a millisecond of steps.)
+  EXPECT_LE(std::abs(offsets[0].offset_ns - reference), 1'000'000);
+  EXPECT_EQ(offsets[0].error_ns, 0);
+  EXPECT_LE(std::abs(offsets[1].offset_ns - reference), offsets[1].error_ns + 1'000'000);
+  EXPECT_LE(std::abs(offsets[2].offset_ns - (reference + kSkew)), offsets[2].error_ns + 1'000'000);
+  EXPECT_LT(offsets[2].error_ns, 50'000'000) << "the shortest of 4 round trips in memory";
 }
 
 TEST(TimelineClock, TheFileRecordsTheOffsets) {

@@ -260,9 +260,30 @@ std::optional<ClockOffset> measure_clock_offset(ReferenceNow&& reference_now_ns,
   return estimate_clock_offset(samples);
 }
 
+// The two store operations the measurement below needs; comm adapts its c10d store to it.
+class ClockStore {
+ public:
+  virtual ~ClockStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Blocks until `key` is set (the store's timeout applies; its error propagates).
+  virtual std::string get(const std::string& key) = 0;
+};
+
+// Measures every process's offset against rank 0 through the store (a collective: every rank of
+// the world calls it once, with the same `prefix`, unique to this measurement). Rank 0 answers
+// each other rank's `rounds` round trips in turn with its job_clock_ns(): rank r sets
+// "<prefix>/<r>/ask/<k>" and waits for "<prefix>/<r>/answer/<k>". Each rank records its offset
+// (set_clock_offset, "rank 0 through the store") when a timeline runs, and returns it; rank 0's
+// is its own (error 0). Blocks for (world_size - 1) * rounds round trips at rank 0.
+ClockOffset sync_clock_through_store(ClockStore& store, const std::string& prefix, int rank,
+                                     int world_size, int rounds = 5);
+
 // This process's job clock: now_ns() plus its current offset (its start-time offset until
 // set_clock_offset()). The reference answers round trips with it.
 int64_t job_clock_ns();
+
+// The offset job_clock_ns() adds to now_ns().
+int64_t clock_offset_ns();
 
 // Records a measured offset (reference = local + offset) in the file, for merge. `source` says
 // against what ("rank 0 through the store"). No-op when off.
