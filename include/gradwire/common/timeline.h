@@ -9,17 +9,19 @@
 // Cost: when no timeline runs, each recording call is one relaxed atomic load and a branch
 // (enabled(), inline); a Span or AsyncSpan does nothing more. The args of a call are built
 // before it (a few stores): where even that matters, test enabled() first. When one runs, an event
-// is copied into the calling thread's buffer (no lock, no allocation); a thread writes its buffer
-// to the file as one chunk when it is full or when a second has passed since its last write, and
-// flush() writes every thread's. So a process killed by SIGKILL leaves a file that ends with the
-// chunks written before (at most about a second of each thread's events lost), which merge reads.
+// is copied into the calling thread's buffer (no lock, no allocation but a thread's first event,
+// which allocates its buffer); a thread formats and writes its buffer to the file as one chunk
+// (blocking file I/O on that thread) when it is full or when a second has passed since its last
+// write, and flush() writes every thread's. So a process killed by SIGKILL leaves a file that ends
+// with the chunks written before (at most about a second of each thread's events lost), which merge
+// reads.
 //
 // Strings: an event's name and string args are copied (up to kTextBytes in all, cut beyond);
 // categories and arg keys are not: pass string literals (or strings that outlive the process).
 //
 // Thread safety: every function may be called from any thread. A Span belongs to the thread that
 // made it; an AsyncSpan may be ended on another thread (e.g. a bucket's allreduce, launched in an
-// autograd hook and waited for by the training thread).
+// autograd hook and waited for by the training thread), by one thread at a time.
 #pragma once
 
 #include <atomic>
