@@ -15,8 +15,10 @@ namespace gradwire {
 
 // Blocks like init(): resolves the world from `options` and `env`, refuses an unknown backend
 // name, connects the store (in process for a world of one, else rank 0 hosts a TCPStore), joins
-// the peers, resolves options.backend with the store, builds the world communicator. Throws the
-// errors init() documents. Thread safe: touches no process-wide state.
+// the peers, resolves options.backend with the store, builds the world communicator, and when
+// this process records a timeline puts its clock on rank 0's (Note [timeline clocks] in
+// world.cpp). Throws the errors init() documents. Thread safe: touches no process-wide state but
+// the timeline's clock offset.
 std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& env);
 
 // The same on a store that is already connected (an elastic generation's prefix of the job

@@ -16,6 +16,7 @@
 #include "comm/core/c10d_adapter.h"
 #include "comm/core/rendezvous.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 
 namespace gradwire {
 
@@ -52,6 +53,41 @@ c10::intrusive_ptr<c10d::Store> make_store(const WorldInfo& info,
   return connect_store(info, timeout);
 }
 
+// The job's store as the timeline's clock measurement needs it.
+class TimelineClockStore : public timeline::ClockStore {
+ public:
+  explicit TimelineClockStore(c10d::Store& store) : store_(store) {}
+  void set(const std::string& key, const std::string& value) override {
+    store_.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
+  std::string get(const std::string& key) override {
+    const std::vector<uint8_t> value = store_.get(key);
+    return std::string(value.begin(), value.end());
+  }
+
+ private:
+  c10d::Store& store_;
+};
+
+// Note [timeline clocks]: init() starts the rank's timeline (GRADWIRE_TIMELINE, docs/timeline.md)
+// before the rendezvous, and afterwards puts its clock on rank 0's through the store, so that
+// merged traces of several hosts line up. Every rank says whether it records; the measurement (a
+// collective with rank 0 answering) runs only when all do, so a variable set on some ranks only
+// costs nothing but the one flag each, and no rank waits for one that does not take part.
+void align_timeline_clock(c10d::Store& store, const WorldInfo& info) {
+  if (info.world_size == 1) return;
+  const std::string prefix = "gradwire/timeline/";
+  store.set(prefix + "records/" + std::to_string(info.rank),
+            std::vector<uint8_t>{static_cast<uint8_t>(timeline::enabled() ? '1' : '0')});
+  if (!timeline::enabled()) return;
+  for (int r = 0; r < info.world_size; ++r) {
+    const std::vector<uint8_t> records = store.get(prefix + "records/" + std::to_string(r));
+    if (records.empty() || records[0] != '1') return;  // keeps the wall-clock offset
+  }
+  TimelineClockStore clocks(store);
+  timeline::sync_clock_through_store(clocks, prefix + "clock", info.rank, info.world_size);
+}
+
 }  // namespace
 
 std::string world_of_one_notice() {
@@ -64,7 +100,9 @@ std::unique_ptr<World> connect_world(const InitOptions& options, const EnvMap& e
   WorldInfo info = resolve_world(options, env);
   check_backend_name(options, env);
   auto store = make_store(info, *resolve(options, env).rendezvous_timeout);
-  return connect_world_on_store(std::move(store), std::move(info), options, env);
+  auto world = connect_world_on_store(store, std::move(info), options, env);
+  align_timeline_clock(*store, world->info());
+  return world;
 }
 
 std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> store, WorldInfo info,
@@ -96,6 +134,7 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const EnvMap env = EnvMap::from_process();
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
+  if (!timeline::enabled()) timeline::start_from_env(env, "rank " + std::to_string(info.rank));
   resolve(options, env);  // bad timeouts are reported before a bad thread count
   at::set_num_threads(
       resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));

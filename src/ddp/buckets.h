@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gradwire/common/timeline.h"
 #include "gradwire/ddp/comm_hook.h"
 #include "gradwire/ddp/ddp.h"
 
@@ -18,6 +19,7 @@ struct Bucket {
   std::vector<size_t> members;           // parameter indices, in buffer order
   size_t pending = 0;                    // members not yet ready this iteration
   std::shared_ptr<BucketFuture> future;  // set once launched
+  timeline::AsyncSpan span;              // launch to reduction, when a timeline runs
 };
 
 // Where a parameter's gradient lives.

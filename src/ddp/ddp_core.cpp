@@ -9,6 +9,7 @@
 #include "coalesced.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/settings.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ddp/join.h"
 #include "join_participant.h"
@@ -104,6 +105,7 @@ class DdpCore::Impl {
   // which a joined rank mirrors in this order: round, rebuild, buffers.
   void before_forward() {
     forward_start_ = Clock::now();
+    forward_start_ns_ = timeline::enabled() ? timeline::now_ns() : 0;
     const bool sync = synchronising();
     const bool broadcasts = !forward_buffers_.empty() && comm_->size() > 1;
     JoinParticipant::ForwardPlan plan{/*buffer_root=*/0, /*divisor=*/comm_->size()};
@@ -115,6 +117,10 @@ class DdpCore::Impl {
 
   void after_forward(const std::vector<at::Tensor>& outputs, bool outputs_known) {
     double forward_s = std::chrono::duration<double>(Clock::now() - forward_start_).count();
+    if (timeline::enabled() && forward_start_ns_ > 0) {
+      timeline::complete("forward", "ddp", forward_start_ns_, timeline::now_ns(),
+                         {{"sync", synchronising()}});
+    }
     if (synchronising()) {
       reducer_->arm(outputs, outputs_known, forward_s, divisor_);
     } else {
@@ -162,6 +168,7 @@ class DdpCore::Impl {
   int divisor_ = 1;                        // of the iteration the last forward started
   bool sync_ = true;
   Clock::time_point forward_start_;
+  int64_t forward_start_ns_ = 0;  // timeline::now_ns(), when a timeline runs
 };
 
 DdpCore::DdpCore(torch::nn::Module& module, std::shared_ptr<Communicator> comm, DdpOptions options)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 
 namespace gradwire::ddp {
 namespace {
@@ -234,6 +235,7 @@ void Reducer::on_grad_ready(size_t index) {
   if (state_ == State::kIdle) return;  // no_sync, or a backward DDP was not armed for
   if (state_ == State::kArmed) {
     transition(State::kArmed, State::kReducing);
+    backward_start_ns_ = timeline::enabled() ? timeline::now_ns() : 0;
     std::weak_ptr<Reducer> weak = weak_from_this();
     at_backward_end([weak] {
       if (auto self = weak.lock()) self->finalize();
@@ -300,7 +302,19 @@ void Reducer::launch_next_bucket() {
   Bucket& bucket = layout_.buckets[next_to_launch_];
   record(DdpEventKind::kBucketLaunched, next_to_launch_);
   timer_.launched(Clock::now());
-  bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  if (timeline::enabled()) {
+    // From the bucket's launch (in the default schedule: the moment it is full) to its reduction.
+    const std::string hook = options_.comm_hook->name();
+    bucket.span = timeline::AsyncSpan(
+        "bucket " + std::to_string(next_to_launch_), "ddp",
+        {{"bucket", next_to_launch_},
+         {"bytes", static_cast<int64_t>(bucket.grads.buffer.nbytes())},
+         {"hook", hook}});
+    timeline::Span launch("comm hook", "ddp", {{"hook", hook}});
+    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  } else {
+    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+  }
   ++next_to_launch_;
 }
 
@@ -326,6 +340,9 @@ void Reducer::finalize_locked() {
   at::NoGradGuard no_grad;
   timer_.backward_end(Clock::now());
   record(DdpEventKind::kBackwardEnd, 0);
+  if (timeline::enabled() && backward_start_ns_ > 0) {
+    timeline::complete("backward", "ddp", backward_start_ns_, timeline::now_ns());
+  }
   const bool first_static = options_.static_graph && !static_unused_;
   const bool tracking = tracks_unused();
 
@@ -351,15 +368,18 @@ void Reducer::finalize_locked() {
   if (tracking) globally_used_ = reduce_used_map();
   // Each bucket's gradients are written as soon as it is reduced, while later buckets may still
   // be in flight.
+  timeline::Span waiting("ddp wait", "ddp", {{"buckets", layout_.buckets.size()}});
   for (auto& bucket : layout_.buckets) {
     if (sync) launch_next_bucket();
     at::Tensor result = bucket.future->wait();
     bucket.future.reset();
+    bucket.span.end();
     if (!result.is_same(bucket.grads.buffer)) bucket.grads.buffer.copy_(result);
     if (result_scale_ != 1.0) bucket.grads.buffer.mul_(result_scale_);
     record(DdpEventKind::kBucketReduced, bucket.grads.index);
     write_grads(bucket);
   }
+  waiting.end();
   timer_.reduced(Clock::now());
   if (synced_iterations_ == 0) rebuild_order_ = ready_order_;
   ++synced_iterations_;

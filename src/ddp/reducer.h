@@ -114,6 +114,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> ready_order_;    // this iteration, for the rebuild
   std::vector<size_t> rebuild_order_;  // rank 0's candidate, kept from the first iteration
   int64_t synced_iterations_ = 0;
+  int64_t backward_start_ns_ = 0;  // timeline::now_ns() at the first gradient (timeline on)
   bool rebuilt_ = false;
   IterationTimer timer_;
   std::vector<DdpEvent> events_;

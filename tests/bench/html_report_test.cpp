@@ -81,7 +81,7 @@ TEST(RenderHtmlPageTest, HostileTextIsEscapedEverywhere) {
       << html;
   const nlohmann::json data = nlohmann::json::parse(embedded_data(html));
   EXPECT_EQ(data.at("title"), "Title " + kHostile);
-  EXPECT_EQ(data.at("charts")[0].at("title"), kHostile + ", batch size 32");
+  EXPECT_EQ(data.at("charts")[0].at("title"), "ddp: model " + kHostile + ", batch size 32");
 }
 
 TEST(RenderHtmlPageTest, SelfContainedWithDataAndRenderer) {

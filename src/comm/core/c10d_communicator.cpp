@@ -181,6 +181,7 @@ void C10dCommunicator::check_rank(const char* op, const char* what, int rank) co
 WorkHandle C10dCommunicator::wrap(c10d_adapter::WorkPtr work, std::string description,
                                   std::function<void()> finish, bool collective) const {
   OpContext context{std::move(description), world_ranks_, shared_->peers, shared_->timeout};
+  context.algorithm = shared_->traits.name;
   if (collective && board_) {
     context.sequence = board_->note_issued(context.description);
     context.progress = board_;

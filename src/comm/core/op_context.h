@@ -23,6 +23,7 @@ struct OpContext {
   // for the desync report. Null / 0 otherwise (point to point, creating the backend).
   std::shared_ptr<const ProgressBoard> progress;
   uint64_t sequence = 0;
+  std::string algorithm;  // the backend that runs it ("gloo", "shm", ...); empty: not said
 };
 
 // Builds the gradwire error (TimeoutError, PeerLostError or BackendError) for a backend failure

@@ -46,7 +46,17 @@ C10dWork::C10dWork(c10d_adapter::WorkPtr work, OpContext context, std::function<
     : work_(std::move(work)),
       context_(std::move(context)),
       finish_(std::move(finish)),
-      unfinished_(std::move(unfinished)) {}
+      unfinished_(std::move(unfinished)) {
+  if (timeline::enabled()) {
+    // "allreduce(sum) of 1024 float elements" -> "allreduce"
+    const std::string& what = context_.description;
+    span_ = timeline::AsyncSpan(what.substr(0, what.find_first_of("( ")), "comm",
+                                {{"what", what},
+                                 {"algorithm", context_.algorithm},
+                                 {"ranks", context_.world_ranks.size()},
+                                 {"sequence", context_.sequence}});
+  }
+}
 
 void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -67,10 +77,16 @@ void C10dWork::wait(std::optional<std::chrono::milliseconds> timeout) {
     OpContext context = context_;
     context.default_timeout = limit;
     error_ = translate_failure(e, context);
+    if (timeline::enabled()) {
+      timeline::instant("collective failed", "comm", {{"what", context_.description}},
+                        timeline::Scope::kProcess);
+    }
+    span_.end({{"failed", true}});
     std::rethrow_exception(error_);
   }
   if (finish_) finish_();
   finish_ = nullptr;
+  span_.end();
   work_.reset();
   done_ = true;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "gradwire/common/timeline.h"
 #include "comm/core/c10d_adapter.h"
 #include "gradwire/comm/communicator.h"
 #include "comm/core/op_context.h"
@@ -52,6 +53,7 @@ class C10dWork : public Work {
   std::shared_ptr<UnfinishedWorks> unfinished_;
   bool done_ = false;
   std::exception_ptr error_;
+  timeline::AsyncSpan span_;  // issued to waited, when a timeline runs
 };
 
 // Runs `finish` after `inner` completes (at wait time).
