@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -82,9 +83,14 @@ TEST(Rendezvous, RankZeroStartingLateIsWaitedFor) {
 }
 
 TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
+  // Rank 0 hosts the store: it keeps it until rank 1 has seen its own timeout too (a loaded
+  // machine may deliver rank 1's much later than rank 0's; leaving early made it "peer lost").
+  std::mutex mutex;
+  std::condition_variable changed;
+  int finished = 0;
   testing::run_ranks(
       3,
-      [](int rank, World& w) {
+      [&](int rank, World& w) {
         auto comm = w.communicator();
         if (rank == 2) return;  // never takes part in the split
         try {
@@ -96,8 +102,10 @@ TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
           EXPECT_NE(std::string(e.what()).find("rank(s) 2 of 3 never joined"), std::string::npos)
               << e.what();
         }
-        // Rank 0 hosts the store: keep it until rank 1 has seen its own timeout.
-        if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        std::unique_lock<std::mutex> lock(mutex);
+        ++finished;
+        changed.notify_all();
+        if (rank == 0) changed.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 2; });
       },
       std::chrono::milliseconds(1000));
 }
