@@ -89,13 +89,15 @@ std::string format_value(double value) {
   return text;
 }
 
-std::string escape_label_value(const std::string& value) {
+namespace {
+// The text format escapes backslash and newline, and in label values the double quote too.
+std::string escape(const std::string& value, bool quote) {
   std::string text;
   text.reserve(value.size());
   for (const char c : value) {
     if (c == '\\') {
       text += "\\\\";
-    } else if (c == '"') {
+    } else if (c == '"' && quote) {
       text += "\\\"";
     } else if (c == '\n') {
       text += "\\n";
@@ -105,21 +107,11 @@ std::string escape_label_value(const std::string& value) {
   }
   return text;
 }
+}  // namespace
 
-std::string escape_help(const std::string& help) {
-  std::string text;
-  text.reserve(help.size());
-  for (const char c : help) {
-    if (c == '\\') {
-      text += "\\\\";
-    } else if (c == '\n') {
-      text += "\\n";
-    } else {
-      text += c;
-    }
-  }
-  return text;
-}
+std::string escape_label_value(const std::string& value) { return escape(value, true); }
+
+std::string escape_help(const std::string& help) { return escape(help, false); }
 
 std::string render_text(const std::vector<FamilyValue>& families) {
   std::string text;

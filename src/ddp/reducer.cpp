@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "gradwire/common/error.h"
@@ -302,6 +303,7 @@ void Reducer::launch_next_bucket() {
   Bucket& bucket = layout_.buckets[next_to_launch_];
   record(DdpEventKind::kBucketLaunched, next_to_launch_);
   timer_.launched(Clock::now());
+  std::optional<timeline::Span> launch;  // the comm hook's own time on this thread
   if (timeline::enabled()) {
     // From the bucket's launch (in the default schedule: the moment it is full) to its reduction.
     const std::string hook = options_.comm_hook->name();
@@ -310,11 +312,9 @@ void Reducer::launch_next_bucket() {
         {{"bucket", next_to_launch_},
          {"bytes", static_cast<int64_t>(bucket.grads.buffer.nbytes())},
          {"hook", hook}});
-    timeline::Span launch("comm hook", "ddp", {{"hook", hook}});
-    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
-  } else {
-    bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
+    launch.emplace("comm hook", "ddp", timeline::Args{{"hook", hook}});
   }
+  bucket.future = options_.comm_hook->run(*comm_, bucket.grads);
   ++next_to_launch_;
 }
 
