@@ -76,6 +76,11 @@ struct LaunchOptions {
   // Threads per worker written to OMP_NUM_THREADS when the caller's environment does not set it;
   // nullopt: max(1, hardware cores / nproc_per_node), or with bind_cores the worker's CPU count.
   std::optional<int> threads_per_worker;
+  // The job's merged timeline (docs/timeline.md): every worker and server gets
+  // GRADWIRE_TIMELINE=<this, absolute>, writing its file into <this>.d/; when the job ends
+  // (whatever its outcome) the launcher merges <this>.d/*.json into <this>. Unset:
+  // GRADWIRE_TIMELINE of the launcher's environment, else none (launch::resolve).
+  std::optional<std::string> timeline;
   // Bind each local worker to its own CPUs (mpirun's --bind-to core, DeepSpeed's
   // --bind_cores_to_rank; torchrun does not). The CPUs this process may run on (its own
   // sched_getaffinity mask, ascending) are cut into nproc_per_node disjoint contiguous blocks of
