@@ -11,34 +11,23 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline_merge.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/files.h"
-#include "gradwire_trace/merge.h"
 
 namespace {
 
 int run_merge(const std::string& out, const std::vector<std::string>& inputs) {
-  const std::vector<std::string> files = gradwire::trace::list_trace_files(inputs);
+  const std::vector<std::string> files = gradwire::timeline::list_trace_files(inputs);
   if (files.empty()) {
     std::fprintf(stderr, "gradwire-trace: no *.json files in %s\n", inputs.front().c_str());
     return 1;
   }
-  std::vector<gradwire::trace::ProcessTrace> processes;
-  for (const std::string& file : files) {
-    processes.push_back(gradwire::trace::read_process_trace(file));
-    const gradwire::trace::ProcessTrace& process = processes.back();
-    if (!process.closed || process.dropped_lines > 0) {
-      std::fprintf(stderr, "gradwire-trace: %s (%s) %s%s\n", file.c_str(), process.label.c_str(),
-                   process.closed ? "" : "was not closed (the process was killed?)",
-                   process.dropped_lines > 0 ? ", a cut line dropped" : "");
-    }
+  const gradwire::timeline::MergeReport report = gradwire::timeline::merge_files(files, out);
+  for (const gradwire::timeline::IncompleteFile& file : report.incomplete) {
+    std::fprintf(stderr, "gradwire-trace: %s\n", gradwire::timeline::describe(file).c_str());
   }
-  gradwire::trace::MergeSummary summary;
-  const nlohmann::json trace = gradwire::trace::merge_traces(std::move(processes), &summary);
-  gradwire::prepare_output_file(out, "trace");
-  gradwire::write_file_atomically(out, trace.dump() + "\n", "trace");
-  std::printf("wrote %s: %zu processes, %zu events\n", out.c_str(), summary.processes,
-              summary.events);
+  std::printf("wrote %s: %zu processes, %zu events\n", out.c_str(), report.summary.processes,
+              report.summary.events);
   return 0;
 }
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "gradwire/common/timeline.h"
-#include "gradwire_trace/merge.h"
+#include "common/timeline_merge.h"
 
-namespace gradwire::trace {
+namespace gradwire::timeline {
 namespace crash_test {
 
 namespace fs = std::filesystem;
@@ -102,4 +102,4 @@ TEST(TimelineCrash, KilledProcessLeavesAFileThatMergeReads) {
 }
 
 }  // namespace crash_test
-}  // namespace gradwire::trace
+}  // namespace gradwire::timeline

@@ -1,6 +1,6 @@
-// gradwire-trace merge (tools/gradwire_trace/merge.h) on small inputs: truncated files, clock
+// gradwire-trace merge (src/common/timeline_merge.h) on small inputs: truncated files, clock
 // offsets, pids and async ids per process.
-#include "gradwire_trace/merge.h"
+#include "common/timeline_merge.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace gradwire::trace {
+#include "gradwire/common/error.h"
+
+namespace gradwire::timeline {
 namespace merge_test {
 
 using nlohmann::json;
@@ -109,14 +111,41 @@ TEST(TraceMerge, AsyncIdsAreRenumberedPerProcess) {
 }
 
 TEST(TraceMerge, ProcessesAreOrderedRanksThenServersThenOthers) {
-  std::vector<ProcessOrder> orders = {process_order("bench"), process_order("ps server 0"),
-                                      process_order("rank 10"), process_order("rank 2")};
+  std::vector<ProcessOrder> orders = {process_order("bench"),         process_order("ps server 0"),
+                                      process_order("ps servers 4-7"), process_order("rank 10"),
+                                      process_order("ps server 2"),   process_order("rank 2")};
   std::sort(orders.begin(), orders.end());
   EXPECT_EQ(orders[0].label, "rank 2");
   EXPECT_EQ(orders[1].label, "rank 10");
   EXPECT_EQ(orders[2].label, "ps server 0");
-  EXPECT_EQ(orders[3].label, "bench");
+  EXPECT_EQ(orders[3].label, "ps server 2");
+  EXPECT_EQ(orders[4].label, "ps servers 4-7");
+  EXPECT_EQ(orders[5].label, "bench");
+  EXPECT_EQ(process_order("ps servers 4-7").group, 1);
+  EXPECT_EQ(process_order("ps servers 4-7").index, 4);
   EXPECT_EQ(process_order("rank x").group, 2);
+  EXPECT_EQ(process_order("ps servers x").group, 2);
+}
+
+TEST(TraceMerge, MergeFilesWritesTheTraceAndNamesIncompleteFiles) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gradwire-merge-XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  const std::string line = R"({"ph":"X","name":"a","cat":"t","pid":77,"tid":5,"ts":10,"dur":1})";
+  std::ofstream(dir + "/rank-0.json") << process_text("rank 0", 0, {line}, true);
+  std::ofstream(dir + "/rank-1.json") << process_text("rank 1", 0, {line}, false);
+  const MergeReport report =
+      merge_files({dir + "/rank-0.json", dir + "/rank-1.json"}, dir + "/out/trace.json");
+  EXPECT_EQ(report.summary.processes, 2u);
+  EXPECT_EQ(report.summary.events, 2u);  // one "a" each (process metadata is not counted)
+  ASSERT_EQ(report.incomplete.size(), 1u);
+  EXPECT_EQ(report.incomplete[0].label, "rank 1");
+  EXPECT_EQ(describe(report.incomplete[0]),
+            dir + "/rank-1.json (rank 1) was not closed (the process was killed?)");
+  std::ifstream in(dir + "/out/trace.json");
+  const json trace = json::parse(in);
+  EXPECT_EQ(named(trace, "a").size(), 2u);
+  EXPECT_THROW(merge_files({dir + "/absent.json"}, dir + "/x.json"), Error);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TraceMerge, AFileWithoutMetadataIsNamedAfterItself) {
@@ -143,4 +172,4 @@ TEST(TraceMerge, FoldersListTheirJsonFiles) {
 }
 
 }  // namespace merge_test
-}  // namespace gradwire::trace
+}  // namespace gradwire::timeline

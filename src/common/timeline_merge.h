@@ -1,5 +1,7 @@
-// gradwire-trace's merge (pure but for reading files): the timeline files of a job's processes
-// (gradwire/common/timeline.h, docs/timeline.md) joined into one Chrome trace.
+// The timeline merge (pure but for reading and writing files): the timeline files of a job's
+// processes (gradwire/common/timeline.h, docs/timeline.md) joined into one Chrome trace. Internal
+// to gradwire ("common/timeline_merge.h"): gradwire-trace merge and the launcher
+// (LaunchOptions::timeline) use it.
 //
 // Each process file is a JSON array of trace events, one event per line ("[{...}", ",{...}",
 // then "]" when the process stopped its timeline). A process killed before stopping leaves the
@@ -8,6 +10,8 @@
 // its offset_ns is added to its timestamps), starts the trace at 0, gives each file a pid of its
 // own (ranks first by rank, then servers by index, then the others by label), renumbers async
 // ids per process so that processes cannot share one, and keeps thread ids.
+//
+// Thread safety: no shared state; every function may be called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace gradwire::trace {
+namespace gradwire::timeline {
 
 // One process file as read.
 struct ProcessTrace {
@@ -38,7 +42,9 @@ ProcessTrace read_process_trace(const std::string& path);
 // The files to merge: the arguments, with each folder replaced by its *.json files (sorted).
 std::vector<std::string> list_trace_files(const std::vector<std::string>& paths);
 
-// Where a process goes in the merged trace: ranks by rank, then servers, then by label.
+// Where a process goes in the merged trace: ranks by rank ("rank 3"), then the parameter servers
+// by index ("ps server 2"; a process hosting several, "ps servers 4-7", by its first), then the
+// others by label.
 struct ProcessOrder {
   int group = 2;  // 0 rank, 1 ps server, 2 other
   int64_t index = 0;
@@ -54,8 +60,30 @@ struct MergeSummary {
   size_t dropped_lines = 0;
 };
 
+// A file that merge_files read but that was not whole.
+struct IncompleteFile {
+  std::string file;
+  std::string label;
+  bool closed = false;       // false: the process did not stop its timeline (killed?)
+  size_t dropped_lines = 0;  // lines cut in the middle
+};
+
+// What merge_files did.
+struct MergeReport {
+  MergeSummary summary;
+  std::vector<IncompleteFile> incomplete;  // in the order of `files`
+};
+
+// "FILE (LABEL) was not closed (the process was killed?), a cut line dropped".
+std::string describe(const IncompleteFile& file);
+
 // The merged trace: {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}} with
 // pids 1..N in process_order, process_name and process_sort_index metadata for each.
 nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* summary = nullptr);
 
-}  // namespace gradwire::trace
+// Reads `files`, merges them and writes the trace to `out` (its folder created; written
+// atomically: a reader sees the old file or the whole new one). Throws gradwire::Error naming the
+// file when one cannot be read, or `out` cannot be written.
+MergeReport merge_files(const std::vector<std::string>& files, const std::string& out);
+
+}  // namespace gradwire::timeline

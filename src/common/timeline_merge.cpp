@@ -1,5 +1,5 @@
-// gradwire-trace merge (merge.h).
-#include "gradwire_trace/merge.h"
+// The timeline merge (timeline_merge.h).
+#include "timeline_merge.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,16 +10,17 @@
 #include <sstream>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/files.h"
 
-namespace gradwire::trace {
+namespace gradwire::timeline {
 
 namespace {
 
-constexpr const char* kClockEvent = "gradwire_clock";
-// Async ids are renumbered as pid * kIdsPerProcess + id (below 2^53 for JavaScript's numbers).
-constexpr uint64_t kIdsPerProcess = uint64_t{1} << 32;
+constexpr const char* kMergeClockEvent = "gradwire_clock";
+// Async ids are renumbered as pid * kMergeIdsPerProcess + id (below 2^53 for JavaScript's numbers).
+constexpr uint64_t kMergeIdsPerProcess = uint64_t{1} << 32;
 
-bool is_metadata(const nlohmann::json& event, const char* name) {
+bool is_merge_metadata(const nlohmann::json& event, const char* name) {
   const auto is = [&](const char* key, const char* value) {
     const auto found = event.find(key);
     return found != event.end() && found->is_string() && found->get<std::string>() == value;
@@ -28,12 +29,12 @@ bool is_metadata(const nlohmann::json& event, const char* name) {
 }
 
 // Takes one parsed event into `trace` (its clock and label noted).
-void take_event(ProcessTrace& trace, nlohmann::json event) {
+void take_merge_event(ProcessTrace& trace, nlohmann::json event) {
   if (!event.is_object()) {
     trace.dropped_lines++;
     return;
   }
-  if (is_metadata(event, kClockEvent)) {
+  if (is_merge_metadata(event, kMergeClockEvent)) {
     const nlohmann::json& args = event["args"];
     if (args.is_object() && args.contains("offset_ns") && args["offset_ns"].is_number()) {
       trace.offset_ns = args["offset_ns"].get<int64_t>();
@@ -41,7 +42,7 @@ void take_event(ProcessTrace& trace, nlohmann::json event) {
     }
     return;
   }
-  if (is_metadata(event, "process_name") && event.contains("args") && event["args"].is_object() &&
+  if (is_merge_metadata(event, "process_name") && event.contains("args") && event["args"].is_object() &&
       event["args"].value("name", "") != "") {
     trace.label = event["args"]["name"].get<std::string>();
   }
@@ -58,7 +59,7 @@ ProcessTrace parse_process_trace(const std::string& text, const std::string& sou
   if (whole.is_object() && whole.contains("traceEvents")) whole = whole["traceEvents"];
   if (whole.is_array()) {
     trace.closed = true;
-    for (nlohmann::json& event : whole) take_event(trace, std::move(event));
+    for (nlohmann::json& event : whole) take_merge_event(trace, std::move(event));
     if (trace.label.empty()) trace.label = std::filesystem::path(source).stem().string();
     return trace;
   }
@@ -74,7 +75,7 @@ ProcessTrace parse_process_trace(const std::string& text, const std::string& sou
     }
     if (!body.empty() && (body.front() == '[' || body.front() == ',')) body.remove_prefix(1);
     if (body.empty()) continue;
-    take_event(trace, nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false));
+    take_merge_event(trace, nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false));
   }
   if (trace.label.empty()) trace.label = std::filesystem::path(source).stem().string();
   return trace;
@@ -82,7 +83,7 @@ ProcessTrace parse_process_trace(const std::string& text, const std::string& sou
 
 ProcessTrace read_process_trace(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error("gradwire-trace: cannot read " + path);
+  if (!file) throw Error("gradwire: cannot read the timeline file " + path);
   std::ostringstream text;
   text << file.rdbuf();
   return parse_process_trace(text.str(), path);
@@ -126,7 +127,10 @@ ProcessOrder process_order(const std::string& label) {
     order.index = index;
     return true;
   };
-  if (!numbered("rank ", 0) && !numbered("ps server ", 1)) order.group = 2;
+  // "ps servers 4-7": one process hosting several servers, placed by its first.
+  if (!numbered("rank ", 0) && !numbered("ps server ", 1) && !numbered("ps servers ", 1)) {
+    order.group = 2;
+  }
   return order;
 }
 
@@ -167,14 +171,14 @@ nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* s
     // Shift in whole nanoseconds first, so that microsecond timestamps keep their precision.
     const double shift_us = static_cast<double>(process.offset_ns - zero_ns) / 1000.0;
     for (nlohmann::json& event : process.events) {
-      if (is_metadata(event, "process_name") || is_metadata(event, "process_sort_index")) continue;
+      if (is_merge_metadata(event, "process_name") || is_merge_metadata(event, "process_sort_index")) continue;
       event["pid"] = pid;
       if (event.contains("ts") && event["ts"].is_number()) {
         event["ts"] = event["ts"].get<double>() + shift_us;
       }
       if (event.contains("id") && event["id"].is_number_unsigned()) {
-        event["id"] = static_cast<uint64_t>(pid) * kIdsPerProcess +
-                      event["id"].get<uint64_t>() % kIdsPerProcess;
+        event["id"] = static_cast<uint64_t>(pid) * kMergeIdsPerProcess +
+                      event["id"].get<uint64_t>() % kMergeIdsPerProcess;
       }
       counts.events++;
       events.push_back(std::move(event));
@@ -183,7 +187,32 @@ nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* s
   if (summary != nullptr) *summary = counts;
   return {{"traceEvents", std::move(events)},
           {"displayTimeUnit", "ns"},
-          {"otherData", {{"producer", "gradwire-trace merge"}, {"processes", counts.processes}}}};
+          {"otherData", {{"producer", "gradwire timeline merge"}, {"processes", counts.processes}}}};
 }
 
-}  // namespace gradwire::trace
+std::string describe(const IncompleteFile& file) {
+  std::string text = file.file + " (" + file.label + ")";
+  if (!file.closed) text += " was not closed (the process was killed?)";
+  if (file.dropped_lines > 0) {
+    text += std::string(file.closed ? "" : ",") + " a cut line dropped";
+  }
+  return text;
+}
+
+MergeReport merge_files(const std::vector<std::string>& files, const std::string& out) {
+  MergeReport report;
+  std::vector<ProcessTrace> processes;
+  for (const std::string& file : files) {
+    processes.push_back(read_process_trace(file));
+    const ProcessTrace& process = processes.back();
+    if (!process.closed || process.dropped_lines > 0) {
+      report.incomplete.push_back({file, process.label, process.closed, process.dropped_lines});
+    }
+  }
+  const nlohmann::json trace = merge_traces(std::move(processes), &report.summary);
+  prepare_output_file(out, "trace");
+  write_file_atomically(out, trace.dump() + "\n", "trace");
+  return report;
+}
+
+}  // namespace gradwire::timeline
