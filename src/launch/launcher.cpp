@@ -1,7 +1,7 @@
 // run_workers: validates the options, prepares environments and log files, starts the servers
-// (server_group) and then the workers under the Supervisor. The pieces live in worker_env (pure),
-// core_binding (which CPUs each worker gets), process (fork/exec), output_pump,
-// signal_forwarding, server_group and supervisor.
+// (server_group) and then the workers under the Supervisor, and merges the job's timeline at the
+// end (job_timeline). The pieces live in worker_env (pure), core_binding (which CPUs each worker
+// gets), process (fork/exec), output_pump, signal_forwarding, server_group and supervisor.
 #include "gradwire/launch/launcher.h"
 
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
 #include "host_discovery.h"
+#include "job_timeline.h"
 #include "output_pump.h"
 #include "process.h"
 #include "server_group.h"
@@ -298,14 +300,14 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
   return result;
 }
 
-}  // namespace
-
-LaunchResult run_workers(const LaunchOptions& options) {
-  detail::validate_launch_options(options);
+// run_workers without the timeline's merge; `timeline`: GRADWIRE_TIMELINE for every process.
+LaunchResult launch_and_supervise(const LaunchOptions& options, const EnvMap& parent,
+                     const std::optional<std::string>& timeline) {
   require_waitable_children();
 
   detail::WorkerEnvContext context;
-  context.parent = EnvMap::from_process();
+  context.parent = parent;
+  context.timeline = timeline.value_or("");
   context.master_port =
       options.master_port != 0 ? options.master_port : pick_free_port(options.master_addr);
   context.fresh_run_id = random_hex(16);
@@ -386,6 +388,34 @@ LaunchResult run_workers(const LaunchOptions& options) {
   LaunchResult result = supervisor.run();
   result.master_port = context.master_port;
   result.restarted_attempts = std::move(restarted);
+  return result;
+}
+
+// The launcher's working directory, against which a relative timeline path is made absolute.
+std::string launcher_working_directory() {
+  std::error_code error;
+  const std::filesystem::path cwd = std::filesystem::current_path(error);
+  return error ? std::string(".") : cwd.string();
+}
+
+}  // namespace
+
+LaunchResult run_workers(const LaunchOptions& options) {
+  detail::validate_launch_options(options);
+  const EnvMap parent = EnvMap::from_process();
+  const std::optional<std::string> timeline =
+      detail::job_timeline_path(options, parent, launcher_working_directory());
+  if (!timeline) return launch_and_supervise(options, parent, std::nullopt);
+  // Merged whatever the outcome: a failed job's timeline is the one worth reading.
+  const detail::JobTimeline job_timeline(*timeline);
+  LaunchResult result;
+  try {
+    result = launch_and_supervise(options, parent, timeline);
+  } catch (...) {
+    job_timeline.merge(options.stderr_fd, /*quiet_without_files=*/true);
+    throw;
+  }
+  job_timeline.merge(options.stderr_fd);
   return result;
 }
 

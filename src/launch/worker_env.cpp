@@ -45,6 +45,10 @@ void validate_launch_options(const LaunchOptions& options) {
   require(!options.job_token || extra_token == options.extra_env.end() ||
               extra_token->second == *options.job_token,
           "job_token and extra_env's GRADWIRE_JOB_TOKEN differ; give the token one way");
+  const auto extra_timeline = options.extra_env.find(settings::kTimeline.name);
+  require(!options.timeline || extra_timeline == options.extra_env.end() ||
+              extra_timeline->second == *options.timeline,
+          "timeline (--timeline) and extra_env's GRADWIRE_TIMELINE differ; name the trace one way");
   require(options.master_port >= 0 && options.master_port <= 65535,
           "master_port must be in [0, 65535], got " + std::to_string(options.master_port));
   require(options.master_port != 0 || options.nnodes == 1,
@@ -200,6 +204,7 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
     env.erase(settings::kTlsRoots.name);
     if (!options.tls_cert_file.empty()) env[settings::kTlsRoots.name] = options.tls_cert_file;
   }
+  if (!context.timeline.empty()) env[settings::kTimeline.name] = context.timeline;
 
   for (const auto& [name, value] : options.extra_env) env[name] = value;
   return env;
@@ -215,6 +220,7 @@ std::map<std::string, std::string> server_env(const LaunchOptions& options,
   env[settings::kJobToken.name] = job_token(options, context);
   env[settings::kToken.name] = env[settings::kJobToken.name];
   env[settings::kPsAddrs.name] = join_addresses(context.server_addresses);
+  if (!context.timeline.empty()) env[settings::kTimeline.name] = context.timeline;
   for (const auto& [name, value] : options.extra_env) env[name] = value;
   return env;
 }
@@ -248,6 +254,13 @@ LaunchOptions resolve(const LaunchOptions& options, const EnvMap& env) {
   }
   if (!resolved.tune_allocator) {
     resolved.tune_allocator = env.get(settings::kMalloc.name).value_or("") != "system";
+  }
+  if (resolved.timeline && resolved.timeline->empty()) resolved.timeline.reset();
+  if (!resolved.timeline) {
+    auto extra = options.extra_env.find(settings::kTimeline.name);
+    std::string path = extra != options.extra_env.end() ? extra->second : std::string();
+    if (path.empty()) path = env.get(settings::kTimeline.name).value_or("");
+    if (!path.empty()) resolved.timeline = path;
   }
   return resolved;
 }

@@ -31,6 +31,9 @@ struct WorkerEnvContext {
   std::vector<std::vector<int>> bound_cpus;
   // Elastic mode: how many workers held each local place before the current one.
   std::vector<int> incarnations;
+  // GRADWIRE_TIMELINE of every worker and server: the job's timeline, absolute
+  // (job_timeline_path); empty: none set (an inherited one stays).
+  std::string timeline;
 };
 
 // The glibc thresholds workers get (Note [worker allocator] in worker_env.cpp): allocations up to
@@ -62,7 +65,7 @@ std::string elastic_worker_id(const LaunchOptions& options, const WorkerEnvConte
 // OMP_NUM_THREADS keep the parent's value when it is set and not empty. With servers, also
 // GRADWIRE_PS_ADDRS, GRADWIRE_TOKEN (= job_token()) and, with options.tls_cert_file,
 // GRADWIRE_TLS_ROOTS (that file; without it an inherited GRADWIRE_TLS_ROOTS is removed). With
-// context.bound_cpus,
+// context.timeline, GRADWIRE_TIMELINE. With context.bound_cpus,
 // GRADWIRE_BOUND_CPUS lists the worker's CPUs; without, an inherited GRADWIRE_BOUND_CPUS is
 // removed (it would describe another launch). Preconditions: options are valid,
 // 0 <= local_rank < nproc_per_node, and bound_cpus is empty or has nproc_per_node non-empty lists.
@@ -74,7 +77,8 @@ std::map<std::string, std::string> worker_env(const LaunchOptions& options,
 std::string job_token(const LaunchOptions& options, const WorkerEnvContext& context);
 
 // The complete environment of every server: the parent's variables, GRADWIRE_JOB_TOKEN and
-// GRADWIRE_TOKEN (both job_token()), GRADWIRE_PS_ADDRS, then options.extra_env.
+// GRADWIRE_TOKEN (both job_token()), GRADWIRE_PS_ADDRS, GRADWIRE_TIMELINE (context.timeline,
+// when set), then options.extra_env.
 std::map<std::string, std::string> server_env(const LaunchOptions& options,
                                               const WorkerEnvContext& context);
 

@@ -2,7 +2,7 @@
 // supervises them, optionally beside S parameter servers (docs/launcher.md).
 //
 //   gradwire-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A --master-port P]
-//                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS]
+//                [--no-prefix] [--log-dir DIR] [--grace-period SECONDS] [--timeline PATH]
 //                [--threads-per-worker T] [--bind-cores] [--max-restarts K]
 //                [--elastic | --nnodes MIN:MAX] [--min-workers M] [--max-workers M]
 //                [--host-discovery COMMAND [--discovery-interval TIME]]
@@ -18,7 +18,9 @@
 // accept connections the workers start with GRADWIRE_PS_ADDRS and GRADWIRE_TOKEN (and
 // GRADWIRE_TLS_ROOTS); the servers are stopped when the workers are done. With --max-restarts,
 // a server process that exits while the workers run is started again on its addresses, then
-// the workers.
+// the workers. With --timeline PATH (or GRADWIRE_TIMELINE), every worker and server writes its
+// timeline into PATH.d/ and gradwire-run merges them into PATH when the job ends (a failed merge
+// is a warning: the exit status stays the job's).
 // Exit status: 0 when every worker succeeded; the first failed worker's exit code (128+signal
 // when killed by a signal), or a failed server's; 128+signal when gradwire-run itself was
 // interrupted; 2 for usage errors; 126/127 when the program (or server program) cannot be
@@ -58,6 +60,7 @@ struct CommandLine {
   int min_workers = 0;               // 0: not given
   int max_workers = -1;              // -1: not given
   std::string discovery_interval = "1s";
+  std::string timeline;  // empty: not given (LaunchOptions::timeline)
 };
 
 void add_options(CLI::App& app, CommandLine& line) {
@@ -107,6 +110,11 @@ void add_options(CLI::App& app, CommandLine& line) {
       "Do not prefix output lines with [rank N]");
   app.add_option("--log-dir,--log_dir", options.log_dir,
                  "Also write each worker's output to DIR/rank_N.log");
+  app.add_option("--timeline", line.timeline,
+                 "Record a timeline (docs/timeline.md): every worker and server writes its file "
+                 "into PATH.d/ (GRADWIRE_TIMELINE), merged into PATH when the job ends (default: "
+                 "GRADWIRE_TIMELINE of this environment, else none)")
+      ->type_name("PATH");
   app.add_option("--grace-period,--grace_period", line.grace_period,
                  "Time between SIGTERM and SIGKILL when stopping workers (e.g. 5, 500ms, 1m)")
       ->capture_default_str();
@@ -291,6 +299,7 @@ int run(int argc, char** argv) {
     line.options.discovery_interval =
         gradwire::parse_duration(line.discovery_interval, "--discovery-interval");
     line.options.grace_period = gradwire::parse_duration(line.grace_period, "--grace-period");
+    if (!line.timeline.empty()) line.options.timeline = line.timeline;
     if (line.threads_per_worker > 0) line.options.threads_per_worker = line.threads_per_worker;
     if (!line.server_program.empty() || !line.server_args.empty()) {
       // An empty program name stands for the default program.

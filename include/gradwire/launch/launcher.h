@@ -255,10 +255,14 @@ class ProgramNotExecutable : public Error {
 // then never started), and
 // gradwire::Error when a process cannot be started for another reason (log file, pipes, SIGCHLD
 // ignored by this process...). Processes already started when an exception is thrown are
-// stopped and reaped first. A signal received while the servers start ends the launch normally
-// (LaunchResult::received_signal, no workers). With max_restarts, each restart is announced on
-// stderr_fd ("gradwire-run: ... restarting the workers (restart 1 of K)"); a restarted server
-// that exits or times out before accepting connections throws as at the start.
+// stopped and reaped first. With a timeline (LaunchOptions::timeline, resolved), the files the
+// launch's processes wrote are merged when it ends, also when it throws, and one line on
+// stderr_fd says so ("gradwire-run: wrote timeline PATH: N processes, M events"); a merge that
+// fails is a warning there, never an exception or another exit code. A signal received while
+// the servers start ends the launch normally (LaunchResult::received_signal, no workers). With
+// max_restarts, each restart is announced on stderr_fd ("gradwire-run: ... restarting the
+// workers (restart 1 of K)"); a restarted server that exits or times out before accepting
+// connections throws as at the start.
 //
 // Workers run in their own process groups with stdin from /dev/null; when one exits, whatever
 // is left in its group is killed. They receive SIGKILL if the thread that called run_workers
@@ -269,7 +273,9 @@ LaunchResult run_workers(const LaunchOptions& options);
 
 // Pure: `options` with the fields that read a variable taken from `env` (the launcher's own
 // environment), else their defaults, as run_workers uses them: job_token (still nullopt when
-// neither extra_env nor env has one: run_workers then makes a fresh one) and tune_allocator.
+// neither extra_env nor env has one: run_workers then makes a fresh one), tune_allocator and
+// timeline (extra_env's GRADWIRE_TIMELINE, else env's; nullopt when neither: no timeline; empty
+// values count as unset; run_workers makes the path absolute).
 // threads_per_worker stays as given: its default depends on the machine (OMP_NUM_THREADS of the
 // environment, else the hardware threads per worker).
 LaunchOptions resolve(const LaunchOptions& options, const EnvMap& env);
