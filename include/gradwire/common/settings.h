@@ -108,9 +108,10 @@ inline constexpr Setting kBenchLauncherCores{
     "Internal: the cores the benchmark's launcher saw, passed to its ranks"};
 inline constexpr Setting kTimeline{
     "GRADWIRE_TIMELINE", "path (trace.json)", "unset: no timeline",
-    "common (timeline::start_from_env, for ranks and servers)",
-    "Each process writes its timeline to <path>.d/<process>.json; gradwire-trace merge joins them "
-    "(docs/timeline.md)"};
+    "common (timeline::start_from_env, for ranks and servers); gradwire-run "
+    "(LaunchOptions::timeline; sets it for its workers and servers)",
+    "Each process writes its timeline to <path>.d/<process>.json; gradwire-run merges them into "
+    "<path> when the job ends, gradwire-trace merge joins them otherwise (docs/timeline.md)"};
 
 // Every declaration above, in the order of docs/configuration.md.
 inline constexpr std::array<const Setting*, 22> kAll = {
