@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Opens a trace in the trace viewer of headless Chromium and says what the viewer shows.
+
+Usage: view_trace.py TRACE [--screenshot PNG] [--expect-process LABEL ...] [--timeout SECONDS]
+
+Chromium 156 no longer ships chrome://tracing (Catapult's trace viewer): its page fails with
+ERR_FAILED even with the internal debugging pages enabled, and its scripts are gone from
+resources.pak. The trace viewer it does ship is DevTools' Performance panel, which opens Chrome
+trace event files ("Load profile") through the same trace engine as recordings. This script loads
+the bundled DevTools front end (devtools://devtools/bundled/devtools_app.html) in headless
+Chromium, driven through the DevTools protocol over --remote-debugging-pipe (standard library
+only), parses TRACE with the panel's trace engine (Trace.TraceModel), and prints, per process the
+viewer shows, its name and threads with the slices drawn on each; with --screenshot it loads the
+trace into the Performance panel itself, expands every process and writes a PNG of the timeline.
+
+It exits with 0 when the viewer imported the trace and shows every process and every complete
+("X") slice of the file; 1 when the viewer reports an import error, shows no slices, drops slices,
+or misses a process named with --expect-process; 2 for usage errors; 77 when Chromium is absent
+(ctest's SKIP_RETURN_CODE). Everything is bounded by --timeout, and Chromium (started in a
+process group of its own, with a temporary profile) is always stopped and its profile removed.
+
+What the Performance panel does not draw: async spans ("b"/"e", e.g. DDP's buckets and the
+collectives), counters and instant events of a generic trace. They are counted from the file
+and printed beside the slices, but only Perfetto (ui.perfetto.dev) shows them.
+"""
+
+import argparse
+import base64
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+FRONT_END = "devtools://devtools/bundled/devtools_app.html"
+EXIT_SKIP = 77
+
+
+class ViewerError(Exception):
+    """Chromium or the viewer failed: it did not start, timed out, or a script threw."""
+
+
+class Chromium:
+    """A headless Chromium driven through the DevTools protocol on fds 3 (in) and 4 (out).
+
+    Messages are JSON texts, each ended by a NUL byte. Not thread-safe; use as a context manager:
+    leaving it closes the browser, kills its process group and removes its profile.
+    """
+
+    def __init__(self, executable, deadline):
+        self.deadline = deadline
+        self.profile = tempfile.mkdtemp(prefix="gradwire-view-trace-")
+        self.next_id = 0
+        self.buffer = b""
+        self.console = []  # (level, text) of the page's console and uncaught exceptions
+        to_chrome_r, self.to_chrome = os.pipe()
+        self.from_chrome, from_chrome_w = os.pipe()
+
+        def child_fds():
+            os.dup2(to_chrome_r, 3)
+            os.dup2(from_chrome_w, 4)
+
+        self.process = subprocess.Popen(
+            [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--remote-debugging-pipe",
+             "--user-data-dir=" + self.profile, "about:blank"],
+            pass_fds=(3, 4), preexec_fn=child_fds, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(self.profile, "chromium.log"), "w"))
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.process.poll() is None:
+            try:
+                self.deadline = min(self.deadline, time.monotonic() + 2)
+                self._send("Browser.close", {}, None)
+                self.process.wait(timeout=3)
+            except (ViewerError, OSError, subprocess.TimeoutExpired):
+                pass
+        try:  # renderers and zygotes share the browser's process group
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        for fd in (self.to_chrome, self.from_chrome):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def _send(self, method, params, session):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        data = json.dumps(message).encode() + b"\0"
+        while data:
+            data = data[os.write(self.to_chrome, data):]
+        return self.next_id
+
+    def _receive(self):
+        while b"\0" not in self.buffer:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise ViewerError("timed out waiting for Chromium")
+            ready, _, _ = select.select([self.from_chrome], [], [], left)
+            if ready:
+                chunk = os.read(self.from_chrome, 1 << 20)
+                if not chunk:
+                    raise ViewerError("Chromium exited (its log: %s)" % self.log_tail())
+                self.buffer += chunk
+        message, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method, params=None, session=None):
+        """Sends a command and returns its result; records console messages meanwhile."""
+        wanted = self._send(method, params or {}, session)
+        while True:
+            message = self._receive()
+            if message.get("id") == wanted:
+                if "error" in message:
+                    raise ViewerError("%s: %s" % (method, message["error"].get("message")))
+                return message["result"]
+            if message.get("method") == "Runtime.consoleAPICalled":
+                p = message["params"]
+                text = " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"])
+                self.console.append((p["type"], text))
+            elif message.get("method") == "Runtime.exceptionThrown":
+                details = message["params"]["exceptionDetails"]
+                self.console.append(("exception", details.get("exception", {}).get(
+                    "description", details.get("text", ""))))
+
+    def evaluate(self, session, expression):
+        """The value of a script (awaited when it is a promise); a thrown error is a ViewerError."""
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True}, session)
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            raise ViewerError(details.get("exception", {}).get("description", details.get("text")))
+        return result["result"].get("value")
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.profile, "chromium.log"), errors="replace") as log:
+                return log.read()[-2000:]
+        except OSError:
+            return "(none)"
+
+
+# Parses window.gradwireTrace with the Performance panel's trace engine and describes what the
+# viewer built: processes (named by process_name metadata), their threads and each thread's
+# entries (the slices drawn on its track).
+SUMMARIZE = r"""(async () => {
+  const Trace = await import('./models/trace/trace.js');
+  const model = Trace.TraceModel.Model.createWithAllHandlers();
+  const events = window.gradwireTrace.traceEvents;
+  await model.parse(events, {metadata: {}, isFreshRecording: false});
+  const parsed = model.parsedTrace(0);
+  if (!parsed) throw new Error('the trace engine built no model');
+  const data = parsed.data;
+  const names = new Map([...data.Meta.processNames].map(([pid, e]) => [pid, e.args.name]));
+  const processes = [...data.Renderer.processes].map(([pid, process]) => ({
+    pid, name: names.get(pid) ?? null,
+    threads: [...process.threads].map(([tid, thread]) => ({
+      tid, name: thread.name ?? null, slices: thread.entries.length}))}));
+  for (const [pid, name] of names) {
+    if (!processes.some(p => p.pid === pid)) processes.push({pid, name, threads: []});
+  }
+  const warnings = [];
+  for (const [kind, list] of data.Warnings.perWarning ?? []) warnings.push([kind, list.length]);
+  return {generic: data.Meta.traceIsGeneric, processes, warnings,
+          rangeMs: data.Meta.traceBounds.range / 1000};
+})()"""
+
+# Loads window.gradwireTrace into the Performance panel, closes what covers the timeline,
+# expands every process track and returns the rectangle to photograph.
+SHOW_IN_PANEL = r"""(async () => {
+  const Common = await import('./core/common/common.js');
+  const UI = await import('./ui/legacy/legacy.js');
+  const Timeline = await import('./panels/timeline/timeline.js');
+  Common.Settings.Settings.instance()
+      .createSetting('timeline.user-had-shortcuts-dialog-opened-once', false).set(true);
+  await UI.ViewManager.ViewManager.instance().showView('timeline');
+  const panel = Timeline.TimelinePanel.TimelinePanel.instance();
+  await panel.loadFromEvents(window.gradwireTrace.traceEvents);
+  for (let i = 0; i < 100 && !panel.hasActiveTrace(); i++) {
+    await new Promise(r => setTimeout(r, 50));
+  }
+  if (!panel.hasActiveTrace()) throw new Error('the Performance panel shows no trace');
+  const split = panel.splitWidget();
+  if (split.sidebarIsShowing()) split.hideSidebar();
+  const chart = panel.flameChart.mainFlameChart;
+  const groups = chart.timelineData().groups;
+  for (let i = 0; i < groups.length; i++) {
+    if (!groups[i].expanded) chart.toggleGroupExpand(i);
+  }
+  const Bounds = await import('./services/trace_bounds/trace_bounds.js');
+  const bounds = Bounds.TraceBounds.BoundsManager.instance();
+  bounds.setTimelineVisibleWindow(bounds.state().micro.entireTraceBounds);
+  await new Promise(r => setTimeout(r, 300));
+  // The timeline down to its last track (not the empty space and details pane below it).
+  const box = panel.flameChart.element.getBoundingClientRect();
+  const chartTop = chart.element.getBoundingClientRect().y;
+  const bottom = Math.min(box.y + box.height, chartTop + chart.totalContentHeight() + 24);
+  return {groups: groups.map(g => g.name), x: box.x, y: box.y, width: box.width,
+          height: Math.max(bottom - box.y, 100)};
+})()"""
+
+
+def file_counts(events):
+    """Per pid: the process's name and how many events of each phase the file holds."""
+    counts = {}
+    for event in events:
+        pid = event.get("pid")
+        entry = counts.setdefault(pid, {"name": None, "X": 0, "async": 0, "other": 0})
+        phase = event.get("ph")
+        if phase == "M":
+            if event.get("name") == "process_name":
+                entry["name"] = event.get("args", {}).get("name")
+        elif phase == "X":
+            entry["X"] += 1
+        elif phase == "b":
+            entry["async"] += 1
+        elif phase != "e":
+            entry["other"] += 1
+    return counts
+
+
+def load_trace(path):
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8")
+    trace = json.loads(text)
+    if isinstance(trace, list):
+        trace = {"traceEvents": trace}
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        raise ValueError("neither a JSON array of events nor an object with traceEvents")
+    return trace
+
+
+def view(args, trace):
+    """Opens the trace in the viewer; returns (summary, screenshot box or None)."""
+    deadline = time.monotonic() + args.timeout
+    with Chromium(args.chromium, deadline) as chromium:
+        target = chromium.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = chromium.call("Target.attachToTarget",
+                                {"targetId": target, "flatten": True})["sessionId"]
+        chromium.call("Runtime.enable", {}, session)
+        chromium.call("Page.enable", {}, session)
+        chromium.call("Emulation.setDeviceMetricsOverride",
+                      {"width": args.width, "height": args.height, "deviceScaleFactor": 1,
+                       "mobile": False}, session)
+        chromium.call("Page.navigate", {"url": FRONT_END}, session)
+        # The front end is up when its root view is in the page.
+        while not chromium.evaluate(session, "document.readyState === 'complete' && "
+                                    "!!document.querySelector('body > .root-view')"):
+            time.sleep(0.1)
+            if time.monotonic() > deadline:
+                raise ViewerError("timed out loading the DevTools front end")
+        chromium.call("Runtime.evaluate", {"expression": "window.gradwireTrace = " +
+                                           json.dumps(trace) + ";0"}, session)
+        summary = chromium.evaluate(session, SUMMARIZE)
+        summary["console"] = [m for m in chromium.console if m[0] in ("error", "exception")]
+        if args.screenshot:
+            box = chromium.evaluate(session, SHOW_IN_PANEL)
+            shot = chromium.call("Page.captureScreenshot", {
+                "format": "png", "clip": {"x": box["x"], "y": box["y"], "width": box["width"],
+                                          "height": box["height"], "scale": 1}}, session)
+            with open(args.screenshot, "wb") as png:
+                png.write(base64.b64decode(shot["data"]))
+            summary["tracks"] = box["groups"]
+        return summary
+
+
+def check(summary, counts, expected):
+    """The problems in what the viewer shows, as sentences (none: it shows the trace)."""
+    problems = []
+    for level, text in summary["console"]:
+        problems.append("the viewer reported an %s: %s" % (level, text))
+    shown = {p["name"] if p["name"] is not None else "pid %s" % p["pid"]: p
+             for p in summary["processes"]}
+    total = sum(t["slices"] for p in summary["processes"] for t in p["threads"])
+    if total == 0:
+        problems.append("the viewer shows no slices")
+    for pid, count in counts.items():
+        process = next((p for p in summary["processes"] if p["pid"] == pid), None)
+        drawn = sum(t["slices"] for t in process["threads"]) if process else 0
+        if drawn < count["X"]:
+            problems.append("process %s (%s): the viewer shows %d of the file's %d slices"
+                            % (pid, count["name"], drawn, count["X"]))
+    for label in expected:
+        if label not in shown:
+            problems.append("no process named %r (the viewer shows: %s)"
+                            % (label, ", ".join(sorted(shown)) or "none"))
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace", help="a trace in the Chrome trace event format (JSON)")
+    parser.add_argument("--screenshot", metavar="PNG",
+                        help="also draw the trace in the Performance panel and write a PNG")
+    parser.add_argument("--expect-process", metavar="LABEL", action="append", default=[],
+                        help="a process track the viewer must show (repeat for more)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds in all (60)")
+    parser.add_argument("--width", type=int, default=1600, help="viewport width (1600)")
+    parser.add_argument("--height", type=int, default=900, help="viewport height (900)")
+    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", DEFAULT_CHROMIUM),
+                        help="the browser ($CHROMIUM, else %s)" % DEFAULT_CHROMIUM)
+    args = parser.parse_args()
+
+    if not (os.path.isfile(args.chromium) and os.access(args.chromium, os.X_OK)):
+        print("view_trace: %s is absent: scripts/setup installs it (Debian package chromium)"
+              % args.chromium, file=sys.stderr)
+        return EXIT_SKIP
+    try:
+        trace = load_trace(args.trace)
+    except (OSError, ValueError) as e:
+        print("view_trace: cannot read %s: %s" % (args.trace, e), file=sys.stderr)
+        return 1
+    counts = file_counts(trace["traceEvents"])
+    try:
+        summary = view(args, trace)
+    except ViewerError as e:
+        print("view_trace: the viewer failed on %s: %s" % (args.trace, e), file=sys.stderr)
+        return 1
+
+    print("%s in DevTools' Performance panel (Chromium): %d processes, %.1f ms%s"
+          % (args.trace, len(summary["processes"]), summary["rangeMs"],
+             "" if summary["generic"] else " (read as a Chrome recording)"))
+    for process in sorted(summary["processes"], key=lambda p: p["pid"]):
+        count = counts.get(process["pid"], {"X": 0, "async": 0, "other": 0})
+        print("  %s (pid %s): %d slices shown of %d; not drawn: %d async spans, %d other events"
+              % (process["name"], process["pid"],
+                 sum(t["slices"] for t in process["threads"]), count["X"], count["async"],
+                 count["other"]))
+        for thread in process["threads"]:
+            print("    thread %s (tid %s): %d slices" % (thread["name"], thread["tid"],
+                                                        thread["slices"]))
+    for kind, n in summary["warnings"]:
+        print("  viewer warning %s: %d" % (kind, n))
+    if args.screenshot:
+        print("wrote %s (tracks: %s)" % (args.screenshot, ", ".join(summary["tracks"])))
+    problems = check(summary, counts, args.expect_process)
+    for problem in problems:
+        print("view_trace: " + problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
