@@ -28,6 +28,8 @@
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/launcher_env.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/common/version.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
@@ -37,6 +39,7 @@
 #include "harness/report.h"
 #include "harness/table.h"
 #include "harness/timing.h"
+#include "harness/traces.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -54,6 +57,17 @@ std::string reference_json_path(const std::string& json_path) {
 }
 
 void progress(const std::string& line) { std::cerr << "gradwire-bench ddp: " << line << std::endl; }
+
+// --trace: the configuration whose first measured repeat is traced (the first model on the
+// largest world size with the first backend and comm hook), named for its file:
+// "ddp-resnet18-gloo-2ranks".
+std::string ddp_trace_name(const DdpSettings& settings) {
+  const std::string& hook = settings.comm_hooks.front();
+  const int size = *std::max_element(settings.world_sizes.begin(), settings.world_sizes.end());
+  return "ddp-" + settings.models.front() + "-" + settings.backends.front() +
+         (hook == "allreduce" ? "" : "+" + hook) + "-" + std::to_string(size) +
+         (size == 1 ? "rank" : "ranks");
+}
 
 std::string milliseconds(double seconds) { return format_fixed(seconds * 1e3, 1) + " ms"; }
 
@@ -88,11 +102,13 @@ class DdpSweep {
   int run() {
     if (reports()) progress(describe_ddp_settings(settings_, context_.threads_per_rank));
     worlds_ = join_backend_worlds(context_, settings_.backends, timeout_);
+    pause_timeline();
     const ReferencePlan reference = plan();
     if (reports()) print_header(reference);
     AlternatingRuns<std::vector<DdpModelResult>> runs;
     runs.repeats = settings_.repeat;
-    runs.ours = [&](int) {
+    runs.ours = [&](int repeat) {
+      repeat_ = repeat;
       std::vector<DdpModelResult> results;
       for (const auto& model : settings_.models) results.push_back(sweep_model(model));
       return results;
@@ -152,6 +168,22 @@ class DdpSweep {
   }
 
   bool reports() const { return rank_ == 0; }
+
+  // --trace: the timeline gradwire::init started (GRADWIRE_TIMELINE, which the launching
+  // gradwire-bench set) stops here, keeping its file and measured clock offset, and records again
+  // only for the traced configuration's first measured repeat (traced_round).
+  void pause_timeline() {
+    if (settings_.trace_dir.empty() || !timeline::enabled()) return;
+    trace_process_file_ = timeline::current_path();
+    trace_clock_offset_ns_ = timeline::clock_offset_ns();
+    timeline::stop();
+  }
+
+  bool traced_round(const std::string& model, bool first_variant, int size) const {
+    return !trace_process_file_.empty() && repeat_ == 1 && first_variant &&
+           model == settings_.models.front() &&
+           size == *std::max_element(settings_.world_sizes.begin(), settings_.world_sizes.end());
+  }
 
   // Several backends or hooks: rounds are labelled with theirs.
   bool labels_variants() const {
@@ -302,8 +334,15 @@ class DdpSweep {
                    (size == 1 ? " rank" : " ranks") +
                    (labels_variants() ? " (" + variant + ")" : "") + ": " + iterations_text());
         const std::shared_ptr<Communicator> group = first_ranks(communicator, size);
+        const bool traced = traced_round(result.model, first, size);
+        if (traced) {
+          // The file is truncated: this rank's trace holds this round only.
+          timeline::start(trace_process_file_, "rank " + std::to_string(rank_));
+          timeline::set_clock_offset({trace_clock_offset_ns_, 0}, "rank 0 through the store");
+        }
         const TrainingMeasurement measurement =
             train_and_time(setup, group, static_cast<std::uint64_t>(rank_));
+        if (traced) timeline::stop();
         std::vector<int> ranks(static_cast<std::size_t>(size));
         std::iota(ranks.begin(), ranks.end(), 0);
         DdpRound round =
@@ -414,7 +453,23 @@ class DdpSweep {
   int rank_;
   int ranks_per_node_;
   HardwareInfo hardware_;
+  int repeat_ = 0;                     // the repeat being measured, from 1
+  std::string trace_process_file_;     // --trace: this rank's timeline file; empty: no trace
+  std::int64_t trace_clock_offset_ns_ = 0;
 };
+
+// --trace, in the gradwire-bench that started the ranks, once they exited and the launcher merged
+// their files: the trace's entry (harness/traces.h) printed and added to the results.
+void add_ddp_trace(const DdpSettings& settings, const std::string& name, const std::string& path) {
+  const nlohmann::json entry = read_trace_entry(name, path, 1);
+  progress("wrote the trace " + path);
+  const nlohmann::json traces = nlohmann::json::array({entry});
+  print_trace_entries(std::cout, traces);
+  if (settings.json_path.empty()) return;
+  nlohmann::json document = read_json_file(settings.json_path);
+  document["traces"] = traces;
+  write_result_files(settings.json_path, settings.html_path, document, progress);
+}
 
 }  // namespace
 
@@ -448,9 +503,18 @@ Subcommand ddp_subcommand() {
     ranks.ranks = settings.ranks;
     ranks.backend = settings.backends.front();
     if (!ranks.timeout) ranks.timeout = kTrainingTimeout;
-    return run_on_ranks(ranks, argv, [&](RankContext& context) {
+    // --trace: this process starts the ranks, and its launcher merges their timelines.
+    const std::string trace_name = ddp_trace_name(settings);
+    if (!settings.trace_dir.empty() && !ranks.worker &&
+        !in_launcher_environment(EnvMap::from_process())) {
+      prepare_trace_dir(settings.trace_dir);
+      ranks.timeline = trace_file(settings.trace_dir, trace_name);
+    }
+    const int code = run_on_ranks(ranks, argv, [&](RankContext& context) {
       return DdpSweep(context, settings, argv, ranks.timeout).run();
     });
+    if (code == 0 && !ranks.timeline.empty()) add_ddp_trace(settings, trace_name, ranks.timeline);
+    return code;
   };
   return training_subcommand(entry);
 }

@@ -31,6 +31,9 @@ struct DdpSettings {
   std::string device = "cpu";
   std::string json_path;
   std::string html_path;
+  // --trace DIR: the timeline of one measured repeat goes to DIR (docs/benchmarks.md, "--trace");
+  // empty: no timeline.
+  std::string trace_dir;
   bool reference_pytorch = false;
   // The whole sweep (and the reference after it) runs this many times, alternating, and the
   // measurements of all repeats are pooled: noise on a shared machine hits both sides alike.

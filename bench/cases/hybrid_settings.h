@@ -53,6 +53,9 @@ struct HybridSettings {
   bool defer_pushes = false;
   std::string json_path;
   std::string html_path;
+  // --trace DIR: the timeline of one measured repeat goes to DIR (docs/benchmarks.md, "--trace");
+  // empty: no timeline.
+  std::string trace_dir;
   bool reference_pytorch = false;
   int repeat = 1;
   std::string python;

@@ -64,6 +64,9 @@ struct PsSettings {
   bool print_layout = false;
   std::string json_path;
   std::string html_path;
+  // --trace DIR: the timeline of one measured repeat goes to DIR (docs/benchmarks.md, "--trace");
+  // empty: no timeline.
+  std::string trace_dir;
   std::string python;
   std::string reference_script;
 

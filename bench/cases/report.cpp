@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "harness/traces.h"
 #include "report/html_report.h"
 #include "subcommand.h"
 
@@ -42,6 +43,13 @@ Subcommand report_subcommand() {
                     << "\nopen file://"
                     << std::filesystem::absolute(options->html).lexically_normal().string()
                     << " in a browser (it works offline)" << std::endl;
+          // The traces' per-rank summaries (--trace) as tables too.
+          for (const auto& input : inputs) {
+            if (input.document.is_object() && input.document.contains("traces")) {
+              std::cout << "\n" << input.source << ":";
+              print_trace_entries(std::cout, input.document["traces"]);
+            }
+          }
           return 0;
         };
       }};

@@ -462,6 +462,7 @@ nlohmann::json training_document(const TrainingFormat& format,
     document["plain_step"] = plain_step_json(*inputs.plain_step, inputs.plain_names);
   }
   document["rows"] = to_json(rows);
+  if (inputs.traces.is_array() && !inputs.traces.empty()) document["traces"] = inputs.traces;
   return document;
 }
 

@@ -115,13 +115,15 @@ struct TrainingDocumentInputs {
   std::vector<TrainerResults> reference_repeats;
   std::optional<PlainStepParity> plain_step;  // with a reference only
   PlainStepNames plain_names;
+  // --trace: the entries of harness/traces.h, one per traced job; empty: the document has none.
+  nlohmann::json traces = nlohmann::json::array();
 };
 // The document of every training case (docs/benchmarks.md "Training results"):
 // {"schema_version", "benchmark", "metadata", "implementation", "settings", "step",
 //  "step_time", "phases", "steps_per_pass" (when > 0), "transport", "transports", "details",
 //  "backend", "threads", "trainers", "summary", "passes" (the first job's side), "compare":
 //  {KIND: side}, "reference", "comparison": {IMPLEMENTATION: {"pooled", "by_repeat", "median"}},
-//  "plain_step", "rows"}; a side is {"implementation", "backend", "threads", "trainers",
+//  "plain_step", "rows", "traces" (with --trace)}; a side is {"implementation", "backend", "threads", "trainers",
 // "summary": {"all", "bytes"}, "passes"}.
 nlohmann::json training_document(const TrainingFormat& format,
                                  const TrainingDocumentInputs& inputs);

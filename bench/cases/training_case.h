@@ -101,6 +101,7 @@ struct TrainingPlan {
   bool reference_pytorch = false;
   std::string json_path;
   std::string html_path;
+  std::string trace_dir;         // --trace: the first repeat's jobs record their timelines here
   std::string python;            // --python
   std::string reference_script;  // --reference-script
   std::string summary;           // the progress line describing the settings
@@ -184,7 +185,8 @@ int run_training(const TrainingFormat& format, const TrainingPlan& plan,
                  const TrainingWorker& worker, bool in_job, const std::vector<std::string>& argv);
 
 // The flags every training case has, added to `options` of a Settings with json_path, html_path,
-// reference_pytorch, repeat, python and reference_script: --json, --html, --reference pytorch
+// trace_dir, reference_pytorch, repeat, python and reference_script: --json, --html, --trace
+// (docs/benchmarks.md, "--trace"), --reference pytorch
 // (`reference`: what it also runs), --repeat (`repeat`: what runs that many times) and --python
 // and --reference-script (`script`, the reference's file name).
 template <class Settings>
@@ -192,6 +194,9 @@ void add_training_flags(OptionTable<Settings>& options, const std::string& refer
                         const std::string& repeat, const std::string& script) {
   options.option("--json", &Settings::json_path, "write the results to this JSON file")
       .option("--html", &Settings::html_path, "draw the results into this HTML page")
+      .option("--trace", &Settings::trace_dir,
+              "write the timeline of the first measured repeat to this folder, one merged trace "
+              "per job, and summarize it per rank in the results")
       .template option<std::string>(
           "--reference", "also run " + reference + " (bench/reference/" + script + ")",
           [](Settings& s, const std::string& name) { s.reference_pytorch = name == "pytorch"; },
@@ -213,6 +218,7 @@ TrainingPlan training_plan(const Settings& settings) {
   plan.reference_pytorch = settings.reference_pytorch;
   plan.json_path = settings.json_path;
   plan.html_path = settings.html_path;
+  plan.trace_dir = settings.trace_dir;
   plan.python = settings.python;
   plan.reference_script = settings.reference_script;
   return plan;

@@ -11,6 +11,7 @@
 #include "harness/ranks.h"
 #include "harness/repeats.h"
 #include "harness/trainer_jobs.h"
+#include "harness/traces.h"
 #include "report/html_report.h"
 
 namespace gradwire::bench {
@@ -138,6 +139,13 @@ class Conductor {
  private:
   void progress(const std::string& line) const { bench::progress(format_, line); }
 
+  // "hybrid-gradwire-2x8": the case, the job's implementation, servers x trainers.
+  std::string traced_job_name(const TrainingJob& job) const {
+    return format_.name + "-" + job.implementation + "-" +
+           (job.servers > 0 ? std::to_string(job.servers) + "x" : std::string()) +
+           std::to_string(job.trainers);
+  }
+
   std::string reference_title() const {
     return "reference: PyTorch " + python_.torch_version + " " + plan_.reference_title;
   }
@@ -167,9 +175,19 @@ class Conductor {
       launch.servers = job.servers;
       launch.server_processes = job.server_processes;
       launch.server_arguments = {"--threads", std::to_string(job.server_threads)};
+      // --trace: the first measured repeat of each job records its timeline; the others run
+      // with the timeline off.
+      const std::string trace_name = traced_job_name(job);
+      if (repeat == 1 && !plan_.trace_dir.empty()) {
+        launch.timeline = trace_file(plan_.trace_dir, trace_name);
+      }
       run.push_back(parse_job_result(run_trainer_job(launch, repeat), "trainer 0's results",
                                      format_.step_names()));
       repeats_[j].push_back(run.back());
+      if (!launch.timeline.empty()) {
+        traces_.push_back(read_trace_entry(trace_name, launch.timeline, repeat));
+        progress("wrote the trace " + launch.timeline);
+      }
     }
     if (repeat == 1) {
       plan_.print_header(std::cout, {plan_.jobs, run, reference_line_, describe_hardware()});
@@ -230,6 +248,8 @@ class Conductor {
       inputs.plain_step = plain_;
       inputs.plain_names = plan_.plain_names;
     }
+    print_trace_entries(std::cout, traces_);
+    inputs.traces = traces_;
     std::vector<std::string> backends;
     for (const auto& run : repeats_.front()) backends.push_back(run.facts.backend);
     inputs.metadata =
@@ -252,6 +272,7 @@ class Conductor {
   std::string reference_line_;
   PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
   std::vector<std::vector<JobResult>> repeats_;  // per job, per repeat
+  nlohmann::json traces_ = nlohmann::json::array();  // --trace: harness/traces.h's entries
 };
 
 }  // namespace
@@ -308,6 +329,7 @@ int run_training(const TrainingFormat& format, const TrainingPlan& plan,
                         worker.result_file, true, argv);
   }
   prepare_output_files({plan.json_path, plan.html_path});
+  if (!plan.trace_dir.empty() && !in_job) prepare_trace_dir(plan.trace_dir);
   if (in_job) return run_trainers(format, plan, plan.jobs.front(), 1, "", false, argv);
   return Conductor(format, plan, argv).run();
 }

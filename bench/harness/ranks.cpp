@@ -131,6 +131,7 @@ int launch_ranks(const RankOptions& options, const std::vector<std::string>& arg
   launch_options.threads_per_worker =
       options.threads_per_rank.value_or(default_threads_per_rank(cores, options.ranks));
   launch_options.bind_cores = options.bind_cores;
+  if (!options.timeline.empty()) launch_options.timeline = options.timeline;
   launch_options.extra_env[kLauncherCoresVariable] = std::to_string(cores);
   const launch::LaunchResult result = launch::run_workers(launch_options);
   if (result.exit_code() != 0) {

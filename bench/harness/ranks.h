@@ -45,6 +45,10 @@ struct RankOptions {
   // Timeout of the rendezvous and of every collective (InitOptions::timeout): --timeout; nullopt:
   // the case's default (kTrainingTimeout for ddp and reducers), else gradwire's.
   std::optional<std::chrono::milliseconds> timeout;
+  // When this process starts the local ranks itself: their merged timeline
+  // (LaunchOptions::timeline; every rank records into "<timeline>.d/", merged into this file when
+  // they have exited). Empty: none (the launcher's own rule: GRADWIRE_TIMELINE).
+  std::string timeline;
 };
 
 // The training cases' timeout (ddp, reducers): idle ranks wait in a barrier while others train,

@@ -30,6 +30,7 @@ nlohmann::json run_trainer_job(const TrainerJob& job, int repeat) {
   options.extra_env["OMP_NUM_THREADS"] = std::to_string(job.threads);
   options.servers = job.servers;
   options.server_processes = job.server_processes;
+  if (!job.timeline.empty()) options.timeline = job.timeline;
   if (job.servers > 0) {
     // An empty program: gradwire-ps-server next to this program, else on PATH.
     options.server_command = {""};

@@ -28,6 +28,9 @@ struct TrainerJob {
   // Processes hosting them (LaunchOptions::server_processes; 0: the launcher's rule).
   int server_processes = 0;
   std::vector<std::string> server_arguments;
+  // Non-empty: the job's merged timeline (LaunchOptions::timeline): every trainer and server
+  // records into "<timeline>.d/", which the launcher merges into this file when the job ends.
+  std::string timeline;
 };
 
 // Runs `job` for repeat `repeat` (which names its result file) and returns the document trainer 0

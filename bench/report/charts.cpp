@@ -85,7 +85,9 @@ std::vector<ChartSpec> charts_from_document(const nlohmann::json& document,
                                             const std::string& source) {
   if (!document.is_object()) throw InvalidArgument(source + " is not a JSON object");
   try {
-    return charts_of_kind(document, source);
+    std::vector<ChartSpec> charts = charts_of_kind(document, source);
+    for (auto& chart : trace_charts(document, source)) charts.push_back(std::move(chart));
+    return charts;
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(source + " has a field of the wrong type (" + e.what() +
                           "): it is not a result the report can draw");
@@ -110,7 +112,9 @@ nlohmann::json to_json(const ChartSpec& chart) {
   for (const auto& baseline : chart.baselines) {
     baselines.push_back({{"name", baseline.name}, {"group", baseline.group}, {"y", baseline.y}});
   }
-  return {{"title", chart.title},
+  return {{"kind", chart.kind},
+          {"categories", chart.categories},
+          {"title", chart.title},
           {"subtitle", chart.subtitle},
           {"x_label", chart.x_label},
           {"y_label", chart.y_label},

@@ -58,6 +58,10 @@ struct ChartSpec {
   std::vector<double> x_values;  // every x of every series, sorted, unique: the axis ticks
   std::vector<ChartSeries> series;
   std::vector<ChartBaseline> baselines;
+  // "lines", or "stacked_bars": one bar per entry of `categories` (a point's x is the bar's index),
+  // one segment per series, stacked in series order (trace_charts).
+  std::string kind = "lines";
+  std::vector<std::string> categories;
 };
 
 // Pure: fills `x_values` from the series (sorted, unique), sorts each series' points by x, and
@@ -109,5 +113,12 @@ std::vector<ChartSpec> rows_charts(const nlohmann::json& document, const std::st
 // implementation and configuration, the "no ddp" baseline a line.
 std::vector<ChartSpec> rows_charts(const RowSet& rows, const std::string& title,
                                    const std::string& source);
+// Any document with "traces" (--trace; harness/traces.h), after its own charts: per trace with a
+// summary, "where the time went" as stacked bars of ms per traced step (per window when a rank
+// counted no steps), one bar per rank: compute that hid no communication, compute that hid
+// communication, exposed communication, waits, other; and, when it has servers, one bar per
+// server: busy and idle ms. Entries without a summary draw nothing; InvalidArgument naming
+// `source` for a summary that cannot be read.
+std::vector<ChartSpec> trace_charts(const nlohmann::json& document, const std::string& source);
 
 }  // namespace gradwire::bench

@@ -5,7 +5,9 @@
 // Data: {"title": ..., "charts": [{"title", "subtitle", "x_label", "y_label", "x_unit",
 // "y_unit", "x_scale": "linear" | "log2", "x_values": [...], "series": [{"name", "group",
 // "dashed", "points": [{"x", "y", "note"?}]}], "baselines": [{"name", "group", "y"}]}]}
-// (bench/report/charts.h). Series and baselines of one group share a colour.
+// (bench/report/charts.h). Series and baselines of one group share a colour. A chart with
+// "kind": "stacked_bars" (a trace's per-rank summary) draws one bar per entry of its "categories"
+// (the bar's label; a point's x is its index) with one segment per series, stacked in order.
 //
 // When done it sets on <body> data-charts-drawn and data-points-drawn (the charts and point
 // markers drawn so far); on any error it also sets data-chart-error and shows #chart-error.
@@ -265,6 +267,53 @@ function drawLegend(root, entries, top) {
   }
 }
 
+// One bar per category, one segment per series (y values stacked from 0 in series order).
+function drawStackedBars(chart, root, plot, legendTop, entries, colors) {
+  const bars = chart.categories.length;
+  const totals = new Array(bars).fill(0);
+  for (const series of chart.series) {
+    for (const point of series.points)
+      if (finite(point.y) && point.x >= 0 && point.x < bars) totals[point.x] += point.y;
+  }
+  const y = yAxis(Math.max(0, ...totals));
+  const slot = plot.width / Math.max(1, bars);
+  drawAxes(root, chart, plot, {ticks: [], fraction: () => 0}, y);
+  const bottom = plot.top + plot.height;
+  chart.categories.forEach((label, i) => {
+    element(
+        'text', {x: plot.left + slot * (i + 0.5), y: bottom + 18, 'text-anchor': 'middle'}, root,
+        label);
+  });
+  const stacked = new Array(bars).fill(0);
+  for (const series of chart.series) {
+    const group = element('g', {class: 'series'}, root);
+    for (const point of series.points) {
+      if (!finite(point.y) || point.y <= 0 || !(point.x >= 0 && point.x < bars)) continue;
+      const low = stacked[point.x];
+      stacked[point.x] += point.y;
+      const top = bottom - y.fraction(stacked[point.x]) * plot.height;
+      const rect = element(
+          'rect', {
+            x: plot.left + slot * point.x + slot * 0.2,
+            y: top,
+            width: slot * 0.6,
+            height: Math.max(0.5, y.fraction(point.y) * plot.height),
+            fill: colors.get(series.group),
+            class: 'bar'
+          },
+          group);
+      const note = point.note ? ' (' + point.note + ')' : '';
+      element(
+          'title', {}, rect,
+          chart.categories[point.x] + ', ' + series.name + ': ' + formatValue(point.y) + ' ' +
+              chart.y_unit + note);
+      counts.points += 1;
+    }
+  }
+  drawLegend(root, entries, legendTop);
+  counts.charts += 1;
+}
+
 function drawChart(chart, index, container) {
   if (!Array.isArray(chart.series) || !Array.isArray(chart.baselines) ||
       !Array.isArray(chart.x_values)) {
@@ -295,6 +344,12 @@ function drawChart(chart, index, container) {
       figure);
   element('title', {}, root, chart.title);
 
+  if (chart.kind === 'stacked_bars') {
+    if (!Array.isArray(chart.categories))
+      throw new Error('chart ' + (index + 1) + ' has stacked bars but no categories');
+    drawStackedBars(chart, root, plot, legendTop, entries, colors);
+    return;
+  }
   const x = xAxis(chart);
   const y = yAxis(largestY(chart));
   drawAxes(root, chart, plot, x, y);

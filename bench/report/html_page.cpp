@@ -40,6 +40,10 @@ void append_sources(std::string& html, const std::vector<ReportSource>& sources)
     for (const auto& [label, value] : source.facts) {
       html += "<tr><th>" + escape_html(label) + "</th><td>" + escape_html(value) + "</td></tr>\n";
     }
+    for (const auto& [label, target] : source.links) {
+      html += "<tr><th>" + escape_html(label) + "</th><td><a href=\"" + escape_html(target) +
+              "\">" + escape_html(target) + "</a></td></tr>\n";
+    }
     html += "</table></div>\n";
   }
   html += "</section>\n";

@@ -22,6 +22,8 @@ namespace gradwire::bench {
 struct ReportSource {
   std::string name;                                        // the file, or what the document is
   std::vector<std::pair<std::string, std::string>> facts;  // (label, value) in display order
+  // (label, target) drawn as links after the facts: the traces of --trace, by their paths.
+  std::vector<std::pair<std::string, std::string>> links;
 };
 
 struct ReportPage {

@@ -123,6 +123,13 @@ ReportSource describe_document(const nlohmann::json& document, const std::string
     }
     add("reference", text);
   }
+  const auto traces = document.find("traces");
+  if (traces != document.end() && traces->is_array()) {
+    for (const auto& entry : *traces) {
+      const std::string path = entry.is_object() ? entry.value("path", std::string()) : "";
+      if (!path.empty()) described.links.emplace_back("trace", path);
+    }
+  }
   return described;
 }
 
