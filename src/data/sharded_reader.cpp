@@ -10,6 +10,7 @@
 #include "chunk_claimer.h"
 #include "chunk_file.h"
 #include "common/enum_names.h"
+#include "gradwire/common/timeline.h"
 #include "shuffle.h"
 
 namespace gradwire::data {
@@ -104,9 +105,13 @@ struct ShardedRecordReader::Epoch {
     return spare;
   }
 
+  // Consumer: the next item, waiting for the background thread when none is queued (a "data
+  // wait" span on the timeline, recorded once the lock is released).
   Item pop() {
     std::unique_lock<std::mutex> lock(mutex);
+    int64_t wait_start_ns = -1;
     if (items.empty()) {
+      if (timeline::enabled()) wait_start_ns = timeline::now_ns();
       consumer_waiting = true;
       item_queued.wait(lock, [&] { return worth_waking_consumer(); });
       consumer_waiting = false;
@@ -114,6 +119,14 @@ struct ShardedRecordReader::Epoch {
     Item item = std::move(items.front());
     items.pop_front();
     if (producer_waiting && items.size() + handoff <= capacity) slot_freed.notify_one();
+    lock.unlock();
+    if (wait_start_ns >= 0) {
+      timeline::complete("data wait", "data", wait_start_ns, timeline::now_ns(),
+                         {{"waited_for", "the next prefetched chunk"},
+                          {"epoch", number},
+                          {"chunks_done", chunks_done},
+                          {"prefetch_chunks", static_cast<uint64_t>(capacity)}});
+    }
     return item;
   }
 
@@ -333,11 +346,25 @@ void ShardedRecordReader::start_reading(uint64_t number,
   if (dynamic) claimer->start_epoch(key, std::move(segment_sizes));
   worker_->run([this, state, dynamic, claimer, first = chunks_done] {
     using Kind = Epoch::Item::Kind;
+    if (timeline::enabled()) timeline::name_thread("data prefetch");
     try {
       ChunkBuffers buffers;
       auto read = [&](const ChunkRef& ref) {
+        timeline::Span span("prefetch chunk", "data");
         buffers.recycled = state->take_spare();
         ChunkRead got = files_[ref.file]->try_read_chunk(ref.chunk, buffers);
+        if (span.active()) {
+          span.arg({"chunk", static_cast<uint64_t>(chunk_index(ref))});
+          span.arg({"file", static_cast<uint64_t>(ref.file)});
+          span.arg({"epoch", state->number});
+          if (got.chunk) {
+            span.arg({"bytes", static_cast<uint64_t>(got.chunk->bytes().size())});
+            span.arg({"records", static_cast<uint64_t>(got.chunk->size())});
+          } else {
+            span.arg({"damaged", true});
+          }
+          span.end();  // before the hand-off, which may wait for room
+        }
         Epoch::Item item;
         item.ref = ref;
         if (got.damage && !options_.skip_corrupt) {
