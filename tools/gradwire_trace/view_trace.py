@@ -13,15 +13,21 @@ only), parses TRACE with the panel's trace engine (Trace.TraceModel), and prints
 viewer shows, its name and threads with the slices drawn on each; with --screenshot it loads the
 trace into the Performance panel itself, expands every process and writes a PNG of the timeline.
 
-It exits with 0 when the viewer imported the trace and shows every process and every complete
-("X") slice of the file; 1 when the viewer reports an import error, shows no slices, drops slices,
-or misses a process named with --expect-process; 2 for usage errors; 77 when Chromium is absent
-(ctest's SKIP_RETURN_CODE). Everything is bounded by --timeout, and Chromium (started in a
-process group of its own, with a temporary profile) is always stopped and its profile removed.
+Before the browser, trace_check.py (beside this script) checks the events against the trace
+event format as Perfetto and DevTools import them: known phases, a pid, tid and time on each
+event, a duration on each slice, a thread's slices nested, every async span begun and ended.
+
+It exits with 0 when the file passes that check and the viewer imported it and shows every
+process and every complete ("X") slice of the file; 1 when the check finds a problem, the viewer
+reports an error, shows no slices, drops slices, or misses a process named with
+--expect-process; 2 for usage errors; 77 when Chromium is absent (ctest's SKIP_RETURN_CODE).
+Everything is bounded by --timeout, and Chromium (started in a process group of its own, with a
+temporary profile) is always stopped and its profile removed.
 
 What the Performance panel does not draw: async spans ("b"/"e", e.g. DDP's buckets and the
-collectives), counters and instant events of a generic trace. They are counted from the file
-and printed beside the slices, but only Perfetto (ui.perfetto.dev) shows them.
+collectives), counters and instant events of a generic trace. They are counted from the file,
+checked by trace_check.py and printed beside the slices, but only Perfetto (ui.perfetto.dev)
+shows them.
 """
 
 import argparse
@@ -35,6 +41,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_check  # noqa: E402  (beside this script)
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 FRONT_END = "devtools://devtools/bundled/devtools_app.html"
@@ -221,36 +230,6 @@ SHOW_IN_PANEL = r"""(async () => {
 })()"""
 
 
-def file_counts(events):
-    """Per pid: the process's name and how many events of each phase the file holds."""
-    counts = {}
-    for event in events:
-        pid = event.get("pid")
-        entry = counts.setdefault(pid, {"name": None, "X": 0, "async": 0, "other": 0})
-        phase = event.get("ph")
-        if phase == "M":
-            if event.get("name") == "process_name":
-                entry["name"] = event.get("args", {}).get("name")
-        elif phase == "X":
-            entry["X"] += 1
-        elif phase == "b":
-            entry["async"] += 1
-        elif phase != "e":
-            entry["other"] += 1
-    return counts
-
-
-def load_trace(path):
-    with open(path, "rb") as f:
-        text = f.read().decode("utf-8")
-    trace = json.loads(text)
-    if isinstance(trace, list):
-        trace = {"traceEvents": trace}
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise ValueError("neither a JSON array of events nor an object with traceEvents")
-    return trace
-
-
 def view(args, trace):
     """Opens the trace in the viewer; returns (summary, screenshot box or None)."""
     deadline = time.monotonic() + args.timeout
@@ -285,29 +264,6 @@ def view(args, trace):
         return summary
 
 
-def check(summary, counts, expected):
-    """The problems in what the viewer shows, as sentences (none: it shows the trace)."""
-    problems = []
-    for level, text in summary["console"]:
-        problems.append("the viewer reported an %s: %s" % (level, text))
-    shown = {p["name"] if p["name"] is not None else "pid %s" % p["pid"]: p
-             for p in summary["processes"]}
-    total = sum(t["slices"] for p in summary["processes"] for t in p["threads"])
-    if total == 0:
-        problems.append("the viewer shows no slices")
-    for pid, count in counts.items():
-        process = next((p for p in summary["processes"] if p["pid"] == pid), None)
-        drawn = sum(t["slices"] for t in process["threads"]) if process else 0
-        if drawn < count["X"]:
-            problems.append("process %s (%s): the viewer shows %d of the file's %d slices"
-                            % (pid, count["name"], drawn, count["X"]))
-    for label in expected:
-        if label not in shown:
-            problems.append("no process named %r (the viewer shows: %s)"
-                            % (label, ", ".join(sorted(shown)) or "none"))
-    return problems
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", help="a trace in the Chrome trace event format (JSON)")
@@ -327,11 +283,12 @@ def main():
               % args.chromium, file=sys.stderr)
         return EXIT_SKIP
     try:
-        trace = load_trace(args.trace)
+        trace = trace_check.load_trace(args.trace)
     except (OSError, ValueError) as e:
         print("view_trace: cannot read %s: %s" % (args.trace, e), file=sys.stderr)
         return 1
-    counts = file_counts(trace["traceEvents"])
+    counts = trace_check.file_counts(trace["traceEvents"])
+    format_problems = trace_check.format_problems(trace["traceEvents"])
     try:
         summary = view(args, trace)
     except ViewerError as e:
@@ -344,7 +301,7 @@ def main():
     for process in sorted(summary["processes"], key=lambda p: p["pid"]):
         count = counts.get(process["pid"], {"X": 0, "async": 0, "other": 0})
         print("  %s (pid %s): %d slices shown of %d; not drawn: %d async spans, %d other events"
-              % (process["name"], process["pid"],
+              % (process["name"] or "(unnamed)", process["pid"],
                  sum(t["slices"] for t in process["threads"]), count["X"], count["async"],
                  count["other"]))
         for thread in process["threads"]:
@@ -354,7 +311,7 @@ def main():
         print("  viewer warning %s: %d" % (kind, n))
     if args.screenshot:
         print("wrote %s (tracks: %s)" % (args.screenshot, ", ".join(summary["tracks"])))
-    problems = check(summary, counts, args.expect_process)
+    problems = format_problems + trace_check.viewer_problems(summary, counts, args.expect_process)
     for problem in problems:
         print("view_trace: " + problem, file=sys.stderr)
     return 1 if problems else 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The pure parts of tools/gradwire_trace/view_trace.py, without a browser: what the file holds,
-the verdict on what the viewer shows, and the exit codes before Chromium starts.
+"""The pure half of tools/gradwire_trace/trace_check.py (trace_check.py), without a browser: what
+the file holds, its check against the trace event format, the verdict on what the viewer shows,
+and trace_check.py's exit codes before Chromium starts.
 Usage: viewer_check_test.py VIEW_TRACE_PY"""
 
 import importlib.util
@@ -12,10 +13,11 @@ import tempfile
 import unittest
 
 SCRIPT = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(
-    os.path.dirname(__file__), "../../../tools/gradwire_trace/view_trace.py")
-spec = importlib.util.spec_from_file_location("view_trace", SCRIPT)
-view_trace = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(view_trace)
+    os.path.dirname(__file__), "../../../tools/gradwire_trace/trace_check.py")
+spec = importlib.util.spec_from_file_location(
+    "trace_check", os.path.join(os.path.dirname(SCRIPT), "trace_check.py"))
+trace_check = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(trace_check)
 
 EVENTS = [
     {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "rank 0"}},
@@ -40,34 +42,69 @@ def summary(slices_by_pid, console=()):
 
 class FileCountsTest(unittest.TestCase):
     def test_counts_each_process_by_kind(self):
-        counts = view_trace.file_counts(EVENTS)
+        counts = trace_check.file_counts(EVENTS)
         self.assertEqual(counts[1], {"name": "rank 0", "X": 2, "async": 1, "other": 1})
         self.assertEqual(counts[2], {"name": "rank 1", "X": 1, "async": 0, "other": 0})
 
 
+class FormatTest(unittest.TestCase):
+    def test_a_well_formed_trace_passes(self):
+        self.assertEqual(trace_check.format_problems(EVENTS), [])
+
+    def test_slices_that_overlap_without_nesting_fail(self):
+        events = EVENTS + [{"ph": "X", "name": "step", "pid": 1, "tid": 11, "ts": 3, "dur": 5}]
+        problems = trace_check.format_problems(events)
+        self.assertEqual(len(problems), 1)
+        self.assertIn("'step' at 3.000 us overlaps 'forward' without nesting", problems[0])
+
+    def test_slices_of_different_threads_may_overlap(self):
+        events = EVENTS + [{"ph": "X", "name": "step", "pid": 1, "tid": 12, "ts": 3, "dur": 5}]
+        self.assertEqual(trace_check.format_problems(events), [])
+
+    def test_async_spans_must_begin_and_end(self):
+        events = EVENTS + [
+            {"ph": "b", "name": "bucket 0", "cat": "ddp", "id": 2, "pid": 1, "tid": 11, "ts": 1},
+            {"ph": "e", "name": "bucket 1", "cat": "ddp", "id": 3, "pid": 1, "tid": 11, "ts": 2}]
+        self.assertEqual(trace_check.format_problems(events), [
+            "event 10: async 'bucket 1' (id 3) of process 1 ends unbegun",
+            "async 'bucket 0' (id 2) of process 1: 1 begun, never ended"])
+
+    def test_events_without_time_duration_or_known_phase_fail(self):
+        events = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0},
+                  {"ph": "i", "name": "b", "pid": 1, "tid": 1},
+                  {"ph": "Q", "pid": 1, "tid": 1, "ts": 0},
+                  {"ph": "X", "name": "c", "pid": "1", "tid": 1, "ts": 0, "dur": 1}]
+        problems = trace_check.format_problems(events)
+        self.assertEqual(len(problems), 4, problems)
+        self.assertIn("no duration", problems[0])
+        self.assertIn("no time", problems[1])
+        self.assertIn("known phase", problems[2])
+        self.assertIn("integers", problems[3])
+
+
 class CheckTest(unittest.TestCase):
     def setUp(self):
-        self.counts = view_trace.file_counts(EVENTS)
+        self.counts = trace_check.file_counts(EVENTS)
 
     def test_every_slice_and_process_shown_passes(self):
-        self.assertEqual(view_trace.check(summary({1: 2, 2: 1}), self.counts,
+        self.assertEqual(trace_check.viewer_problems(summary({1: 2, 2: 1}), self.counts,
                                           ["rank 0", "rank 1"]), [])
 
     def test_a_missing_expected_process_fails(self):
-        problems = view_trace.check(summary({1: 2, 2: 1}), self.counts, ["rank 7"])
+        problems = trace_check.viewer_problems(summary({1: 2, 2: 1}), self.counts, ["rank 7"])
         self.assertEqual(len(problems), 1)
         self.assertIn("'rank 7'", problems[0])
 
     def test_dropped_slices_fail(self):
-        problems = view_trace.check(summary({1: 1, 2: 1}), self.counts, [])
+        problems = trace_check.viewer_problems(summary({1: 1, 2: 1}), self.counts, [])
         self.assertEqual(problems, ["process 1 (rank 0): the viewer shows 1 of the file's 2 slices"])
 
     def test_no_slices_fail(self):
-        problems = view_trace.check(summary({}), {}, [])
+        problems = trace_check.viewer_problems(summary({}), {}, [])
         self.assertEqual(problems, ["the viewer shows no slices"])
 
     def test_import_errors_fail(self):
-        problems = view_trace.check(summary({1: 2, 2: 1}, [("error", "bad event")]),
+        problems = trace_check.viewer_problems(summary({1: 2, 2: 1}, [("error", "bad event")]),
                                     self.counts, [])
         self.assertEqual(problems, ["the viewer reported an error: bad event"])
 
@@ -81,14 +118,14 @@ class LoadTraceTest(unittest.TestCase):
         return f.name
 
     def test_both_json_forms(self):
-        self.assertEqual(view_trace.load_trace(self.write(json.dumps(EVENTS)))["traceEvents"],
+        self.assertEqual(trace_check.load_trace(self.write(json.dumps(EVENTS)))["traceEvents"],
                          EVENTS)
-        self.assertEqual(view_trace.load_trace(
+        self.assertEqual(trace_check.load_trace(
             self.write(json.dumps({"traceEvents": EVENTS})))["traceEvents"], EVENTS)
 
     def test_other_json_is_refused(self):
         with self.assertRaises(ValueError):
-            view_trace.load_trace(self.write('{"events": []}'))
+            trace_check.load_trace(self.write('{"events": []}'))
 
 
 class ExitCodeTest(unittest.TestCase):
