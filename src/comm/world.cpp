@@ -135,10 +135,26 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
   if (!timeline::enabled()) timeline::start_from_env(env, "rank " + std::to_string(info.rank));
-  resolve(options, env);  // bad timeouts are reported before a bad thread count
+  // A restarted rank (the launcher's --max-restarts) marks where its incarnation begins.
+  const long incarnation = env.get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
+  if (incarnation > 0) timeline::instant("restart", "launch", {{"incarnation", incarnation}});
+  const InitOptions resolved = resolve(options, env);  // bad timeouts before a bad thread count
   at::set_num_threads(
       resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
-  return connect_world(options, env);
+  try {
+    return connect_world(options, env);
+  } catch (const TimeoutError& error) {
+    // The rendezvous (the store, or every rank's join) timed out: mark it, and write it out
+    // before the error ends the process.
+    if (timeline::enabled()) {
+      timeline::instant("timeout", "launch",
+                        {{"waited_for", "the rendezvous (rank 0's store and every rank)"},
+                         {"timeout_ms", static_cast<int64_t>(resolved.rendezvous_timeout->count())},
+                         {"error", error.what()}});
+      timeline::flush();
+    }
+    throw;
+  }
 }
 
 std::string torch_version() { return c10d_adapter::torch_version_string(); }
