@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# A 2-rank DDP job with GRADWIRE_TIMELINE writes one file per rank, and gradwire-trace merge
-# joins them into one trace holding both ranks' forward, backward, buckets, allreduces and waits,
-# with rank 1's clock measured against rank 0's through the store (Note [timeline clocks]).
-# Usage: ddp_job_test.sh GRADWIRE_RUN EXAMPLE_DDP_TRAIN GRADWIRE_TRACE
+# A 2-rank DDP job under gradwire-run --timeline: each rank writes its file into TRACE.d/, and the
+# launcher merges them into TRACE when the job ends: one trace holding both ranks' forward,
+# backward, buckets, allreduces and waits, with rank 1's clock measured against rank 0's through
+# the store (Note [timeline clocks]). TRACE stays in the build tree for the tests that read a real
+# trace (fixture timeline_ddp_trace). Then a restarted rank 1 whose rendezvous times out records
+# the instants "restart" and "timeout".
+# Usage: ddp_job_test.sh GRADWIRE_RUN EXAMPLE_DDP_TRAIN TRACE
 set -euo pipefail
-run=$1 example=$2 trace=$3
+run=$1 example=$2 out=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+rm -rf "$out" "$out.d"
+mkdir -p "$(dirname "$out")"
 
-GRADWIRE_TIMELINE="$dir/job.json" OMP_NUM_THREADS=1 timeout 120 \
-  "$run" --nproc-per-node 2 "$example" 3 > "$dir/job.log" 2>&1 || {
+OMP_NUM_THREADS=1 timeout 120 \
+  "$run" --timeline "$out" --nproc-per-node 2 "$example" 3 > "$dir/job.log" 2>&1 || {
   cat "$dir/job.log"
   exit 1
 }
-ls "$dir/job.json.d"
-"$trace" merge "$dir/job.json" "$dir/job.json.d"
+ls "$out.d"
+grep -F "gradwire-run: wrote timeline $out: 2 processes" "$dir/job.log" || {
+  cat "$dir/job.log"
+  exit 1
+}
 
-python3 - "$dir/job.json" "$dir/job.json.d" <<'PY'
+python3 - "$out" "$out.d" <<'PY'
 import json, os, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
 names = {e["pid"]: e["args"]["name"] for e in events
@@ -44,4 +52,24 @@ with open(os.path.join(sys.argv[2], "rank-1.json")) as f:
                if '"gradwire_clock"' in line]
 assert any("through the store" in s for s in sources), sources
 print("ok:", len(events), "events,", ", ".join(sorted(ranks.values())))
+PY
+
+# Rank 1 of a restarted job whose rank 0 never comes: nobody listens on the port just closed.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+if RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GRADWIRE_RENDEZVOUS_TIMEOUT=200ms \
+  TORCHELASTIC_RESTART_COUNT=1 GRADWIRE_TIMELINE="$dir/alone.json" OMP_NUM_THREADS=1 \
+  timeout 60 "$example" 1 > "$dir/alone.log" 2>&1; then
+  echo "rank 1 alone should have timed out"
+  cat "$dir/alone.log"
+  exit 1
+fi
+python3 - "$dir/alone.json.d/rank-1.restart-1.json" <<'PY'
+import json, sys
+lines = [json.loads(line.strip().lstrip("[,")) for line in open(sys.argv[1])
+         if line.strip() not in ("", "]")]
+instants = {e["name"]: e for e in lines if e.get("ph") == "i" and e.get("cat") == "launch"}
+assert instants["restart"]["args"]["incarnation"] == 1, instants
+assert instants["timeout"]["args"]["timeout_ms"] == 200, instants
+assert "rendezvous" in instants["timeout"]["args"]["waited_for"], instants
+print("ok: restart and timeout instants")
 PY
