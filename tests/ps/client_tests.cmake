@@ -2,7 +2,8 @@
 # optimizer, with pushes sent at once or deferred, the hybrid model with DDP, and DenseModel in
 # both roles, on shared memory and bytes), async
 # convergence, the shared-memory transport, and failures (unreachable and stopped
-# servers, a trainer that never finishes its step). Servers run in-process.
+# servers, a trainer that never finishes its step), and both sides' events on the timeline
+# (timeline_test.cpp). Servers run in-process.
 gradwire_add_test(ps_client_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/routing_test.cpp
@@ -12,9 +13,11 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/dense_equivalence_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/shared_memory_client_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/batched_calls_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/timeline_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
   LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_client_internal gradwire_ps_messages_internal gradwire_rpc_internal gradwire_ddp gradwire_launch gradwire_test_support
+    gradwire_ps_server_label_internal nlohmann_json::nlohmann_json
   LABELS ps)
 
 # The client's defaults from an injected environment (trainer rank and count from the launcher

@@ -8,7 +8,7 @@
 //                      [--max-waiting-steps N] [--max-grpc-memory-bytes N]
 //                      [--max-shared-region-bytes N] [--max-shared-bytes N]
 //                      [--max-shared-process-bytes N] [--no-shared-memory]
-//                      [--metrics HOST:PORT]
+//                      [--metrics HOST:PORT] [--index N]
 //
 // --listen given several times runs one server per address in this process, with the same
 // options (ps::start_servers: they share one thread per trainer for calls over shared memory).
@@ -17,6 +17,9 @@
 // the order of the --listen options; with --metrics, then one line "gradwire-ps-server metrics on
 // http://HOST:PORT/metrics" (Prometheus's text format, all the servers of this process, no token:
 // docs/observability.md). SIGTERM or
+// With GRADWIRE_TIMELINE set, the process writes its timeline (docs/timeline.md) as "ps server N"
+// (one server) or "ps servers A-B" (several), N the index of its first server: --index, else the
+// position of its first --listen address in GRADWIRE_PS_ADDRS (gradwire-run sets it), else 0.
 // SIGINT shut it down gracefully (tables are checkpointed first when --checkpoint-dir is set).
 // Exit status: 0 after a signal, 2 for usage and configuration errors, 1 for other failures
 // (e.g. a damaged checkpoint file).
@@ -26,19 +29,23 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/ps/server.h"
+#include "server_label.h"
 
 namespace {
 
 constexpr int kUsageError = 2;
 
 void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
-                 std::vector<std::string>& listen) {
+                 std::vector<std::string>& listen, std::optional<int>& index) {
   app.add_option("--listen", listen,
                  "HOST:PORT to listen on; port 0 picks a free one (printed when ready). Given "
                  "several times: one server per address, in this process")
@@ -119,6 +126,11 @@ void add_options(CLI::App& app, gradwire::ps::ServerOptions& options,
                  "HOST:PORT (or PORT for 127.0.0.1:PORT; port 0 picks a free one) where GET "
                  "/metrics serves every server's metrics in Prometheus's text format, without a "
                  "token (docs/observability.md). Default: no metrics endpoint");
+  app.add_option("--index", index,
+                 "Index of this process's first server among the job's servers (the others follow "
+                 "in the order of --listen), for its name on the timeline. Default: the position "
+                 "of the first --listen address in GRADWIRE_PS_ADDRS, else 0")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag_callback(
       "--no-shared-memory", [&options] { options.shared_memory = false; },
       "Take tensors as bytes only, also from trainers on this host (default: they may share "
@@ -141,7 +153,8 @@ int run(int argc, char** argv) {
   CLI::App app{"gradwire-ps-server: a parameter server for gradwire trainers"};
   gradwire::ps::ServerOptions options;
   std::vector<std::string> listen;
-  add_options(app, options, listen);
+  std::optional<int> index;
+  add_options(app, options, listen, index);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -150,10 +163,19 @@ int run(int argc, char** argv) {
   }
 
   const sigset_t stop_signals = block_stop_signals();
+  const gradwire::EnvMap env = gradwire::EnvMap::from_process();
+  const int first = gradwire::ps_server::first_server_index(
+      index, listen, env.get("GRADWIRE_PS_ADDRS").value_or(""));
   std::vector<gradwire::ps::ServerOptions> each(listen.size(), options);
-  for (size_t i = 0; i < listen.size(); ++i) each[i].listen = listen[i];
+  for (size_t i = 0; i < listen.size(); ++i) {
+    each[i].listen = listen[i];
+    each[i].timeline_name = gradwire::ps_server::server_timeline_name(first + static_cast<int>(i));
+  }
   std::vector<std::unique_ptr<gradwire::ps::Server>> servers;
   try {
+    // Before the servers start: a restart's instant is recorded as they restore their tables.
+    gradwire::timeline::start_from_env(
+        env, gradwire::ps_server::process_label(first, static_cast<int>(listen.size())));
     servers = gradwire::ps::start_servers(each);
   } catch (const gradwire::ConfigError& error) {
     std::cerr << "gradwire-ps-server: " << error.what() << "\n";
@@ -177,8 +199,13 @@ int run(int argc, char** argv) {
             << std::endl;
   // All at once: each may wait its grace for calls in flight.
   std::vector<std::thread> stopping;
-  for (const auto& server : servers) stopping.emplace_back([&server] { server->shutdown(); });
+  for (const auto& server : servers)
+    stopping.emplace_back([&server] {
+      gradwire::timeline::name_thread("shutdown");
+      server->shutdown();
+    });
   for (std::thread& thread : stopping) thread.join();
+  gradwire::timeline::stop();  // std::_Exit below runs no exit handlers
   // Note [exit after shutdown]: shutdown() returned, so no call runs and the checkpoint is
   // written; what is left is gRPC's own clean-up, which the Server's destructor would run as the
   // process's last gRPC object. That clean-up joins gRPC's executor threads, and one of them may

@@ -100,6 +100,10 @@ struct ServerOptions {
   // same address share one endpoint, each series labelled with its server's address. Empty: none.
   // --metrics.
   std::string metrics_listen;
+  // The server's name on the timeline (docs/timeline.md): its handler threads' tracks are
+  // "<timeline_name> calls", and its restart instant names it. gradwire-ps-server sets
+  // "ps server N". Empty: "ps server HOST:PORT", the address it listens on.
+  std::string timeline_name;
 };
 
 // The ResourceQuota size a server with these options gives gRPC (see max_grpc_memory_bytes).

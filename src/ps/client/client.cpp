@@ -44,6 +44,7 @@ ClientImpl::~ClientImpl() {
 }
 
 void ClientImpl::create_table(const TableConfig& config) {
+  timeline::Span span("create table", "ps", {{"table", config.name}});
   validate(config);
   std::vector<std::unique_ptr<CreateCall>> requests;
   for (int server = 0; server < num_servers(); ++server) {
@@ -118,6 +119,7 @@ void ClientImpl::regroup(int64_t step, int rank, int world_size, int64_t attempt
 }
 
 void ClientImpl::resume_tables(int64_t step, int num_trainers) {
+  timeline::Span span("resume", "ps", {{"step", step}, {"trainers", num_trainers}});
   const std::vector<std::pair<std::string, TableState>> tables = tables_now();
   for (const auto& [name, state] : tables) {
     const bool sync = state.config.mode == UpdateMode::kSync;
@@ -167,6 +169,7 @@ void ClientImpl::assign(const std::string& name, const at::Tensor& ids, const at
                           c10::str(ids.sizes()) + " and " + c10::toString(rows.scalar_type()) +
                           " rows " + c10::str(rows.sizes()));
   }
+  timeline::Span span("assign", "ps", {{"table", name}, {"ids", ids.numel()}});
   const at::Tensor dense_ids = ids.contiguous();
   const at::Tensor dense_rows = rows.contiguous();
   check_ids(dense_ids, config.num_rows, "assign to", name);
@@ -226,6 +229,7 @@ int64_t ClientImpl::step_count(const std::string& name) const {
 }
 
 void ClientImpl::checkpoint() {
+  timeline::Span span("checkpoint", "ps");
   std::vector<std::unique_ptr<CheckpointCall>> requests;
   for (int server = 0; server < num_servers(); ++server) {
     requests.push_back(std::make_unique<CheckpointCall>());

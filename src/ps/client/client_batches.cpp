@@ -85,6 +85,7 @@ void ClientImpl::wait_for_pushes() {
 }
 
 void ClientImpl::flush() {
+  timeline::Span span("flush", "ps");
   BatchPlan plan([this](int server) { return routes_.batch_limits(server); });
   add_deferred(plan, all_servers());
   send_pushes(plan);
@@ -92,6 +93,9 @@ void ClientImpl::flush() {
 }
 
 void ClientImpl::step() {
+  // The Step calls to each server are async spans "step server N" (client_timeline.h); this one
+  // covers the pushes' wait too.
+  timeline::Span span("step", "ps");
   // Pushes sent before (not deferred) are accepted before the steps go out: calls to one server
   // are not ordered.
   wait_for_pushes();
@@ -122,6 +126,11 @@ void ClientImpl::step() {
       *request.mutable_attempt() = to_message(attempt_);
       places[t].push_back(plan.add(server, std::move(request)));
     }
+  }
+  if (span.active()) {
+    span.arg({"tables", static_cast<int64_t>(stepped.size())});
+    if (!stepped.empty()) span.arg({"table", stepped.front()->first});
+    if (!stepped.empty()) span.arg({"step", stepped.front()->second.step});
   }
   if (operation.empty()) operation = "push";
   const milliseconds timeout = stepped.empty() ? options_.call_deadline : step_timeout_;

@@ -15,6 +15,15 @@ at::Tensor ClientImpl::lookup(const std::string& name, const at::Tensor& ids) {
 }
 
 std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& lookups) {
+  // The calls to each server are async spans of their own (client_timeline.h).
+  timeline::Span span("lookup", "ps");
+  if (span.active() && !lookups.empty()) {
+    int64_t ids = 0;
+    for (const TableIds& lookup : lookups) ids += lookup.ids.defined() ? lookup.ids.numel() : 0;
+    span.arg({"table", lookups.front().table});
+    span.arg({"tables", static_cast<int64_t>(lookups.size())});
+    span.arg({"ids", ids});
+  }
   bool carried = false;
   std::unique_ptr<Pending> pending =
       plan_lookups(lookups, at::kFloat, at::Tensor(), true, &carried);
@@ -36,6 +45,11 @@ std::vector<at::Tensor> ClientImpl::lookup_many(const std::vector<TableIds>& loo
 std::unique_ptr<PendingLookup> ClientImpl::start_lookup(const std::string& name,
                                                         const at::Tensor& ids, at::ScalarType wire,
                                                         const at::Tensor& out) {
+  timeline::Span span("start lookup", "ps");
+  if (span.active()) {
+    span.arg({"table", name});
+    span.arg({"ids", ids.defined() ? ids.numel() : int64_t{0}});
+  }
   // Its calls are collected whenever the caller waits: they carry no deferred pushes, which
   // flush() would then wait for.
   std::unique_ptr<Pending> pending = plan_lookups({TableIds{name, ids}}, wire, out, false, nullptr);
@@ -110,6 +124,14 @@ std::unique_ptr<ClientImpl::Pending> ClientImpl::plan_lookups(const std::vector<
 }
 
 void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::Tensor& grads) {
+  // Sent without waiting: the calls' spans end when flush() or step() collects them.
+  timeline::Span span("push", "ps");
+  if (span.active()) {
+    span.arg({"table", name});
+    span.arg({"ids", ids.defined() ? ids.numel() : int64_t{0}});
+    span.arg({"bytes", grads.defined() ? static_cast<int64_t>(grads.nbytes()) : int64_t{0}});
+    span.arg({"deferred", options_.defer_pushes});
+  }
   const TableState state = usable_table(name);
   const TableConfig& config = state.config;
   const int64_t step = state.step;
@@ -185,6 +207,8 @@ void ClientImpl::push(const std::string& name, const at::Tensor& ids, const at::
 }
 
 at::Tensor ClientImpl::Pending::wait() {
+  timeline::Span span("lookup wait", "ps");
+  if (span.active() && !names.empty()) span.arg({"table", names.front()});
   queue.wait_or_cancel(limit, kCompletionMargin);
   throw_first_failure(queue, operation());
   if (into) {

@@ -21,6 +21,7 @@
 
 #include "batch_plan.h"
 #include "client_calls.h"
+#include "client_timeline.h"
 #include "gradwire/common/error.h"
 #include "gradwire/ps/client.h"
 #include "lookup_plan.h"
@@ -134,7 +135,9 @@ class ClientImpl final : public Client {
   // (Note [call routes]).
   template <typename Call>
   Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server) {
+    call->server = server;
     routes_.start(server, *call, queue.grpc());
+    if (timeline::enabled()) begin_call_span(*call);
     return queue.add(std::move(call));
   }
 
@@ -201,6 +204,7 @@ class ClientImpl final : public Client {
           rpc::throw_rpc_error(failed.status, operation, failed.address,
                                std::chrono::duration_cast<milliseconds>(Clock::now() - started));
         }
+        if (timeline::enabled()) record_call_retry(failed, retries + 1, *delay);
         std::this_thread::sleep_for(*delay);
         ++retries;
         // A fresh call with the same request (a context serves one call only).

@@ -36,6 +36,7 @@ struct QueuedCall final : CallBase {
   const google::protobuf::Message& request_message() const override { return request; }
   google::protobuf::Message* response_message() override { return &response; }
   std::optional<rpc::ChannelMethod> channel_method() const override { return Route::kChannel; }
+  CallSummary summary() const override { return summarize(request); }
   void start_grpc(grpc::CompletionQueue& queue) override {
     reader = (stub->*Route::kGrpc)(&context, request, &queue);
     reader->StartCall();

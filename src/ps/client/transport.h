@@ -26,6 +26,8 @@
 #include <string>
 #include <utility>
 
+#include "gradwire/common/timeline.h"
+#include "ps/messages/call_summary.h"
 #include "rpc/call_channel.h"
 #include "rpc/proto/ps.grpc.pb.h"
 
@@ -54,6 +56,16 @@ struct CallBase {
   std::shared_ptr<CallTransport> transport;  // what carries it, once started
   uint64_t ticket = 0;                       // its ticket on a call channel
   bool done = false;                         // answered (status and response set) or given up
+  int server = -1;                           // the server's index among the client's
+  timeline::AsyncSpan span;                  // on the timeline while it runs (client_timeline.h)
+
+  // Sets done (the call was answered or given up): every transport ends a call here. With a
+  // timeline, ends its span and records a failure (client_timeline.cpp).
+  void mark_done() {
+    done = true;
+    if (timeline::enabled()) timeline_done();
+  }
+  void timeline_done();
 
   std::chrono::milliseconds waited() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
@@ -63,6 +75,8 @@ struct CallBase {
   virtual google::protobuf::Message* response_message() = 0;
   // The call-channel method of this kind of call; none: it never travels over a channel.
   virtual std::optional<rpc::ChannelMethod> channel_method() const = 0;
+  // What the request carries, for the timeline (ps/messages/call_summary.h).
+  virtual CallSummary summary() const = 0;
   // Starts the call over gRPC (stub set) on `queue`, tagged with this CallBase.
   virtual void start_grpc(grpc::CompletionQueue& queue) = 0;
 };
@@ -112,7 +126,7 @@ class GrpcTransport final : public CallTransport {
                                         : grpc::CompletionQueue::SHUTDOWN)
               : queue_.AsyncNext(&tag, &ok, to_system(limit));
       if (next != grpc::CompletionQueue::GOT_EVENT) return false;
-      static_cast<CallBase*>(tag)->done = true;  // this call's answer or another one's
+      static_cast<CallBase*>(tag)->mark_done();  // this call's answer or another one's
     }
     return true;
   }
@@ -147,12 +161,12 @@ class ChannelTransport final : public CallTransport {
   }
   bool finish(CallBase& call, Clock::time_point limit) override {
     if (!channel_->finish(call.ticket, limit)) return false;
-    call.done = true;
+    call.mark_done();
     return true;
   }
   void cancel(CallBase& call) override {
     channel_->cancel(call.ticket);
-    call.done = true;
+    call.mark_done();
   }
 
  private:

@@ -222,9 +222,8 @@ void TableShard::check_trainer(int trainer, const char* operation) const {
   const int count = num_trainers();
   if (trainer < 0 || trainer >= count) {
     throw InvalidArgument(table_prefix(config_) + ": " + operation + " from trainer " +
-                          std::to_string(trainer) + ", but the table has " +
-                          std::to_string(count) + " trainer(s) (0.." + std::to_string(count - 1) +
-                          ")");
+                          std::to_string(trainer) + ", but the table has " + std::to_string(count) +
+                          " trainer(s) (0.." + std::to_string(count - 1) + ")");
   }
 }
 
@@ -380,8 +379,8 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
   // check). A sync shard keeps the view and checks the step's sums, its own tensors, before it
   // applies them (reduce_and_apply_locked).
   const bool copy_values = config_.mode == UpdateMode::kAsync && owned;
-  SparseRows rows = !coalesced  ? coalesce(dense_ids, dense_grads)
-                    : keep      ? SparseRows{dense_ids.clone(), dense_grads.clone()}
+  SparseRows rows = !coalesced    ? coalesce(dense_ids, dense_grads)
+                    : keep        ? SparseRows{dense_ids.clone(), dense_grads.clone()}
                     : copy_values ? SparseRows{dense_ids, dense_grads.clone()}
                                   : SparseRows{dense_ids, dense_grads};
   // Checked once duplicates are summed: finite gradients of one id can add up to infinity.
@@ -447,6 +446,7 @@ void TableShard::push_rows(int trainer, int64_t step, const at::Tensor& ids,
   }
   pending_bytes_ += bytes;
   pending_trainer_bytes_[static_cast<size_t>(trainer)] += bytes;
+  record_pending_locked();
 }
 
 ShardSnapshot TableShard::snapshot() const {

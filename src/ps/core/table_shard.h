@@ -31,6 +31,11 @@
 // assign() (the last call says complete), lookups wait for that up to their deadline, and pushes
 // are refused until then. Restored shards have their values.
 //
+// Timeline (docs/timeline.md, category "ps"): each update applied is a span "apply" on the thread
+// that applies it (table, step, rows, bytes; a sync step's reduction included), a finish_step()
+// that waits for other trainers a span "step wait" (table, step, trainer, applied), and a sync
+// shard's pending bytes the counter "pending bytes <table>".
+//
 // Thread model: every member may be called from any thread. One std::shared_mutex guards the
 // rows, the optimizer, the step count, the attempts and the pending gradients: lookup() and
 // snapshot() share it, the others take it alone. Input validation and coalescing run before the
@@ -53,6 +58,7 @@
 #include <vector>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/ps/table.h"
 #include "ps/core/coalesce.h"
 #include "ps/core/sparse_optimizer.h"
@@ -348,6 +354,11 @@ class TableShard {
   // The same as update `update` without counting it; `owned`: the values may be scaled in place.
   // `scaled`: the values are the mean already (Note [fused reduction]).
   void apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled = false);
+  // With a timeline: the counter "pending bytes <table>" at pending_bytes_ now. Requires mutex_.
+  void record_pending_locked() const {
+    if (timeline::enabled()) record_pending_slow();
+  }
+  void record_pending_slow() const;
   // Note [aligned pushes] in table_shard.cpp. Requires mutex_ held exclusively.
   bool pushes_aligned_locked() const;
   void reduce_and_apply_locked();
@@ -375,13 +386,13 @@ class TableShard {
   int64_t pending_bytes_ = 0;  // sync: bytes_of() the pushes in pending_ (charged to budget_)
   std::vector<int64_t> pending_trainer_bytes_;  // sync: the same, by trainer
   bool rows_kept_ = false;  // keep_rows_in() was called: weights_'s storage never changes
-  std::vector<bool> finished_trainers_;           // sync: who finished step_
-  std::vector<int64_t> clocks_;                   // async with staleness: steps each finished
-  bool awaiting_values_ = false;                  // dense: values not assigned yet
-  int64_t restart_ = 0;                           // sync: the newest attempt seen
-  std::vector<uint64_t> incarnations_;            // sync: each trainer's newest process
-  uint64_t discards_ = 0;                         // sync: discard_step_locked() calls so far
-  std::string discard_reason_;                    // sync: why the last discard happened
+  std::vector<bool> finished_trainers_;  // sync: who finished step_
+  std::vector<int64_t> clocks_;          // async with staleness: steps each finished
+  bool awaiting_values_ = false;         // dense: values not assigned yet
+  int64_t restart_ = 0;                  // sync: the newest attempt seen
+  std::vector<uint64_t> incarnations_;   // sync: each trainer's newest process
+  uint64_t discards_ = 0;                // sync: discard_step_locked() calls so far
+  std::string discard_reason_;           // sync: why the last discard happened
 };
 
 }  // namespace gradwire::ps

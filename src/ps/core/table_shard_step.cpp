@@ -39,8 +39,7 @@ bool add_pass(const float* a, const float* b, float* out, int64_t count, Scale s
 // passes read and wrote the step's gradients three times more (the server's memory bandwidth is
 // the trainers' too); the first additions are passes of their own only beyond two trainers.
 // Returns false when some result is not finite.
-bool reduce_into(const std::vector<const float*>& inputs, float* out, int64_t count,
-                 int divisor) {
+bool reduce_into(const std::vector<const float*>& inputs, float* out, int64_t count, int divisor) {
   const auto reduce = [&](auto scale) {
     const auto same = [](float value) { return value; };
     if (inputs.size() == 1) return add_pass(inputs[0], nullptr, out, count, scale, true);
@@ -68,6 +67,7 @@ void TableShard::drop_pending_locked(int trainer) {
   pending_bytes_ -= bytes;
   if (budget_) budget_->release(bytes);
   bytes = 0;
+  record_pending_locked();
 }
 
 void TableShard::clear_pending_locked() {
@@ -75,6 +75,11 @@ void TableShard::clear_pending_locked() {
   pending_trainer_bytes_.assign(pending_trainer_bytes_.size(), 0);
   if (budget_) budget_->release(pending_bytes_);
   pending_bytes_ = 0;
+  record_pending_locked();
+}
+
+void TableShard::record_pending_slow() const {
+  timeline::counter("pending bytes " + config_.name, {{"bytes", pending_bytes_}});
 }
 
 void TableShard::check_attempt_locked(Attempt attempt, const std::string& caller) const {
@@ -85,14 +90,13 @@ void TableShard::check_attempt_locked(Attempt attempt, const std::string& caller
   }
   // Note [attempt limits]: checked before anything changes. Both are >= 0: no overflow.
   if (attempt.restart - restart_ > kMaxAttemptJump) {
-    throw InvalidArgument(table_prefix(config_) + ": " + caller + " from attempt " +
-                          std::to_string(attempt.restart) +
-                          " of the job was refused: this table is at attempt " +
-                          std::to_string(restart_) + " and takes a newer one at most " +
-                          std::to_string(kMaxAttemptJump) + " above it (up to " +
-                          std::to_string(restart_ + kMaxAttemptJump) +
-                          "); nothing was changed. The attempt is the job's restart count "
-                          "(ClientOptions::attempt, TORCHELASTIC_RESTART_COUNT)");
+    throw InvalidArgument(
+        table_prefix(config_) + ": " + caller + " from attempt " + std::to_string(attempt.restart) +
+        " of the job was refused: this table is at attempt " + std::to_string(restart_) +
+        " and takes a newer one at most " + std::to_string(kMaxAttemptJump) + " above it (up to " +
+        std::to_string(restart_ + kMaxAttemptJump) +
+        "); nothing was changed. The attempt is the job's restart count "
+        "(ClientOptions::attempt, TORCHELASTIC_RESTART_COUNT)");
   }
 }
 
@@ -156,6 +160,11 @@ void TableShard::discard_step_locked(std::string reason) {
 
 void TableShard::apply_locked(SparseRows rows, bool owned) {
   const int64_t update = step_ + 1;
+  timeline::Span span("apply", "ps",
+                      {{"table", config_.name},
+                       {"step", update},
+                       {"rows", rows.ids.numel()},
+                       {"bytes", static_cast<int64_t>(rows.values.nbytes())}});
   apply_rows_locked(std::move(rows), update, owned);
   step_ = update;
 }
@@ -163,8 +172,7 @@ void TableShard::apply_locked(SparseRows rows, bool owned) {
 void TableShard::apply_rows_locked(SparseRows rows, int64_t update, bool owned, bool scaled) {
   if (!scaled && config_.reduction == GradientReduction::kMean && num_trainers() > 1) {
     // Unless owned, the values may be the caller's tensor.
-    rows.values =
-        owned ? rows.values.div_(num_trainers()) : rows.values.div(num_trainers());
+    rows.values = owned ? rows.values.div_(num_trainers()) : rows.values.div(num_trainers());
   }
   if (rows.ids.numel() > 0) {
     optimizer_->apply(weights_, local_rows(rows.ids), rows.values, update);
@@ -202,6 +210,8 @@ bool TableShard::pushes_aligned_locked() const {
 }
 
 void TableShard::reduce_and_apply_locked() {
+  // The reduction and the optimizer's update of one step (rows and bytes: what was applied).
+  timeline::Span span("apply", "ps", {{"table", config_.name}, {"step", step_ + 1}});
   // In trainer order, so that the sums (and the table's bits) do not depend on who came first;
   // each trainer's pushes in the order of their first id, not of arrival (one trainer's calls run
   // on several handler threads), so that aligned messages line up whatever the timing.
@@ -254,6 +264,17 @@ void TableShard::reduce_and_apply_locked() {
   // The sums are the shard's own tensors, or with one trainer its push, which is not scaled
   // (below) and which the optimizers only read.
   const int64_t update = step_ + 1;
+  if (span.active()) {
+    int64_t rows_applied = 0;
+    int64_t bytes_applied = 0;
+    for (const SparseRows& rows : sums) {
+      rows_applied += rows.ids.numel();
+      bytes_applied += static_cast<int64_t>(rows.values.nbytes());
+    }
+    span.arg({"rows", rows_applied});
+    span.arg({"bytes", bytes_applied});
+    span.arg({"trainers", num_trainers()});
+  }
   for (SparseRows& rows : sums) {
     apply_rows_locked(std::move(rows), update, /*owned=*/true, /*scaled=*/aligned);
   }
@@ -290,6 +311,9 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
   }
   const uint64_t discards = discards_;
   const uint64_t incarnation = incarnations_[static_cast<size_t>(trainer)];
+  // Waiting for the other trainers (the lock is released meanwhile).
+  timeline::Span span("step wait", "ps",
+                      {{"table", config_.name}, {"step", step}, {"trainer", trainer}});
   for (;;) {
     const auto slice_end =
         std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
@@ -297,7 +321,10 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
       return step_ > step || discards_ != discards ||
              incarnations_[static_cast<size_t>(trainer)] != incarnation;
     });
-    if (step_ > step) return StepOutcome{true, false, step_, {}};
+    if (step_ > step) {
+      span.arg({"applied", true});
+      return StepOutcome{true, false, step_, {}};
+    }
     if (discards_ != discards) {
       throw StaleAttemptError(table_prefix(config_) + ": step " + std::to_string(step) +
                               " was discarded while trainer " + std::to_string(trainer) +
@@ -311,6 +338,7 @@ StepOutcome TableShard::finish_step(int trainer, int64_t step, Attempt attempt,
     if (std::chrono::steady_clock::now() >= wait.deadline) break;
     if (wait.cancelled && wait.cancelled()) return StepOutcome{false, true, step_, {}};
   }
+  span.arg({"applied", false});
   StepOutcome outcome{false, false, step_, {}};
   for (int t = 0; t < num_trainers(); ++t) {
     if (!finished_trainers_[t]) outcome.missing_trainers.push_back(t);
@@ -339,6 +367,9 @@ StepOutcome TableShard::finish_stale_locked(int trainer, int64_t step, const Ste
     return StepOutcome{false, false, slowest(), {}, true};
   }
   step_applied_.notify_all();
+  // Waiting for the slowest trainer (bounded staleness).
+  timeline::Span span("step wait", "ps",
+                      {{"table", config_.name}, {"step", step}, {"trainer", trainer}});
   for (;;) {
     const auto slice_end =
         std::min(wait.deadline, std::chrono::steady_clock::now() + kStepWaitSlice);
@@ -402,8 +433,8 @@ void TableShard::set_trainers(int wanted, Attempt attempt) {
   const std::unique_lock<std::shared_mutex> lock(mutex_);
   const int before = num_trainers();
   if (wanted == before) return;
-  const std::string change = "the trainers changed from " + std::to_string(before) + " to " +
-                             std::to_string(wanted);
+  const std::string change =
+      "the trainers changed from " + std::to_string(before) + " to " + std::to_string(wanted);
   check_attempt_locked(attempt, "a change of the trainers to " + std::to_string(wanted));
   if (attempt.restart == restart_ && config_.mode == UpdateMode::kSync) {
     const bool touched = pending_bytes_ > 0 ||
@@ -417,8 +448,8 @@ void TableShard::set_trainers(int wanted, Attempt attempt) {
     }
   }
   discard_step_locked(change + " (attempt " + std::to_string(attempt.restart) +
-                      ": a new membership of an elastic job) while step " +
-                      std::to_string(step_) + " was in progress");
+                      ": a new membership of an elastic job) while step " + std::to_string(step_) +
+                      " was in progress");
   restart_ = attempt.restart;
   const auto count = static_cast<size_t>(wanted);
   pending_.assign(count, {});

@@ -17,6 +17,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/common/host_identity.h"
+#include "gradwire/common/timeline.h"
 #include "ps/server/metrics_publisher.h"
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/server_listen.h"
@@ -88,6 +89,16 @@ void check_options(const ServerOptions& options) {
   }
 }
 
+// "emb step 12, dense step 12": what a server restored from its checkpoints, for the timeline.
+std::string describe_restored(const std::vector<ShardSnapshot>& restored) {
+  std::string what;
+  for (const ShardSnapshot& snapshot : restored) {
+    what += (what.empty() ? "" : ", ") + snapshot.config.name + " step " +
+            std::to_string(snapshot.step);
+  }
+  return what;
+}
+
 // Idle handler threads a server keeps (Note [idle pollers]).
 constexpr int kIdlePollers = 16;
 
@@ -127,14 +138,19 @@ class ServerImpl final : public Server {
                              TableLimits{options.max_trainers, options.max_table_bytes});
         });
     const auto restored_tables = static_cast<int64_t>(restored.size());
+    const std::string restored_what = timeline::enabled() ? describe_restored(restored) : "";
     tables_.add_restored(std::move(restored));
     at::set_num_threads(options.threads);
+    // The name is known before the port is: a picked port names the threads "ps server
+    // HOST:0" only if the options leave timeline_name empty and the port to the system.
+    const std::string name =
+        options.timeline_name.empty() ? "ps server " + options.listen : options.timeline_name;
     service_ = std::make_unique<ParameterServerService>(
         *options.token,
         ServiceLimits{options.max_message_bytes, options.max_table_bytes, options.max_trainers,
                       options.max_waiting_steps, shared_region_limits(options)},
         options.shared_memory ? options.host_identity.value_or("") : std::string(), tables_,
-        checkpoints_, *hub_, metrics_);
+        checkpoints_, *hub_, metrics_, name + " calls");
     metrics_.set_gauges(gauges(restored_tables));
 
     rpc::disable_abseil_deadlock_detection();
@@ -185,6 +201,15 @@ class ServerImpl final : public Server {
                         (tls ? " or check the TLS files." : "."));
     }
     address_ = listen_.with_port(port);
+    // A server that restored tables was restarted (or started again on a job's checkpoints).
+    if (restored_tables > 0) {
+      timeline::instant("restart", "ps",
+                        {{"server", name},
+                         {"address", address_},
+                         {"tables", restored_tables},
+                         {"restored", restored_what},
+                         {"dir", options.checkpoint_dir}});
+    }
     const std::string warning = plaintext_warning(listen_, !options.tls_cert_file.empty());
     if (!warning.empty()) std::cerr << warning << std::endl;
     if (publisher_) publisher_->attach(address_, &metrics_);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 
 namespace gradwire::ps {
 namespace {
@@ -158,13 +159,28 @@ std::string ServerCheckpoints::write_locked(const TableShard& shard) {
   const int count = snapshot.num_servers;
   const std::string path = dir_ + "/" + generation_file_name(table, index, count, snapshot.step);
   const auto start = std::chrono::steady_clock::now();
+  timeline::Span span("checkpoint write", "ps",
+                      {{"table", table}, {"path", path}, {"step", snapshot.step}});
   try {
     write_checkpoint(path, snapshot);
+  } catch (const std::exception& error) {
+    if (observer_) observer_(table, std::chrono::steady_clock::now() - start, false);
+    span.end();
+    timeline::instant("checkpoint write failed", "ps",
+                      {{"table", table}, {"path", path}, {"error", error.what()}});
+    throw;
   } catch (...) {
     if (observer_) observer_(table, std::chrono::steady_clock::now() - start, false);
     throw;
   }
   if (observer_) observer_(table, std::chrono::steady_clock::now() - start, true);
+  if (span.active()) {
+    std::error_code size_error;
+    const auto bytes = std::filesystem::file_size(path, size_error);
+    span.arg({"bytes", size_error ? int64_t{-1} : static_cast<int64_t>(bytes)});
+    span.end();
+    written_bytes_.fetch_add(size_error ? 0 : static_cast<int64_t>(bytes));
+  }
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     written_step_[table] = snapshot.step;
@@ -183,6 +199,9 @@ std::string ServerCheckpoints::write_locked(const TableShard& shard) {
 std::vector<std::string> ServerCheckpoints::write_all(
     const std::vector<std::shared_ptr<TableShard>>& shards) {
   GRADWIRE_CHECK(enabled());
+  // Each file is a span "checkpoint write" inside this one.
+  timeline::Span span("checkpoint", "ps", {{"path", dir_}});
+  const int64_t bytes_before = written_bytes_.load();
   std::vector<std::string> paths;
   for (const auto& shard : shards) {
     // A dense shard still awaiting trainer 0's values has nothing worth keeping.
@@ -190,6 +209,11 @@ std::vector<std::string> ServerCheckpoints::write_all(
     const std::shared_ptr<std::mutex> table = table_mutex(shard->config().name);
     const std::lock_guard<std::mutex> lock(*table);
     paths.push_back(write_locked(*shard));
+  }
+  if (span.active()) {
+    span.arg({"tables", static_cast<int64_t>(paths.size())});
+    // Other threads' periodic writes meanwhile are counted too (rare; the files' spans are exact).
+    span.arg({"bytes", written_bytes_.load() - bytes_before});
   }
   return paths;
 }

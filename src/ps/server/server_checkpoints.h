@@ -11,6 +11,10 @@
 // Files named without a step (written before generations existed) are read as one more
 // generation.
 //
+// Timeline (docs/timeline.md, category "ps"): each file written is a span "checkpoint write"
+// (table, path, step, bytes), write_all() a span "checkpoint" around its files (path: the
+// directory, tables, bytes), and a write that fails the instant "checkpoint write failed".
+//
 // Thread safety: every member may be called from any thread. Writes of one table are serialised
 // by that table's own mutex (a checkpoint of one table never waits for another's);
 // mutex_ guards only the map of those mutexes and the last checkpointed steps. Lock order:
@@ -18,6 +22,7 @@
 // and reads run on the calling thread (a handler thread or shutdown()).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -94,6 +99,8 @@ class ServerCheckpoints {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<std::mutex>> table_mutexes_;  // by mutex_
   std::map<std::string, int64_t> written_step_;  // table -> step of its last file; by mutex_
+  // Bytes of the files written while a timeline ran (the span "checkpoint" of write_all).
+  std::atomic<int64_t> written_bytes_{0};
 };
 
 }  // namespace gradwire::ps

@@ -139,8 +139,9 @@ std::string describe_missing_trainers(const std::string& table, int64_t step,
 ParameterServerService::ParameterServerService(std::string token, ServiceLimits limits,
                                                std::string shared_host, TableRegistry& tables,
                                                ServerCheckpoints& checkpoints, rpc::ChannelHub& hub,
-                                               ServerMetrics& metrics)
+                                               ServerMetrics& metrics, std::string thread_name)
     : token_(std::move(token)),
+      thread_name_(std::move(thread_name)),
       limits_(limits),
       shared_host_(std::move(shared_host)),
       shared_(limits.shared),
@@ -241,8 +242,7 @@ grpc::Status ParameterServerService::lookup(const CallInfo& call,
     // thread first (Note [hub threads]), and given up when the caller goes away or the server
     // stops.
     WaitingPlace place(waiting_steps_, limits_.max_waiting_steps);
-    const StepWait values_wait{values_deadline,
-                               [&] { return call.cancelled && call.cancelled(); },
+    const StepWait values_wait{values_deadline, [&] { return call.cancelled && call.cancelled(); },
                                [&] {
                                  if (!place.take()) return false;
                                  if (call.will_wait) call.will_wait();

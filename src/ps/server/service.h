@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+#include "gradwire/common/timeline.h"
+#include "ps/messages/call_summary.h"
 #include "ps/server/server_checkpoints.h"
 #include "ps/server/server_metrics.h"
 #include "ps/server/table_registry.h"
@@ -86,16 +88,28 @@ inline constexpr int kMaxBatchParts = 4096;
 // trainers call over gRPC.
 inline constexpr size_t kMaxChannels = 1024;
 
+// A served call on the timeline (service_calls.cpp; docs/timeline.md): `span` begins as
+// "serve <Method>" on the serving thread (args table, transport, bytes_received, parts), whose
+// track is named `thread_name` (a channel thread, which serves every server of the process:
+// "ps channel calls") once. Call only when timeline::enabled(). end_served_span adds bytes_sent
+// and, for a failed call, its status, and ends it.
+void begin_served_span(std::optional<timeline::Span>& span, const std::string& thread_name,
+                       CallMethod method, CallTransport transport, const CallSummary& what,
+                       size_t request_bytes);
+void end_served_span(timeline::Span& span, const grpc::Status& status, size_t answer_bytes);
+
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
   // `tables`, `checkpoints`, `hub` and `metrics` must outlive the service. `shared_host`: this
   // server's host identity, where trainers of that host may share memory with it; empty: they may
   // not. `hub` serves the trainers' call channels (shared by the servers of one process). Every
   // call is counted in `metrics` (its method, transport, sizes, time and status:
-  // service_calls.cpp).
+  // service_calls.cpp). `thread_name` names the tracks of its handler threads on the timeline
+  // ("ps server 1": ServerOptions::timeline_name).
   ParameterServerService(std::string token, ServiceLimits limits, std::string shared_host,
                          TableRegistry& tables, ServerCheckpoints& checkpoints,
-                         rpc::ChannelHub& hub, ServerMetrics& metrics);
+                         rpc::ChannelHub& hub, ServerMetrics& metrics,
+                         std::string thread_name = "ps server");
 
   grpc::Status CreateTable(grpc::ServerContext* context, const v1::CreateTableRequest* request,
                            v1::CreateTableResponse* response) override;
@@ -138,8 +152,10 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status batch_grpc(grpc::ServerContext* context, const v1::BatchRequest* request,
                           v1::BatchResponse* response);
   // The body of serve_channel_call (service_channels.cpp).
+  // `span` begins once the request parsed, when a timeline runs (begin_served_span).
   grpc::Status serve_channel_batch(const rpc::ChannelCall& call,
-                                   std::unique_ptr<google::protobuf::Message>* answer);
+                                   std::unique_ptr<google::protobuf::Message>* answer,
+                                   std::optional<timeline::Span>& span);
   // The handlers of a Batch's parts (Note [batch parts] in service_batch.cpp).
   grpc::Status lookup(const CallInfo& call, const v1::LookupRequest& request,
                       v1::LookupResponse* response);
@@ -163,6 +179,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   std::optional<v1::SharedBytes> shared_rows(const TableShard& shard) const;
 
   const std::string token_;
+  const std::string thread_name_;  // the handler threads' tracks
   const ServiceLimits limits_;
   const std::string shared_host_;
   rpc::SharedRegions own_{/*server_memory=*/true};  // sync dense tables' rows (Note [shared rows])

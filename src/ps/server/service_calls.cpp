@@ -2,71 +2,109 @@
 // (service.cpp, service_channels.cpp) and counts the call in the server's metrics: its method,
 // transport, request and answer sizes, time and status (docs/observability.md).
 #include <chrono>
+#include <cstdio>
+#include <optional>
 
+#include "ps/messages/call_summary.h"
 #include "ps/server/service.h"
+#include "rpc/status.h"
 
 namespace gradwire::ps {
 namespace {
 
-// Runs `body` and records the call; the answer's size is counted when it succeeded.
-template <typename Body>
-grpc::Status counted_call(ServerMetrics& metrics, CallMethod method, CallTransport transport,
-                          size_t request_bytes, const google::protobuf::Message* response,
-                          Body&& body) {
+// Runs `body` and records the call: counted in `metrics` (the answer's size when it succeeded),
+// and with a timeline a span on the serving thread (begin_served_span).
+template <typename Request, typename Body>
+grpc::Status counted_call(ServerMetrics& metrics, const std::string& thread_name, CallMethod method,
+                          CallTransport transport, const Request& request,
+                          const google::protobuf::Message* response, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
+  const size_t request_bytes = request.ByteSizeLong();
+  std::optional<timeline::Span> span;
+  if (timeline::enabled()) {
+    begin_served_span(span, thread_name, method, transport, summarize(request), request_bytes);
+  }
   const grpc::Status status = body();
   const size_t answer_bytes = status.ok() && response != nullptr ? response->ByteSizeLong() : 0;
   metrics.call(method, transport, request_bytes, answer_bytes,
                std::chrono::steady_clock::now() - start, status.error_code());
+  if (span) end_served_span(*span, status, answer_bytes);
   return status;
 }
 
 }  // namespace
 
+void begin_served_span(std::optional<timeline::Span>& span, const std::string& thread_name,
+                       CallMethod method, CallTransport transport, const CallSummary& what,
+                       size_t request_bytes) {
+  // Each thread's track is named once, after its first traced call: a gRPC handler thread after
+  // its server, a channel thread (the process's, serving every server in it) as such.
+  static const std::string channel_threads = "ps channel calls";
+  thread_local const std::string* named = nullptr;
+  const std::string& name = transport == CallTransport::kChannel ? channel_threads : thread_name;
+  if (named != &name) {
+    timeline::name_thread(name);
+    named = &name;
+  }
+  char span_name[32];
+  std::snprintf(span_name, sizeof span_name, "serve %s", method_label(method));
+  span.emplace(span_name, "ps",
+               timeline::Args{{"table", what.table},
+                              {"transport", transport_label(transport)},
+                              {"bytes_received", static_cast<int64_t>(request_bytes)},
+                              {"parts", what.parts}});
+}
+
+void end_served_span(timeline::Span& span, const grpc::Status& status, size_t answer_bytes) {
+  span.arg({"bytes_sent", static_cast<int64_t>(answer_bytes)});
+  if (!status.ok()) span.arg({"status", rpc::status_code_name(status.error_code())});
+  span.end();
+}
+
 grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                                                  const v1::CreateTableRequest* request,
                                                  v1::CreateTableResponse* response) {
-  return counted_call(metrics_, CallMethod::kCreateTable, CallTransport::kGrpc,
-                      request->ByteSizeLong(), response,
-                      [&] { return create_table(context, request, response); });
+  return counted_call(metrics_, thread_name_, CallMethod::kCreateTable, CallTransport::kGrpc,
+                      *request, response, [&] { return create_table(context, request, response); });
 }
 
 grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
                                                 const v1::CheckpointRequest* request,
                                                 v1::CheckpointResponse* response) {
-  return counted_call(metrics_, CallMethod::kCheckpoint, CallTransport::kGrpc,
-                      request->ByteSizeLong(), response,
-                      [&] { return checkpoint(context, response); });
+  return counted_call(metrics_, thread_name_, CallMethod::kCheckpoint, CallTransport::kGrpc,
+                      *request, response, [&] { return checkpoint(context, response); });
 }
 
 grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
                                             const v1::ResumeRequest* request,
                                             v1::ResumeResponse* response) {
-  return counted_call(metrics_, CallMethod::kResume, CallTransport::kGrpc, request->ByteSizeLong(),
+  return counted_call(metrics_, thread_name_, CallMethod::kResume, CallTransport::kGrpc, *request,
                       response, [&] { return resume(context, request, response); });
 }
 
 grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
                                             const v1::AssignRequest* request,
                                             v1::AssignResponse* response) {
-  return counted_call(metrics_, CallMethod::kAssign, CallTransport::kGrpc, request->ByteSizeLong(),
+  return counted_call(metrics_, thread_name_, CallMethod::kAssign, CallTransport::kGrpc, *request,
                       response, [&] { return assign(context, request); });
 }
 
 grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
                                            const v1::BatchRequest* request,
                                            v1::BatchResponse* response) {
-  return counted_call(metrics_, CallMethod::kBatch, CallTransport::kGrpc, request->ByteSizeLong(),
+  return counted_call(metrics_, thread_name_, CallMethod::kBatch, CallTransport::kGrpc, *request,
                       response, [&] { return batch_grpc(context, request, response); });
 }
 
 grpc::Status ParameterServerService::serve_channel_call(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status status = serve_channel_batch(call, answer);
+  std::optional<timeline::Span> span;  // begun once the request is parsed
+  const grpc::Status status = serve_channel_batch(call, answer, span);
   const size_t answer_bytes = status.ok() && *answer ? (*answer)->ByteSizeLong() : 0;
   metrics_.call(CallMethod::kBatch, CallTransport::kChannel, call.request.size(), answer_bytes,
                 std::chrono::steady_clock::now() - start, status.error_code());
+  if (span) end_served_span(*span, status, answer_bytes);
   return status;
 }
 

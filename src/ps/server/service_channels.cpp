@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "gradwire/common/error.h"
+#include "ps/messages/call_summary.h"
 #include "ps/server/service.h"
 
 namespace gradwire::ps {
@@ -49,16 +50,21 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
 }
 
 grpc::Status ParameterServerService::serve_channel_batch(
-    const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
-  const CallInfo info{call.deadline,
-                      [this, &call] { return stopping_.load() || call.cancelled(); },
+    const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer,
+    std::optional<timeline::Span>& span) {
+  const CallInfo info{call.deadline, [this, &call] { return stopping_.load() || call.cancelled(); },
                       call.will_wait, rpc::kChannelSlotBytes, /*shares_memory=*/true};
   if (call.method != rpc::ChannelMethod::kBatch) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown method over shared memory");
   }
   return run_parsed<v1::BatchRequest, v1::BatchResponse>(
-      call, answer,
-      [&](const auto& request, auto* response) { return batch(info, request, response); });
+      call, answer, [&](const auto& request, auto* response) {
+        if (timeline::enabled()) {
+          begin_served_span(span, thread_name_, CallMethod::kBatch, CallTransport::kChannel,
+                            summarize(request), call.request.size());
+        }
+        return batch(info, request, response);
+      });
 }
 
 void ParameterServerService::stop_channels() {
