@@ -148,15 +148,26 @@ RankTimeSummary summarize_rank(const TraceProcessRecord& process, int rank) {
   out.process = process.label;
   out.rank = rank;
   const int64_t thread = training_thread(process.spans);
-  TraceIntervals own, model, exposed, waits, async_comm, comm_elsewhere;
+  // DDP's buckets: the collectives inside them are its asynchronous reductions.
+  TraceIntervals buckets;
+  for (const auto& span : process.spans) {
+    if (span.async && span.category == "ddp") buckets.push_back(span.interval);
+  }
+  buckets = trace_union(std::move(buckets));
+  auto in_bucket = [&buckets](const TraceInterval& interval) {
+    return !trace_intersect(buckets, {{interval.begin_us, interval.begin_us + 1e-3}}).empty();
+  };
+  TraceIntervals own, model, exposed, waits, async_comm, sync_comm;
   for (const auto& span : process.spans) {
     const bool on_thread = span.tid == thread && (!span.async || span.end_tid == thread);
     const bool comm = span.category == "comm" || (span.category == "ddp" && span.async);
     if (span.async) {
       if (comm) async_comm.push_back(span.interval);
-      // A collective issued and waited for by the training thread itself: synchronous, exposed
-      // where the thread is not computing (below).
-      if (on_thread && span.category == "comm") comm_elsewhere.push_back(span.interval);
+      // A collective issued and waited for by the training thread itself, outside DDP's
+      // buckets (DDP's broadcast of buffers in forward, a barrier): synchronous, exposed.
+      if (on_thread && span.category == "comm" && !in_bucket(span.interval)) {
+        sync_comm.push_back(span.interval);
+      }
       continue;
     }
     if (span.tid != thread) {
@@ -178,8 +189,6 @@ RankTimeSummary summarize_rank(const TraceProcessRecord& process, int rank) {
   if (own.empty()) return out;
   const TraceInterval window{own.front().begin_us, own.back().end_us};
   model = clip(trace_union(std::move(model)), window);
-  const TraceIntervals sync_comm =
-      trace_subtract(clip(trace_union(std::move(comm_elsewhere)), window), model);
   exposed.insert(exposed.end(), sync_comm.begin(), sync_comm.end());
   const TraceIntervals exposed_set = clip(trace_union(std::move(exposed)), window);
   const TraceIntervals waits_set =
@@ -196,7 +205,8 @@ RankTimeSummary summarize_rank(const TraceProcessRecord& process, int rank) {
   out.compute_s = seconds(compute);
   out.exposed_s = seconds(exposed_set);
   out.waits_s = seconds(waits_set);
-  out.hidden_s = seconds(trace_intersect(clip(trace_union(std::move(async_comm)), window), compute));
+  out.hidden_s =
+      seconds(trace_intersect(clip(trace_union(std::move(async_comm)), window), compute));
   out.other_s = std::max(0.0, out.window_s - out.compute_s - out.exposed_s - out.waits_s);
   return out;
 }

@@ -38,8 +38,8 @@ TEST(TraceIntervals, UnionIntersectSubtract) {
 }
 
 // Rank 0: two steps of forward 10 + backward 20 us; a bucket allreduce (async) from 15 to 40 of
-// each step, its comm hook 2 us inside backward, ddp wait 30-40; a data wait before each step; a
-// progress thread's comm span overlapping compute. Rank 1 has no forward (ps-like).
+// each step, its comm hook 2 us inside backward, ddp wait 30-40; a synchronous broadcast of 3 us
+// in forward; a data wait before each step. Rank 1 has no forward (ps-like).
 json synthetic_trace() {
   json events = json::array();
   events.push_back(process_name(1, "rank 0"));
@@ -56,6 +56,12 @@ json synthetic_trace() {
     events.push_back(span(1, 11, "optimizer", "train", t + 40, 5));
     events.push_back(async("b", 1, 11, "bucket 0", "ddp", step + 1, t + 15));
     events.push_back(async("e", 1, 11, "bucket 0", "ddp", step + 1, t + 40));
+    // The bucket's allreduce (asynchronous: inside the bucket), and a broadcast of buffers in
+    // forward that the thread waits for (synchronous: exposed).
+    events.push_back(async("b", 1, 11, "allreduce", "comm", 10 + step, t + 16));
+    events.push_back(async("e", 1, 11, "allreduce", "comm", 10 + step, t + 39));
+    events.push_back(async("b", 1, 11, "broadcast", "comm", 20 + step, t + 2));
+    events.push_back(async("e", 1, 11, "broadcast", "comm", 20 + step, t + 5));
   }
   // Rank 1: a training thread with a PS lookup (exposed) and a step wait, no forward.
   events.push_back(span(2, 21, "lookup", "ps", 0, 10));
@@ -80,14 +86,14 @@ TEST(TraceSummary, RanksAsUnionsOverTheirTrainingThread) {
   EXPECT_EQ(r0.compute_from, "forward/backward");
   // Window: the first data wait (-5) to the last optimizer's end (145).
   EXPECT_NEAR(r0.window_s * 1e6, 150, 1e-9);
-  // Per step: forward+backward 30 less the comm hook 2 = 28.
-  EXPECT_NEAR(r0.compute_s * 1e6, 56, 1e-9);
-  // ddp wait 10 + comm hook 2 per step.
-  EXPECT_NEAR(r0.exposed_s * 1e6, 24, 1e-9);
+  // Per step: forward+backward 30 less the comm hook 2 and the broadcast 3 = 25.
+  EXPECT_NEAR(r0.compute_s * 1e6, 50, 1e-9);
+  // ddp wait 10 + comm hook 2 + broadcast 3 per step.
+  EXPECT_NEAR(r0.exposed_s * 1e6, 30, 1e-9);
   // The bucket from 15 to 40 overlaps compute on 15..30 less the hook's 15..16: 14 per step.
   EXPECT_NEAR(r0.hidden_s * 1e6, 28, 1e-9);
   EXPECT_NEAR(r0.waits_s * 1e6, 10, 1e-9);
-  // The rest: optimizer 5 per step and the gaps between steps (45..95): 150 - 56 - 24 - 10.
+  // The rest: optimizer 5 per step and the gaps between steps (45..95): 150 - 50 - 30 - 10.
   EXPECT_NEAR(r0.other_s * 1e6, 60, 1e-9);
 
   const RankTimeSummary& r1 = summary.ranks[1];
