@@ -231,7 +231,9 @@ SHOW_IN_PANEL = r"""(async () => {
 
 
 def view(args, trace):
-    """Opens the trace in the viewer; returns (summary, screenshot box or None)."""
+    """Opens the trace in the viewer and returns what it shows: generic, rangeMs, processes,
+    warnings, console (the errors the page reported while it parsed the trace) and, with
+    --screenshot, tracks (the track names drawn)."""
     deadline = time.monotonic() + args.timeout
     with Chromium(args.chromium, deadline) as chromium:
         target = chromium.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -246,11 +248,14 @@ def view(args, trace):
         # The front end is up when its root view is in the page.
         while not chromium.evaluate(session, "document.readyState === 'complete' && "
                                     "!!document.querySelector('body > .root-view')"):
+            if chromium.evaluate(session, "location.protocol") == "chrome-error:":
+                raise ViewerError("this Chromium does not serve " + FRONT_END)
             time.sleep(0.1)
             if time.monotonic() > deadline:
                 raise ViewerError("timed out loading the DevTools front end")
         chromium.call("Runtime.evaluate", {"expression": "window.gradwireTrace = " +
                                            json.dumps(trace) + ";0"}, session)
+        chromium.console.clear()  # the front end's own start-up messages are not the trace's
         summary = chromium.evaluate(session, SUMMARIZE)
         summary["console"] = [m for m in chromium.console if m[0] in ("error", "exception")]
         if args.screenshot:
