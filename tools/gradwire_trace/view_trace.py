@@ -232,7 +232,8 @@ SHOW_IN_PANEL = r"""(async () => {
 
 def view(args, trace):
     """Opens the trace in the viewer and returns what it shows: generic, rangeMs, processes,
-    warnings, console (the errors the page reported while it parsed the trace) and, with
+    warnings, console (the errors the page reported while it parsed the trace),
+    console_warnings (its warnings) and, with
     --screenshot, tracks (the track names drawn)."""
     deadline = time.monotonic() + args.timeout
     with Chromium(args.chromium, deadline) as chromium:
@@ -258,6 +259,8 @@ def view(args, trace):
         chromium.console.clear()  # the front end's own start-up messages are not the trace's
         summary = chromium.evaluate(session, SUMMARIZE)
         summary["console"] = [m for m in chromium.console if m[0] in ("error", "exception")]
+        summary["console_warnings"] = [text for level, text in chromium.console
+                                       if level in ("warning", "warn")]
         if args.screenshot:
             box = chromium.evaluate(session, SHOW_IN_PANEL)
             shot = chromium.call("Page.captureScreenshot", {
@@ -310,10 +313,12 @@ def main():
                  sum(t["slices"] for t in process["threads"]), count["X"], count["async"],
                  count["other"]))
         for thread in process["threads"]:
-            print("    thread %s (tid %s): %d slices" % (thread["name"], thread["tid"],
-                                                        thread["slices"]))
+            print("    thread %s (tid %s): %d slices"
+                  % (thread["name"] or "(unnamed)", thread["tid"], thread["slices"]))
     for kind, n in summary["warnings"]:
         print("  viewer warning %s: %d" % (kind, n))
+    for text in summary["console_warnings"]:
+        print("  viewer console warning: %s" % text)
     if args.screenshot:
         print("wrote %s (tracks: %s)" % (args.screenshot, ", ".join(summary["tracks"])))
     problems = format_problems + trace_check.viewer_problems(summary, counts, args.expect_process)

@@ -97,7 +97,8 @@ class CheckTest(unittest.TestCase):
 
     def test_dropped_slices_fail(self):
         problems = trace_check.viewer_problems(summary({1: 1, 2: 1}), self.counts, [])
-        self.assertEqual(problems, ["process 1 (rank 0): the viewer shows 1 of the file's 2 slices"])
+        self.assertEqual(problems,
+                         ["process 1 (rank 0): the viewer shows 1 of the file's 2 slices"])
 
     def test_no_slices_fail(self):
         problems = trace_check.viewer_problems(summary({}), {}, [])
