@@ -48,6 +48,7 @@ import trace_check  # noqa: E402  (beside this script)
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 FRONT_END = "devtools://devtools/bundled/devtools_app.html"
 EXIT_SKIP = 77
+MAX_HEIGHT = 4000  # pixels: a screenshot grows to show every track, up to this
 
 
 class ViewerError(Exception):
@@ -196,7 +197,7 @@ SUMMARIZE = r"""(async () => {
 })()"""
 
 # Loads window.gradwireTrace into the Performance panel, closes what covers the timeline,
-# expands every process track and returns the rectangle to photograph.
+# expands every process track, zooms to the whole trace and returns the tracks' names.
 SHOW_IN_PANEL = r"""(async () => {
   const Common = await import('./core/common/common.js');
   const UI = await import('./ui/legacy/legacy.js');
@@ -212,6 +213,7 @@ SHOW_IN_PANEL = r"""(async () => {
   if (!panel.hasActiveTrace()) throw new Error('the Performance panel shows no trace');
   const split = panel.splitWidget();
   if (split.sidebarIsShowing()) split.hideSidebar();
+  panel.flameChart.detailsSplitWidget.hideSidebar();  // the details pane below the chart
   const chart = panel.flameChart.mainFlameChart;
   const groups = chart.timelineData().groups;
   for (let i = 0; i < groups.length; i++) {
@@ -221,12 +223,21 @@ SHOW_IN_PANEL = r"""(async () => {
   const bounds = Bounds.TraceBounds.BoundsManager.instance();
   bounds.setTimelineVisibleWindow(bounds.state().micro.entireTraceBounds);
   await new Promise(r => setTimeout(r, 300));
-  // The timeline down to its last track (not the empty space and details pane below it).
-  const box = panel.flameChart.element.getBoundingClientRect();
-  const chartTop = chart.element.getBoundingClientRect().y;
-  const bottom = Math.min(box.y + box.height, chartTop + chart.totalContentHeight() + 24);
-  return {groups: groups.map(g => g.name), x: box.x, y: box.y, width: box.width,
-          height: Math.max(bottom - box.y, 100)};
+  return groups.map(g => g.name);
+})()"""
+
+# The rectangle of the Performance panel's timeline down to its last track, and the viewport
+# height that would show every track.
+MEASURE_PANEL = r"""(async () => {
+  await new Promise(r => setTimeout(r, 200));
+  const Timeline = await import('./panels/timeline/timeline.js');
+  const view = Timeline.TimelinePanel.TimelinePanel.instance().flameChart;
+  const chart = view.mainFlameChart;
+  const box = view.element.getBoundingClientRect();
+  const contentBottom = chart.element.getBoundingClientRect().y + chart.totalContentHeight() + 24;
+  const bottom = Math.min(box.y + box.height, contentBottom);
+  return {x: box.x, y: box.y, width: box.width, height: Math.max(bottom - box.y, 100),
+          viewportNeeded: Math.ceil(window.innerHeight + contentBottom - (box.y + box.height))};
 })()"""
 
 
@@ -262,13 +273,19 @@ def view(args, trace):
         summary["console_warnings"] = [text for level, text in chromium.console
                                        if level in ("warning", "warn")]
         if args.screenshot:
-            box = chromium.evaluate(session, SHOW_IN_PANEL)
+            tracks = chromium.evaluate(session, SHOW_IN_PANEL)
+            box = chromium.evaluate(session, MEASURE_PANEL)
+            if box["viewportNeeded"] > args.height:  # taller, to show every track
+                chromium.call("Emulation.setDeviceMetricsOverride", {
+                    "width": args.width, "height": min(box["viewportNeeded"], MAX_HEIGHT),
+                    "deviceScaleFactor": 1, "mobile": False}, session)
+                box = chromium.evaluate(session, MEASURE_PANEL)
             shot = chromium.call("Page.captureScreenshot", {
                 "format": "png", "clip": {"x": box["x"], "y": box["y"], "width": box["width"],
                                           "height": box["height"], "scale": 1}}, session)
             with open(args.screenshot, "wb") as png:
                 png.write(base64.b64decode(shot["data"]))
-            summary["tracks"] = box["groups"]
+            summary["tracks"] = tracks
         return summary
 
 
