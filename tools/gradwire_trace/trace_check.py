@@ -47,6 +47,17 @@ def file_counts(events):
     return counts
 
 
+def slice_span(events):
+    """(first, last) microseconds of the complete slices: the earliest ts and the latest
+    ts + dur; None when there is none."""
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events
+             if isinstance(e, dict) and e.get("ph") == "X" and _is_number(e.get("ts"))
+             and _is_number(e.get("dur"))]
+    if not spans:
+        return None
+    return (min(s[0] for s in spans), max(s[1] for s in spans))
+
+
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -221,7 +221,14 @@ SHOW_IN_PANEL = r"""(async () => {
   }
   const Bounds = await import('./services/trace_bounds/trace_bounds.js');
   const bounds = Bounds.TraceBounds.BoundsManager.instance();
-  bounds.setTimelineVisibleWindow(bounds.state().micro.entireTraceBounds);
+  // The whole trace, with every slice: DevTools leaves events at ts 0 out of its trace bounds,
+  // and a merged trace starts at 0.
+  const whole = bounds.state().micro.entireTraceBounds;
+  const slices = window.gradwireSlices;
+  const first = slices.first === null ? whole.min : Math.min(whole.min, slices.first);
+  const last = slices.last === null ? whole.max : Math.max(whole.max, slices.last);
+  bounds.setTimelineVisibleWindow({min: first, max: last, range: last - first},
+                                  {ignoreMiniMapBounds: true, shouldAnimate: false});
   await new Promise(r => setTimeout(r, 300));
   return groups.map(g => g.name);
 })()"""
@@ -265,8 +272,11 @@ def view(args, trace):
             time.sleep(0.1)
             if time.monotonic() > deadline:
                 raise ViewerError("timed out loading the DevTools front end")
-        chromium.call("Runtime.evaluate", {"expression": "window.gradwireTrace = " +
-                                           json.dumps(trace) + ";0"}, session)
+        first_us, last_us = trace_check.slice_span(trace["traceEvents"]) or (None, None)
+        slices = json.dumps({"first": first_us, "last": last_us})
+        chromium.call("Runtime.evaluate", {"expression": "window.gradwireTrace = %s; "
+                                           "window.gradwireSlices = %s; 0"
+                                           % (json.dumps(trace), slices)}, session)
         chromium.console.clear()  # the front end's own start-up messages are not the trace's
         summary = chromium.evaluate(session, SUMMARIZE)
         summary["console"] = [m for m in chromium.console if m[0] in ("error", "exception")]

@@ -47,6 +47,14 @@ class FileCountsTest(unittest.TestCase):
         self.assertEqual(counts[2], {"name": "rank 1", "X": 1, "async": 0, "other": 0})
 
 
+class SliceSpanTest(unittest.TestCase):
+    def test_from_the_first_slice_to_the_last_end(self):
+        self.assertEqual(trace_check.slice_span(EVENTS), (0, 11))
+
+    def test_none_without_slices(self):
+        self.assertIsNone(trace_check.slice_span(EVENTS[4:7]))
+
+
 class FormatTest(unittest.TestCase):
     def test_a_well_formed_trace_passes(self):
         self.assertEqual(trace_check.format_problems(EVENTS), [])
