@@ -5,8 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -36,18 +38,40 @@ std::string reference_json_next_to(const std::string& json) {
   return json.substr(0, json.rfind('.')) + ".pytorch.json";
 }
 
+// --trace: the timeline of mlp's 2-rank round, merged, with both ranks' processes and that round
+// only; its summary in the JSON.
 TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   const std::string json = temp_path("run.json");
+  const std::string traces = temp_path("traces");
   const BenchRun run = run_bench(
       "ddp --model mlp --model cnn --batch-size 4 --iterations 3 --warmup 1 --world-sizes 1,2 "
-      "--json '" +
-      json + "' --html '" + json + ".html'");
+      "--trace '" +
+      traces + "' --json '" + json + "' --html '" + json + ".html'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string trace_path = traces + "/ddp-mlp-gloo-2ranks.json";
+  {
+    const nlohmann::json trace = read_json_document(trace_path);
+    std::filesystem::remove_all(traces);
+    std::set<std::string> processes;
+    int forwards = 0;
+    for (const auto& event : trace.at("traceEvents")) {
+      if (event.value("name", "") == "process_name") {
+        processes.insert(event.at("args").at("name").get<std::string>());
+      }
+      if (event.value("name", "") == "forward") ++forwards;
+    }
+    EXPECT_EQ(processes, (std::set<std::string>{"rank 0", "rank 1"}));
+    EXPECT_EQ(forwards, 2 * 4);  // the traced round only: 1 warm-up + 3 iterations per rank
+  }
+  EXPECT_NE(run.output.find("where the time went: ddp-mlp-gloo-2ranks"), std::string::npos)
+      << run.output;
   {
     const std::string page = read_text_file(json + ".html");
     std::remove((json + ".html").c_str());
     EXPECT_NE(page.find("<title>gradwire-bench ddp</title>"), std::string::npos);
-    EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);  // mlp and cnn
+    // mlp and cnn, and the trace's bars per rank.
+    EXPECT_NE(page.find("data-charts-expected=\"3\""), std::string::npos);
+    EXPECT_NE(page.find("<a href=\"" + trace_path + "\">"), std::string::npos);
   }
   EXPECT_NE(run.output.find("* Distributed backend: gloo"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("Benchmark: mlp with batch size 4"), std::string::npos);
@@ -69,6 +93,16 @@ TEST(DdpRunTest, SmallModelsOnOneAndTwoRanks) {
   EXPECT_EQ(document.at("world_size"), 2);
   EXPECT_TRUE(document.contains("pytorch_version"));
   EXPECT_TRUE(document.at("hardware").contains("cpu_model"));
+  ASSERT_EQ(document.at("traces").size(), 1u);
+  const nlohmann::json& entry = document.at("traces")[0];
+  EXPECT_EQ(entry.at("path"), trace_path);
+  EXPECT_EQ(entry.at("repeat"), 1);
+  ASSERT_EQ(entry.at("summary").at("ranks").size(), 2u) << entry.dump();
+  for (const auto& rank : entry.at("summary").at("ranks")) {
+    EXPECT_EQ(rank.at("steps"), 4);
+    EXPECT_GT(rank.at("compute_s").get<double>(), 0);
+    EXPECT_GT(rank.at("exposed_s").get<double>(), 0);  // ddp wait
+  }
   const DdpReport report = parse_ddp_document(document, json);
   ASSERT_EQ(report.results.size(), 2u);
   for (const auto& result : report.results) {
