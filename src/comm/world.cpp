@@ -136,8 +136,10 @@ std::unique_ptr<World> init(const InitOptions& options) {
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
   if (!timeline::enabled()) timeline::start_from_env(env, "rank " + std::to_string(info.rank));
   // A restarted rank (the launcher's --max-restarts) marks where its incarnation begins.
-  const long incarnation = env.get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
-  if (incarnation > 0) timeline::instant("restart", "launch", {{"incarnation", incarnation}});
+  if (timeline::enabled()) {
+    const long incarnation = env.get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
+    if (incarnation > 0) timeline::instant("restart", "launch", {{"incarnation", incarnation}});
+  }
   const InitOptions resolved = resolve(options, env);  // bad timeouts before a bad thread count
   at::set_num_threads(
       resolve_threads(options, env, info, static_cast<int>(std::thread::hardware_concurrency())));
