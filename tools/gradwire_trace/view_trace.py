@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Opens a trace in the trace viewer of headless Chromium and says what the viewer shows.
 
-Usage: view_trace.py TRACE [--screenshot PNG] [--expect-process LABEL ...] [--timeout SECONDS]
+Usage: view_trace.py TRACE [--screenshot PNG [--window FROM_MS:TO_MS]] [--expect-process LABEL ...]
+                     [--timeout SECONDS]
 
 Chromium 156 no longer ships chrome://tracing (Catapult's trace viewer): its page fails with
 ERR_FAILED even with the internal debugging pages enabled, and its scripts are gone from
@@ -225,8 +226,9 @@ SHOW_IN_PANEL = r"""(async () => {
   // and a merged trace starts at 0.
   const whole = bounds.state().micro.entireTraceBounds;
   const slices = window.gradwireSlices;
-  const first = slices.first === null ? whole.min : Math.min(whole.min, slices.first);
-  const last = slices.last === null ? whole.max : Math.max(whole.max, slices.last);
+  let first = slices.first === null ? whole.min : Math.min(whole.min, slices.first);
+  let last = slices.last === null ? whole.max : Math.max(whole.max, slices.last);
+  if (slices.window) [first, last] = slices.window;  // --window, in the file's microseconds
   bounds.setTimelineVisibleWindow({min: first, max: last, range: last - first},
                                   {ignoreMiniMapBounds: true, shouldAnimate: false});
   await new Promise(r => setTimeout(r, 300));
@@ -273,7 +275,8 @@ def view(args, trace):
             if time.monotonic() > deadline:
                 raise ViewerError("timed out loading the DevTools front end")
         first_us, last_us = trace_check.slice_span(trace["traceEvents"]) or (None, None)
-        slices = json.dumps({"first": first_us, "last": last_us})
+        slices = json.dumps({"first": first_us, "last": last_us, "window": args.window and
+                             [args.window[0] * 1000, args.window[1] * 1000]})
         chromium.call("Runtime.evaluate", {"expression": "window.gradwireTrace = %s; "
                                            "window.gradwireSlices = %s; 0"
                                            % (json.dumps(trace), slices)}, session)
@@ -299,6 +302,17 @@ def view(args, trace):
         return summary
 
 
+def parse_window(text):
+    """FROM_MS:TO_MS as two numbers, FROM_MS < TO_MS (argparse's type for --window)."""
+    try:
+        first, last = (float(part) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("not FROM_MS:TO_MS: %r" % text)
+    if not 0 <= first < last:
+        raise argparse.ArgumentTypeError("FROM_MS must be at least 0 and below TO_MS: %r" % text)
+    return (first, last)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", help="a trace in the Chrome trace event format (JSON)")
@@ -309,6 +323,9 @@ def main():
     parser.add_argument("--timeout", type=float, default=60, help="seconds in all (60)")
     parser.add_argument("--width", type=int, default=1600, help="viewport width (1600)")
     parser.add_argument("--height", type=int, default=900, help="viewport height (900)")
+    parser.add_argument("--window", metavar="FROM_MS:TO_MS", type=parse_window,
+                        help="the screenshot's time window, in the trace's milliseconds "
+                        "(default: the whole trace)")
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", DEFAULT_CHROMIUM),
                         help="the browser ($CHROMIUM, else %s)" % DEFAULT_CHROMIUM)
     args = parser.parse_args()

@@ -153,8 +153,12 @@ class ExitCodeTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("cannot read", result.stderr)
 
-    def test_usage_error(self):
+    def test_usage_errors(self):
         self.assertEqual(self.run_script().returncode, 2)
+        for window in ("10", "20:10", "-1:5", "a:b"):
+            result = self.run_script("trace.json", "--window", window)
+            self.assertEqual(result.returncode, 2, window)
+            self.assertIn("--window", result.stderr)
 
 
 if __name__ == "__main__":
