@@ -44,6 +44,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import trace_check  # noqa: E402  (beside this script)
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
