@@ -109,9 +109,15 @@ TEST(PsTimeline, CallsServedCallsAppliesStepWaitsAndCheckpointsAreRecorded) {
     client->checkpoint();
     server->shutdown(std::chrono::milliseconds(500));
   }
-  // Started again on its checkpoints: a restart.
-  start_server(ps_timeline_test::server_options(checkpoints))
-      ->shutdown(std::chrono::milliseconds(500));
+  {
+    // Started again on its checkpoints: a restart. Its shutdown's checkpoint fails: a folder
+    // holding a file stands where its file goes.
+    std::unique_ptr<Server> server = start_server(ps_timeline_test::server_options(checkpoints));
+    const std::string in_the_way = checkpoints + "/emb.shard0of1.step1.gwps";
+    ps_timeline_test::fs::remove(in_the_way);
+    ps_timeline_test::fs::create_directories(in_the_way + "/taken");
+    server->shutdown(std::chrono::milliseconds(500));
+  }
   {
     // A server that is not there: one retry, then the failure.
     ClientOptions options = testing::client_options({"127.0.0.1:1"}, 0, 1);
@@ -195,6 +201,10 @@ TEST(PsTimeline, CallsServedCallsAppliesStepWaitsAndCheckpointsAreRecorded) {
   ASSERT_EQ(restarts.size(), 1u);
   EXPECT_EQ(restarts[0]["args"]["tables"], 1);
   EXPECT_EQ(restarts[0]["args"]["restored"], "emb step 1");
+  const std::vector<json> failed_writes = named(events, "i", "checkpoint write failed");
+  ASSERT_EQ(failed_writes.size(), 1u);
+  EXPECT_EQ(failed_writes[0]["args"]["table"], "emb");
+  EXPECT_FALSE(failed_writes[0]["args"]["error"].get<std::string>().empty());
 
   // The dead server: a retry, then the failure naming it.
   const std::vector<json> retries = named(events, "i", "ps call retry");
