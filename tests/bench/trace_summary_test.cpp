@@ -23,7 +23,7 @@ json async(const char* ph, int pid, int tid, const std::string& name, const std:
   return {{"ph", ph}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"id", id}, {"ts", ts}};
 }
 
-TEST(TraceIntervals, UnionIntersectSubtract) {
+TEST(TraceSummary, IntervalUnionsIntersectionsAndDifferences) {
   const TraceIntervals u = trace_union({{5, 8}, {0, 2}, {1, 3}, {8, 9}, {4, 4}});
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[0].begin_us, 0);
