@@ -16,6 +16,7 @@
 #include "comm/core/c10d_adapter.h"
 #include "comm/core/rendezvous.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/host_identity.h"
 #include "gradwire/common/timeline.h"
 
 namespace gradwire {
@@ -70,22 +71,34 @@ class TimelineClockStore : public timeline::ClockStore {
 };
 
 // Note [timeline clocks]: init() starts the rank's timeline (GRADWIRE_TIMELINE, docs/timeline.md)
-// before the rendezvous, and afterwards puts its clock on rank 0's through the store, so that
-// merged traces of several hosts line up. Every rank says whether it records; the measurement (a
-// collective with rank 0 answering) runs only when all do, so a variable set on some ranks only
-// costs nothing but the one flag each, and no rank waits for one that does not take part.
+// before the rendezvous, and afterwards puts its clock on rank 0's, so that merged traces of
+// several hosts line up. Every rank says whether it records, and on which kernel it runs
+// ("<hostname>/<boot id>", not GRADWIRE_HOST_ID: a simulated host still shares the clocks). Ranks
+// on rank 0's kernel keep their start-time offsets (wall clock minus steady clock: exact between
+// processes of one kernel); the others measure theirs through the store (a collective with rank 0
+// answering). It runs only when all ranks record, so a variable set on some ranks only costs
+// nothing but the one flag each, and no rank waits for one that does not take part.
 void align_timeline_clock(c10d::Store& store, const WorldInfo& info) {
   if (info.world_size == 1) return;
   const std::string prefix = "gradwire/timeline/";
+  const std::string mine = timeline::enabled() ? "1" + local_host_identity(EnvMap()) : "0";
   store.set(prefix + "records/" + std::to_string(info.rank),
-            std::vector<uint8_t>{static_cast<uint8_t>(timeline::enabled() ? '1' : '0')});
+            std::vector<uint8_t>(mine.begin(), mine.end()));
   if (!timeline::enabled()) return;
+  std::vector<std::string> kernels;
   for (int r = 0; r < info.world_size; ++r) {
     const std::vector<uint8_t> records = store.get(prefix + "records/" + std::to_string(r));
     if (records.empty() || records[0] != '1') return;  // keeps the wall-clock offset
+    kernels.emplace_back(records.begin() + 1, records.end());
   }
+  const std::vector<int> measured = timeline::ranks_to_measure(kernels);
+  if (info.rank != 0 && kernels[static_cast<size_t>(info.rank)] == kernels[0] &&
+      !kernels[0].empty()) {
+    timeline::set_clock_offset({timeline::clock_offset_ns(), 0}, "rank 0's kernel: wall clock");
+  }
+  if (measured.empty()) return;
   TimelineClockStore clocks(store);
-  timeline::sync_clock_through_store(clocks, prefix + "clock", info.rank, info.world_size);
+  timeline::sync_clock_through_store(clocks, prefix + "clock", info.rank, measured);
 }
 
 }  // namespace

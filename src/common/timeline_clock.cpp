@@ -1,4 +1,5 @@
 // Clock offsets between processes (pure; gradwire/common/timeline.h, Clocks).
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -31,18 +32,31 @@ std::vector<int64_t> offsets_from_barrier(const std::vector<int64_t>& local_exit
   return offsets;
 }
 
+std::vector<int> ranks_to_measure(const std::vector<std::string>& kernel_ids) {
+  std::vector<int> measured;
+  for (size_t rank = 1; rank < kernel_ids.size(); ++rank) {
+    if (kernel_ids[rank].empty() || kernel_ids[rank] != kernel_ids[0]) {
+      measured.push_back(static_cast<int>(rank));
+    }
+  }
+  return measured;
+}
+
 ClockOffset sync_clock_through_store(ClockStore& store, const std::string& prefix, int rank,
-                                     int world_size, int rounds) {
+                                     const std::vector<int>& measured, int rounds) {
   const auto key = [&](int who, const char* what, int round) {
     return prefix + "/" + std::to_string(who) + "/" + what + "/" + std::to_string(round);
   };
   if (rank == 0) {
-    for (int other = 1; other < world_size; ++other) {
+    for (int other : measured) {
       for (int round = 0; round < rounds; ++round) {
         store.get(key(other, "ask", round));
         store.set(key(other, "answer", round), std::to_string(job_clock_ns()));
       }
     }
+    return ClockOffset{clock_offset_ns(), 0};
+  }
+  if (std::find(measured.begin(), measured.end(), rank) == measured.end()) {
     return ClockOffset{clock_offset_ns(), 0};
   }
   const std::optional<ClockOffset> offset = measure_clock_offset(

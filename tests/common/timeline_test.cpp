@@ -385,7 +385,8 @@ TEST(TimelineClock, OffsetsMeasuredThroughTheStore) {
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < kWorld; ++rank) {
     ranks.emplace_back([&, rank] {
-      offsets[rank] = sync_clock_through_store(store, "gradwire/timeline/clock/0", rank, kWorld, 4);
+      offsets[rank] =
+          sync_clock_through_store(store, "gradwire/timeline/clock/0", rank, {1, 2}, 4);
     });
   }
   for (std::thread& rank : ranks) rank.join();
@@ -397,6 +398,26 @@ TEST(TimelineClock, OffsetsMeasuredThroughTheStore) {
   EXPECT_LE(std::abs(offsets[1].offset_ns - reference), offsets[1].error_ns + 1'000'000);
   EXPECT_LE(std::abs(offsets[2].offset_ns - (reference + kSkew)), offsets[2].error_ns + 1'000'000);
   EXPECT_LT(offsets[2].error_ns, 50'000'000) << "the shortest of 4 round trips in memory";
+}
+
+TEST(TimelineClock, RanksOfRankZerosKernelAreNotMeasured) {
+  EXPECT_EQ(ranks_to_measure({"a/1", "a/1", "b/2", "", "a/1"}), (std::vector<int>{2, 3}));
+  EXPECT_EQ(ranks_to_measure({"a/1"}), std::vector<int>{});
+  EXPECT_EQ(ranks_to_measure({"", ""}), std::vector<int>{1});
+  // A rank left out returns at once, without a round trip: only rank 2 asks, and rank 0 answers
+  // it alone (a rank 1 that asked would wait forever on its answer).
+  stop();
+  MemoryClockStore store(0);
+  std::vector<ClockOffset> offsets(3);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 3; ++rank) {
+    ranks.emplace_back([&, rank] {
+      offsets[rank] = sync_clock_through_store(store, "gradwire/timeline/clock/1", rank, {2}, 2);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  EXPECT_EQ(offsets[1].error_ns, 0);
+  EXPECT_GE(offsets[2].error_ns, 0);
 }
 
 TEST(TimelineClock, TheFileRecordsTheOffsets) {

@@ -271,14 +271,23 @@ class ClockStore {
   virtual std::string get(const std::string& key) = 0;
 };
 
-// Measures every process's offset against rank 0 through the store (a collective: every rank of
-// the world calls it once, with the same `prefix`, unique to this measurement). Rank 0 answers
-// each other rank's `rounds` round trips in turn with its job_clock_ns(): rank r sets
-// "<prefix>/<r>/ask/<k>" and waits for "<prefix>/<r>/answer/<k>". Each rank records its offset
-// (set_clock_offset, "rank 0 through the store") when a timeline runs, and returns it; rank 0's
-// is its own (error 0). Blocks for (world_size - 1) * rounds round trips at rank 0.
+// The ranks whose clocks must be measured against rank 0's (pure): those whose kernel differs
+// from rank 0's, by `kernel_ids` (one per rank, rank 0 first; "<hostname>/<boot id>"). Processes of
+// one kernel read one wall clock and one steady clock, so their start-time offsets agree exactly
+// and a measurement could only add its error. An empty id (unknown) is measured. Never rank 0.
+std::vector<int> ranks_to_measure(const std::vector<std::string>& kernel_ids);
+
+// Measures the offsets of `measured` ranks (ranks_to_measure) against rank 0 through the store
+// (a collective: every rank of the world calls it once, with the same `prefix`, unique to this
+// measurement, and the same `measured`). Rank 0 answers each measured rank's `rounds` round trips
+// in turn with its job_clock_ns(): rank r sets "<prefix>/<r>/ask/<k>" and waits for
+// "<prefix>/<r>/answer/<k>". A measured rank records its offset (set_clock_offset, "rank 0
+// through the store") when a timeline runs, and returns it; any other rank returns its current
+// offset (rank 0 and ranks of its kernel: error 0). Blocks for measured.size() * rounds round
+// trips at rank 0; a round trip through libtorch 1.13's TCPStore takes up to ~200 ms on loopback,
+// which bounds the error (half of it) of offsets measured across hosts.
 ClockOffset sync_clock_through_store(ClockStore& store, const std::string& prefix, int rank,
-                                     int world_size, int rounds = 5);
+                                     const std::vector<int>& measured, int rounds = 5);
 
 // This process's job clock: now_ns() plus its current offset (its start-time offset until
 // set_clock_offset()). The reference answers round trips with it.
