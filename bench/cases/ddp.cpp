@@ -453,8 +453,8 @@ class DdpSweep {
   int rank_;
   int ranks_per_node_;
   HardwareInfo hardware_;
-  int repeat_ = 0;                     // the repeat being measured, from 1
-  std::string trace_process_file_;     // --trace: this rank's timeline file; empty: no trace
+  int repeat_ = 0;                  // the repeat being measured, from 1
+  std::string trace_process_file_;  // --trace: this rank's timeline file; empty: no trace
   std::int64_t trace_clock_offset_ns_ = 0;
 };
 

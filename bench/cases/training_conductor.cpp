@@ -10,8 +10,8 @@
 #include "gradwire/common/settings.h"
 #include "harness/ranks.h"
 #include "harness/repeats.h"
-#include "harness/trainer_jobs.h"
 #include "harness/traces.h"
+#include "harness/trainer_jobs.h"
 #include "report/html_report.h"
 
 namespace gradwire::bench {
@@ -271,7 +271,7 @@ class Conductor {
   std::string script_;
   std::string reference_line_;
   PlainStepParity plain_;  // --reference pytorch: both sides' plain steps, repeats pooled
-  std::vector<std::vector<JobResult>> repeats_;  // per job, per repeat
+  std::vector<std::vector<JobResult>> repeats_;      // per job, per repeat
   nlohmann::json traces_ = nlohmann::json::array();  // --trace: harness/traces.h's entries
 };
 

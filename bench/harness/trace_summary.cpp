@@ -275,7 +275,9 @@ TraceSummary summarize_trace(const nlohmann::json& trace, const std::string& sou
   TraceSummary summary;
   for (const auto& [pid, process] : processes) {
     if (const auto rank = rank_of_label(process.label)) {
-      summary.ranks.push_back(summarize_rank(process, *rank));
+      // A rank that recorded no span (a 1-trainer job without communication) has no line.
+      RankTimeSummary line = summarize_rank(process, *rank);
+      if (line.window_s > 0) summary.ranks.push_back(std::move(line));
     } else if (is_server_label(process.label)) {
       summary.servers.push_back(summarize_server(process));
     }
@@ -301,8 +303,10 @@ nlohmann::json to_json(const TraceSummary& summary) {
   }
   nlohmann::json servers = nlohmann::json::array();
   for (const auto& s : summary.servers) {
-    servers.push_back(
-        {{"process", s.process}, {"window_s", s.window_s}, {"busy_s", s.busy_s}, {"calls", s.calls}});
+    servers.push_back({{"process", s.process},
+                       {"window_s", s.window_s},
+                       {"busy_s", s.busy_s},
+                       {"calls", s.calls}});
   }
   return {{"ranks", std::move(ranks)}, {"servers", std::move(servers)}};
 }
@@ -329,6 +333,10 @@ TraceSummary trace_summary_from_json(const nlohmann::json& json, const std::stri
 
 void print_trace_summary(std::ostream& out, const TraceSummary& summary, const std::string& title) {
   out << "\n" << title << "\n\n";
+  if (summary.ranks.empty() && summary.servers.empty()) {
+    out << "(no rank or server recorded a span)\n" << std::flush;
+    return;
+  }
   const bool per_step = std::all_of(summary.ranks.begin(), summary.ranks.end(),
                                     [](const RankTimeSummary& r) { return r.steps > 0; });
   const Table table({{"process", 10, Align::kLeft},
@@ -348,14 +356,17 @@ void print_trace_summary(std::ostream& out, const TraceSummary& summary, const s
         << "\n";
   }
   if (!summary.servers.empty()) {
-    const Table servers({{"server", 16, Align::kLeft}, {"calls", 8}, {"window ms", 10},
-                         {"busy ms", 10}, {"busy", 6}});
+    const Table servers({{"server", 16, Align::kLeft},
+                         {"calls", 8},
+                         {"window ms", 10},
+                         {"busy ms", 10},
+                         {"busy", 6}});
     out << "\n" << servers.header() << "\n";
     for (const auto& s : summary.servers) {
-      out << servers.row({s.process, std::to_string(s.calls), format_fixed(s.window_s * 1e3, 1),
-                          format_fixed(s.busy_s * 1e3, 1),
-                          s.window_s > 0 ? format_fixed(100 * s.busy_s / s.window_s, 0) + "%"
-                                         : "-"})
+      out << servers.row(
+                 {s.process, std::to_string(s.calls), format_fixed(s.window_s * 1e3, 1),
+                  format_fixed(s.busy_s * 1e3, 1),
+                  s.window_s > 0 ? format_fixed(100 * s.busy_s / s.window_s, 0) + "%" : "-"})
           << "\n";
     }
   }

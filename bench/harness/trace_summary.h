@@ -56,7 +56,7 @@ struct TraceSummary {
 
 // The summary of a merged trace ({"traceEvents": [...]}, as gradwire-trace merge writes it).
 // Processes are named by their process_name metadata; events of processes that are neither a
-// rank nor a server are ignored. Throws gradwire::InvalidArgument naming `source` when the trace
+// rank nor a server are ignored, and so are ranks that recorded no span. Throws gradwire::InvalidArgument naming `source` when the trace
 // has no traceEvents array.
 TraceSummary summarize_trace(const nlohmann::json& trace, const std::string& source);
 

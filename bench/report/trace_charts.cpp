@@ -16,15 +16,15 @@ ChartSpec rank_bars(const TraceSummary& summary, const std::string& name, const 
   ChartSpec chart;
   chart.kind = "stacked_bars";
   chart.title = "where the time went: " + name + (per_step ? " (ms per step)" : " (ms)");
-  chart.subtitle = "trace " + path + "; compute, exposed and hidden communication, waits: "
+  chart.subtitle = "trace " + path +
+                   "; compute, exposed and hidden communication, waits: "
                    "docs/benchmarks.md, --trace";
   chart.x_label = "rank";
   chart.y_label = per_step ? "ms per step" : "ms";
   chart.y_unit = "ms";
-  std::vector<ChartSeries> series = {trace_segment("compute"),
-                                     trace_segment("compute hiding communication"),
-                                     trace_segment("exposed communication"),
-                                     trace_segment("waits"), trace_segment("other")};
+  std::vector<ChartSeries> series = {
+      trace_segment("compute"), trace_segment("compute hiding communication"),
+      trace_segment("exposed communication"), trace_segment("waits"), trace_segment("other")};
   for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
     const RankTimeSummary& r = summary.ranks[i];
     chart.categories.push_back(r.process);

@@ -72,7 +72,8 @@ TEST(TraceChartsTest, PageLinksTheTracesAndTextPrintsTheSummary) {
   const ReportSource source = describe_document(traced_document(), "g.json");
   ASSERT_EQ(source.links.size(), 2u);
   EXPECT_EQ(source.links[0].second, "traces/ddp-resnet50-gloo-2ranks.json");
-  const std::string html = render_html_page(build_report_page({{"g.json", traced_document()}}, "t"));
+  const std::string html =
+      render_html_page(build_report_page({{"g.json", traced_document()}}, "t"));
   EXPECT_NE(html.find("<a href=\"traces/ddp-resnet50-gloo-2ranks.json\">"), std::string::npos);
 
   std::ostringstream out;
@@ -98,8 +99,8 @@ TEST(TraceChartsTest, ChromiumDrawsTheBars) {
   const BenchRun dom = run_shell(
       std::string(kChromium) +
           " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
-          " --disable-component-update --disable-sync --user-data-dir='" + dir +
-          "/profile' --dump-dom 'file://" + page + "'",
+          " --disable-component-update --disable-sync --user-data-dir='" +
+          dir + "/profile' --dump-dom 'file://" + page + "'",
       60, true);
   std::filesystem::remove_all(dir);
   ASSERT_EQ(dom.exit_code, 0) << dom.errors;

@@ -13,14 +13,18 @@ namespace {
 using nlohmann::json;
 
 json process_name(int pid, const std::string& name) {
-  return {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}};
+  return {
+      {"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}};
 }
-json span(int pid, int tid, const std::string& name, const std::string& cat, double ts, double dur) {
-  return {{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+json span(int pid, int tid, const std::string& name, const std::string& cat, double ts,
+          double dur) {
+  return {{"ph", "X"},  {"name", name}, {"cat", cat}, {"pid", pid},
+          {"tid", tid}, {"ts", ts},     {"dur", dur}};
 }
 json async(const char* ph, int pid, int tid, const std::string& name, const std::string& cat,
            int id, double ts) {
-  return {{"ph", ph}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"id", id}, {"ts", ts}};
+  return {{"ph", ph},   {"name", name}, {"cat", cat}, {"pid", pid},
+          {"tid", tid}, {"id", id},     {"ts", ts}};
 }
 
 TEST(TraceSummary, IntervalUnionsIntersectionsAndDifferences) {
@@ -129,6 +133,12 @@ TEST(TraceSummary, JsonRoundTripAndTable) {
   EXPECT_NE(text.find("ps server 0"), std::string::npos);
   EXPECT_THROW(trace_summary_from_json(json{{"ranks", 3}}, "doc"), InvalidArgument);
   EXPECT_THROW(summarize_trace(json::array(), "x.json"), InvalidArgument);
+  // A rank without spans has no line; a trace without any says so.
+  const json quiet = {{"traceEvents", json::array({process_name(1, "rank 0")})}};
+  EXPECT_TRUE(summarize_trace(quiet, "q").ranks.empty());
+  std::ostringstream none;
+  print_trace_summary(none, summarize_trace(quiet, "q"), "t");
+  EXPECT_NE(none.str().find("no rank or server recorded a span"), std::string::npos);
 }
 
 }  // namespace
