@@ -42,8 +42,8 @@ void take_merge_event(ProcessTrace& trace, nlohmann::json event) {
     }
     return;
   }
-  if (is_merge_metadata(event, "process_name") && event.contains("args") && event["args"].is_object() &&
-      event["args"].value("name", "") != "") {
+  if (is_merge_metadata(event, "process_name") && event.contains("args") &&
+      event["args"].is_object() && event["args"].value("name", "") != "") {
     trace.label = event["args"]["name"].get<std::string>();
   }
   trace.events.push_back(std::move(event));
@@ -171,7 +171,9 @@ nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* s
     // Shift in whole nanoseconds first, so that microsecond timestamps keep their precision.
     const double shift_us = static_cast<double>(process.offset_ns - zero_ns) / 1000.0;
     for (nlohmann::json& event : process.events) {
-      if (is_merge_metadata(event, "process_name") || is_merge_metadata(event, "process_sort_index")) continue;
+      if (is_merge_metadata(event, "process_name") ||
+          is_merge_metadata(event, "process_sort_index"))
+        continue;
       event["pid"] = pid;
       if (event.contains("ts") && event["ts"].is_number()) {
         event["ts"] = event["ts"].get<double>() + shift_us;
@@ -185,9 +187,10 @@ nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* s
     }
   }
   if (summary != nullptr) *summary = counts;
-  return {{"traceEvents", std::move(events)},
-          {"displayTimeUnit", "ns"},
-          {"otherData", {{"producer", "gradwire timeline merge"}, {"processes", counts.processes}}}};
+  return {
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ns"},
+      {"otherData", {{"producer", "gradwire timeline merge"}, {"processes", counts.processes}}}};
 }
 
 std::string describe(const IncompleteFile& file) {

@@ -302,7 +302,7 @@ LaunchResult supervise_elastic(const LaunchOptions& options, detail::WorkerEnvCo
 
 // run_workers without the timeline's merge; `timeline`: GRADWIRE_TIMELINE for every process.
 LaunchResult launch_and_supervise(const LaunchOptions& options, const EnvMap& parent,
-                     const std::optional<std::string>& timeline) {
+                                  const std::optional<std::string>& timeline) {
   require_waitable_children();
 
   detail::WorkerEnvContext context;

@@ -48,7 +48,8 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   std::vector<json> waits;
   for (const json& event : events) {
     const std::string name = event.value("name", "");
-    if (event["ph"] == "M" && name == "thread_name") thread_names[event["tid"]] = event["args"]["name"];
+    if (event["ph"] == "M" && name == "thread_name")
+      thread_names[event["tid"]] = event["args"]["name"];
     if (event["ph"] == "X" && name == "prefetch chunk") prefetches.push_back(event);
     if (event["ph"] == "X" && name == "data wait") waits.push_back(event);
   }

@@ -1,7 +1,5 @@
 // gradwire-trace merge (src/common/timeline_merge.h) on small inputs: truncated files, clock
 // offsets, pids and async ids per process.
-#include "common/timeline_merge.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline_merge.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::timeline {
@@ -111,9 +110,9 @@ TEST(TraceMerge, AsyncIdsAreRenumberedPerProcess) {
 }
 
 TEST(TraceMerge, ProcessesAreOrderedRanksThenServersThenOthers) {
-  std::vector<ProcessOrder> orders = {process_order("bench"),         process_order("ps server 0"),
+  std::vector<ProcessOrder> orders = {process_order("bench"),          process_order("ps server 0"),
                                       process_order("ps servers 4-7"), process_order("rank 10"),
-                                      process_order("ps server 2"),   process_order("rank 2")};
+                                      process_order("ps server 2"),    process_order("rank 2")};
   std::sort(orders.begin(), orders.end());
   EXPECT_EQ(orders[0].label, "rank 2");
   EXPECT_EQ(orders[1].label, "rank 10");
