@@ -141,9 +141,8 @@ class ServerImpl final : public Server {
     const std::string restored_what = timeline::enabled() ? describe_restored(restored) : "";
     tables_.add_restored(std::move(restored));
     at::set_num_threads(options.threads);
-    // The name is known before the port is: a picked port names the threads "ps server
-    // HOST:0" only if the options leave timeline_name empty and the port to the system.
-    const std::string name =
+    // Without a timeline_name, the server is named after its address, once the port is known.
+    std::string name =
         options.timeline_name.empty() ? "ps server " + options.listen : options.timeline_name;
     service_ = std::make_unique<ParameterServerService>(
         *options.token,
@@ -201,6 +200,10 @@ class ServerImpl final : public Server {
                         (tls ? " or check the TLS files." : "."));
     }
     address_ = listen_.with_port(port);
+    if (options.timeline_name.empty()) {
+      name = "ps server " + address_;
+      service_->set_thread_name(name + " calls");
+    }
     // A server that restored tables was restarted (or started again on a job's checkpoints).
     if (restored_tables > 0) {
       timeline::instant("restart", "ps",

@@ -141,7 +141,7 @@ ParameterServerService::ParameterServerService(std::string token, ServiceLimits 
                                                ServerCheckpoints& checkpoints, rpc::ChannelHub& hub,
                                                ServerMetrics& metrics, std::string thread_name)
     : token_(std::move(token)),
-      thread_name_(std::move(thread_name)),
+      thread_name_(std::make_shared<const std::string>(std::move(thread_name))),
       limits_(limits),
       shared_host_(std::move(shared_host)),
       shared_(limits.shared),

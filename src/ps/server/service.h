@@ -105,7 +105,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   // not. `hub` serves the trainers' call channels (shared by the servers of one process). Every
   // call is counted in `metrics` (its method, transport, sizes, time and status:
   // service_calls.cpp). `thread_name` names the tracks of its handler threads on the timeline
-  // ("ps server 1": ServerOptions::timeline_name).
+  // ("ps server 1 calls": ServerOptions::timeline_name; set_thread_name changes it).
   ParameterServerService(std::string token, ServiceLimits limits, std::string shared_host,
                          TableRegistry& tables, ServerCheckpoints& checkpoints,
                          rpc::ChannelHub& hub, ServerMetrics& metrics,
@@ -137,6 +137,12 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   void stop_channels();
   // Channels served now.
   int channels() const;
+  // The name of the handler threads' tracks on the timeline (the server sets it again once its
+  // port is known). Thread-safe.
+  void set_thread_name(std::string name) {
+    std::atomic_store(&thread_name_, std::make_shared<const std::string>(std::move(name)));
+  }
+  std::shared_ptr<const std::string> thread_name() const { return std::atomic_load(&thread_name_); }
   // Calls waiting now (Step parts in a barrier, lookups for a dense table's values).
   int64_t waiting_calls() const { return waiting_steps_.load(); }
 
@@ -179,7 +185,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   std::optional<v1::SharedBytes> shared_rows(const TableShard& shard) const;
 
   const std::string token_;
-  const std::string thread_name_;  // the handler threads' tracks
+  // The handler threads' tracks' name: read and written with std::atomic_load / atomic_store.
+  std::shared_ptr<const std::string> thread_name_;
   const ServiceLimits limits_;
   const std::string shared_host_;
   rpc::SharedRegions own_{/*server_memory=*/true};  // sync dense tables' rows (Note [shared rows])

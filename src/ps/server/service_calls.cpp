@@ -15,14 +15,15 @@ namespace {
 // Runs `body` and records the call: counted in `metrics` (the answer's size when it succeeded),
 // and with a timeline a span on the serving thread (begin_served_span).
 template <typename Request, typename Body>
-grpc::Status counted_call(ServerMetrics& metrics, const std::string& thread_name, CallMethod method,
-                          CallTransport transport, const Request& request,
+grpc::Status counted_call(ServerMetrics& metrics, const ParameterServerService& service,
+                          CallMethod method, CallTransport transport, const Request& request,
                           const google::protobuf::Message* response, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   const size_t request_bytes = request.ByteSizeLong();
   std::optional<timeline::Span> span;
   if (timeline::enabled()) {
-    begin_served_span(span, thread_name, method, transport, summarize(request), request_bytes);
+    begin_served_span(span, *service.thread_name(), method, transport, summarize(request),
+                      request_bytes);
   }
   const grpc::Status status = body();
   const size_t answer_bytes = status.ok() && response != nullptr ? response->ByteSizeLong() : 0;
@@ -39,12 +40,12 @@ void begin_served_span(std::optional<timeline::Span>& span, const std::string& t
                        size_t request_bytes) {
   // Each thread's track is named once, after its first traced call: a gRPC handler thread after
   // its server, a channel thread (the process's, serving every server in it) as such.
-  static const std::string channel_threads = "ps channel calls";
-  thread_local const std::string* named = nullptr;
-  const std::string& name = transport == CallTransport::kChannel ? channel_threads : thread_name;
-  if (named != &name) {
+  thread_local std::string named;
+  const std::string_view name =
+      transport == CallTransport::kChannel ? std::string_view("ps channel calls") : thread_name;
+  if (named != name) {
     timeline::name_thread(name);
-    named = &name;
+    named = name;
   }
   char span_name[32];
   std::snprintf(span_name, sizeof span_name, "serve %s", method_label(method));
@@ -64,36 +65,36 @@ void end_served_span(timeline::Span& span, const grpc::Status& status, size_t an
 grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
                                                  const v1::CreateTableRequest* request,
                                                  v1::CreateTableResponse* response) {
-  return counted_call(metrics_, thread_name_, CallMethod::kCreateTable, CallTransport::kGrpc,
-                      *request, response, [&] { return create_table(context, request, response); });
+  return counted_call(metrics_, *this, CallMethod::kCreateTable, CallTransport::kGrpc, *request,
+                      response, [&] { return create_table(context, request, response); });
 }
 
 grpc::Status ParameterServerService::Checkpoint(grpc::ServerContext* context,
                                                 const v1::CheckpointRequest* request,
                                                 v1::CheckpointResponse* response) {
-  return counted_call(metrics_, thread_name_, CallMethod::kCheckpoint, CallTransport::kGrpc,
-                      *request, response, [&] { return checkpoint(context, response); });
+  return counted_call(metrics_, *this, CallMethod::kCheckpoint, CallTransport::kGrpc, *request,
+                      response, [&] { return checkpoint(context, response); });
 }
 
 grpc::Status ParameterServerService::Resume(grpc::ServerContext* context,
                                             const v1::ResumeRequest* request,
                                             v1::ResumeResponse* response) {
-  return counted_call(metrics_, thread_name_, CallMethod::kResume, CallTransport::kGrpc, *request,
+  return counted_call(metrics_, *this, CallMethod::kResume, CallTransport::kGrpc, *request,
                       response, [&] { return resume(context, request, response); });
 }
 
 grpc::Status ParameterServerService::Assign(grpc::ServerContext* context,
                                             const v1::AssignRequest* request,
                                             v1::AssignResponse* response) {
-  return counted_call(metrics_, thread_name_, CallMethod::kAssign, CallTransport::kGrpc, *request,
+  return counted_call(metrics_, *this, CallMethod::kAssign, CallTransport::kGrpc, *request,
                       response, [&] { return assign(context, request); });
 }
 
 grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
                                            const v1::BatchRequest* request,
                                            v1::BatchResponse* response) {
-  return counted_call(metrics_, thread_name_, CallMethod::kBatch, CallTransport::kGrpc, *request,
-                      response, [&] { return batch_grpc(context, request, response); });
+  return counted_call(metrics_, *this, CallMethod::kBatch, CallTransport::kGrpc, *request, response,
+                      [&] { return batch_grpc(context, request, response); });
 }
 
 grpc::Status ParameterServerService::serve_channel_call(

@@ -60,7 +60,7 @@ grpc::Status ParameterServerService::serve_channel_batch(
   return run_parsed<v1::BatchRequest, v1::BatchResponse>(
       call, answer, [&](const auto& request, auto* response) {
         if (timeline::enabled()) {
-          begin_served_span(span, thread_name_, CallMethod::kBatch, CallTransport::kChannel,
+          begin_served_span(span, *thread_name(), CallMethod::kBatch, CallTransport::kChannel,
                             summarize(request), call.request.size());
         }
         return batch(info, request, response);
