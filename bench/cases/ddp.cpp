@@ -338,7 +338,7 @@ class DdpSweep {
         if (traced) {
           // The file is truncated: this rank's trace holds this round only.
           timeline::start(trace_process_file_, "rank " + std::to_string(rank_));
-          timeline::set_clock_offset({trace_clock_offset_ns_, 0}, "rank 0 through the store");
+          timeline::set_clock_offset({trace_clock_offset_ns_, 0}, "this rank's offset at init");
         }
         const TrainingMeasurement measurement =
             train_and_time(setup, group, static_cast<std::uint64_t>(rank_));
