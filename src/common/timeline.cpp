@@ -281,7 +281,7 @@ void stop_at_exit() { stop(); }
 
 std::string file_name_for(const std::string& label) {
   std::string name = label;
-  if (name.rfind("ps server ", 0) == 0) name = "server " + name.substr(10);
+  if (name.rfind("ps server", 0) == 0) name = name.substr(3);  // "ps servers 0-3": servers-0-3
   for (char& c : name) {
     const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '_' || c == '.' || c == '-';

@@ -299,6 +299,7 @@ TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
 TEST(Timeline, ProcessFileNames) {
   EXPECT_EQ(process_file("/t/trace.json", "rank 3"), "/t/trace.json.d/rank-3.json");
   EXPECT_EQ(process_file("trace.json", "ps server 1"), "trace.json.d/server-1.json");
+  EXPECT_EQ(process_file("trace.json", "ps servers 0-3"), "trace.json.d/servers-0-3.json");
   EXPECT_EQ(process_file("trace.json", "bench/conductor"), "trace.json.d/bench-conductor.json");
   EXPECT_EQ(process_file("trace.json", ""), "trace.json.d/process.json");
   EXPECT_EQ(process_file("trace.json", "rank 0", 1), "trace.json.d/rank-0.restart-1.json");

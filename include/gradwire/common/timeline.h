@@ -111,9 +111,10 @@ void start(const std::string& path, const std::string& process_label, StartOptio
 
 // The file of one process under GRADWIRE_TIMELINE=`timeline_path` (pure): the folder
 // "<timeline_path>.d" holds one file per process, named after its label: "rank 3" ->
-// "<timeline_path>.d/rank-3.json", "ps server 1" -> "server-1.json", other labels with
-// characters outside [A-Za-z0-9_.-] replaced by '-'. A restarted process (restart > 0) writes
-// "rank-3.restart-2.json", so its earlier incarnation's file stays.
+// "<timeline_path>.d/rank-3.json", "ps server 1" -> "server-1.json", "ps servers 0-3" ->
+// "servers-0-3.json", other labels with characters outside [A-Za-z0-9_.-] replaced by '-'. A
+// restarted process (restart > 0) writes "rank-3.restart-2.json", so its earlier incarnation's
+// file stays.
 std::string process_file(const std::string& timeline_path, const std::string& process_label,
                          int restart = 0);
 
