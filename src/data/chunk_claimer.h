@@ -18,6 +18,9 @@
 // flight, if any. Errors of the counter are thrown by next() on its caller's thread (again on
 // every later call of the epoch); the claiming thread itself never throws.
 //
+// Timeline (docs/timeline.md, category "data"): each counter round trip is a span "claim chunks"
+// (segment, from_back, chunks) on the claiming thread's track, "data claims".
+//
 // Header-only because it is private to sharded_reader.cpp (and its tests).
 #pragma once
 
@@ -35,6 +38,7 @@
 
 #include "chunk_assignment.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/data/shared_counter.h"
 
 namespace gradwire::data::detail {
@@ -168,13 +172,23 @@ class ChunkClaimer {
       const uint64_t generation = generation_;
       const std::string key = key_prefix_ + "/" + std::to_string(claim_.segment);
       const int64_t delta = claim_.delta();
+      const SegmentClaim claim = claim_;
       lock.unlock();
       int64_t value = 0;
       std::exception_ptr error;
-      try {
-        value = counter_->add(key, delta);
-      } catch (...) {
-        error = std::current_exception();
+      {
+        if (timeline::enabled() && !named_on_timeline_) {
+          timeline::name_thread("data claims");
+          named_on_timeline_ = true;
+        }
+        timeline::Span span(
+            "claim chunks", "data",
+            {{"segment", claim.segment}, {"from_back", claim.from_back}, {"chunks", claim.size}});
+        try {
+          value = counter_->add(key, delta);
+        } catch (...) {
+          error = std::current_exception();
+        }
       }
       lock.lock();
       // From the request on: waking this thread is part of the cost on a busy machine.
@@ -214,6 +228,7 @@ class ChunkClaimer {
   Clock::time_point requested_at_;   // when claim_ was asked for
   Clock::time_point handed_out_at_;  // when the reader took its last range
   uint64_t handed_out_size_ = 0;     // that range's size; 0: nothing to time
+  bool named_on_timeline_ = false;   // claiming thread only: its track named "data claims"
 
   std::thread thread_;  // last: started once the members above exist
 };

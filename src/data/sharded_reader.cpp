@@ -382,7 +382,16 @@ void ShardedRecordReader::start_reading(uint64_t number,
       };
       if (dynamic) {
         // Ranges of the segments claimed one ahead (chunk_claimer.h, Note [claim ahead]).
-        while (auto range = claimer->next()) {
+        while (true) {
+          // Waits when the claim made ahead has not come back yet (Note [claim ahead]).
+          timeline::Span claim_span("next claim", "data");
+          const std::optional<SegmentRange> range = claimer->next();
+          if (claim_span.active() && range) {
+            claim_span.arg({"segment", range->segment});
+            claim_span.arg({"chunks", range->size()});
+          }
+          claim_span.end();
+          if (!range) break;
           const std::vector<ChunkRef>& segment = state->segments[range->segment];
           for (uint64_t i = range->begin; i < range->end && !state->stop; ++i) {
             if (!read(segment[static_cast<size_t>(i)])) return;

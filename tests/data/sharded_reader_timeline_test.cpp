@@ -1,15 +1,18 @@
 // ShardedRecordReader on the timeline (docs/timeline.md, category "data"): each chunk its
 // background thread reads is a "prefetch chunk" span on the "data prefetch" track, and the
-// consumer's waits for it are "data wait" spans.
+// consumer's waits for it are "data wait" spans; the dynamic partition's claims are "next claim"
+// spans there and "claim chunks" spans (counter round trips) on the "data claims" track.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "gradwire/common/timeline.h"
 #include "gradwire/data/sharded_reader.h"
+#include "gradwire/data/shared_counter.h"
 #include "recordio_test_files.h"
 
 namespace gradwire::data {
@@ -72,6 +75,66 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
     EXPECT_LT(wait["args"]["epoch"].get<uint64_t>(), uint64_t{kEpochs});
     EXPECT_EQ(wait["args"]["prefetch_chunks"], 1);
   }
+}
+
+// The events of a closed timeline file.
+json read_trace_events(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+TEST(ShardedReaderTimeline, DynamicClaimsAreSpansOnTheirThreads) {
+  testing::TempDir dir;
+  const std::string path = dir.file("records");
+  constexpr int kChunks = 40;
+  write_test_file(path, 0, kChunks * 4, 4);
+  const std::string trace = dir.file("trace.json.d/bench.json");
+  timeline::start(trace, "bench");
+  std::shared_ptr<SharedCounter> counter = make_local_counter();
+  std::vector<uint64_t> records(2, 0);
+  {
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks.emplace_back([&, rank] {
+        ShardedReaderOptions options;
+        options.rank = rank;
+        options.world_size = 2;
+        options.partition = Partition::kDynamic;
+        options.counter = counter;
+        ShardedRecordReader reader({path}, options);
+        reader.start_epoch(0);
+        while (reader.next_record()) ++records[static_cast<size_t>(rank)];
+      });
+    }
+    for (std::thread& thread : ranks) thread.join();
+  }
+  timeline::stop();
+  EXPECT_EQ(records[0] + records[1], uint64_t{kChunks * 4});
+
+  std::map<int64_t, std::string> thread_names;
+  uint64_t claimed = 0;
+  size_t round_trips = 0;
+  const json events = read_trace_events(trace);
+  for (const json& event : events) {
+    if (event["ph"] == "M" && event["name"] == "thread_name") {
+      thread_names[event["tid"]] = event["args"]["name"];
+    }
+  }
+  for (const json& event : events) {
+    if (event["ph"] != "X") continue;
+    if (event["name"] == "next claim") {
+      EXPECT_EQ(thread_names[event["tid"]], "data prefetch");
+      // The last call of the epoch finds nothing left: no range, no args.
+      if (event.contains("args")) claimed += event["args"]["chunks"].get<uint64_t>();
+    }
+    if (event["name"] == "claim chunks") {
+      EXPECT_EQ(thread_names[event["tid"]], "data claims");
+      EXPECT_TRUE(event["args"].contains("segment") && event["args"].contains("from_back"));
+      ++round_trips;
+    }
+  }
+  EXPECT_EQ(claimed, uint64_t{kChunks});  // every range handed out, once
+  EXPECT_GT(round_trips, 0u);
 }
 
 }  // namespace sharded_reader_timeline_test
