@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "bench_process.h"
 #include "harness/report.h"
@@ -47,9 +49,26 @@ void check_side(const nlohmann::json& side, const std::string& implementation) {
 TEST(HybridRun, TwoTrainersTwoServers) {
   if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const std::string json = temp_path("hybrid.json");
-  const auto run =
-      run_hybrid("--trainers 2 --servers 2 --epochs 2 --warmup 1 --json '" + json + "'");
+  const std::string traces = temp_path("hybrid_traces");
+  const auto run = run_hybrid("--trainers 2 --servers 2 --epochs 2 --warmup 1 --trace '" + traces +
+                              "' --json '" + json + "'");
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  // --trace: the job's merged trace holds both trainers and the servers' process(es).
+  const std::string trace_path = traces + "/hybrid-gradwire-2x2.json";
+  {
+    const nlohmann::json trace = read_json_document(trace_path);
+    std::filesystem::remove_all(traces);
+    std::set<std::string> processes;
+    for (const auto& event : trace.at("traceEvents")) {
+      if (event.value("name", "") == "process_name") {
+        processes.insert(event.at("args").at("name").get<std::string>());
+      }
+    }
+    EXPECT_EQ(processes.count("rank 0") + processes.count("rank 1"), 2u);
+    EXPECT_TRUE(processes.count("ps servers 0-1") + processes.count("ps server 0") > 0);
+  }
+  EXPECT_NE(run.output.find("where the time went: hybrid-gradwire-2x2"), std::string::npos)
+      << run.output;
   EXPECT_EQ(count(run.output, "Trainer0:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "Trainer1:  p50:"), 1u) << run.output;
   EXPECT_EQ(count(run.output, "\n     All:  p50:"), 1u) << run.output;
@@ -63,9 +82,10 @@ TEST(HybridRun, TwoTrainersTwoServers) {
       << run.output;
   EXPECT_EQ(run.output.find("gRPC (servers)"), std::string::npos) << run.output;
   const nlohmann::json document = read_json_file(json);
-  // report draws hybrid's three charts; diff compares its rows (2 trainers, p50 and p95).
+  // report draws hybrid's three charts and the trace's two (ranks, servers); diff compares its
+  // rows (2 trainers, p50 and p95).
   const auto self = diff_and_report(json);
-  EXPECT_NE(self.report.find("wrote 3 charts from 1 file"), std::string::npos) << self.report;
+  EXPECT_NE(self.report.find("wrote 5 charts from 1 file"), std::string::npos) << self.report;
   EXPECT_EQ(count(self.diff, "+0.0%"), 4u) << self.diff;
   std::remove(json.c_str());
   EXPECT_EQ(document.at("schema_version"), kSchemaVersion);
@@ -79,6 +99,15 @@ TEST(HybridRun, TwoTrainersTwoServers) {
             nlohmann::json::parse(R"([["shared memory", "shared memory"]])"));
   check_side(document, "gradwire");
   EXPECT_FALSE(document.contains("reference"));
+  ASSERT_EQ(document.at("traces").size(), 1u);
+  const nlohmann::json& summary = document.at("traces")[0].at("summary");
+  ASSERT_EQ(summary.at("ranks").size(), 2u) << summary.dump();
+  for (const auto& rank : summary.at("ranks")) {
+    EXPECT_EQ(rank.at("steps"), 30);                   // (1 warm-up + 2 epochs) x 10 batches
+    EXPECT_GT(rank.at("exposed_s").get<double>(), 0);  // lookups, ddp wait
+  }
+  ASSERT_GE(summary.at("servers").size(), 1u);
+  EXPECT_GT(summary.at("servers")[0].at("calls").get<int>(), 0);
 }
 
 TEST(HybridRun, WithThePyTorchReference) {
