@@ -1,6 +1,6 @@
 // Chart specifications drawn by `gradwire-bench report`: what a line chart shows (title, axes,
-// named series of points, horizontal baselines), independent of how it is drawn, and how a
-// benchmark result document becomes charts. Pure; the page (html_page.h) serialises these with
+// named series of points, horizontal baselines; or stacked bars, for traces), independent of how
+// it is drawn, and how a benchmark result document becomes charts. Pure; the page (html_page.h) serialises these with
 // to_json and its embedded script (charts.js) draws them.
 //
 // Documents read: "reducers", with charts of its own; every training case's document

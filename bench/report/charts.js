@@ -1,4 +1,4 @@
-// gradwire-bench report: draws the line charts of the JSON in the page's script element
+// gradwire-bench report: draws the line charts (and stacked bars) of the JSON in the page's script element
 // "chart-data" as inline SVG. Embedded into every report page (bench/report/html_page.cpp); loads
 // nothing.
 //
