@@ -1,7 +1,7 @@
 // Chart specifications drawn by `gradwire-bench report`: what a line chart shows (title, axes,
 // named series of points, horizontal baselines; or stacked bars, for traces), independent of how
-// it is drawn, and how a benchmark result document becomes charts. Pure; the page (html_page.h) serialises these with
-// to_json and its embedded script (charts.js) draws them.
+// it is drawn, and how a benchmark result document becomes charts. Pure; the page (html_page.h)
+// serialises these with to_json and its embedded script (charts.js) draws them.
 //
 // Documents read: "reducers", with charts of its own; every training case's document
 // (training_charts); "ddp" (gradwire-bench ddp --json, the reference script's, and PyTorch's own
