@@ -358,6 +358,7 @@ LaunchResult launch_and_supervise(const LaunchOptions& options, const EnvMap& pa
   }
 
   std::vector<RestartedAttempt> restarted;
+  std::map<int, int> server_restarts;  // server process -> times started again
   for (;;) {
     // Log files are opened once: a restarted worker appends to its predecessor's log.
     start_worker_group(options, context, sigpipe_block.original(), worker_logs, supervisor);
@@ -374,9 +375,12 @@ LaunchResult launch_and_supervise(const LaunchOptions& options, const EnvMap& pa
     restarted.push_back(std::move(attempt));
     for (const ServerExit& dead : dead_servers) {
       // The whole process: same command line, addresses and environment; the servers restore
-      // their own state.
+      // their own state. Its restart count (TORCHELASTIC_RESTART_COUNT, as workers get theirs)
+      // names its timeline file apart from its predecessor's (docs/timeline.md).
+      std::map<std::string, std::string> restarted_env = server_env;
+      restarted_env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(++server_restarts[dead.index]);
       std::optional<LaunchResult> interrupted = detail::restart_server(
-          servers, dead.index, options, server_env, sigpipe_block.original(), supervisor);
+          servers, dead.index, options, restarted_env, sigpipe_block.original(), supervisor);
       if (interrupted) {
         interrupted->master_port = context.master_port;
         interrupted->restarted_attempts = std::move(restarted);

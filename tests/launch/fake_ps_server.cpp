@@ -4,6 +4,7 @@
 //   fake_ps_server [--mode serve|exit-at-once|never-listen] [--ignore-term]
 //                  [--listen-after-ms MS] [ARGS...] --listen HOST:PORT [--listen HOST:PORT]...
 //     serve (default): prints "args: ...", "pid=N", "token=... job_token=... ps_addrs=...",
+//       "restart_count=N" (TORCHELASTIC_RESTART_COUNT),
 //       (after MS milliseconds) listens on every HOST:PORT (as gradwire-ps-server hosts one
 //       server per --listen), prints "gradwire-ps-server listening on HOST:PORT" for each, in
 //       order, once all listen (exit 2 if one cannot), then prints "received: LINE" for the first
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
   say("args: " + all_args);
   say("token=" + env_or_empty("GRADWIRE_TOKEN") + " job_token=" +
       env_or_empty("GRADWIRE_JOB_TOKEN") + " ps_addrs=" + env_or_empty("GRADWIRE_PS_ADDRS"));
+  say("restart_count=" + env_or_empty("TORCHELASTIC_RESTART_COUNT"));
   ::usleep(static_cast<useconds_t>(listen_after_ms) * 1000);
   std::vector<int> listen_fds;
   for (const std::string& address : listen_addresses) {

@@ -257,6 +257,9 @@ TEST_F(GradwireRunServersTest, KilledServerIsRestartedOnItsPortWithMaxRestarts) 
   const std::string listening = "[server 0] gradwire-ps-server listening on " + server_address_;
   EXPECT_NE(text.find(listening), text.rfind(listening)) << "listened once only:\n" << text;
   EXPECT_TRUE(contains(text, "[server 0] received: again 0")) << text;
+  // The restarted server knows it is one (its timeline file is named after its restart).
+  EXPECT_TRUE(contains(text, "[server 0] restart_count=\n")) << text;
+  EXPECT_TRUE(contains(text, "[server 0] restart_count=1\n")) << text;
   EXPECT_TRUE(contains(text, "[rank 0] restart 1 addrs=" + server_address_ + "\n")) << text;
   EXPECT_TRUE(contains(text, "[rank 1] restart 1 addrs=" + server_address_ + "\n")) << text;
   const std::string server =

@@ -36,6 +36,7 @@
 
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/settings.h"
 #include "gradwire/common/timeline.h"
 #include "gradwire/ps/server.h"
 #include "server_label.h"
@@ -165,7 +166,7 @@ int run(int argc, char** argv) {
   const sigset_t stop_signals = block_stop_signals();
   const gradwire::EnvMap env = gradwire::EnvMap::from_process();
   const int first = gradwire::ps_server::first_server_index(
-      index, listen, env.get("GRADWIRE_PS_ADDRS").value_or(""));
+      index, listen, env.get(gradwire::settings::kPsAddrs.name).value_or(""));
   std::vector<gradwire::ps::ServerOptions> each(listen.size(), options);
   for (size_t i = 0; i < listen.size(); ++i) {
     each[i].listen = listen[i];
