@@ -38,7 +38,7 @@ nlohmann::json traced_document() {
   return document;
 }
 
-TEST(TraceChartsTest, StackedBarsPerRankAndServer) {
+TEST(BuildReportPageTest, TraceBarsPerRankAndServer) {
   const auto plain = charts_from_document(fixture_json("ddp_gradwire.json"), "g.json");
   const auto charts = charts_from_document(traced_document(), "g.json");
   ASSERT_EQ(charts.size(), plain.size() + 2);
@@ -68,7 +68,7 @@ TEST(TraceChartsTest, StackedBarsPerRankAndServer) {
   EXPECT_THROW(charts_from_document(bad, "g.json"), InvalidArgument);
 }
 
-TEST(TraceChartsTest, PageLinksTheTracesAndTextPrintsTheSummary) {
+TEST(BuildReportPageTest, TraceLinksAndSummaryTables) {
   const ReportSource source = describe_document(traced_document(), "g.json");
   ASSERT_EQ(source.links.size(), 2u);
   EXPECT_EQ(source.links[0].second, "traces/ddp-resnet50-gloo-2ranks.json");
@@ -89,7 +89,7 @@ TEST(TraceChartsTest, PageLinksTheTracesAndTextPrintsTheSummary) {
   EXPECT_NE(text.find("no summary (cut)"), std::string::npos) << text;
 }
 
-TEST(TraceChartsTest, ChromiumDrawsTheBars) {
+TEST(ReportBrowserTest, ChromiumDrawsTraceBars) {
   constexpr const char* kChromium = "/usr/bin/chromium";
   if (access(kChromium, X_OK) != 0) GTEST_SKIP() << kChromium << " is absent";
   const std::string dir = temp_path("trace_report");
