@@ -139,11 +139,11 @@ class Conductor {
  private:
   void progress(const std::string& line) const { bench::progress(format_, line); }
 
-  // "hybrid-gradwire-2x8": the case, the job's implementation, servers x trainers.
+  // "hybrid-gradwire-2x8": the case, the job's implementation, trainers x servers (as the
+  // benchmark's "2 x 8" says: --trainers 2 --servers 8).
   std::string traced_job_name(const TrainingJob& job) const {
-    return format_.name + "-" + job.implementation + "-" +
-           (job.servers > 0 ? std::to_string(job.servers) + "x" : std::string()) +
-           std::to_string(job.trainers);
+    return format_.name + "-" + job.implementation + "-" + std::to_string(job.trainers) +
+           (job.servers > 0 ? "x" + std::to_string(job.servers) : std::string());
   }
 
   std::string reference_title() const {
