@@ -3,6 +3,8 @@
 //   gradwire-trace merge OUT FILE|DIR...
 //       joins the process files (GRADWIRE_TIMELINE=trace.json writes them to trace.json.d/) into
 //       one trace OUT that Perfetto and chrome://tracing open, each process on the job's clock.
+//   gradwire-trace cost [--calls N] [--runs R] [--json PATH]
+//       measures what one recording call costs with the timeline off and on (nanoseconds).
 //
 // Exit status: 0 on success (files of killed processes included: their unclosed arrays and cut
 // last lines are reported); 1 when a file cannot be read or no file is given; 2 for usage errors.
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "common/timeline_merge.h"
+#include "cost.h"
 #include "gradwire/common/error.h"
 
 namespace {
@@ -42,12 +45,21 @@ int main(int argc, char** argv) {
       "merge", "Join process timeline files (or folders of them) into one Chrome trace");
   merge->add_option("OUT", out, "The merged trace to write (JSON)")->required();
   merge->add_option("INPUTS", inputs, "Process files, or folders of *.json files")->required();
+  gradwire::trace_tool::CostOptions cost_options;
+  CLI::App* cost = app.add_subcommand(
+      "cost", "Measure what one recording call costs with the timeline off and on");
+  cost->add_option("--calls", cost_options.calls, "calls per run of each kind [1000000]")
+      ->check(CLI::PositiveNumber);
+  cost->add_option("--runs", cost_options.runs, "runs of each kind; the median counts [5]")
+      ->check(CLI::PositiveNumber);
+  cost->add_option("--json", cost_options.json_path, "write the figures to this JSON file");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   try {
+    if (cost->parsed()) return gradwire::trace_tool::run_cost(cost_options);
     return run_merge(out, inputs);
   } catch (const gradwire::Error& error) {
     std::fprintf(stderr, "%s\n", error.what());
