@@ -1,7 +1,9 @@
 // The client's calls on the timeline (client_timeline.h).
 #include "client_timeline.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <string>
 
 #include "rpc/status.h"
@@ -15,10 +17,15 @@ const char* call_transport_label(const CallBase& call) {
 
 void begin_call_span(CallBase& call) {
   const CallSummary what = call.summary();
+  // "lookup server 3", without snprintf's cost (issue 40 measured it on every call).
   char name[48];
-  std::snprintf(name, sizeof name, "%s server %d", what.name, call.server);
+  const std::string_view kind(what.name);
+  constexpr std::string_view kServer = " server ";
+  char* end = std::copy(kind.begin(), kind.end(), name);
+  end = std::copy(kServer.begin(), kServer.end(), end);
+  end = std::to_chars(end, name + sizeof name, call.server).ptr;
   call.span = timeline::AsyncSpan(
-      name, "ps",
+      std::string_view(name, static_cast<size_t>(end - name)), "ps",
       {{"server", call.server},
        {"table", what.table},
        {"bytes_sent", static_cast<int64_t>(call.request_message().ByteSizeLong())},

@@ -2,7 +2,7 @@
 // (service.cpp, service_channels.cpp) and counts the call in the server's metrics: its method,
 // transport, request and answer sizes, time and status (docs/observability.md).
 #include <chrono>
-#include <cstdio>
+#include <algorithm>
 #include <optional>
 
 #include "ps/messages/call_summary.h"
@@ -47,9 +47,12 @@ void begin_served_span(std::optional<timeline::Span>& span, const std::string& t
     timeline::name_thread(name);
     named = name;
   }
-  char span_name[32];
-  std::snprintf(span_name, sizeof span_name, "serve %s", method_label(method));
-  span.emplace(span_name, "ps",
+  // "serve Batch", without snprintf's cost on every call.
+  char span_name[32] = "serve ";
+  const std::string_view label(method_label(method));
+  const size_t size = std::min(label.size(), sizeof span_name - 6);
+  std::copy_n(label.begin(), size, span_name + 6);
+  span.emplace(std::string_view(span_name, 6 + size), "ps",
                timeline::Args{{"table", what.table},
                               {"transport", transport_label(transport)},
                               {"bytes_received", static_cast<int64_t>(request_bytes)},
