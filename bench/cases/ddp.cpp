@@ -24,6 +24,7 @@
 #include "cases/ddp_report.h"
 #include "cases/ddp_results.h"
 #include "cases/ddp_settings.h"
+#include "cases/ddp_trace.h"
 #include "cases/ddp_training.h"
 #include "gradwire/comm/world.h"
 #include "gradwire/common/env.h"
@@ -57,17 +58,6 @@ std::string reference_json_path(const std::string& json_path) {
 }
 
 void progress(const std::string& line) { std::cerr << "gradwire-bench ddp: " << line << std::endl; }
-
-// --trace: the configuration whose first measured repeat is traced (the first model on the
-// largest world size with the first backend and comm hook), named for its file:
-// "ddp-resnet18-gloo-2ranks".
-std::string ddp_trace_name(const DdpSettings& settings) {
-  const std::string& hook = settings.comm_hooks.front();
-  const int size = *std::max_element(settings.world_sizes.begin(), settings.world_sizes.end());
-  return "ddp-" + settings.models.front() + "-" + settings.backends.front() +
-         (hook == "allreduce" ? "" : "+" + hook) + "-" + std::to_string(size) +
-         (size == 1 ? "rank" : "ranks");
-}
 
 std::string milliseconds(double seconds) { return format_fixed(seconds * 1e3, 1) + " ms"; }
 
@@ -182,7 +172,7 @@ class DdpSweep {
   bool traced_round(const std::string& model, bool first_variant, int size) const {
     return !trace_process_file_.empty() && repeat_ == 1 && first_variant &&
            model == settings_.models.front() &&
-           size == *std::max_element(settings_.world_sizes.begin(), settings_.world_sizes.end());
+           size == settings_.world_sizes.back();
   }
 
   // Several backends or hooks: rounds are labelled with theirs.
@@ -457,19 +447,6 @@ class DdpSweep {
   std::string trace_process_file_;  // --trace: this rank's timeline file; empty: no trace
   std::int64_t trace_clock_offset_ns_ = 0;
 };
-
-// --trace, in the gradwire-bench that started the ranks, once they exited and the launcher merged
-// their files: the trace's entry (harness/traces.h) printed and added to the results.
-void add_ddp_trace(const DdpSettings& settings, const std::string& name, const std::string& path) {
-  const nlohmann::json entry = read_trace_entry(name, path, 1);
-  progress("wrote the trace " + path);
-  const nlohmann::json traces = nlohmann::json::array({entry});
-  print_trace_entries(std::cout, traces);
-  if (settings.json_path.empty()) return;
-  nlohmann::json document = read_json_file(settings.json_path);
-  document["traces"] = traces;
-  write_result_files(settings.json_path, settings.html_path, document, progress);
-}
 
 }  // namespace
 
