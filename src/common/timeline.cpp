@@ -1,35 +1,20 @@
-// The timeline's recorder (gradwire/common/timeline.h): per-thread buffers in a process-wide
-// registry, written to the process's file in chunks.
-//
-// Note [timeline buffers]: a thread appends to its own buffer without a lock: it fills the slot
-// at `count` and publishes it with a release store. Its buffer's mutex is taken only to write a
-// chunk: by the thread itself when the buffer is full or its flush interval has passed (then it
-// empties the buffer), and by flush()/stop() on any thread, which write the published events
-// not yet written and leave the buffer in place. The registry holds every buffer so that flush()
-// finds them; a thread that exits writes and retires its own. A Recorder is never freed (a thread
-// may still hold one that a stop() replaced): stop() closes its file and later chunks are
-// dropped. The one process-wide state of the timeline is g_recorder (Note in architecture.md,
-// Threads and state): a trace is the process's, as is its file.
+// The timeline's API (gradwire/common/timeline.h) over its recorder (timeline_recorder.h, Note
+// [timeline buffers]): the running recorder, each thread's buffer in it, and the recording calls,
+// which build their event in place in the calling thread's buffer. The one process-wide state of
+// the timeline is g_recorder (Note in architecture.md, Threads and state): a trace is the
+// process's, as is its file.
 #include "gradwire/common/timeline.h"
-
-#include <fcntl.h>
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <new>
-#include <vector>
 
 #include "common/timeline_event.h"
+#include "common/timeline_recorder.h"
 #include "gradwire/common/env.h"
-#include "gradwire/common/error.h"
-#include "gradwire/common/files.h"
 #include "gradwire/common/settings.h"
 
 namespace gradwire::timeline {
@@ -48,188 +33,6 @@ int64_t now_ns() {
 }
 
 namespace {
-
-int64_t wall_minus_steady_ns() {
-  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  return wall - now_ns();
-}
-
-int32_t this_thread_id() {
-  thread_local const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
-  return tid;
-}
-
-class Recorder;
-
-struct ThreadBuffer {
-  Recorder* owner = nullptr;
-  int32_t tid = 0;
-  size_t capacity = 0;
-  std::unique_ptr<Event[]> events;
-  std::atomic<size_t> count{0};  // published events; written by the owning thread only
-  int64_t next_flush_ns = 0;     // owning thread only
-  std::mutex mutex;              // taken per chunk (Note [timeline buffers])
-  size_t written = 0;            // guarded by mutex: events of this fill already in the file
-};
-
-class Recorder {
- public:
-  Recorder(std::string path, std::string label, StartOptions options)
-      : path_(std::move(path)),
-        label_(std::move(label)),
-        options_(options),
-        pid_(static_cast<int64_t>(::getpid())),
-        offset_ns_(wall_minus_steady_ns()) {
-    options_.events_per_chunk = std::max<size_t>(options_.events_per_chunk, 1);
-    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-    std::error_code ignored;
-    if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
-    fd_ =
-        UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
-    if (!fd_.valid()) {
-      throw Error("timeline: cannot create " + path_ + ": " + errno_text(errno) +
-                  " (GRADWIRE_TIMELINE names the trace; its folder must be writable)");
-    }
-    Event event;
-    event.reset('M', "process_name", nullptr);
-    event.add({"name", std::string_view(label_)});
-    write_metadata(event);
-    write_clock("wall clock at start", 0);
-  }
-
-  const std::string& path() const { return path_; }
-  const StartOptions& options() const { return options_; }
-  int64_t offset_ns() const { return offset_ns_.load(std::memory_order_relaxed); }
-
-  std::shared_ptr<ThreadBuffer> register_thread() {
-    auto buffer = std::make_shared<ThreadBuffer>();
-    buffer->owner = this;
-    buffer->tid = this_thread_id();
-    buffer->capacity = options_.events_per_chunk;
-    buffer->events.reset(new Event[buffer->capacity]);
-    buffer->next_flush_ns = now_ns() + options_.flush_interval_ns;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      buffers_.push_back(buffer);
-    }
-    char name[32] = {};
-    if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
-      Event event;
-      event.reset('M', "thread_name", nullptr);
-      event.tid = buffer->tid;
-      event.add({"name", std::string_view(name)});
-      write_metadata(event);
-    }
-    return buffer;
-  }
-
-  // The thread owning `buffer` exits or moves to another recorder: its events go to the file.
-  void retire(const std::shared_ptr<ThreadBuffer>& buffer) {
-    {
-      std::lock_guard<std::mutex> lock(buffer->mutex);
-      write_published(*buffer);
-    }
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    buffers_.erase(std::remove(buffers_.begin(), buffers_.end(), buffer), buffers_.end());
-  }
-
-  // The owning thread published an event: writes a chunk when the buffer is full or due.
-  void after_publish(ThreadBuffer& buffer, size_t count, int64_t now) {
-    if (count < buffer.capacity && now < buffer.next_flush_ns) return;
-    std::lock_guard<std::mutex> lock(buffer.mutex);
-    write_published(buffer);
-    if (count == buffer.capacity) {
-      buffer.count.store(0, std::memory_order_relaxed);
-      buffer.written = 0;
-    }
-    buffer.next_flush_ns = now + options_.flush_interval_ns;
-  }
-
-  void flush_all() {
-    std::vector<std::shared_ptr<ThreadBuffer>> buffers;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      buffers = buffers_;
-    }
-    for (const auto& buffer : buffers) {
-      std::lock_guard<std::mutex> lock(buffer->mutex);
-      write_published(*buffer);
-    }
-  }
-
-  void close() {
-    flush_all();
-    std::lock_guard<std::mutex> lock(file_mutex_);
-    if (!fd_.valid()) return;
-    write_fully(fd_.get(), "]\n", 2);
-    fd_.reset();
-  }
-
-  void write_metadata(const Event& event) {
-    std::string line(1, ',');
-    append_event_json(line, event, pid_);
-    line += '\n';
-    write_lines(line);
-  }
-
-  void write_clock(std::string_view source, int64_t error_ns) {
-    Event event;
-    event.reset('M', "gradwire_clock", nullptr);
-    event.add({"offset_ns", offset_ns()});
-    event.add({"error_ns", error_ns});
-    event.add({"source", source});
-    write_metadata(event);
-  }
-
-  void set_offset(int64_t offset_ns, int64_t error_ns, std::string_view source) {
-    offset_ns_.store(offset_ns, std::memory_order_relaxed);
-    write_clock(source, error_ns);
-  }
-
- private:
-  // Writes buffer.events[written, count) (buffer.mutex held).
-  void write_published(ThreadBuffer& buffer) {
-    const size_t count = buffer.count.load(std::memory_order_acquire);
-    if (count <= buffer.written) return;
-    std::string lines;
-    lines.reserve((count - buffer.written) * 160);
-    for (size_t i = buffer.written; i < count; ++i) {
-      lines += ',';
-      append_event_json(lines, buffer.events[i], pid_);
-      lines += '\n';
-    }
-    buffer.written = count;
-    write_lines(lines);
-  }
-
-  // Appends `lines` (each ",{...}\n") to the file; the file's first line starts with '['.
-  void write_lines(std::string& lines) {
-    std::lock_guard<std::mutex> lock(file_mutex_);
-    if (!fd_.valid() || lines.empty()) return;
-    if (!started_) {
-      lines[0] = '[';
-      started_ = true;
-    }
-    // A full disk loses events, never the run.
-    if (!write_fully(fd_.get(), lines.data(), lines.size())) failed_writes_++;
-  }
-
-  const std::string path_;
-  const std::string label_;
-  StartOptions options_;
-  const int64_t pid_;
-  std::atomic<int64_t> offset_ns_;
-
-  std::mutex registry_mutex_;
-  std::vector<std::shared_ptr<ThreadBuffer>> buffers_;  // guarded by registry_mutex_
-
-  std::mutex file_mutex_;
-  UniqueFd fd_;               // guarded by file_mutex_
-  bool started_ = false;      // guarded by file_mutex_
-  size_t failed_writes_ = 0;  // guarded by file_mutex_
-};
 
 std::atomic<Recorder*> g_recorder{nullptr};
 std::mutex g_control_mutex;  // start() and stop()
@@ -261,20 +64,27 @@ ThreadBuffer* thread_buffer() {
   return slot.buffer.get();
 }
 
-// Appends `event` (its phase, name, args set) with the timestamps given.
-void publish(const Event& event, int64_t ts_ns, int64_t dur_ns, uint64_t id, char scope) {
+// Appends an event to the calling thread's buffer: `fill` builds it in its slot (phase, name,
+// args, timestamps). Hands the chunk to the writer when it is full (Note [timeline buffers]).
+template <typename Fill>
+void publish(Fill&& fill) {
   ThreadBuffer* buffer = thread_buffer();
   if (buffer == nullptr) return;
   const size_t count = buffer->count.load(std::memory_order_relaxed);
   Event& slot = buffer->events[count];
-  slot = event;
-  slot.ts_ns = ts_ns;
-  slot.dur_ns = dur_ns;
-  slot.id = id;
-  slot.scope = scope;
+  fill(slot);
   slot.tid = buffer->tid;
   buffer->count.store(count + 1, std::memory_order_release);
-  buffer->owner->after_publish(*buffer, count + 1, ts_ns + dur_ns);
+  if (count + 1 == buffer->capacity) buffer->owner->hand_off(*buffer);
+}
+
+// Appends `event` (built elsewhere: a Span's) with the timestamps given.
+void publish_copy(const Event& event, int64_t ts_ns, int64_t dur_ns) {
+  publish([&](Event& slot) {
+    slot = event;
+    slot.ts_ns = ts_ns;
+    slot.dur_ns = dur_ns;
+  });
 }
 
 void stop_at_exit() { stop(); }
@@ -303,7 +113,7 @@ void start(const std::string& path, const std::string& process_label, StartOptio
     detail::g_enabled.store(false);
     previous->close();
   }
-  auto* recorder = new Recorder(path, process_label, options);  // never freed: Note above
+  auto* recorder = new Recorder(path, process_label, options);  // never freed (Note [timeline buffers])
   g_recorder.store(recorder, std::memory_order_release);
   detail::g_enabled.store(true);
 }
@@ -343,24 +153,31 @@ std::string current_path() {
 
 void detail::record_complete(std::string_view name, const char* category, int64_t start_ns,
                              int64_t end_ns, Args args) {
-  Event event;
-  event.reset('X', name, category);
-  event.add(args);
-  publish(event, start_ns, std::max<int64_t>(end_ns - start_ns, 0), 0, 't');
+  publish([&](Event& event) {
+    event.reset('X', name, category);
+    event.add(args);
+    event.ts_ns = start_ns;
+    event.dur_ns = std::max<int64_t>(end_ns - start_ns, 0);
+  });
 }
 
 void detail::record_instant(std::string_view name, const char* category, Args args, Scope scope) {
-  Event event;
-  event.reset('i', name, category);
-  event.add(args);
-  publish(event, now_ns(), 0, 0, static_cast<char>(scope));
+  const int64_t ts_ns = now_ns();
+  publish([&](Event& event) {
+    event.reset('i', name, category);
+    event.add(args);
+    event.ts_ns = ts_ns;
+    event.scope = static_cast<char>(scope);
+  });
 }
 
 void detail::record_counter(std::string_view name, Args values) {
-  Event event;
-  event.reset('C', name, nullptr);
-  event.add(values);
-  publish(event, now_ns(), 0, 0, 't');
+  const int64_t ts_ns = now_ns();
+  publish([&](Event& event) {
+    event.reset('C', name, nullptr);
+    event.add(values);
+    event.ts_ns = ts_ns;
+  });
 }
 
 void name_thread(std::string_view name) {
@@ -387,7 +204,7 @@ void Span::arg(const Arg& value) {
 
 void Span::finish() {
   const int64_t end_ns = now_ns();
-  publish(*std::launder(reinterpret_cast<Event*>(event_)), start_ns_, end_ns - start_ns_, 0, 't');
+  publish_copy(*std::launder(reinterpret_cast<Event*>(event_)), start_ns_, end_ns - start_ns_);
   start_ns_ = -1;
 }
 
@@ -396,10 +213,13 @@ void AsyncSpan::begin(std::string_view name, const char* category, Args args) {
   category_ = category;
   name_size_ = static_cast<uint8_t>(std::min(name.size(), sizeof name_));
   std::copy_n(name.data(), name_size_, name_);
-  Event event;
-  event.reset('b', name, category);
-  event.add(args);
-  publish(event, now_ns(), 0, id_, 't');
+  const int64_t ts_ns = now_ns();
+  publish([&](Event& event) {
+    event.reset('b', name, category);
+    event.add(args);
+    event.ts_ns = ts_ns;
+    event.id = id_;
+  });
 }
 
 AsyncSpan::AsyncSpan(AsyncSpan&& other) noexcept { *this = std::move(other); }
@@ -416,17 +236,25 @@ AsyncSpan& AsyncSpan::operator=(AsyncSpan&& other) noexcept {
 }
 
 void AsyncSpan::finish(Args args) {
-  Event event;
-  event.reset('e', std::string_view(name_, name_size_), category_);
-  event.add(args);
-  publish(event, now_ns(), 0, std::exchange(id_, 0), 't');
+  const int64_t ts_ns = now_ns();
+  const uint64_t id = std::exchange(id_, 0);
+  publish([&](Event& event) {
+    event.reset('e', std::string_view(name_, name_size_), category_);
+    event.add(args);
+    event.ts_ns = ts_ns;
+    event.id = id;
+  });
 }
 
 // --- Clocks ----------------------------------------------------------------------------------
 
 int64_t clock_offset_ns() {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  return recorder != nullptr ? recorder->offset_ns() : wall_minus_steady_ns();
+  if (recorder != nullptr) return recorder->offset_ns();
+  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  return wall - now_ns();
 }
 
 int64_t job_clock_ns() { return now_ns() + clock_offset_ns(); }

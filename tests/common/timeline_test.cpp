@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -193,6 +194,42 @@ TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {
     ASSERT_EQ(steps.size(), size_t{kEvents}) << tid;
     for (int i = 0; i < kEvents; ++i) ASSERT_EQ(steps.count(i), 1u) << tid << " " << i;
   }
+}
+
+TEST(Timeline, AThreadWritesItsChunkItselfWhenTheWriterIsBehind) {
+  TempDir dir;
+  const std::string path = dir.path + "/behind.json";
+  StartOptions options;
+  options.events_per_chunk = 16;
+  options.max_pending_chunks = 0;  // the writer is always "behind": every chunk written in place
+  start(path, "rank 0", options);
+  constexpr int kEvents = 1000;
+  for (int i = 0; i < kEvents; ++i) instant("tick", "test", {{"i", i}}, Scope::kThread);
+  stop();
+  std::set<int> ticks;
+  for (const json& event : with_phase(json::parse(read_text(path)), "i")) {
+    ticks.insert(event["args"]["i"].get<int>());
+  }
+  EXPECT_EQ(ticks.size(), size_t{kEvents});
+}
+
+TEST(Timeline, TheWriterWritesBufferedEventsEveryInterval) {
+  TempDir dir;
+  const std::string path = dir.path + "/interval.json";
+  StartOptions options;
+  options.flush_interval_ns = 20'000'000;  // 20 ms; the chunk (1024) never fills
+  start(path, "rank 0", options);
+  instant("written without a flush", "test");
+  // No flush(), no stop(): the writer thread writes it within an interval (or so, at its low
+  // priority on a busy machine).
+  bool found = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!found && std::chrono::steady_clock::now() < deadline) {
+    found = read_text(path).find("written without a flush") != std::string::npos;
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop();
+  EXPECT_TRUE(found);
 }
 
 TEST(Timeline, ASpanOutlivingTheTimelineIsDropped) {

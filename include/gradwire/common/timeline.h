@@ -9,12 +9,12 @@
 // Cost: when no timeline runs, each recording call is one relaxed atomic load and a branch
 // (enabled(), inline); a Span or AsyncSpan does nothing more. The args of a call are built
 // before it (a few stores): where even that matters, test enabled() first. When one runs, an event
-// is copied into the calling thread's buffer (no lock, no allocation but a thread's first event,
-// which allocates its buffer); a thread formats and writes its buffer to the file as one chunk
-// (blocking file I/O on that thread) when it is full or when a second has passed since its last
-// write, and flush() writes every thread's. So a process killed by SIGKILL leaves a file that ends
-// with the chunks written before (at most about a second of each thread's events lost), which merge
-// reads.
+// is built in the calling thread's buffer (no lock, no allocation but a thread's first event,
+// which allocates its buffer; about 50 ns); a full buffer (a chunk) is handed to the process's
+// timeline writer, a low-priority thread that formats and writes the chunks to the file, and
+// every second also the events buffered since its last write; flush() writes everything now.
+// So a process killed by SIGKILL leaves a file that ends with the events written before (about
+// the last second's lost), which merge reads.
 //
 // Strings: an event's name and string args are copied (up to kTextBytes in all, cut beyond);
 // categories and arg keys are not: pass string literals (or strings that outlive the process).
@@ -97,10 +97,14 @@ int64_t now_ns();
 // --- Starting and stopping -------------------------------------------------------------------
 
 struct StartOptions {
-  // Events a thread buffers before writing them as one chunk.
+  // Events a thread buffers before handing them to the writer as one chunk (384 KiB).
   size_t events_per_chunk = 1024;
-  // A thread that records an event this long after its last write writes its buffer.
+  // The writer also writes the events buffered in every thread's chunk this often (at least 1 ms).
   int64_t flush_interval_ns = 1'000'000'000;
+  // Chunks handed to the writer and not yet written beyond which a thread that fills its chunk
+  // writes it itself (blocking file I/O on that thread): memory stays bounded and no event is
+  // lost when the writer, which runs at the lowest priority, falls behind.
+  size_t max_pending_chunks = 16;
 };
 
 // Starts the timeline of this process, writing `path` (created or truncated; its directory is

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,7 +47,21 @@ TEST(TimelineCrashChild, RecordsUntilKilled) {
       std::this_thread::sleep_for(std::chrono::hours(1));
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The writer thread writes every full chunk without being asked; wait until it has.
+  const std::string file = timeline::current_path();
+  const size_t full_chunk_steps = kThreads * (kEventsPerThread / kEventsPerChunk) * kEventsPerChunk;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    std::ifstream in(file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t steps = 0;
+    for (size_t at = text.find("\"step\""); at != std::string::npos;
+         at = text.find("\"step\"", at + 1)) {
+      steps++;
+    }
+    if (steps >= full_chunk_steps || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::ofstream(std::string(folder) + "/ready") << "ready\n";
   for (std::thread& thread : threads) thread.join();
 }

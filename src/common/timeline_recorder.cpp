@@ -1,0 +1,251 @@
+// The timeline's recorder (timeline_recorder.h; Note [timeline buffers]).
+#include "common/timeline_recorder.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "gradwire/common/error.h"
+
+namespace gradwire::timeline {
+
+namespace {
+
+int64_t wall_minus_steady_ns() {
+  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  return wall - now_ns();
+}
+
+// The chunks a recorder keeps for reuse (beyond them, written chunks are freed).
+constexpr size_t kSpareChunks = 4;
+
+}  // namespace
+
+int32_t this_thread_id() {
+  thread_local const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+Recorder::Recorder(std::string path, std::string label, StartOptions options)
+    : path_(std::move(path)),
+      label_(std::move(label)),
+      options_(options),
+      pid_(static_cast<int64_t>(::getpid())),
+      offset_ns_(wall_minus_steady_ns()) {
+  options_.events_per_chunk = std::max<size_t>(options_.events_per_chunk, 1);
+  options_.flush_interval_ns = std::max<int64_t>(options_.flush_interval_ns, 1'000'000);
+  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  std::error_code ignored;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  fd_ = UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd_.valid()) {
+    throw Error("timeline: cannot create " + path_ + ": " + errno_text(errno) +
+                " (GRADWIRE_TIMELINE names the trace; its folder must be writable)");
+  }
+  Event event;
+  event.reset('M', "process_name", nullptr);
+  event.add({"name", std::string_view(label_)});
+  write_metadata(event);
+  write_clock("wall clock at start", 0);
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
+  auto buffer = std::make_shared<ThreadBuffer>();
+  buffer->owner = this;
+  buffer->tid = this_thread_id();
+  buffer->capacity = options_.events_per_chunk;
+  buffer->events.reset(new Event[buffer->capacity]);
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    buffers_.push_back(buffer);
+  }
+  char name[32] = {};
+  if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
+    Event event;
+    event.reset('M', "thread_name", nullptr);
+    event.tid = buffer->tid;
+    event.add({"name", std::string_view(name)});
+    write_metadata(event);
+  }
+  return buffer;
+}
+
+void Recorder::retire(const std::shared_ptr<ThreadBuffer>& buffer) {
+  {
+    std::lock_guard<std::mutex> lock(buffer->mutex);
+    write_published(*buffer);
+  }
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  buffers_.erase(std::remove(buffers_.begin(), buffers_.end(), buffer), buffers_.end());
+}
+
+void Recorder::hand_off(ThreadBuffer& buffer) {
+  std::lock_guard<std::mutex> lock(buffer.mutex);
+  const size_t count = buffer.count.load(std::memory_order_relaxed);
+  bool write_here = false;
+  {
+    std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (closed_) {  // after stop(): dropped
+      buffer.count.store(0, std::memory_order_relaxed);
+      buffer.written = 0;
+      return;
+    }
+    if (pending_.size() >= options_.max_pending_chunks) {
+      write_here = true;  // the writer is behind: this thread pays (Note [timeline buffers])
+    } else {
+      pending_.push_back({std::move(buffer.events), buffer.written, count});
+      if (!spare_.empty()) {
+        buffer.events = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
+  }
+  if (write_here) {
+    write_published(buffer);
+  } else {
+    if (!buffer.events) buffer.events.reset(new Event[buffer.capacity]);
+    queue_changed_.notify_one();
+  }
+  buffer.count.store(0, std::memory_order_relaxed);
+  buffer.written = 0;
+}
+
+void Recorder::writer_loop() {
+  ::pthread_setname_np(::pthread_self(), "gw timeline");
+  // The lowest priority: it formats when a core would otherwise idle (or the threads it serves
+  // wait), not in the traced work's place.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id()), 19);
+  const auto interval = std::chrono::nanoseconds(options_.flush_interval_ns);
+  auto next_flush = std::chrono::steady_clock::now() + interval;
+  std::unique_lock<std::mutex> queue_lock(queue_mutex_);
+  while (!stopping_) {
+    queue_changed_.wait_until(queue_lock, next_flush,
+                              [&] { return stopping_ || !pending_.empty(); });
+    if (stopping_) break;
+    queue_lock.unlock();
+    {
+      std::lock_guard<std::mutex> write_lock(write_mutex_);
+      drain_locked();
+      if (std::chrono::steady_clock::now() >= next_flush) {
+        flush_current_locked();
+        next_flush = std::chrono::steady_clock::now() + interval;
+      }
+    }
+    queue_lock.lock();
+  }
+}
+
+void Recorder::drain_locked() {
+  for (;;) {
+    Chunk chunk;
+    {
+      std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+      if (pending_.empty()) return;
+      chunk = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    write_events(chunk.events.get(), chunk.begin, chunk.end);
+    std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (spare_.size() < kSpareChunks) spare_.push_back(std::move(chunk.events));
+  }
+}
+
+void Recorder::flush_current_locked() {
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    buffers = buffers_;
+  }
+  for (const auto& buffer : buffers) {
+    std::lock_guard<std::mutex> lock(buffer->mutex);
+    write_published(*buffer);
+  }
+}
+
+void Recorder::flush_all() {
+  std::lock_guard<std::mutex> write_lock(write_mutex_);
+  drain_locked();
+  flush_current_locked();
+}
+
+void Recorder::close() {
+  {
+    std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (closed_) return;
+    stopping_ = true;
+  }
+  queue_changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  flush_all();
+  {
+    std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    closed_ = true;
+    pending_.clear();  // handed over after the last flush: dropped, as later events are
+  }
+  std::lock_guard<std::mutex> lock(file_mutex_);
+  if (!fd_.valid()) return;
+  write_fully(fd_.get(), "]\n", 2);
+  fd_.reset();
+}
+
+void Recorder::write_metadata(const Event& event) {
+  std::string line(1, ',');
+  append_event_json(line, event, pid_);
+  line += '\n';
+  write_lines(line);
+}
+
+void Recorder::write_clock(std::string_view source, int64_t error_ns) {
+  Event event;
+  event.reset('M', "gradwire_clock", nullptr);
+  event.add({"offset_ns", offset_ns()});
+  event.add({"error_ns", error_ns});
+  event.add({"source", source});
+  write_metadata(event);
+}
+
+void Recorder::set_offset(int64_t offset_ns, int64_t error_ns, std::string_view source) {
+  offset_ns_.store(offset_ns, std::memory_order_relaxed);
+  write_clock(source, error_ns);
+}
+
+void Recorder::write_published(ThreadBuffer& buffer) {
+  const size_t count = buffer.count.load(std::memory_order_acquire);
+  if (count <= buffer.written) return;
+  write_events(buffer.events.get(), buffer.written, count);
+  buffer.written = count;
+}
+
+void Recorder::write_events(const Event* events, size_t begin, size_t end) {
+  if (end <= begin) return;
+  std::string lines;
+  lines.reserve((end - begin) * 160);
+  for (size_t i = begin; i < end; ++i) {
+    lines += ',';
+    append_event_json(lines, events[i], pid_);
+    lines += '\n';
+  }
+  write_lines(lines);
+}
+
+void Recorder::write_lines(std::string& lines) {
+  std::lock_guard<std::mutex> lock(file_mutex_);
+  if (!fd_.valid() || lines.empty()) return;
+  if (!started_) {
+    lines[0] = '[';
+    started_ = true;
+  }
+  // A full disk loses events, never the run.
+  if (!write_fully(fd_.get(), lines.data(), lines.size())) failed_writes_++;
+}
+
+}  // namespace gradwire::timeline

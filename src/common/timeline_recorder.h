@@ -1,0 +1,124 @@
+// Internal: the timeline's recorder (gradwire/common/timeline.h): per-thread buffers of events,
+// formatted and written to the process's file by a writer thread.
+//
+// Note [timeline buffers]: a thread appends to its own buffer (a chunk of events) without a lock:
+// it fills the slot at `count` and publishes it with a release store. When the chunk is full the
+// thread hands it to the recorder's writer thread and takes an empty one (under its buffer's
+// mutex, the one lock of its hot path, once per chunk), so that formatting and file I/O stay off
+// the threads being traced. The writer, a low-priority thread ("gw timeline"), formats the chunks
+// handed to it, and every flush interval also the events published in every thread's current
+// chunk (under that buffer's mutex, leaving the chunk in place), so that a process killed by
+// SIGKILL leaves a file that ends at most about one interval before its death. When the writer
+// falls behind (StartOptions::max_pending_chunks handed over and not yet written), a thread
+// writes its full chunk itself: the timeline slows a run down rather than lose events or grow
+// without bound. flush() and stop() write every chunk handed over and every thread's published
+// events, on the calling thread. The registry holds every buffer so that they are found; a thread
+// that exits writes and retires its own. A Recorder is never freed (a thread may still hold one
+// that a stop() replaced): close() ends its file and later events are dropped.
+//
+// Lock order: write_mutex_ (one writer at a time) -> a buffer's mutex -> queue_mutex_, file_mutex_.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/timeline_event.h"
+#include "gradwire/common/files.h"
+#include "gradwire/common/timeline.h"
+
+namespace gradwire::timeline {
+
+class Recorder;
+
+// One thread's events (Note [timeline buffers]).
+struct ThreadBuffer {
+  Recorder* owner = nullptr;
+  int32_t tid = 0;
+  size_t capacity = 0;
+  std::unique_ptr<Event[]> events;  // the current chunk; replaced by its thread, under mutex
+  std::atomic<size_t> count{0};     // published events; written by the owning thread only
+  std::mutex mutex;                 // taken per chunk and by the writer
+  size_t written = 0;               // guarded by mutex: events of this chunk already in the file
+};
+
+class Recorder {
+ public:
+  // Creates (truncates) `path` and writes its process_name; starts the writer thread. Throws
+  // gradwire::Error naming the path when it cannot be created.
+  Recorder(std::string path, std::string label, StartOptions options);
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  const std::string& path() const { return path_; }
+  int64_t offset_ns() const { return offset_ns_.load(std::memory_order_relaxed); }
+
+  // A buffer for the calling thread, registered (its thread_name written when it has one).
+  std::shared_ptr<ThreadBuffer> register_thread();
+  // The thread owning `buffer` exits or moves to another recorder: its events go to the file.
+  void retire(const std::shared_ptr<ThreadBuffer>& buffer);
+  // The owning thread filled its chunk: hands it to the writer and takes an empty one.
+  void hand_off(ThreadBuffer& buffer);
+
+  // Writes every chunk handed over and every thread's published events (blocking file I/O).
+  void flush_all();
+  // Stops the writer, flushes, ends the file's JSON array and closes it. Idempotent.
+  void close();
+
+  void write_metadata(const Event& event);
+  void set_offset(int64_t offset_ns, int64_t error_ns, std::string_view source);
+
+ private:
+  struct Chunk {
+    std::unique_ptr<Event[]> events;
+    size_t begin = 0;  // events before it were written by an interval's flush
+    size_t end = 0;
+  };
+
+  void writer_loop();
+  // Writes the chunks handed over (write_mutex_ held).
+  void drain_locked();
+  // Writes the published, unwritten events of every thread's current chunk (write_mutex_ held).
+  void flush_current_locked();
+  // Writes buffer.events[written, count) (buffer.mutex held).
+  void write_published(ThreadBuffer& buffer);
+  void write_events(const Event* events, size_t begin, size_t end);
+  // Appends `lines` (each ",{...}\n") to the file; the file's first line starts with '['.
+  void write_lines(std::string& lines);
+  void write_clock(std::string_view source, int64_t error_ns);
+
+  const std::string path_;
+  const std::string label_;
+  StartOptions options_;
+  const int64_t pid_;
+  std::atomic<int64_t> offset_ns_;
+
+  std::mutex registry_mutex_;
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers_;  // guarded by registry_mutex_
+
+  std::mutex write_mutex_;  // held while chunks are formatted: flush() waits for the writer
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<Chunk> pending_;                      // guarded by queue_mutex_
+  std::vector<std::unique_ptr<Event[]>> spare_;    // guarded by queue_mutex_: empty chunks
+  bool stopping_ = false;                          // guarded by queue_mutex_
+  bool closed_ = false;                            // guarded by queue_mutex_
+  std::thread writer_;
+
+  std::mutex file_mutex_;
+  UniqueFd fd_;               // guarded by file_mutex_
+  bool started_ = false;      // guarded by file_mutex_
+  size_t failed_writes_ = 0;  // guarded by file_mutex_
+};
+
+// The calling thread's id as the trace names it (gettid).
+int32_t this_thread_id();
+
+}  // namespace gradwire::timeline
