@@ -81,7 +81,7 @@ void publish(Fill&& fill) {
 // Appends `event` (built elsewhere: a Span's) with the timestamps given.
 void publish_copy(const Event& event, int64_t ts_ns, int64_t dur_ns) {
   publish([&](Event& slot) {
-    slot = event;
+    event.copy_used_to(slot);
     slot.ts_ns = ts_ns;
     slot.dur_ns = dur_ns;
   });

@@ -6,7 +6,9 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 namespace gradwire::timeline {
 
@@ -39,6 +41,13 @@ void Event::add(const Arg& arg) {
     slot.text_size = static_cast<uint8_t>(size);
     text_used = static_cast<uint8_t>(text_used + size);
   }
+}
+
+void Event::copy_used_to(Event& out) const {
+  static_assert(std::is_standard_layout_v<Event>);
+  std::memcpy(static_cast<void*>(&out), this, offsetof(Event, args));
+  std::memcpy(static_cast<void*>(out.args), args, arg_count * sizeof(ArgSlot));
+  std::memcpy(out.text, text, text_used);
 }
 
 namespace {

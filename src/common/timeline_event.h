@@ -45,6 +45,8 @@ struct Event {
     for (const Arg& arg : args) add(arg);
   }
   std::string_view name() const { return {text, name_size}; }
+  // Copies this event into `out`, the bytes in use only (its args and text taken).
+  void copy_used_to(Event& out) const;
 };
 
 // Appends `text` to `out` as a JSON string (quotes included), escaping what JSON requires;

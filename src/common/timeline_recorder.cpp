@@ -3,12 +3,14 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "gradwire/common/error.h"
@@ -24,8 +26,11 @@ int64_t wall_minus_steady_ns() {
   return wall - now_ns();
 }
 
-// The chunks a recorder keeps for reuse (beyond them, written chunks are freed).
-constexpr size_t kSpareChunks = 4;
+// The empty chunks a recorder keeps ready, their pages touched by the writer (a thread taking a
+// fresh chunk would otherwise fault its pages in, a few hundred nanoseconds an event), and the most
+// it keeps (beyond them, written chunks are freed).
+constexpr size_t kReadyChunks = 4;
+constexpr size_t kMostSpareChunks = 16;
 
 }  // namespace
 
@@ -63,7 +68,15 @@ std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
   buffer->owner = this;
   buffer->tid = this_thread_id();
   buffer->capacity = options_.events_per_chunk;
-  buffer->events.reset(new Event[buffer->capacity]);
+  {
+    std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (!spare_.empty()) {
+      buffer->events = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  if (!buffer->events) buffer->events = new_chunk();
+  queue_changed_.notify_one();  // the writer makes another spare chunk ready
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
@@ -112,26 +125,43 @@ void Recorder::hand_off(ThreadBuffer& buffer) {
   if (write_here) {
     write_published(buffer);
   } else {
-    if (!buffer.events) buffer.events.reset(new Event[buffer.capacity]);
+    if (!buffer.events) buffer.events = new_chunk();
     queue_changed_.notify_one();
   }
   buffer.count.store(0, std::memory_order_relaxed);
   buffer.written = 0;
 }
 
+std::unique_ptr<Event[]> Recorder::new_chunk() const {
+  std::unique_ptr<Event[]> chunk(new Event[options_.events_per_chunk]);
+  // Touches its pages here, so that the thread filling it does not fault them in one by one.
+  std::memset(static_cast<void*>(chunk.get()), 0, options_.events_per_chunk * sizeof(Event));
+  return chunk;
+}
+
 void Recorder::writer_loop() {
   ::pthread_setname_np(::pthread_self(), "gw timeline");
   // The lowest priority: it formats when a core would otherwise idle (or the threads it serves
   // wait), not in the traced work's place.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id()), 19);
+  sched_param param{};
+  if (::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param) != 0) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id()), 19);
+  }
   const auto interval = std::chrono::nanoseconds(options_.flush_interval_ns);
   auto next_flush = std::chrono::steady_clock::now() + interval;
   std::unique_lock<std::mutex> queue_lock(queue_mutex_);
   while (!stopping_) {
-    queue_changed_.wait_until(queue_lock, next_flush,
-                              [&] { return stopping_ || !pending_.empty(); });
+    queue_changed_.wait_until(queue_lock, next_flush, [&] {
+      return stopping_ || !pending_.empty() || spare_.size() < kReadyChunks;
+    });
     if (stopping_) break;
+    const size_t missing = kReadyChunks - std::min(spare_.size(), kReadyChunks);
     queue_lock.unlock();
+    for (size_t i = 0; i < missing; ++i) {
+      std::unique_ptr<Event[]> chunk = new_chunk();
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      spare_.push_back(std::move(chunk));
+    }
     {
       std::lock_guard<std::mutex> write_lock(write_mutex_);
       drain_locked();
@@ -155,7 +185,7 @@ void Recorder::drain_locked() {
     }
     write_events(chunk.events.get(), chunk.begin, chunk.end);
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
-    if (spare_.size() < kSpareChunks) spare_.push_back(std::move(chunk.events));
+    if (spare_.size() < kMostSpareChunks) spare_.push_back(std::move(chunk.events));
   }
 }
 

@@ -81,6 +81,8 @@ class Recorder {
     size_t end = 0;
   };
 
+  // An empty chunk, its pages touched.
+  std::unique_ptr<Event[]> new_chunk() const;
   void writer_loop();
   // Writes the chunks handed over (write_mutex_ held).
   void drain_locked();
