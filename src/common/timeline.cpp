@@ -180,6 +180,23 @@ void detail::record_counter(std::string_view name, Args values) {
   });
 }
 
+void detail::record_async(std::string_view name, const char* category, int64_t start_ns,
+                          int64_t end_ns, Args begin_args, Args end_args) {
+  const uint64_t id = g_next_async_id.fetch_add(1, std::memory_order_relaxed);
+  publish([&](Event& event) {
+    event.reset('b', name, category);
+    event.add(begin_args);
+    event.ts_ns = start_ns;
+    event.id = id;
+  });
+  publish([&](Event& event) {
+    event.reset('e', name, category);
+    event.add(end_args);
+    event.ts_ns = std::max(end_ns, start_ns);
+    event.id = id;
+  });
+}
+
 void name_thread(std::string_view name) {
   if (!enabled()) return;
   ThreadBuffer* buffer = thread_buffer();

@@ -281,6 +281,33 @@ TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
   EXPECT_EQ(ends[0]["args"]["waited"], true);
 }
 
+TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
+  TempDir dir;
+  const std::string path = dir.path + "/async_whole.json";
+  start(path, "rank 0");
+  const int64_t started = now_ns();
+  async_span("lookup server 3", "ps", started, started + 2'500'000, {{"server", 3}},
+             {{"bytes_received", 640}});
+  async_span("push server 3", "ps", started + 10, started, {});  // an end before its start: clamped
+  stop();
+
+  const json trace = json::parse(read_text(path));
+  const auto begins = with_phase(trace, "b");
+  const auto ends = with_phase(trace, "e");
+  ASSERT_EQ(begins.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NE(begins[0]["id"], begins[1]["id"]);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(begins[i]["id"], ends[i]["id"]);
+    EXPECT_EQ(begins[i]["name"], ends[i]["name"]);
+    EXPECT_EQ(begins[i]["cat"], "ps");
+    EXPECT_LE(begins[i]["ts"].get<double>(), ends[i]["ts"].get<double>());
+  }
+  EXPECT_NEAR(ends[0]["ts"].get<double>() - begins[0]["ts"].get<double>(), 2500.0, 0.01);
+  EXPECT_EQ(begins[0]["args"]["server"], 3);
+  EXPECT_EQ(ends[0]["args"]["bytes_received"], 640);
+}
+
 TEST(Timeline, OffRecordsNothingAndWritesNoFile) {
   TempDir dir;
   stop();

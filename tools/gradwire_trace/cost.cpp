@@ -40,6 +40,12 @@ std::vector<CostCall> cost_calls() {
          timeline::AsyncSpan span("bucket 0", "ddp", {{"bytes", i}});
          span.end({{"algorithm", "ring"}});
        }},
+      {"async_span, 2 args", 2,
+       [](uint64_t i) {
+         const int64_t start = timeline::now_ns();
+         timeline::async_span("lookup server 3", "ps", start, start + 1000, {{"bytes_sent", i}},
+                              {{"bytes_received", i}});
+       }},
       {"instant, 1 arg", 1,
        [](uint64_t i) { timeline::instant("restart", "launch", {{"incarnation", i}}); }},
       {"counter, 1 series", 1,

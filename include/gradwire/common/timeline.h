@@ -86,6 +86,8 @@ void record_complete(std::string_view name, const char* category, int64_t start_
                      Args args);
 void record_instant(std::string_view name, const char* category, Args args, Scope scope);
 void record_counter(std::string_view name, Args values);
+void record_async(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
+                  Args begin_args, Args end_args);
 }  // namespace detail
 
 // Whether a timeline runs in this process: the one branch of a call when none does.
@@ -142,6 +144,15 @@ std::string current_path();
 inline void complete(std::string_view name, const char* category, int64_t start_ns, int64_t end_ns,
                      Args args = {}) {
   if (enabled()) detail::record_complete(name, category, start_ns, end_ns, args);
+}
+
+// An async span recorded whole when it has ended (ph "b" at start_ns, "e" at end_ns, one id):
+// what AsyncSpan draws, for work whose start need not be recorded as it happens (a call to a
+// server, recorded when its answer arrives), at half its cost. `begin_args` go on the "b"
+// event, `end_args` on the "e" event.
+inline void async_span(std::string_view name, const char* category, int64_t start_ns,
+                       int64_t end_ns, Args begin_args, Args end_args = {}) {
+  if (enabled()) detail::record_async(name, category, start_ns, end_ns, begin_args, end_args);
 }
 
 // Where an instant event is drawn: on its thread's track, across its process or the whole trace.

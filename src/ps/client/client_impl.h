@@ -136,8 +136,8 @@ class ClientImpl final : public Client {
   template <typename Call>
   Call& start_call(CallQueue<Call>& queue, std::unique_ptr<Call> call, int server) {
     call->server = server;
+    call->started = CallBase::Clock::now();  // its span's start on the timeline
     routes_.start(server, *call, queue.grpc());
-    if (timeline::enabled()) begin_call_span(*call);
     return queue.add(std::move(call));
   }
 

@@ -3,7 +3,8 @@
 // carries and the server ("lookup server 1"), so that the calls to several servers in flight at
 // once overlap on tracks of their own; the Client's methods are spans on the calling thread
 // (client_data.cpp, client_batches.cpp, client.cpp). A failed call adds the instant "ps call
-// failed", a retried one "ps call retry".
+// failed", a retried one "ps call retry". A call's span is recorded whole when the call is done
+// (CallBase::mark_done: timeline::async_span), so that starting a call costs nothing more.
 //
 // Cost: the callers test timeline::enabled() first; nothing here runs when no timeline does.
 // Thread safety: a call's span belongs to the thread that owns its CallQueue.
@@ -14,12 +15,6 @@
 #include "transport.h"
 
 namespace gradwire::ps {
-
-// How `call` (started) travels, as the servers' metrics name it: "channel" or "grpc".
-const char* call_transport_label(const CallBase& call);
-
-// Begins `call`'s span (started: address, transport and server set). Only with a timeline.
-void begin_call_span(CallBase& call);
 
 // The instant "ps call retry": `failed` (a call to server `server`) is sent again after `delay`,
 // retry number `retry`. Only with a timeline.

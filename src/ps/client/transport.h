@@ -57,13 +57,13 @@ struct CallBase {
   uint64_t ticket = 0;                       // its ticket on a call channel
   bool done = false;                         // answered (status and response set) or given up
   int server = -1;                           // the server's index among the client's
-  timeline::AsyncSpan span;                  // on the timeline while it runs (client_timeline.h)
 
   // Sets done (the call was answered or given up): every transport ends a call here. With a
-  // timeline, ends its span and records a failure (client_timeline.cpp).
+  // timeline, the first time, records the call's span and a failure (client_timeline.cpp).
   void mark_done() {
+    const bool first = !done;
     done = true;
-    if (timeline::enabled()) timeline_done();
+    if (first && timeline::enabled()) timeline_done();
   }
   void timeline_done();
 
@@ -87,6 +87,8 @@ class CallTransport {
   using Clock = std::chrono::steady_clock;
 
   virtual ~CallTransport() = default;
+  // How it carries calls, as the servers' metrics and the timeline name it: "grpc", "channel".
+  virtual const char* label() const = 0;
   // Starts `call` (context, request, address set); false when this transport cannot take it,
   // and then nothing was started.
   virtual bool start(CallBase& call) = 0;
@@ -112,6 +114,7 @@ class GrpcTransport final : public CallTransport {
     }
   }
 
+  const char* label() const override { return "grpc"; }
   bool start(CallBase& call) override {
     call.start_grpc(queue_);
     return true;
@@ -151,6 +154,7 @@ class ChannelTransport final : public CallTransport {
       : channel_(std::move(channel)) {}
 
   rpc::ChannelClient& channel() const { return *channel_; }
+  const char* label() const override { return "channel"; }
 
   bool start(CallBase& call) override {
     const std::optional<rpc::ChannelMethod> method = call.channel_method();

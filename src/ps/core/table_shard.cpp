@@ -105,6 +105,7 @@ bool all_finite(const at::Tensor& values) {
 TableShard::TableShard(TableConfig config, int server_index, int num_servers,
                        int64_t max_pending_bytes, std::shared_ptr<PendingBudget> budget, RestoreTag)
     : config_((validate(config), check_position(config, server_index, num_servers), config)),
+      pending_counter_("pending bytes " + config_.name),
       server_index_(server_index),
       num_servers_(num_servers),
       rows_here_(rows_on_server(config_.num_rows, server_index, num_servers)),

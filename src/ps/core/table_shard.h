@@ -368,6 +368,7 @@ class TableShard {
                                   std::unique_lock<std::shared_mutex>& lock);
 
   const TableConfig config_;
+  const std::string pending_counter_;  // "pending bytes <table>": the timeline's counter
   const int server_index_;
   const int num_servers_;
   const int64_t rows_here_;

@@ -79,7 +79,7 @@ void TableShard::clear_pending_locked() {
 }
 
 void TableShard::record_pending_slow() const {
-  timeline::counter("pending bytes " + config_.name, {{"bytes", pending_bytes_}});
+  timeline::counter(pending_counter_, {{"bytes", pending_bytes_}});
 }
 
 void TableShard::check_attempt_locked(Attempt attempt, const std::string& caller) const {

@@ -88,15 +88,30 @@ inline constexpr int kMaxBatchParts = 4096;
 // trainers call over gRPC.
 inline constexpr size_t kMaxChannels = 1024;
 
-// A served call on the timeline (service_calls.cpp; docs/timeline.md): `span` begins as
-// "serve <Method>" on the serving thread (args table, transport, bytes_received, parts), whose
-// track is named `thread_name` (a channel thread, which serves every server of the process:
-// "ps channel calls") once. Call only when timeline::enabled(). end_served_span adds bytes_sent
-// and, for a failed call, its status, and ends it.
-void begin_served_span(std::optional<timeline::Span>& span, const std::string& thread_name,
-                       CallMethod method, CallTransport transport, const CallSummary& what,
-                       size_t request_bytes);
-void end_served_span(timeline::Span& span, const grpc::Status& status, size_t answer_bytes);
+// A served call on the timeline (service_calls.cpp; docs/timeline.md): "serve <Method>" on the
+// serving thread from begin() to end(), with args table, transport, bytes_received, parts,
+// bytes_sent and, for a failed call, its status. It is recorded as one complete event when it
+// ends (nothing at its start: the serving thread's cost stays small). begin() names the thread's
+// track `thread_name` once (a gRPC handler thread after its server; a channel thread, which
+// serves every server of the process, kChannelThreadName). Call begin() only when
+// timeline::enabled(); end() does nothing unless begun.
+class ServedSpan {
+ public:
+  static constexpr std::string_view kChannelThreadName = "ps channel calls";
+
+  void begin(std::string_view thread_name, CallMethod method, CallTransport transport,
+             const CallSummary& what, size_t request_bytes);
+  void end(const grpc::Status& status, size_t answer_bytes);
+
+ private:
+  int64_t start_ns_ = -1;  // -1: not begun
+  CallMethod method_ = CallMethod::kBatch;
+  CallTransport transport_ = CallTransport::kGrpc;
+  int64_t request_bytes_ = 0;
+  int parts_ = 0;
+  uint8_t table_size_ = 0;
+  char table_[64];  // the table named (cut): the request may be gone by end()
+};
 
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
@@ -158,10 +173,10 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status batch_grpc(grpc::ServerContext* context, const v1::BatchRequest* request,
                           v1::BatchResponse* response);
   // The body of serve_channel_call (service_channels.cpp).
-  // `span` begins once the request parsed, when a timeline runs (begin_served_span).
+  // `span` begins once the request parsed, when a timeline runs.
   grpc::Status serve_channel_batch(const rpc::ChannelCall& call,
                                    std::unique_ptr<google::protobuf::Message>* answer,
-                                   std::optional<timeline::Span>& span);
+                                   ServedSpan& span);
   // The handlers of a Batch's parts (Note [batch parts] in service_batch.cpp).
   grpc::Status lookup(const CallInfo& call, const v1::LookupRequest& request,
                       v1::LookupResponse* response);

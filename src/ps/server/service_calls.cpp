@@ -20,49 +20,64 @@ grpc::Status counted_call(ServerMetrics& metrics, const ParameterServerService& 
                           const google::protobuf::Message* response, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   const size_t request_bytes = request.ByteSizeLong();
-  std::optional<timeline::Span> span;
+  ServedSpan span;
   if (timeline::enabled()) {
-    begin_served_span(span, *service.thread_name(), method, transport, summarize(request),
-                      request_bytes);
+    span.begin(*service.thread_name(), method, transport, summarize(request), request_bytes);
   }
   const grpc::Status status = body();
   const size_t answer_bytes = status.ok() && response != nullptr ? response->ByteSizeLong() : 0;
   metrics.call(method, transport, request_bytes, answer_bytes,
                std::chrono::steady_clock::now() - start, status.error_code());
-  if (span) end_served_span(*span, status, answer_bytes);
+  span.end(status, answer_bytes);
   return status;
 }
 
 }  // namespace
 
-void begin_served_span(std::optional<timeline::Span>& span, const std::string& thread_name,
-                       CallMethod method, CallTransport transport, const CallSummary& what,
-                       size_t request_bytes) {
-  // Each thread's track is named once, after its first traced call: a gRPC handler thread after
-  // its server, a channel thread (the process's, serving every server in it) as such.
+void ServedSpan::begin(std::string_view thread_name, CallMethod method, CallTransport transport,
+                       const CallSummary& what, size_t request_bytes) {
+  // Each thread's track is named once, after its first traced call.
   thread_local std::string named;
-  const std::string_view name =
-      transport == CallTransport::kChannel ? std::string_view("ps channel calls") : thread_name;
-  if (named != name) {
-    timeline::name_thread(name);
-    named = name;
+  if (named != thread_name) {
+    timeline::name_thread(thread_name);
+    named = thread_name;
   }
-  // "serve Batch", without snprintf's cost on every call.
-  char span_name[32] = "serve ";
-  const std::string_view label(method_label(method));
-  const size_t size = std::min(label.size(), sizeof span_name - 6);
-  std::copy_n(label.begin(), size, span_name + 6);
-  span.emplace(std::string_view(span_name, 6 + size), "ps",
-               timeline::Args{{"table", what.table},
-                              {"transport", transport_label(transport)},
-                              {"bytes_received", static_cast<int64_t>(request_bytes)},
-                              {"parts", what.parts}});
+  method_ = method;
+  transport_ = transport;
+  request_bytes_ = static_cast<int64_t>(request_bytes);
+  parts_ = what.parts;
+  table_size_ = static_cast<uint8_t>(std::min(what.table.size(), sizeof table_));
+  std::copy_n(what.table.data(), table_size_, table_);
+  start_ns_ = timeline::now_ns();
 }
 
-void end_served_span(timeline::Span& span, const grpc::Status& status, size_t answer_bytes) {
-  span.arg({"bytes_sent", static_cast<int64_t>(answer_bytes)});
-  if (!status.ok()) span.arg({"status", rpc::status_code_name(status.error_code())});
-  span.end();
+void ServedSpan::end(const grpc::Status& status, size_t answer_bytes) {
+  if (start_ns_ < 0) return;
+  // "serve Batch", without snprintf's cost on every call.
+  char name[32] = "serve ";
+  const std::string_view label(method_label(method_));
+  const size_t size = std::min(label.size(), sizeof name - 6);
+  std::copy_n(label.begin(), size, name + 6);
+  const std::string_view table(table_, table_size_);
+  const char* transport = transport_label(transport_);
+  const auto bytes_sent = static_cast<int64_t>(answer_bytes);
+  if (status.ok()) {
+    timeline::complete(std::string_view(name, 6 + size), "ps", start_ns_, timeline::now_ns(),
+                       {{"table", table},
+                        {"transport", transport},
+                        {"bytes_received", request_bytes_},
+                        {"parts", parts_},
+                        {"bytes_sent", bytes_sent}});
+  } else {
+    timeline::complete(std::string_view(name, 6 + size), "ps", start_ns_, timeline::now_ns(),
+                       {{"table", table},
+                        {"transport", transport},
+                        {"bytes_received", request_bytes_},
+                        {"parts", parts_},
+                        {"bytes_sent", bytes_sent},
+                        {"status", rpc::status_code_name(status.error_code())}});
+  }
+  start_ns_ = -1;
 }
 
 grpc::Status ParameterServerService::CreateTable(grpc::ServerContext* context,
@@ -103,12 +118,12 @@ grpc::Status ParameterServerService::Batch(grpc::ServerContext* context,
 grpc::Status ParameterServerService::serve_channel_call(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer) {
   const auto start = std::chrono::steady_clock::now();
-  std::optional<timeline::Span> span;  // begun once the request is parsed
+  ServedSpan span;  // begun once the request is parsed
   const grpc::Status status = serve_channel_batch(call, answer, span);
   const size_t answer_bytes = status.ok() && *answer ? (*answer)->ByteSizeLong() : 0;
   metrics_.call(CallMethod::kBatch, CallTransport::kChannel, call.request.size(), answer_bytes,
                 std::chrono::steady_clock::now() - start, status.error_code());
-  if (span) end_served_span(*span, status, answer_bytes);
+  span.end(status, answer_bytes);
   return status;
 }
 

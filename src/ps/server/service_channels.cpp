@@ -51,7 +51,7 @@ bool ParameterServerService::open_channel(const v1::SharedBytes& ref) {
 
 grpc::Status ParameterServerService::serve_channel_batch(
     const rpc::ChannelCall& call, std::unique_ptr<google::protobuf::Message>* answer,
-    std::optional<timeline::Span>& span) {
+    ServedSpan& span) {
   const CallInfo info{call.deadline, [this, &call] { return stopping_.load() || call.cancelled(); },
                       call.will_wait, rpc::kChannelSlotBytes, /*shares_memory=*/true};
   if (call.method != rpc::ChannelMethod::kBatch) {
@@ -60,8 +60,8 @@ grpc::Status ParameterServerService::serve_channel_batch(
   return run_parsed<v1::BatchRequest, v1::BatchResponse>(
       call, answer, [&](const auto& request, auto* response) {
         if (timeline::enabled()) {
-          begin_served_span(span, *thread_name(), CallMethod::kBatch, CallTransport::kChannel,
-                            summarize(request), call.request.size());
+          span.begin(ServedSpan::kChannelThreadName, CallMethod::kBatch, CallTransport::kChannel,
+                     summarize(request), call.request.size());
         }
         return batch(info, request, response);
       });
