@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -83,145 +81,167 @@ size_t utf8_sequence(std::string_view text, size_t i) {
 }
 
 template <typename Integer>
-void append_integer(std::string& out, Integer value) {
-  char buffer[24];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  out.append(buffer, result.ptr);
+char* write_integer(char* out, Integer value) {
+  return std::to_chars(out, out + 24, value).ptr;
 }
 
-void append_microseconds(std::string& out, int64_t ns) {
-  if (ns < 0) out += '-';
+char* write_literal(char* out, std::string_view text) {
+  std::memcpy(out, text.data(), text.size());
+  return out + text.size();
+}
+
+char* write_microseconds(char* out, int64_t ns) {
+  if (ns < 0) *out++ = '-';
   const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  append_integer(out, magnitude / 1000);
+  out = write_integer(out, magnitude / 1000);
   const unsigned fraction = static_cast<unsigned>(magnitude % 1000);
-  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
-                          static_cast<char>('0' + fraction / 10 % 10),
-                          static_cast<char>('0' + fraction % 10)};
-  out.append(digits, 4);
+  out[0] = '.';
+  out[1] = static_cast<char>('0' + fraction / 100);
+  out[2] = static_cast<char>('0' + fraction / 10 % 10);
+  out[3] = static_cast<char>('0' + fraction % 10);
+  return out + 4;
 }
 
-void append_arg_value(std::string& out, const Event& event, const ArgSlot& slot) {
-  char buffer[40];
-  switch (slot.kind) {
-    case Arg::Kind::kInt:
-      append_integer(out, slot.int_value);
-      return;
-    case Arg::Kind::kUint:
-      append_integer(out, slot.uint_value);
-      return;
-    case Arg::Kind::kDouble:
-      if (!std::isfinite(slot.double_value)) {
-        out += "null";
-        return;
-      }
-      // The shortest text that reads back as the same double.
-      out.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, slot.double_value).ptr);
-      return;
-    case Arg::Kind::kBool:
-      out += slot.int_value != 0 ? "true" : "false";
-      return;
-    case Arg::Kind::kText:
-      append_json_string(out, std::string_view(event.text + slot.text_offset, slot.text_size));
-      return;
-  }
-}
-
-}  // namespace
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
+// `text` as a JSON string (quotes included) at `out`, which has room for 6 bytes a byte plus 2.
+char* write_json_string(char* out, std::string_view text) {
+  *out++ = '"';
   for (size_t i = 0; i < text.size();) {
-    // A run of bytes that need no escape, appended at once.
+    // A run of bytes that need no escape, copied at once.
     size_t run = i;
     while (run < text.size()) {
       const unsigned char b = static_cast<unsigned char>(text[run]);
       if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') break;
       ++run;
     }
-    out.append(text.data() + i, run - i);
+    out = write_literal(out, text.substr(i, run - i));
     i = run;
     if (i == text.size()) break;
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       const size_t length = utf8_sequence(text, i);
       if (length == 0) {
-        out += "\\ufffd";
+        out = write_literal(out, "\\ufffd");
         ++i;
       } else {
-        out.append(text.data() + i, length);
+        out = write_literal(out, text.substr(i, length));
         i += length;
       }
       continue;
     }
     switch (c) {
       case '"':
-        out += "\\\"";
+        out = write_literal(out, "\\\"");
         break;
       case '\\':
-        out += "\\\\";
+        out = write_literal(out, "\\\\");
         break;
       case '\n':
-        out += "\\n";
+        out = write_literal(out, "\\n");
         break;
       case '\r':
-        out += "\\r";
+        out = write_literal(out, "\\r");
         break;
       case '\t':
-        out += "\\t";
+        out = write_literal(out, "\\t");
         break;
-      default:
-        if (c < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {  // another control character
+        constexpr char kHex[] = "0123456789abcdef";
+        const char escaped[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out = write_literal(out, std::string_view(escaped, 6));
+      }
     }
     ++i;
   }
-  out += '"';
+  *out++ = '"';
+  return out;
+}
+
+char* write_arg_value(char* out, const Event& event, const ArgSlot& slot) {
+  switch (slot.kind) {
+    case Arg::Kind::kInt:
+      return write_integer(out, slot.int_value);
+    case Arg::Kind::kUint:
+      return write_integer(out, slot.uint_value);
+    case Arg::Kind::kDouble:
+      if (!std::isfinite(slot.double_value)) return write_literal(out, "null");
+      // The shortest text that reads back as the same double.
+      return std::to_chars(out, out + 40, slot.double_value).ptr;
+    case Arg::Kind::kBool:
+      return write_literal(out, slot.int_value != 0 ? "true" : "false");
+    case Arg::Kind::kText:
+      return write_json_string(out, std::string_view(event.text + slot.text_offset, slot.text_size));
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t event_json_bound(const Event& event) {
+  // The fixed parts (keys, phase, scope, braces) and numbers (pid, tid, ts, dur or id: at most
+  // 26 characters each), then every string as if each of its bytes were escaped as \uXXXX.
+  size_t bound = 200 + 6 * size_t{event.text_used} + 2 * size_t{event.arg_count};
+  if (event.category != nullptr) bound += 6 * std::strlen(event.category) + 16;
+  for (uint8_t i = 0; i < event.arg_count; ++i) {
+    const char* key = event.args[i].key;
+    bound += (key != nullptr ? 6 * std::strlen(key) : 0) + 48;
+  }
+  return bound;
+}
+
+char* write_event_json(char* out, const Event& event, int64_t pid) {
+  out = write_literal(out, "{\"ph\":\"");
+  *out++ = event.phase;
+  out = write_literal(out, "\",\"name\":");
+  out = write_json_string(out, event.name());
+  if (event.category != nullptr && event.phase != 'M') {
+    out = write_literal(out, ",\"cat\":");
+    out = write_json_string(out, event.category);
+  }
+  out = write_literal(out, ",\"pid\":");
+  out = write_integer(out, pid);
+  out = write_literal(out, ",\"tid\":");
+  out = write_integer(out, event.tid);
+  if (event.phase != 'M') {
+    out = write_literal(out, ",\"ts\":");
+    out = write_microseconds(out, event.ts_ns);
+  }
+  if (event.phase == 'X') {
+    out = write_literal(out, ",\"dur\":");
+    out = write_microseconds(out, event.dur_ns);
+  } else if (event.phase == 'i') {
+    out = write_literal(out, ",\"s\":\"");
+    *out++ = event.scope;
+    *out++ = '"';
+  } else if (event.phase == 'b' || event.phase == 'e') {
+    out = write_literal(out, ",\"id\":");
+    out = write_integer(out, event.id);
+  }
+  if (event.arg_count > 0) {
+    out = write_literal(out, ",\"args\":{");
+    for (uint8_t i = 0; i < event.arg_count; ++i) {
+      if (i > 0) *out++ = ',';
+      out = write_json_string(out, event.args[i].key != nullptr ? event.args[i].key : "");
+      *out++ = ':';
+      out = write_arg_value(out, event, event.args[i]);
+    }
+    *out++ = '}';
+  }
+  *out++ = '}';
+  return out;
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  const size_t old = out.size();
+  out.resize(old + 6 * text.size() + 2);
+  char* end = write_json_string(out.data() + old, text);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 void append_event_json(std::string& out, const Event& event, int64_t pid) {
-  out += "{\"ph\":\"";
-  out += event.phase;
-  out += "\",\"name\":";
-  append_json_string(out, event.name());
-  if (event.category != nullptr && event.phase != 'M') {
-    out += ",\"cat\":";
-    append_json_string(out, event.category);
-  }
-  out += ",\"pid\":";
-  append_integer(out, pid);
-  out += ",\"tid\":";
-  append_integer(out, event.tid);
-  if (event.phase != 'M') {
-    out += ",\"ts\":";
-    append_microseconds(out, event.ts_ns);
-  }
-  if (event.phase == 'X') {
-    out += ",\"dur\":";
-    append_microseconds(out, event.dur_ns);
-  } else if (event.phase == 'i') {
-    out += ",\"s\":\"";
-    out += event.scope;
-    out += '"';
-  } else if (event.phase == 'b' || event.phase == 'e') {
-    out += ",\"id\":";
-    append_integer(out, event.id);
-  }
-  if (event.arg_count > 0) {
-    out += ",\"args\":{";
-    for (uint8_t i = 0; i < event.arg_count; ++i) {
-      if (i > 0) out += ',';
-      append_json_string(out, event.args[i].key != nullptr ? event.args[i].key : "");
-      out += ':';
-      append_arg_value(out, event, event.args[i]);
-    }
-    out += '}';
-  }
-  out += '}';
+  const size_t old = out.size();
+  out.resize(old + event_json_bound(event));
+  char* end = write_event_json(out.data() + old, event, pid);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 }  // namespace gradwire::timeline

@@ -53,6 +53,13 @@ struct Event {
 // bytes of a cut UTF-8 sequence and other invalid bytes become U+FFFD.
 void append_json_string(std::string& out, std::string_view text);
 
+// The most bytes write_event_json takes for `event` (every string byte counted as escaped).
+size_t event_json_bound(const Event& event);
+
+// Writes the event as one JSON object (no newline) with "pid": `pid` at `out`, which has room for
+// event_json_bound(event) bytes; returns the end. As append_event_json.
+char* write_event_json(char* out, const Event& event, int64_t pid);
+
 // Appends the event as one JSON object (no newline) with "pid": `pid`; ts and dur in
 // microseconds with three decimals.
 void append_event_json(std::string& out, const Event& event, int64_t pid);
