@@ -87,6 +87,17 @@ void publish_copy(const Event& event, int64_t ts_ns, int64_t dur_ns) {
   });
 }
 
+// Appends one half of an async span: `phase` 'b' or 'e' of span `id`, at ts_ns.
+void publish_async(char phase, std::string_view name, const char* category, Args args,
+                   int64_t ts_ns, uint64_t id) {
+  publish([&](Event& event) {
+    event.reset(phase, name, category);
+    event.add(args);
+    event.ts_ns = ts_ns;
+    event.id = id;
+  });
+}
+
 void stop_at_exit() { stop(); }
 
 std::string file_name_for(const std::string& label) {
@@ -113,7 +124,8 @@ void start(const std::string& path, const std::string& process_label, StartOptio
     detail::g_enabled.store(false);
     previous->close();
   }
-  auto* recorder = new Recorder(path, process_label, options);  // never freed (Note [timeline buffers])
+  // Never freed (Note [timeline buffers]).
+  auto* recorder = new Recorder(path, process_label, options);
   g_recorder.store(recorder, std::memory_order_release);
   detail::g_enabled.store(true);
 }
@@ -183,18 +195,8 @@ void detail::record_counter(std::string_view name, Args values) {
 void detail::record_async(std::string_view name, const char* category, int64_t start_ns,
                           int64_t end_ns, Args begin_args, Args end_args) {
   const uint64_t id = g_next_async_id.fetch_add(1, std::memory_order_relaxed);
-  publish([&](Event& event) {
-    event.reset('b', name, category);
-    event.add(begin_args);
-    event.ts_ns = start_ns;
-    event.id = id;
-  });
-  publish([&](Event& event) {
-    event.reset('e', name, category);
-    event.add(end_args);
-    event.ts_ns = std::max(end_ns, start_ns);
-    event.id = id;
-  });
+  publish_async('b', name, category, begin_args, start_ns, id);
+  publish_async('e', name, category, end_args, std::max(end_ns, start_ns), id);
 }
 
 void name_thread(std::string_view name) {
@@ -230,13 +232,7 @@ void AsyncSpan::begin(std::string_view name, const char* category, Args args) {
   category_ = category;
   name_size_ = static_cast<uint8_t>(std::min(name.size(), sizeof name_));
   std::copy_n(name.data(), name_size_, name_);
-  const int64_t ts_ns = now_ns();
-  publish([&](Event& event) {
-    event.reset('b', name, category);
-    event.add(args);
-    event.ts_ns = ts_ns;
-    event.id = id_;
-  });
+  publish_async('b', name, category, args, now_ns(), id_);
 }
 
 AsyncSpan::AsyncSpan(AsyncSpan&& other) noexcept { *this = std::move(other); }
@@ -253,25 +249,15 @@ AsyncSpan& AsyncSpan::operator=(AsyncSpan&& other) noexcept {
 }
 
 void AsyncSpan::finish(Args args) {
-  const int64_t ts_ns = now_ns();
-  const uint64_t id = std::exchange(id_, 0);
-  publish([&](Event& event) {
-    event.reset('e', std::string_view(name_, name_size_), category_);
-    event.add(args);
-    event.ts_ns = ts_ns;
-    event.id = id;
-  });
+  publish_async('e', std::string_view(name_, name_size_), category_, args, now_ns(),
+                std::exchange(id_, 0));
 }
 
 // --- Clocks ----------------------------------------------------------------------------------
 
 int64_t clock_offset_ns() {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
-  if (recorder != nullptr) return recorder->offset_ns();
-  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  return wall - now_ns();
+  return recorder != nullptr ? recorder->offset_ns() : wall_minus_steady_ns();
 }
 
 int64_t job_clock_ns() { return now_ns() + clock_offset_ns(); }

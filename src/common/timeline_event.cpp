@@ -102,7 +102,9 @@ char* write_microseconds(char* out, int64_t ns) {
   return out + 4;
 }
 
-// `text` as a JSON string (quotes included) at `out`, which has room for 6 bytes a byte plus 2.
+// `text` as a JSON string (quotes included) at `out`, which has room for 6 bytes a byte plus 2:
+// what JSON requires escaped is; bytes of a cut UTF-8 sequence and other invalid bytes become
+// U+FFFD.
 char* write_json_string(char* out, std::string_view text) {
   *out++ = '"';
   for (size_t i = 0; i < text.size();) {
@@ -228,13 +230,6 @@ char* write_event_json(char* out, const Event& event, int64_t pid) {
   }
   *out++ = '}';
   return out;
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-  const size_t old = out.size();
-  out.resize(old + 6 * text.size() + 2);
-  char* end = write_json_string(out.data() + old, text);
-  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 void append_event_json(std::string& out, const Event& event, int64_t pid) {

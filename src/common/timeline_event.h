@@ -49,10 +49,6 @@ struct Event {
   void copy_used_to(Event& out) const;
 };
 
-// Appends `text` to `out` as a JSON string (quotes included), escaping what JSON requires;
-// bytes of a cut UTF-8 sequence and other invalid bytes become U+FFFD.
-void append_json_string(std::string& out, std::string_view text);
-
 // The most bytes write_event_json takes for `event` (every string byte counted as escaped).
 size_t event_json_bound(const Event& event);
 

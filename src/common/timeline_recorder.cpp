@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include "gradwire/common/error.h"
@@ -19,24 +18,22 @@ namespace gradwire::timeline {
 
 namespace {
 
+// The written chunks a recorder keeps for reuse, so that a thread taking an empty chunk finds its
+// pages already faulted in (beyond them, written chunks are freed).
+constexpr size_t kMostSpareChunks = 16;
+
+int32_t this_thread_id() {
+  thread_local const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+}  // namespace
+
 int64_t wall_minus_steady_ns() {
   const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   return wall - now_ns();
-}
-
-// The empty chunks a recorder keeps ready, their pages touched by the writer (a thread taking a
-// fresh chunk would otherwise fault its pages in, a few hundred nanoseconds an event), and the most
-// it keeps (beyond them, written chunks are freed).
-constexpr size_t kReadyChunks = 4;
-constexpr size_t kMostSpareChunks = 16;
-
-}  // namespace
-
-int32_t this_thread_id() {
-  thread_local const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
-  return tid;
 }
 
 Recorder::Recorder(std::string path, std::string label, StartOptions options)
@@ -70,13 +67,8 @@ std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
   buffer->capacity = options_.events_per_chunk;
   {
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
-    if (!spare_.empty()) {
-      buffer->events = std::move(spare_.back());
-      spare_.pop_back();
-    }
+    buffer->events = take_spare_locked();
   }
-  if (!buffer->events) buffer->events = new_chunk();
-  queue_changed_.notify_one();  // the writer makes another spare chunk ready
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
@@ -116,26 +108,22 @@ void Recorder::hand_off(ThreadBuffer& buffer) {
       write_here = true;  // the writer is behind: this thread pays (Note [timeline buffers])
     } else {
       pending_.push_back({std::move(buffer.events), buffer.written, count});
-      if (!spare_.empty()) {
-        buffer.events = std::move(spare_.back());
-        spare_.pop_back();
-      }
+      buffer.events = take_spare_locked();
     }
   }
   if (write_here) {
     write_published(buffer);
   } else {
-    if (!buffer.events) buffer.events = new_chunk();
     queue_changed_.notify_one();
   }
   buffer.count.store(0, std::memory_order_relaxed);
   buffer.written = 0;
 }
 
-std::unique_ptr<Event[]> Recorder::new_chunk() const {
-  std::unique_ptr<Event[]> chunk(new Event[options_.events_per_chunk]);
-  // Touches its pages here, so that the thread filling it does not fault them in one by one.
-  std::memset(static_cast<void*>(chunk.get()), 0, options_.events_per_chunk * sizeof(Event));
+std::unique_ptr<Event[]> Recorder::take_spare_locked() {
+  if (spare_.empty()) return std::unique_ptr<Event[]>(new Event[options_.events_per_chunk]);
+  std::unique_ptr<Event[]> chunk = std::move(spare_.back());
+  spare_.pop_back();
   return chunk;
 }
 
@@ -152,17 +140,10 @@ void Recorder::writer_loop() {
   auto next_flush = std::chrono::steady_clock::now() + interval;
   std::unique_lock<std::mutex> queue_lock(queue_mutex_);
   while (!stopping_) {
-    queue_changed_.wait_until(queue_lock, next_flush, [&] {
-      return stopping_ || !pending_.empty() || spare_.size() < kReadyChunks;
-    });
+    queue_changed_.wait_until(queue_lock, next_flush,
+                              [&] { return stopping_ || !pending_.empty(); });
     if (stopping_) break;
-    const size_t missing = kReadyChunks - std::min(spare_.size(), kReadyChunks);
     queue_lock.unlock();
-    for (size_t i = 0; i < missing; ++i) {
-      std::unique_ptr<Event[]> chunk = new_chunk();
-      std::lock_guard<std::mutex> lock(queue_mutex_);
-      spare_.push_back(std::move(chunk));
-    }
     {
       std::lock_guard<std::mutex> write_lock(write_mutex_);
       drain_locked();

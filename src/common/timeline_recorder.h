@@ -81,8 +81,8 @@ class Recorder {
     size_t end = 0;
   };
 
-  // An empty chunk, its pages touched.
-  std::unique_ptr<Event[]> new_chunk() const;
+  // An empty chunk: a spare one, else a new one (queue_mutex_ held).
+  std::unique_ptr<Event[]> take_spare_locked();
   void writer_loop();
   // Writes the chunks handed over (write_mutex_ held).
   void drain_locked();
@@ -109,7 +109,7 @@ class Recorder {
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
   std::deque<Chunk> pending_;                      // guarded by queue_mutex_
-  std::vector<std::unique_ptr<Event[]>> spare_;    // guarded by queue_mutex_: empty chunks
+  std::vector<std::unique_ptr<Event[]>> spare_;    // guarded by queue_mutex_: written chunks
   bool stopping_ = false;                          // guarded by queue_mutex_
   bool closed_ = false;                            // guarded by queue_mutex_
   std::thread writer_;
@@ -120,7 +120,8 @@ class Recorder {
   size_t failed_writes_ = 0;  // guarded by file_mutex_
 };
 
-// The calling thread's id as the trace names it (gettid).
-int32_t this_thread_id();
+// The process's wall clock minus its steady clock (now_ns()), in nanoseconds: a file's offset at
+// start.
+int64_t wall_minus_steady_ns();
 
 }  // namespace gradwire::timeline

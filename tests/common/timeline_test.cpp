@@ -70,6 +70,21 @@ std::vector<json> with_phase(const json& events, const std::string& phase) {
   return found;
 }
 
+// Checks that `trace` holds two async spans, each a "b" and an "e" of one id (ids apart), of one
+// name, in order, and returns their begins and ends.
+void expect_two_async_pairs(const json& trace, std::vector<json>* begins, std::vector<json>* ends) {
+  *begins = with_phase(trace, "b");
+  *ends = with_phase(trace, "e");
+  ASSERT_EQ(begins->size(), 2u);
+  ASSERT_EQ(ends->size(), 2u);
+  EXPECT_NE((*begins)[0]["id"], (*begins)[1]["id"]);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*begins)[i]["id"], (*ends)[i]["id"]);
+    EXPECT_EQ((*begins)[i]["name"], (*ends)[i]["name"]);
+    EXPECT_LE((*begins)[i]["ts"].get<double>(), (*ends)[i]["ts"].get<double>());
+  }
+}
+
 TEST(Timeline, WritesAChromeTraceArray) {
   TempDir dir;
   const std::string path = dir.path + "/sub/rank-0.json";
@@ -264,18 +279,12 @@ TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
   finisher.join();
   stop();
 
-  const json trace = json::parse(read_text(path));
-  const auto begins = with_phase(trace, "b");
-  const auto ends = with_phase(trace, "e");
-  ASSERT_EQ(begins.size(), 2u);
-  ASSERT_EQ(ends.size(), 2u);
-  EXPECT_NE(begins[0]["id"], begins[1]["id"]);
+  std::vector<json> begins, ends;
+  expect_two_async_pairs(json::parse(read_text(path)), &begins, &ends);
+  if (HasFatalFailure()) return;
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(begins[i]["id"], ends[i]["id"]);
-    EXPECT_EQ(begins[i]["name"], ends[i]["name"]);
     EXPECT_EQ(ends[i]["cat"], "ddp");
     EXPECT_NE(begins[i]["tid"], ends[i]["tid"]) << "ended on the finisher's thread";
-    EXPECT_LE(begins[i]["ts"].get<double>(), ends[i]["ts"].get<double>());
   }
   EXPECT_EQ(begins[0]["args"]["bytes"], 1 << 20);
   EXPECT_EQ(ends[0]["args"]["waited"], true);
@@ -291,18 +300,10 @@ TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
   async_span("push server 3", "ps", started + 10, started, {});  // an end before its start: clamped
   stop();
 
-  const json trace = json::parse(read_text(path));
-  const auto begins = with_phase(trace, "b");
-  const auto ends = with_phase(trace, "e");
-  ASSERT_EQ(begins.size(), 2u);
-  ASSERT_EQ(ends.size(), 2u);
-  EXPECT_NE(begins[0]["id"], begins[1]["id"]);
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(begins[i]["id"], ends[i]["id"]);
-    EXPECT_EQ(begins[i]["name"], ends[i]["name"]);
-    EXPECT_EQ(begins[i]["cat"], "ps");
-    EXPECT_LE(begins[i]["ts"].get<double>(), ends[i]["ts"].get<double>());
-  }
+  std::vector<json> begins, ends;
+  expect_two_async_pairs(json::parse(read_text(path)), &begins, &ends);
+  if (HasFatalFailure()) return;
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(begins[i]["cat"], "ps");
   EXPECT_NEAR(ends[0]["ts"].get<double>() - begins[0]["ts"].get<double>(), 2500.0, 0.01);
   EXPECT_EQ(begins[0]["args"]["server"], 3);
   EXPECT_EQ(ends[0]["args"]["bytes_received"], 640);
