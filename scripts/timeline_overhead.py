@@ -12,6 +12,14 @@ per-round ratios on/off. Also counts the events the processes recorded per step.
     scripts/timeline_overhead.py --rounds 5 -- build/bin/gradwire-bench hybrid --preset quick \\
         --servers 8
 
+With --alternate MS (gradwire-bench hybrid), each round is one run with the timeline alternating
+every MS milliseconds (GRADWIRE_TIMELINE_ALTERNATE_MS): the run compares its epochs recorded with
+those not recorded, which removes the run-to-run noise of the machine; the script prints the
+median over rounds of the runs' ratios.
+
+    scripts/timeline_overhead.py --rounds 10 --alternate 100 -- build/bin/gradwire-bench hybrid \
+        --trainers 2 --servers 8 --epochs 300 --warmup 3
+
 The command must not name --json (the script adds its own). Writes the figures as JSON with
 --json PATH. Exits 1 when a run fails.
 """
@@ -93,15 +101,55 @@ def run_once(command, work, timeline):
     return step_times(document), events
 
 
+def alternating(command, rounds, alternate_ms, json_path):
+    """--alternate: one run a round, its recorded and unrecorded steps compared."""
+    ratios = []
+    with tempfile.TemporaryDirectory(prefix="timeline-overhead-") as work:
+        result_path = os.path.join(work, "result.json")
+        trace = os.path.join(work, "trace.json")
+        for round_index in range(rounds):
+            shutil.rmtree(trace + ".d", ignore_errors=True)
+            env = dict(os.environ, GRADWIRE_TIMELINE=trace,
+                       GRADWIRE_TIMELINE_ALTERNATE_MS=str(alternate_ms))
+            completed = subprocess.run(
+                command + ["--json", result_path], env=env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True)
+            if completed.returncode != 0:
+                sys.stderr.write(completed.stderr)
+                raise SystemExit("timeline_overhead: %s failed with exit status %d" %
+                                 (" ".join(command), completed.returncode))
+            with open(result_path) as handle:
+                figures = json.load(handle)["summary"].get("timeline_alternating")
+            if not figures:
+                raise SystemExit("timeline_overhead: the run split no steps (--alternate needs "
+                                 "gradwire-bench hybrid, and epochs shorter than a window)")
+            ratios.append(figures["p50_ratio"])
+            print("round %d/%d: %s" % (round_index + 1, rounds, json.dumps(figures)),
+                  file=sys.stderr)
+    print("timeline alternating every %d ms: recorded/unrecorded p50 step time, median of %d runs:"
+          " %.4fx (runs: %s)" % (alternate_ms, rounds, statistics.median(ratios),
+                                 ", ".join("%.3f" % r for r in ratios)))
+    if json_path:
+        with open(json_path, "w") as handle:
+            json.dump({"command": command, "rounds": rounds, "alternate_ms": alternate_ms,
+                       "ratio_median": statistics.median(ratios), "ratios": ratios}, handle,
+                      indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json")
+    parser.add_argument("--alternate", type=int, metavar="MS",
+                        help="one run a round, the timeline alternating every MS ms")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or "--json" in command:
         parser.error("give the gradwire-bench command after --, without --json")
+    if args.alternate:
+        alternating(command, args.rounds, args.alternate, args.json)
+        return
 
     off, on, ratios, events = {}, {}, {}, []
     with tempfile.TemporaryDirectory(prefix="timeline-overhead-") as work:

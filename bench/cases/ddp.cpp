@@ -163,7 +163,7 @@ class DdpSweep {
   // gradwire-bench set) stops here, keeping its file and measured clock offset, and records again
   // only for the traced configuration's first measured repeat (traced_round).
   void pause_timeline() {
-    if (settings_.trace_dir.empty() || !timeline::enabled()) return;
+    if (settings_.trace_dir.empty() || !timeline::running()) return;
     trace_process_file_ = timeline::current_path();
     trace_clock_offset_ns_ = timeline::clock_offset_ns();
     timeline::stop();
@@ -171,8 +171,7 @@ class DdpSweep {
 
   bool traced_round(const std::string& model, bool first_variant, int size) const {
     return !trace_process_file_.empty() && repeat_ == 1 && first_variant &&
-           model == settings_.models.front() &&
-           size == settings_.world_sizes.back();
+           model == settings_.models.front() && size == settings_.world_sizes.back();
   }
 
   // Several backends or hooks: rounds are labelled with theirs.

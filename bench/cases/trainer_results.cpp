@@ -98,6 +98,7 @@ TrainerResults pool_trainer_repeats(const std::vector<TrainerResults>& repeats) 
           for (const auto& [phase, seconds] : from.phase_seconds)
             append(into.phase_seconds[phase], seconds);
           for (const auto& [name, bytes] : from.bytes) append(into.bytes[name], bytes);
+          append(into.timeline_recorded, from.timeline_recorded);
         }
       });
 }
@@ -119,6 +120,7 @@ nlohmann::json to_json(const TrainerSamples& trainer, const StepNames& names) {
                           {names.examples_key(), trainer.examples},
                           {"phase_seconds", lists_to_json(trainer.phase_seconds)}};
   if (!trainer.bytes.empty()) entry["bytes"] = lists_to_json(trainer.bytes);
+  if (!trainer.timeline_recorded.empty()) entry["timeline_recorded"] = trainer.timeline_recorded;
   return entry;
 }
 
@@ -152,11 +154,35 @@ TrainerResults parse_trainer_results(const nlohmann::json& document, const std::
     }
     trainer.phase_seconds = named_lists(trainers[i], "phase_seconds", where, names);
     trainer.bytes = named_lists(trainers[i], "bytes", where, names);
+    if (trainers[i].contains("timeline_recorded")) {
+      trainer.timeline_recorded =
+          number_list<double>(trainers[i], "timeline_recorded", where, names);
+      if (trainer.timeline_recorded.size() != trainer.seconds.size()) {
+        throw InvalidArgument(where + ": " + std::to_string(trainer.seconds.size()) + " " +
+                              names.step + " times but " +
+                              std::to_string(trainer.timeline_recorded.size()) +
+                              " timeline_recorded entries");
+      }
+    }
     result.trainers.push_back(std::move(trainer));
   }
   std::sort(result.trainers.begin(), result.trainers.end(),
             [](const auto& a, const auto& b) { return a.trainer < b.trainer; });
   return result;
+}
+
+AlternatedSteps alternated_steps(const TrainerResults& result) {
+  AlternatedSteps steps;
+  for (const auto& trainer : result.trainers) {
+    if (trainer.timeline_recorded.size() != trainer.seconds.size()) continue;
+    for (std::size_t i = 0; i < trainer.seconds.size(); ++i) {
+      if (trainer.timeline_recorded[i] == 1) steps.recorded_seconds.push_back(trainer.seconds[i]);
+      if (trainer.timeline_recorded[i] == 0) {
+        steps.unrecorded_seconds.push_back(trainer.seconds[i]);
+      }
+    }
+  }
+  return steps;
 }
 
 std::vector<double> flatten_samples(const TrainerSamples& samples, const SampleRows& layout) {
@@ -175,6 +201,14 @@ std::vector<double> flatten_samples(const TrainerSamples& samples, const SampleR
   GRADWIRE_CHECK(samples.examples.size() == steps);
   for (const auto& phase : layout.phases) add(samples.phase_seconds, phase);
   for (const auto& name : layout.byte_names) add(samples.bytes, name);
+  if (layout.timeline_recorded) {
+    if (samples.timeline_recorded.empty()) {
+      flat.insert(flat.end(), steps, -1.0);
+    } else {
+      GRADWIRE_CHECK(samples.timeline_recorded.size() == steps);
+      append(flat, samples.timeline_recorded);
+    }
+  }
   return flat;
 }
 
@@ -204,6 +238,7 @@ TrainerResults unflatten_samples(const std::vector<double>& flat, int trainers,
     std::size_t index = 2;
     for (const auto& phase : layout.phases) samples.phase_seconds[phase] = row(t, index++);
     for (const auto& name : layout.byte_names) samples.bytes[name] = row(t, index++);
+    if (layout.timeline_recorded) samples.timeline_recorded = row(t, index++);
     result.trainers.push_back(std::move(samples));
   }
   return result;

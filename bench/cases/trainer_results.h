@@ -8,8 +8,9 @@
 // JSON of one side (docs/benchmarks.md), STEP being the case's step name ("epoch", "iteration"):
 //   {"implementation": "gradwire", "trainers": [{"trainer": 0, "STEP_seconds": [...],
 //    "examples_per_STEP": [...], "phase_seconds": {"<phase>": [...], ...},
-//    "bytes": {"<name>": [...], ...}}, ...]}
-// Every list has one entry per measured step; "bytes" only where counted. A reader also takes a
+//    "bytes": {"<name>": [...], ...}, "timeline_recorded": [...]}, ...]}
+// Every list has one entry per measured step; "bytes" only where counted, "timeline_recorded"
+// only when the timeline alternated. A reader also takes a
 // single number for examples_per_STEP (the same examples every step, as ps_reference.py writes).
 #pragma once
 
@@ -27,6 +28,9 @@ struct TrainerSamples {
   std::vector<std::int64_t> examples;                        // per measured step
   std::map<std::string, std::vector<double>> phase_seconds;  // by phase name, per measured step
   std::map<std::string, std::vector<double>> bytes;          // by name, per measured step
+  // Per measured step when the timeline alternates (GRADWIRE_TIMELINE_ALTERNATE_MS), else empty:
+  // 1 recorded throughout, 0 not recorded at all, -1 neither (timeline::recorded_throughout).
+  std::vector<double> timeline_recorded;
 
   // Mean examples per measured step (0 when there are none).
   double mean_examples() const;
@@ -74,8 +78,19 @@ TrainerResults parse_trainer_results(const nlohmann::json& document, const std::
 struct SampleRows {
   std::vector<std::string> phases;
   std::vector<std::string> byte_names;
-  std::size_t rows() const { return 2 + phases.size() + byte_names.size(); }
+  bool timeline_recorded = false;  // the timeline_recorded row last (missing: -1s)
+  std::size_t rows() const {
+    return 2 + phases.size() + byte_names.size() + (timeline_recorded ? 1 : 0);
+  }
 };
+
+// The steps that the timeline recorded throughout and those it did not record at all, pooled over
+// the trainers, when it alternated (steps that crossed a boundary are left out).
+struct AlternatedSteps {
+  std::vector<double> recorded_seconds;
+  std::vector<double> unrecorded_seconds;
+};
+AlternatedSteps alternated_steps(const TrainerResults& result);
 std::vector<double> flatten_samples(const TrainerSamples& samples, const SampleRows& layout);
 // Every trainer's flat samples one after the other (trainer 0 first), back into results. Throws
 // InvalidArgument when the size is not `trainers` x layout.rows() x steps.

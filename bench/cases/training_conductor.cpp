@@ -73,8 +73,11 @@ int run_trainers(const TrainingFormat& format, const TrainingPlan& plan, const T
   return run_on_ranks(ranks, argv, [&](RankContext& context) {
     TrainerOutcome mine = plan.train(context, job, repeat);
     JobResult result;
-    result.results = gather_trainer_samples(context.communicator, mine.samples,
-                                            {job.phases, job.byte_names}, job.implementation);
+    // Every trainer alternates its timeline or none does (one environment).
+    const bool alternated = !mine.samples.timeline_recorded.empty();
+    result.results =
+        gather_trainer_samples(context.communicator, mine.samples,
+                               {job.phases, job.byte_names, alternated}, job.implementation);
     if (!context.reports()) return 0;
     result.facts = std::move(mine);
     result.facts.samples = {};

@@ -81,10 +81,10 @@ class TimelineClockStore : public timeline::ClockStore {
 void align_timeline_clock(c10d::Store& store, const WorldInfo& info) {
   if (info.world_size == 1) return;
   const std::string prefix = "gradwire/timeline/";
-  const std::string mine = timeline::enabled() ? "1" + local_host_identity(EnvMap()) : "0";
+  const std::string mine = timeline::running() ? "1" + local_host_identity(EnvMap()) : "0";
   store.set(prefix + "records/" + std::to_string(info.rank),
             std::vector<uint8_t>(mine.begin(), mine.end()));
-  if (!timeline::enabled()) return;
+  if (!timeline::running()) return;
   std::vector<std::string> kernels;
   for (int r = 0; r < info.world_size; ++r) {
     const std::vector<uint8_t> records = store.get(prefix + "records/" + std::to_string(r));
@@ -135,8 +135,7 @@ std::unique_ptr<World> connect_world_on_store(c10::intrusive_ptr<c10d::Store> st
                             rendezvous_timeout, everyone);
   shared->peers = std::make_shared<PeerTable>(std::move(peers));
   // "auto" looks at which ranks share a host (host identities exchanged through the store).
-  shared->traits =
-      backend_traits(*resolved.backend, info, resolved, env, timeout, *shared->store);
+  shared->traits = backend_traits(*resolved.backend, info, resolved, env, timeout, *shared->store);
   if (shared->traits.stream_ordered_wait) shared->unfinished = std::make_shared<UnfinishedWorks>();
   auto communicator =
       std::make_shared<C10dCommunicator>(shared, "gradwire/world", info.rank, everyone);
@@ -147,7 +146,7 @@ std::unique_ptr<World> init(const InitOptions& options) {
   const EnvMap env = EnvMap::from_process();
   const WorldInfo info = resolve_world(options, env);
   if (info.flavour == EnvFlavour::kNone) announce_world_of_one();
-  if (!timeline::enabled()) timeline::start_from_env(env, "rank " + std::to_string(info.rank));
+  if (!timeline::running()) timeline::start_from_env(env, "rank " + std::to_string(info.rank));
   // A restarted rank (the launcher's --max-restarts) marks where its incarnation begins.
   if (timeline::enabled()) {
     const long incarnation = env.get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);

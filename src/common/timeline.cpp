@@ -5,16 +5,21 @@
 // process's, as is its file.
 #include "gradwire/common/timeline.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "common/timeline_event.h"
 #include "common/timeline_recorder.h"
 #include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
 #include "gradwire/common/settings.h"
 
 namespace gradwire::timeline {
@@ -98,6 +103,56 @@ void publish_async(char phase, std::string_view name, const char* category, Args
   });
 }
 
+// Note [alternating timeline]: with StartOptions::alternate_ns, a thread of the timeline's own
+// ("gw timeline alt", sleeping between boundaries) switches detail::g_enabled at each boundary of
+// the job clock's windows: on in even windows, off in odd ones. Recording calls test enabled()
+// as ever, so an off window costs what no timeline costs; a span begun in an on window still
+// records when it ends in an off one. The recorder, its writer and the file stay throughout
+// (running() is true). Processes of a job compute the same windows from the job clock, so the
+// servers' and the ranks' timelines switch together, within the thread's wake-up latency (the
+// margin gradwire-bench leaves after each boundary).
+class Alternator {
+ public:
+  explicit Alternator(int64_t alternate_ns) : alternate_ns_(alternate_ns) {
+    thread_ = std::thread([this] { run(); });
+  }
+  Alternator(const Alternator&) = delete;
+  Alternator& operator=(const Alternator&) = delete;
+  ~Alternator() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  int64_t alternate_ns() const { return alternate_ns_; }
+
+ private:
+  void run() {
+    ::pthread_setname_np(::pthread_self(), "gw timeline alt");
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      const int64_t job_ns = job_clock_ns();
+      const int64_t window = job_ns / alternate_ns_;
+      detail::g_enabled.store(window % 2 == 0, std::memory_order_relaxed);
+      // The next boundary on the steady clock.
+      const int64_t next_ns = (window + 1) * alternate_ns_ - clock_offset_ns();
+      changed_.wait_until(lock,
+                          std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next_ns)),
+                          [this] { return stopping_; });
+    }
+  }
+
+  const int64_t alternate_ns_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;  // guarded by mutex_
+  std::thread thread_;
+};
+
+std::unique_ptr<Alternator> g_alternator;  // guarded by g_control_mutex
+
 void stop_at_exit() { stop(); }
 
 std::string file_name_for(const std::string& label) {
@@ -120,6 +175,7 @@ void start(const std::string& path, const std::string& process_label, StartOptio
   std::lock_guard<std::mutex> lock(g_control_mutex);
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit(stop_at_exit); });
+  g_alternator.reset();
   if (Recorder* previous = g_recorder.exchange(nullptr)) {
     detail::g_enabled.store(false);
     previous->close();
@@ -127,7 +183,10 @@ void start(const std::string& path, const std::string& process_label, StartOptio
   // Never freed (Note [timeline buffers]).
   auto* recorder = new Recorder(path, process_label, options);
   g_recorder.store(recorder, std::memory_order_release);
-  detail::g_enabled.store(true);
+  // Alternating: on only in an even window from the start (Note [alternating timeline]).
+  detail::g_enabled.store(options.alternate_ns <= 0 ||
+                          job_clock_ns() / options.alternate_ns % 2 == 0);
+  if (options.alternate_ns > 0) g_alternator = std::make_unique<Alternator>(options.alternate_ns);
 }
 
 std::string process_file(const std::string& timeline_path, const std::string& process_label,
@@ -141,8 +200,16 @@ std::optional<std::string> start_from_env(const EnvMap& env, const std::string& 
   const std::optional<std::string> path = env.get(settings::kTimeline.name);
   if (!path || path->empty()) return std::nullopt;
   const long restart = env.get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
+  StartOptions options;
+  if (const std::optional<long> ms = env.get_int(settings::kTimelineAlternateMs.name)) {
+    if (*ms <= 0) {
+      throw ConfigError(std::string(settings::kTimelineAlternateMs.name) + "=" +
+                        std::to_string(*ms) + ": expected a positive number of milliseconds");
+    }
+    options.alternate_ns = static_cast<int64_t>(*ms) * 1'000'000;
+  }
   std::string file = process_file(*path, process_label, static_cast<int>(restart));
-  start(file, process_label);
+  start(file, process_label, options);
   return file;
 }
 
@@ -152,6 +219,7 @@ void flush() {
 
 void stop() {
   std::lock_guard<std::mutex> lock(g_control_mutex);
+  g_alternator.reset();
   detail::g_enabled.store(false);
   if (Recorder* recorder = g_recorder.exchange(nullptr)) recorder->close();
 }
@@ -159,6 +227,22 @@ void stop() {
 std::string current_path() {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
   return recorder != nullptr ? recorder->path() : std::string();
+}
+
+bool running() { return g_recorder.load(std::memory_order_acquire) != nullptr; }
+
+int64_t alternate_ns() {
+  std::lock_guard<std::mutex> lock(g_control_mutex);
+  return g_alternator != nullptr ? g_alternator->alternate_ns() : 0;
+}
+
+int recorded_throughout(int64_t start_job_ns, int64_t end_job_ns, int64_t alternate_ns,
+                        int64_t margin_ns) {
+  if (alternate_ns <= 0 || end_job_ns < start_job_ns) return -1;
+  const int64_t window = start_job_ns / alternate_ns;
+  if (start_job_ns - window * alternate_ns < margin_ns) return -1;
+  if (end_job_ns / alternate_ns != window) return -1;
+  return window % 2 == 0 ? 1 : 0;
 }
 
 // --- Recording -------------------------------------------------------------------------------
@@ -200,7 +284,6 @@ void detail::record_async(std::string_view name, const char* category, int64_t s
 }
 
 void name_thread(std::string_view name) {
-  if (!enabled()) return;
   ThreadBuffer* buffer = thread_buffer();
   if (buffer == nullptr) return;
   Event event;

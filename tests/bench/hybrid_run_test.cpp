@@ -144,6 +144,31 @@ TEST(HybridRun, WithThePyTorchReference) {
   EXPECT_EQ(document.at("reference").at("plain_step").at("seconds").size(), 20u);
 }
 
+// GRADWIRE_TIMELINE_ALTERNATE_MS: every process of the job (trainers and servers) records only in
+// even windows; the epochs fall into recorded and unrecorded ones, compared in the summary.
+TEST(HybridRun, TheAlternatingTimelineSplitsTheEpochs) {
+  if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
+  const std::string json = temp_path("hybrid_alternating.json");
+  const std::string trace = temp_path("hybrid_alternating_trace.json");
+  const auto run =
+      run_bench("hybrid --trainers 2 --servers 2 --epochs 60 --warmup 1 --json '" + json + "'",
+                "GRADWIRE_TIMELINE='" + trace + "' GRADWIRE_TIMELINE_ALTERNATE_MS=20");
+  std::filesystem::remove_all(trace + ".d");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("the timeline alternating (GRADWIRE_TIMELINE_ALTERNATE_MS)"),
+            std::string::npos)
+      << run.output;
+  const nlohmann::json document = read_json_document(json);
+  std::remove(json.c_str());
+  for (const auto& trainer : document.at("trainers")) {
+    ASSERT_EQ(trainer.at("timeline_recorded").size(), trainer.at("epoch_seconds").size());
+  }
+  const nlohmann::json& alternating = document.at("summary").at("timeline_alternating");
+  EXPECT_GT(alternating.at("recorded_epochs").get<int>(), 0);
+  EXPECT_GT(alternating.at("unrecorded_epochs").get<int>(), 0);
+  EXPECT_GT(alternating.at("p50_ratio").get<double>(), 0);
+}
+
 TEST(HybridRun, MissingPythonIsAClearError) {
   if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const auto run = run_hybrid(

@@ -118,6 +118,39 @@ TEST(PsResults, RoundTripsThroughJsonAndTheGatherForm) {
   EXPECT_THROW(unflatten_samples({1.0, 2.0, 3.0}, 2, rows, "x"), InvalidArgument);
 }
 
+TEST(PsResults, StepsTheAlternatingTimelineRecordedAndDidNot) {
+  TrainerResults result = ps_result();  // 4 steps a trainer
+  result.trainers[0].timeline_recorded = {1, 0, -1, 1};
+  result.trainers[1].timeline_recorded = {0, 0, 1, -1};
+  const AlternatedSteps steps = alternated_steps(result);
+  EXPECT_EQ(steps.recorded_seconds,
+            (std::vector<double>{result.trainers[0].seconds[0], result.trainers[0].seconds[3],
+                                 result.trainers[1].seconds[2]}));
+  EXPECT_EQ(steps.unrecorded_seconds,
+            (std::vector<double>{result.trainers[0].seconds[1], result.trainers[1].seconds[0],
+                                 result.trainers[1].seconds[1]}));
+
+  // Through JSON and the gather's flat form, as the trainers hand them over.
+  const nlohmann::json document = {{"implementation", "gradwire"},
+                                   {"trainers", trainers_to_json(result, ps_step_names())}};
+  const TrainerResults again = parse_trainer_results(document, "again", ps_step_names());
+  EXPECT_EQ(again.trainers[1].timeline_recorded, result.trainers[1].timeline_recorded);
+  nlohmann::json short_list = document;
+  short_list["trainers"][0]["timeline_recorded"] = {1, 0};
+  EXPECT_THROW(parse_trainer_results(short_list, "short", ps_step_names()), InvalidArgument);
+
+  const SampleRows rows{kGradwirePhases, ps_byte_names(), true};
+  std::vector<double> flat = flatten_samples(result.trainers[0], rows);
+  const std::vector<double> second = flatten_samples(result.trainers[1], rows);
+  flat.insert(flat.end(), second.begin(), second.end());
+  const TrainerResults gathered = unflatten_samples(flat, 2, rows, "gradwire");
+  EXPECT_EQ(gathered.trainers[0].timeline_recorded, result.trainers[0].timeline_recorded);
+  EXPECT_EQ(gathered.trainers[1].timeline_recorded, result.trainers[1].timeline_recorded);
+  EXPECT_EQ(gathered.trainers[1].bytes, result.trainers[1].bytes);
+  // Without the row, no steps are told apart.
+  EXPECT_TRUE(alternated_steps(ps_result()).recorded_seconds.empty());
+}
+
 // What a job's trainer 0 hands the conductor (training_case.h): every trainer's samples and what
 // it used, through the result file's JSON.
 TEST(PsResults, JobResultRoundTripsThroughItsFile) {

@@ -22,6 +22,7 @@
 
 #include "common/timeline_event.h"
 #include "gradwire/common/env.h"
+#include "gradwire/common/error.h"
 #include "gradwire/common/settings.h"
 
 namespace gradwire::timeline {
@@ -361,6 +362,74 @@ TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
   EXPECT_EQ(with_phase(after, "i")[0]["name"], "restarted");
 }
 
+TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
+  TempDir dir;
+  const std::string path = dir.path + "/alternating.json";
+  StartOptions options;
+  options.alternate_ns = 20'000'000;  // 20 ms
+  start(path, "rank 0", options);
+  EXPECT_EQ(alternate_ns(), options.alternate_ns);
+  bool seen_on = false;
+  bool seen_off = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
+    (enabled() ? seen_on : seen_off) = true;
+    EXPECT_TRUE(running());
+    instant("tick", "test", {{"i", i}});
+    if (seen_on && seen_off && i > 2000) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  const int64_t offset_ns = clock_offset_ns();
+  stop();
+  EXPECT_TRUE(seen_on);
+  EXPECT_TRUE(seen_off);
+  EXPECT_EQ(alternate_ns(), 0);
+  EXPECT_FALSE(running());
+  // Every tick recorded lies in an even window of the job clock, or just after a boundary into
+  // an odd one (the switching thread wakes a little late on a busy machine).
+  const json trace = json::parse(read_text(path));
+  const std::vector<json> ticks = with_phase(trace, "i");
+  ASSERT_FALSE(ticks.empty());
+  size_t late = 0;
+  for (const json& tick : ticks) {
+    const auto job_ns = static_cast<int64_t>(tick["ts"].get<double>() * 1000) + offset_ns;
+    const int64_t window = job_ns / options.alternate_ns;
+    if (window % 2 != 0) {
+      ++late;
+      EXPECT_LT(job_ns - window * options.alternate_ns, 10'000'000) << tick.dump();
+    }
+  }
+  EXPECT_LT(late, ticks.size() / 4);
+}
+
+TEST(Timeline, AStepRecordedThroughoutLiesInOneEvenWindow) {
+  constexpr int64_t kWindow = 100;
+  EXPECT_EQ(recorded_throughout(210, 290, kWindow, 5), 1);   // window 2
+  EXPECT_EQ(recorded_throughout(310, 390, kWindow, 5), 0);   // window 3
+  EXPECT_EQ(recorded_throughout(290, 310, kWindow, 5), -1);  // across a boundary
+  EXPECT_EQ(recorded_throughout(202, 290, kWindow, 5), -1);  // within the margin
+  EXPECT_EQ(recorded_throughout(205, 299, kWindow, 5), 1);
+  EXPECT_EQ(recorded_throughout(210, 290, 0, 5), -1);  // not alternating
+}
+
+TEST(Timeline, StartFromEnvAlternatesAsTheVariableSays) {
+  TempDir dir;
+  const std::string trace = dir.path + "/trace.json";
+  start_from_env(
+      EnvMap({{settings::kTimeline.name, trace}, {settings::kTimelineAlternateMs.name, "50"}}),
+      "rank 0");
+  EXPECT_EQ(alternate_ns(), 50'000'000);
+  stop();
+  for (const char* bad : {"0", "-5", "soon"}) {
+    EXPECT_THROW(start_from_env(EnvMap({{settings::kTimeline.name, trace},
+                                        {settings::kTimelineAlternateMs.name, bad}}),
+                                "rank 0"),
+                 ConfigError)
+        << bad;
+    EXPECT_FALSE(running());
+  }
+}
+
 TEST(Timeline, ProcessFileNames) {
   EXPECT_EQ(process_file("/t/trace.json", "rank 3"), "/t/trace.json.d/rank-3.json");
   EXPECT_EQ(process_file("trace.json", "ps server 1"), "trace.json.d/server-1.json");
@@ -451,8 +520,7 @@ TEST(TimelineClock, OffsetsMeasuredThroughTheStore) {
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < kWorld; ++rank) {
     ranks.emplace_back([&, rank] {
-      offsets[rank] =
-          sync_clock_through_store(store, "gradwire/timeline/clock/0", rank, {1, 2}, 4);
+      offsets[rank] = sync_clock_through_store(store, "gradwire/timeline/clock/0", rank, {1, 2}, 4);
     });
   }
   for (std::thread& rank : ranks) rank.join();

@@ -107,6 +107,12 @@ struct StartOptions {
   // writes it itself (blocking file I/O on that thread): memory stays bounded and no event is
   // lost when the writer, which runs at the lowest priority, falls behind.
   size_t max_pending_chunks = 16;
+  // 0: record throughout. Otherwise record only in the even windows of this many nanoseconds of
+  // the job's clock (job_clock_ns() / alternate_ns even), so that one run has steps with the
+  // timeline and steps without it, interleaved, and measures the timeline's cost side by side
+  // (GRADWIRE_TIMELINE_ALTERNATE_MS; gradwire-bench hybrid's "timeline alternating" figures;
+  // docs/timeline.md, The cost). Processes of one job agree on the windows: they share its clock.
+  int64_t alternate_ns = 0;
 };
 
 // Starts the timeline of this process, writing `path` (created or truncated; its directory is
@@ -125,8 +131,10 @@ std::string process_file(const std::string& timeline_path, const std::string& pr
                          int restart = 0);
 
 // Starts the timeline when GRADWIRE_TIMELINE is set in `env`: process_file(value, label,
-// TORCHELASTIC_RESTART_COUNT). Returns the file written, nullopt when the variable is unset or
-// empty (nothing starts). Throws as start() does.
+// TORCHELASTIC_RESTART_COUNT), alternating as GRADWIRE_TIMELINE_ALTERNATE_MS says (unset: not).
+// Returns the file written, nullopt when the variable is unset or empty (nothing starts). Throws
+// as start() does, and ConfigError naming GRADWIRE_TIMELINE_ALTERNATE_MS when it is not a
+// positive integer.
 std::optional<std::string> start_from_env(const EnvMap& env, const std::string& process_label);
 
 // Writes every thread's buffered events to the file (blocking file I/O). No-op when off.
@@ -137,6 +145,19 @@ void stop();
 
 // The file being written, empty when off.
 std::string current_path();
+
+// Whether a timeline runs in this process, recording now or not (enabled() is false in the
+// windows where an alternating timeline does not record).
+bool running();
+
+// The running timeline's StartOptions::alternate_ns; 0 when it does not alternate or none runs.
+int64_t alternate_ns();
+
+// Where a step [start_job_ns, end_job_ns] of the job's clock lies when the timeline alternates
+// every `alternate_ns` (pure): 1 within one window that records, 0 within one that does not, -1
+// across a boundary or within `margin_ns` after one (where a process may not have switched yet).
+int recorded_throughout(int64_t start_job_ns, int64_t end_job_ns, int64_t alternate_ns,
+                        int64_t margin_ns);
 
 // --- Recording -------------------------------------------------------------------------------
 
