@@ -278,9 +278,17 @@ void detail::record_counter(std::string_view name, Args values) {
 
 void detail::record_async(std::string_view name, const char* category, int64_t start_ns,
                           int64_t end_ns, Args begin_args, Args end_args) {
+  // One buffered event, written as the pair (timeline_event.h, 'A').
   const uint64_t id = g_next_async_id.fetch_add(1, std::memory_order_relaxed);
-  publish_async('b', name, category, begin_args, start_ns, id);
-  publish_async('e', name, category, end_args, std::max(end_ns, start_ns), id);
+  publish([&](Event& event) {
+    event.reset('A', name, category);
+    event.add(begin_args);
+    event.begin_args = event.arg_count;
+    event.add(end_args);
+    event.ts_ns = start_ns;
+    event.dur_ns = std::max<int64_t>(end_ns - start_ns, 0);
+    event.id = id;
+  });
 }
 
 void name_thread(std::string_view name) {

@@ -19,6 +19,7 @@ void Event::reset(char phase_, std::string_view name_, const char* category_) {
   scope = 't';
   arg_count = 0;
   category = category_;
+  begin_args = 0;
   const size_t size = std::min(name_.size(), kTextBytes / 2);
   std::memcpy(text, name_.data(), size);
   name_size = static_cast<uint8_t>(size);
@@ -187,15 +188,19 @@ size_t event_json_bound(const Event& event) {
     const char* key = event.args[i].key;
     bound += (key != nullptr ? 6 * std::strlen(key) : 0) + 48;
   }
-  return bound;
+  return event.phase == 'A' ? 2 * bound + 2 : bound;
 }
 
-char* write_event_json(char* out, const Event& event, int64_t pid) {
+namespace {
+
+// One JSON object of `event` as phase `phase`, at `ts_ns`, with args [first_arg, end_arg).
+char* write_object(char* out, const Event& event, int64_t pid, char phase, int64_t ts_ns,
+                   uint8_t first_arg, uint8_t end_arg) {
   out = write_literal(out, "{\"ph\":\"");
-  *out++ = event.phase;
+  *out++ = phase;
   out = write_literal(out, "\",\"name\":");
   out = write_json_string(out, event.name());
-  if (event.category != nullptr && event.phase != 'M') {
+  if (event.category != nullptr && phase != 'M') {
     out = write_literal(out, ",\"cat\":");
     out = write_json_string(out, event.category);
   }
@@ -203,25 +208,25 @@ char* write_event_json(char* out, const Event& event, int64_t pid) {
   out = write_integer(out, pid);
   out = write_literal(out, ",\"tid\":");
   out = write_integer(out, event.tid);
-  if (event.phase != 'M') {
+  if (phase != 'M') {
     out = write_literal(out, ",\"ts\":");
-    out = write_microseconds(out, event.ts_ns);
+    out = write_microseconds(out, ts_ns);
   }
-  if (event.phase == 'X') {
+  if (phase == 'X') {
     out = write_literal(out, ",\"dur\":");
     out = write_microseconds(out, event.dur_ns);
-  } else if (event.phase == 'i') {
+  } else if (phase == 'i') {
     out = write_literal(out, ",\"s\":\"");
     *out++ = event.scope;
     *out++ = '"';
-  } else if (event.phase == 'b' || event.phase == 'e') {
+  } else if (phase == 'b' || phase == 'e') {
     out = write_literal(out, ",\"id\":");
     out = write_integer(out, event.id);
   }
-  if (event.arg_count > 0) {
+  if (end_arg > first_arg) {
     out = write_literal(out, ",\"args\":{");
-    for (uint8_t i = 0; i < event.arg_count; ++i) {
-      if (i > 0) *out++ = ',';
+    for (uint8_t i = first_arg; i < end_arg; ++i) {
+      if (i > first_arg) *out++ = ',';
       out = write_json_string(out, event.args[i].key != nullptr ? event.args[i].key : "");
       *out++ = ':';
       out = write_arg_value(out, event, event.args[i]);
@@ -230,6 +235,18 @@ char* write_event_json(char* out, const Event& event, int64_t pid) {
   }
   *out++ = '}';
   return out;
+}
+
+}  // namespace
+
+char* write_event_json(char* out, const Event& event, int64_t pid) {
+  if (event.phase != 'A') {
+    return write_object(out, event, pid, event.phase, event.ts_ns, 0, event.arg_count);
+  }
+  const uint8_t split = std::min(event.begin_args, event.arg_count);
+  out = write_object(out, event, pid, 'b', event.ts_ns, 0, split);
+  out = write_literal(out, "\n,");
+  return write_object(out, event, pid, 'e', event.ts_ns + event.dur_ns, split, event.arg_count);
 }
 
 void append_event_json(std::string& out, const Event& event, int64_t pid) {

@@ -26,14 +26,19 @@ struct ArgSlot {
 struct Event {
   int64_t ts_ns;
   int64_t dur_ns;  // 'X'
-  uint64_t id;     // 'b', 'e'
+  uint64_t id;     // 'b', 'e', 'A'
   int32_t tid;
-  char phase;  // 'X', 'i', 'C', 'b', 'e', 'M'
+  // 'X', 'i', 'C', 'b', 'e', 'M', or 'A': an async span recorded whole (timeline::async_span),
+  // one buffered event written as its "b" at ts_ns (args [0, begin_args)) and its "e" at
+  // ts_ns + dur_ns (the args after).
+  char phase;
   char scope;  // 'i': 't', 'p', 'g'
   uint8_t arg_count;
   uint8_t text_used;  // bytes of `text` taken: the name first, then string args
   const char* category;
   uint8_t name_size;
+  uint8_t begin_args;  // 'A'
+
   ArgSlot args[kMaxArgs];
   char text[kTextBytes];
 
@@ -53,7 +58,8 @@ struct Event {
 size_t event_json_bound(const Event& event);
 
 // Writes the event as one JSON object (no newline) with "pid": `pid` at `out`, which has room for
-// event_json_bound(event) bytes; returns the end. As append_event_json.
+// event_json_bound(event) bytes; returns the end. As append_event_json. An 'A' event is written
+// as two lines: its "b" object, a newline and a comma, then its "e" object.
 char* write_event_json(char* out, const Event& event, int64_t pid);
 
 // Appends the event as one JSON object (no newline) with "pid": `pid`; ts and dur in

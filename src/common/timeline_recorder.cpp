@@ -97,6 +97,7 @@ void Recorder::hand_off(ThreadBuffer& buffer) {
   std::lock_guard<std::mutex> lock(buffer.mutex);
   const size_t count = buffer.count.load(std::memory_order_relaxed);
   bool write_here = false;
+  bool wake_writer = false;
   {
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
     if (closed_) {  // after stop(): dropped
@@ -109,11 +110,13 @@ void Recorder::hand_off(ThreadBuffer& buffer) {
     } else {
       pending_.push_back({std::move(buffer.events), buffer.written, count});
       buffer.events = take_spare_locked();
+      // Woken once a backlog of chunks is there, not for each (Note [timeline buffers]).
+      wake_writer = pending_.size() == std::max<size_t>(options_.max_pending_chunks / 2, 1);
     }
   }
   if (write_here) {
     write_published(buffer);
-  } else {
+  } else if (wake_writer) {
     queue_changed_.notify_one();
   }
   buffer.count.store(0, std::memory_order_relaxed);
@@ -140,8 +143,9 @@ void Recorder::writer_loop() {
   auto next_flush = std::chrono::steady_clock::now() + interval;
   std::unique_lock<std::mutex> queue_lock(queue_mutex_);
   while (!stopping_) {
+    const size_t backlog = std::max<size_t>(options_.max_pending_chunks / 2, 1);
     queue_changed_.wait_until(queue_lock, next_flush,
-                              [&] { return stopping_ || !pending_.empty(); });
+                              [&] { return stopping_ || pending_.size() >= backlog; });
     if (stopping_) break;
     queue_lock.unlock();
     {

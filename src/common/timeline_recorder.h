@@ -6,7 +6,9 @@
 // thread hands it to the recorder's writer thread and takes an empty one (under its buffer's
 // mutex, the one lock of its hot path, once per chunk), so that formatting and file I/O stay off
 // the threads being traced. The writer, a low-priority thread ("gw timeline"), formats the chunks
-// handed to it, and every flush interval also the events published in every thread's current
+// handed to it: woken when half of StartOptions::max_pending_chunks wait, so that it runs in
+// batches rather than once a chunk between the traced work (docs/history/2026-11-timeline.md),
+// and every flush interval, when it also writes the events published in every thread's current
 // chunk (under that buffer's mutex, leaving the chunk in place), so that a process killed by
 // SIGKILL leaves a file that ends at most about one interval before its death. When the writer
 // falls behind (StartOptions::max_pending_chunks handed over and not yet written), a thread

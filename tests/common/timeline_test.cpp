@@ -296,7 +296,14 @@ TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
   const std::string path = dir.path + "/async_whole.json";
   start(path, "rank 0");
   const int64_t started = now_ns();
-  async_span("lookup server 3", "ps", started, started + 2'500'000, {{"server", 3}},
+  // Six args on the "b", one on the "e", as a parameter-server call's span has (kMaxArgs).
+  async_span("lookup server 3", "ps", started, started + 2'500'000,
+             {{"server", 3},
+              {"table", "emb"},
+              {"bytes_sent", 100},
+              {"ids", 7},
+              {"parts", 1},
+              {"transport", "grpc"}},
              {{"bytes_received", 640}});
   async_span("push server 3", "ps", started + 10, started, {});  // an end before its start: clamped
   stop();
@@ -307,7 +314,11 @@ TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(begins[i]["cat"], "ps");
   EXPECT_NEAR(ends[0]["ts"].get<double>() - begins[0]["ts"].get<double>(), 2500.0, 0.01);
   EXPECT_EQ(begins[0]["args"]["server"], 3);
-  EXPECT_EQ(ends[0]["args"]["bytes_received"], 640);
+  EXPECT_EQ(begins[0]["args"].size(), 6u);
+  EXPECT_EQ(begins[0]["args"]["transport"], "grpc");
+  EXPECT_EQ(ends[0]["args"], json({{"bytes_received", 640}}));
+  EXPECT_FALSE(begins[1].contains("args"));
+  EXPECT_FALSE(ends[1].contains("args"));
 }
 
 TEST(Timeline, OffRecordsNothingAndWritesNoFile) {

@@ -41,8 +41,8 @@ namespace gradwire::timeline {
 
 // The bytes an event keeps for its copied name and string args.
 inline constexpr size_t kTextBytes = 160;
-// The most args an event carries (more are dropped).
-inline constexpr size_t kMaxArgs = 6;
+// The most args an event carries (more are dropped); an async_span's begin and end args together.
+inline constexpr size_t kMaxArgs = 7;
 // The bytes of one buffered event (a Span holds one).
 inline constexpr size_t kEventBytes = 384;
 
@@ -105,7 +105,8 @@ struct StartOptions {
   int64_t flush_interval_ns = 1'000'000'000;
   // Chunks handed to the writer and not yet written beyond which a thread that fills its chunk
   // writes it itself (blocking file I/O on that thread): memory stays bounded and no event is
-  // lost when the writer, which runs at the lowest priority, falls behind.
+  // lost when the writer, which runs at the lowest priority, falls behind. The writer is woken
+  // when half of them wait (and every flush interval).
   size_t max_pending_chunks = 16;
   // 0: record throughout. Otherwise record only in the even windows of this many nanoseconds of
   // the job's clock (job_clock_ns() / alternate_ns even), so that one run has steps with the
