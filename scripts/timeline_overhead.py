@@ -12,7 +12,7 @@ per-round ratios on/off. Also counts the events the processes recorded per step.
     scripts/timeline_overhead.py --rounds 5 -- build/bin/gradwire-bench hybrid --preset quick \\
         --servers 8
 
-With --alternate MS (gradwire-bench hybrid), each round is one run with the timeline alternating
+With --alternate MS (gradwire-bench ddp or hybrid), each round is one run with the timeline alternating
 every MS milliseconds (GRADWIRE_TIMELINE_ALTERNATE_MS): the run compares its epochs recorded with
 those not recorded, which removes the run-to-run noise of the machine; the script prints the
 median over rounds of the runs' ratios.
@@ -101,9 +101,25 @@ def run_once(command, work, timeline):
     return step_times(document), events
 
 
+def alternating_figures(document):
+    """{configuration: recorded/unrecorded p50 ratio} of one run with an alternating timeline."""
+    found = {}
+    if document.get("benchmark") == "ddp":
+        for benchmark in document["benchmark_results"]:
+            for result in benchmark["result"]:
+                if result.get("timeline_alternating"):
+                    label = "%s %s" % (benchmark["model"], result["label"])
+                    found[label] = result["timeline_alternating"]["p50_ratio"]
+    elif document["summary"].get("timeline_alternating"):
+        label = "%s %dx%d" % (document["benchmark"], document["settings"]["trainers"],
+                              document["settings"]["servers"])
+        found[label] = document["summary"]["timeline_alternating"]["p50_ratio"]
+    return found
+
+
 def alternating(command, rounds, alternate_ms, json_path):
     """--alternate: one run a round, its recorded and unrecorded steps compared."""
-    ratios = []
+    ratios = {}
     with tempfile.TemporaryDirectory(prefix="timeline-overhead-") as work:
         result_path = os.path.join(work, "result.json")
         trace = os.path.join(work, "trace.json")
@@ -119,21 +135,25 @@ def alternating(command, rounds, alternate_ms, json_path):
                 raise SystemExit("timeline_overhead: %s failed with exit status %d" %
                                  (" ".join(command), completed.returncode))
             with open(result_path) as handle:
-                figures = json.load(handle)["summary"].get("timeline_alternating")
+                figures = alternating_figures(json.load(handle))
             if not figures:
                 raise SystemExit("timeline_overhead: the run split no steps (--alternate needs "
-                                 "gradwire-bench hybrid, and epochs shorter than a window)")
-            ratios.append(figures["p50_ratio"])
-            print("round %d/%d: %s" % (round_index + 1, rounds, json.dumps(figures)),
-                  file=sys.stderr)
-    print("timeline alternating every %d ms: recorded/unrecorded p50 step time, median of %d runs:"
-          " %.4fx (runs: %s)" % (alternate_ms, rounds, statistics.median(ratios),
-                                 ", ".join("%.3f" % r for r in ratios)))
+                                 "gradwire-bench ddp or hybrid, and steps shorter than a window)")
+            for label, ratio in figures.items():
+                ratios.setdefault(label, []).append(ratio)
+            print("round %d/%d: %s" % (round_index + 1, rounds, ", ".join(
+                "%s %.4f" % item for item in figures.items())), file=sys.stderr)
+    print("timeline alternating every %d ms: recorded/unrecorded p50 step time, median of %d runs"
+          % (alternate_ms, rounds))
+    for label, values in ratios.items():
+        print("%-28s %9.4fx   runs: %s" % (label, statistics.median(values),
+                                          ", ".join("%.3f" % r for r in values)))
     if json_path:
         with open(json_path, "w") as handle:
             json.dump({"command": command, "rounds": rounds, "alternate_ms": alternate_ms,
-                       "ratio_median": statistics.median(ratios), "ratios": ratios}, handle,
-                      indent=1)
+                       "rows": [{"configuration": label, "ratio_median": statistics.median(values),
+                                 "ratios": values} for label, values in ratios.items()]},
+                      handle, indent=1)
 
 
 def main():

@@ -32,6 +32,7 @@
 #include "gradwire/common/launcher_env.h"
 #include "gradwire/common/timeline.h"
 #include "gradwire/common/version.h"
+#include "harness/alternation.h"
 #include "harness/case.h"
 #include "harness/hardware.h"
 #include "harness/memory.h"
@@ -336,6 +337,10 @@ class DdpSweep {
         std::iota(ranks.begin(), ranks.end(), 0);
         DdpRound round =
             ddp_round(ranks, gather_samples(*group, measurement.seconds), measurement.stats);
+        // Every rank alternates its timeline or none does (one environment): collective.
+        if (!measurement.timeline_recorded.empty()) {
+          round.timeline_recorded = gather_samples(*group, measurement.timeline_recorded);
+        }
         label(round);
         if (reports())
           finish_round(result, std::move(round), clock.seconds(), stats_line(measurement.stats));
@@ -371,6 +376,12 @@ class DdpSweep {
     progress(result.model + ", " + round_label(round, ranks_per_node_) + ": done in " +
              format_fixed(seconds, 1) + " s" +
              (stats.empty() ? "" : "; rank 0 per iteration: " + stats));
+    AlternatedSteps alternated;
+    alternated.add(round.measurements, round.timeline_recorded);
+    if (alternated.comparable()) {
+      progress(result.model + ", " + round_label(round, ranks_per_node_) + ": " +
+               alternated.line("iteration"));
+    }
     result.rounds.push_back(std::move(round));
   }
 

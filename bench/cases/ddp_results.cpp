@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "gradwire/common/error.h"
+#include "harness/alternation.h"
 #include "harness/repeats.h"
 #include "harness/report.h"
 #include "harness/stats.h"
@@ -32,6 +33,16 @@ DdpRound parse_round(const nlohmann::json& entry, std::size_t index, const std::
     throw InvalidArgument(where + " has no measurements");
   }
   for (const auto& seconds : measurements) round.measurements.push_back(seconds.get<double>());
+  if (entry.contains("timeline_recorded")) {
+    for (const auto& mark : entry.at("timeline_recorded")) {
+      round.timeline_recorded.push_back(mark.get<double>());
+    }
+    if (round.timeline_recorded.size() != round.measurements.size()) {
+      throw InvalidArgument(where + " has " + std::to_string(round.timeline_recorded.size()) +
+                            " timeline_recorded marks for " +
+                            std::to_string(round.measurements.size()) + " measurements");
+    }
+  }
   // Upstream marks the baseline by position only: the first round of every model.
   round.ddp = entry.contains("ddp") ? entry.at("ddp").get<bool>() : index != 0;
   if (entry.contains("ddp_stats")) round.ddp_stats = entry.at("ddp_stats");
@@ -127,6 +138,13 @@ std::vector<DdpModelResult> pool_repeats(const std::vector<std::vector<DdpModelR
         if (a.ddp != b.ddp || a.ranks != b.ranks || a.variant() != b.variant()) {
           throw InvalidArgument(where + " measured other configurations of " + next.model);
         }
+        // Marks only while every repeat has them, in step with the measurements.
+        if (a.timeline_recorded.size() + b.timeline_recorded.size() ==
+            a.measurements.size() + b.measurements.size()) {
+          append(a.timeline_recorded, b.timeline_recorded);
+        } else {
+          a.timeline_recorded.clear();
+        }
         append(a.measurements, b.measurements);
         pool_stats(a.ddp_stats, b.ddp_stats);
       }
@@ -180,6 +198,12 @@ nlohmann::json to_json(const std::vector<DdpModelResult>& results, int ranks_per
       if (!round.ddp_stats.is_null()) entry["ddp_stats"] = round.ddp_stats;
       if (!round.backend.empty()) entry["backend"] = round.backend;
       if (!round.comm_hook.empty()) entry["comm_hook"] = round.comm_hook;
+      if (!round.timeline_recorded.empty()) {
+        entry["timeline_recorded"] = round.timeline_recorded;
+        AlternatedSteps steps;
+        steps.add(round.measurements, round.timeline_recorded);
+        if (steps.comparable()) entry["timeline_alternating"] = steps.to_json("iteration");
+      }
       rounds.push_back(std::move(entry));
     }
     models.push_back(

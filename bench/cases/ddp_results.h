@@ -23,6 +23,10 @@ struct DdpRound {
   // Seconds per iteration: DDP, every rank's (rank 0's first); plain training on several ranks,
   // the slowest rank's (slowest_rank_measurements).
   std::vector<double> measurements;
+  // With an alternating timeline (GRADWIRE_TIMELINE_ALTERNATE_MS), one per measurement: 1 the
+  // timeline recorded that iteration throughout, 0 not at all, -1 neither (AlternationProbe).
+  // Empty otherwise. Written with the round's "timeline_alternating" figures.
+  std::vector<double> timeline_recorded;
   nlohmann::json ddp_stats;  // rank 0's DdpStats (gradwire only); null when absent
   // Set when a run measured several backends or comm hooks (--backend gloo,shm): the DDP round's
   // communicator backend and comm hook. Empty: the only one of its run (the document's

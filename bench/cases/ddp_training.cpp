@@ -9,6 +9,7 @@
 
 #include "gradwire/common/error.h"
 #include "gradwire/models/zoo.h"
+#include "harness/alternation.h"
 #include "harness/host_collectives.h"
 #include "harness/timing.h"
 
@@ -62,9 +63,9 @@ class TrainingLoop {
     SyntheticTraining training = make_synthetic_training(setup, seed);
     model_ = training.model;
     // A CUDA rank's GPU is the current one (set_cuda_device with its local rank, ranks.cpp).
-    device_ = setup.device == "cuda" ? communicator ? communicator->device()
-                                                    : torch::Device(torch::kCUDA)
-                                     : torch::Device(torch::kCPU);
+    device_ = setup.device == "cuda"
+                  ? communicator ? communicator->device() : torch::Device(torch::kCUDA)
+                  : torch::Device(torch::kCPU);
     model_->to(device_);
     input_ = training.input.to(device_);  // random data, generated once
     target_ = training.target.to(device_);
@@ -77,6 +78,7 @@ class TrainingLoop {
 
   // One iteration; its times are appended to `record` unless it is null (warm-up).
   void step(TrainingMeasurement* record) {
+    alternation_.begin();
     Stopwatch clock;
     optimizer_->zero_grad();
     clock.lap();
@@ -88,7 +90,9 @@ class TrainingLoop {
     optimizer_->step();
     if (device_.is_cuda()) torch::cuda::synchronize(device_.index());  // its kernels ran
     const double whole = clock.seconds();
+    const double recorded = alternation_.end();
     if (record == nullptr) return;
+    if (alternation_.active()) record->timeline_recorded.push_back(recorded);
     record->seconds.push_back(whole);
     record->forward_seconds.push_back(forward);
     record->backward_seconds.push_back(backward);
@@ -111,6 +115,7 @@ class TrainingLoop {
   torch::Tensor target_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<ddp::DistributedDataParallel<torch::nn::SequentialImpl>> ddp_;
+  AlternationProbe alternation_;  // GRADWIRE_TIMELINE_ALTERNATE_MS: which iterations recorded
 };
 
 }  // namespace

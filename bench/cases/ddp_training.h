@@ -62,6 +62,8 @@ struct TrainingMeasurement {
   std::vector<double> seconds;
   std::vector<double> forward_seconds;
   std::vector<double> backward_seconds;
+  // With an alternating timeline, one per iteration (AlternationProbe::end); empty otherwise.
+  std::vector<double> timeline_recorded;
   bool ddp = false;
   ddp::DdpStats stats;  // over the timed iterations; meaningful when ddp
 };

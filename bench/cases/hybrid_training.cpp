@@ -10,19 +10,15 @@
 #include "cases/hybrid_batches.h"
 #include "cases/ps_transports.h"
 #include "gradwire/common/error.h"
-#include "gradwire/common/timeline.h"
 #include "gradwire/ddp/ddp.h"
 #include "gradwire/ps/client.h"
 #include "gradwire/ps/embedding.h"
+#include "harness/alternation.h"
 #include "harness/timing.h"
 
 namespace gradwire::bench {
 
 namespace {
-
-// An epoch that starts this soon after a boundary of the alternating timeline's windows is left
-// out: every process of the job may not have switched yet (Note [alternating timeline]).
-constexpr int64_t kAlternateMarginNs = 2'000'000;
 
 struct BatchTensors {
   at::Tensor ids;
@@ -131,13 +127,13 @@ TrainerSamples train_hybrid(const HybridSettings& settings,
   result.trainer = trainer;
   for (const auto& phase : hybrid_phases()) result.phase_seconds[phase] = {};
   // GRADWIRE_TIMELINE_ALTERNATE_MS: which epochs the timeline recorded, which it did not.
-  const int64_t alternate_ns = timeline::alternate_ns();
+  AlternationProbe alternation;
   for (int epoch = 0; epoch < settings.warmup + settings.epochs; ++epoch) {
     const std::vector<BatchTensors> batches = epoch_tensors(generator, settings.batches);
     double lookup = 0, dense_forward = 0, backward = 0, push = 0, step = 0;
     std::int64_t examples = 0;
     ddp_dense.reset_stats();
-    const int64_t epoch_start_ns = alternate_ns > 0 ? timeline::job_clock_ns() : 0;
+    alternation.begin();
     const Stopwatch epoch_clock;
     for (const auto& batch : batches) {
       Stopwatch clock;
@@ -157,7 +153,7 @@ TrainerSamples train_hybrid(const HybridSettings& settings,
       examples += batch.size;
     }
     const double elapsed = epoch_clock.seconds();
-    const int64_t epoch_end_ns = alternate_ns > 0 ? timeline::job_clock_ns() : 0;
+    const double recorded = alternation.end();
     const ddp::DdpStats stats = ddp_dense.stats();
     // The part of backward spent waiting for the allreduce after the last gradient.
     const double allreduce =
@@ -171,10 +167,7 @@ TrainerSamples train_hybrid(const HybridSettings& settings,
     result.phase_seconds["allreduce"].push_back(allreduce);
     result.phase_seconds["push"].push_back(push);
     result.phase_seconds["step"].push_back(step);
-    if (alternate_ns > 0) {
-      result.timeline_recorded.push_back(timeline::recorded_throughout(
-          epoch_start_ns, epoch_end_ns, alternate_ns, kAlternateMarginNs));
-    }
+    if (alternation.active()) result.timeline_recorded.push_back(recorded);
   }
   // After the epochs: a channel given up after a timeout has gone back to gRPC by now.
   if (transports != nullptr) *transports = client_transports(*client);

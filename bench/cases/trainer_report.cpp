@@ -148,15 +148,8 @@ void add_side_figures(nlohmann::json& side, const TrainerResults& result, const 
   }
   if (steps_per_pass > 0) side["passes"] = passes_json(result, steps_per_pass);
   const AlternatedSteps alternated = alternated_steps(result);
-  if (!alternated.recorded_seconds.empty() && !alternated.unrecorded_seconds.empty()) {
-    const double recorded = percentile(alternated.recorded_seconds, 50);
-    const double unrecorded = percentile(alternated.unrecorded_seconds, 50);
-    side["summary"]["timeline_alternating"] = {
-        {"recorded_" + names.step + "s", alternated.recorded_seconds.size()},
-        {"unrecorded_" + names.step + "s", alternated.unrecorded_seconds.size()},
-        {"recorded_p50_sec_per_" + names.step, recorded},
-        {"unrecorded_p50_sec_per_" + names.step, unrecorded},
-        {"p50_ratio", unrecorded > 0 ? recorded / unrecorded : 0.0}};
+  if (alternated.comparable()) {
+    side["summary"]["timeline_alternating"] = alternated.to_json(names.step);
   }
 }
 
@@ -393,16 +386,7 @@ void print_side(std::ostream& out, const TrainerResults& side, const std::string
       recorded_phases(side, format.phases), format.step_short());
   if (counts_bytes(side)) print_bytes(out, side, title + ": bytes moved", format.step_short());
   const AlternatedSteps alternated = alternated_steps(side);
-  if (!alternated.recorded_seconds.empty() && !alternated.unrecorded_seconds.empty()) {
-    const double recorded = percentile(alternated.recorded_seconds, 50);
-    const double unrecorded = percentile(alternated.unrecorded_seconds, 50);
-    out << "\n"
-        << title << ": the timeline alternating (GRADWIRE_TIMELINE_ALTERNATE_MS): p50 "
-        << format_fixed(recorded * 1e3, 3) << " ms per " << format.step << " recorded ("
-        << alternated.recorded_seconds.size() << "), " << format_fixed(unrecorded * 1e3, 3)
-        << " ms not recorded (" << alternated.unrecorded_seconds.size()
-        << "): " << format_fixed(unrecorded > 0 ? recorded / unrecorded : 0.0, 4) << "x\n";
-  }
+  if (alternated.comparable()) out << "\n" << title << ": " << alternated.line(format.step) << "\n";
 }
 
 nlohmann::json to_json(const JobResult& result, const StepNames& names) {

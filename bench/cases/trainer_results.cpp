@@ -173,15 +173,7 @@ TrainerResults parse_trainer_results(const nlohmann::json& document, const std::
 
 AlternatedSteps alternated_steps(const TrainerResults& result) {
   AlternatedSteps steps;
-  for (const auto& trainer : result.trainers) {
-    if (trainer.timeline_recorded.size() != trainer.seconds.size()) continue;
-    for (std::size_t i = 0; i < trainer.seconds.size(); ++i) {
-      if (trainer.timeline_recorded[i] == 1) steps.recorded_seconds.push_back(trainer.seconds[i]);
-      if (trainer.timeline_recorded[i] == 0) {
-        steps.unrecorded_seconds.push_back(trainer.seconds[i]);
-      }
-    }
-  }
+  for (const auto& trainer : result.trainers) steps.add(trainer.seconds, trainer.timeline_recorded);
   return steps;
 }
 

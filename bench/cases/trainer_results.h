@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/alternation.h"
+
 namespace gradwire::bench {
 
 struct TrainerSamples {
@@ -29,7 +31,7 @@ struct TrainerSamples {
   std::map<std::string, std::vector<double>> phase_seconds;  // by phase name, per measured step
   std::map<std::string, std::vector<double>> bytes;          // by name, per measured step
   // Per measured step when the timeline alternates (GRADWIRE_TIMELINE_ALTERNATE_MS), else empty:
-  // 1 recorded throughout, 0 not recorded at all, -1 neither (timeline::recorded_throughout).
+  // 1 recorded throughout, 0 not recorded at all, -1 neither (AlternationProbe).
   std::vector<double> timeline_recorded;
 
   // Mean examples per measured step (0 when there are none).
@@ -86,10 +88,6 @@ struct SampleRows {
 
 // The steps that the timeline recorded throughout and those it did not record at all, pooled over
 // the trainers, when it alternated (steps that crossed a boundary are left out).
-struct AlternatedSteps {
-  std::vector<double> recorded_seconds;
-  std::vector<double> unrecorded_seconds;
-};
 AlternatedSteps alternated_steps(const TrainerResults& result);
 std::vector<double> flatten_samples(const TrainerSamples& samples, const SampleRows& layout);
 // Every trainer's flat samples one after the other (trainer 0 first), back into results. Throws

@@ -102,6 +102,36 @@ TEST(DdpJsonTest, ResultsRoundTrip) {
   EXPECT_EQ(entry.at("label"), "1M/2R");
 }
 
+// GRADWIRE_TIMELINE_ALTERNATE_MS: a round's iterations marked recorded or not, and its figures.
+TEST(DdpJsonTest, AnAlternatingTimelinesMarksRoundTripAndCompare) {
+  DdpModelResult result;
+  result.model = "cnn";
+  result.batch_size = 8;
+  result.rounds = {round_of(false, 1, {0.1, 0.2}), round_of(true, 2, {0.5, 0.6, 0.4, 0.9, 0.8})};
+  result.rounds[1].timeline_recorded = {1, 0, 0, -1, 0};
+  nlohmann::json document = {{"schema_version", kSchemaVersion}, {"benchmark", "ddp"}};
+  document["benchmark_results"] = to_json(std::vector<DdpModelResult>{result}, 2);
+  const nlohmann::json& entry = document["benchmark_results"][0]["result"][1];
+  EXPECT_FALSE(document["benchmark_results"][0]["result"][0].contains("timeline_alternating"));
+  const nlohmann::json& figures = entry.at("timeline_alternating");
+  EXPECT_EQ(figures.at("recorded_iterations"), 1);
+  EXPECT_EQ(figures.at("unrecorded_iterations"), 3);
+  EXPECT_DOUBLE_EQ(figures.at("recorded_p50_sec_per_iteration").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(figures.at("unrecorded_p50_sec_per_iteration").get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(figures.at("p50_ratio").get<double>(), 0.5 / 0.6);
+
+  const DdpReport report = parse_ddp_document(nlohmann::json::parse(document.dump()), "memory");
+  EXPECT_EQ(report.results[0].rounds[1].timeline_recorded, result.rounds[1].timeline_recorded);
+  // Repeats pooled keep the marks in step with the measurements.
+  const auto pooled = pool_repeats({report.results, report.results});
+  EXPECT_EQ(pooled[0].rounds[1].timeline_recorded.size(), 10u);
+  EXPECT_TRUE(pooled[0].rounds[0].timeline_recorded.empty());
+
+  nlohmann::json short_marks = document;
+  short_marks["benchmark_results"][0]["result"][1]["timeline_recorded"] = {1, 0};
+  EXPECT_THROW(parse_ddp_document(short_marks, "short.json"), InvalidArgument);
+}
+
 TEST(DdpJsonTest, ReadsUpstreamFilesWithTheBaselineFirst) {
   const DdpReport report = read_ddp_file(fixture("ddp_pytorch_benchmark.json"));
   EXPECT_EQ(report.implementation, "pytorch benchmark.py");

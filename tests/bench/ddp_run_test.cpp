@@ -189,6 +189,27 @@ TEST(DdpRunTest, InterleavedBaselineAndOneRank) {
   EXPECT_EQ(rounds[2].measurements.size(), 6u);
 }
 
+// GRADWIRE_TIMELINE_ALTERNATE_MS: both ranks record only in even windows; the DDP round's
+// iterations (every rank's) fall into recorded and unrecorded ones, compared in the round.
+TEST(DdpRunTest, TheAlternatingTimelineSplitsTheIterations) {
+  const std::string json = temp_path("alternating.json");
+  const std::string trace = temp_path("alternating_trace.json");
+  const BenchRun run = run_bench(
+      "ddp --model mlp --batch-size 4 --iterations 2000 --warmup 1 --world-sizes 2 --json '" +
+          json + "'",
+      "GRADWIRE_TIMELINE='" + trace + "' GRADWIRE_TIMELINE_ALTERNATE_MS=10");
+  std::filesystem::remove_all(trace + ".d");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("mlp, 1M/2R: the timeline alternating"), std::string::npos)
+      << run.output;
+  const nlohmann::json document = read_json_file(json);
+  std::remove(json.c_str());
+  const nlohmann::json& ddp = document.at("benchmark_results")[0].at("result")[1];
+  EXPECT_EQ(ddp.at("timeline_recorded").size(), ddp.at("measurements").size());
+  EXPECT_GT(ddp.at("timeline_alternating").at("recorded_iterations").get<int>(), 0);
+  EXPECT_GT(ddp.at("timeline_alternating").at("unrecorded_iterations").get<int>(), 0);
+}
+
 TEST(DdpRunTest, MissingPythonSkipsTheReference) {
   const BenchRun run = run_bench(
       "ddp --model mlp --batch-size 4 --iterations 2 --warmup 0 --world-sizes 1 "
