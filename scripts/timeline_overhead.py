@@ -35,6 +35,12 @@ import sys
 import tempfile
 
 
+def trainer_case_label(document):
+    """"hybrid 2x8": a trainer case's configuration, as the tables label it."""
+    return "%s %dx%d" % (document["benchmark"], document["settings"]["trainers"],
+                         document["settings"]["servers"])
+
+
 def step_times(document):
     """{configuration: p50 step seconds} of one gradwire-bench JSON document."""
     found = {}
@@ -48,12 +54,7 @@ def step_times(document):
     else:
         summary = document["summary"]["all"]
         key = next(k for k in summary if k.startswith("p50_sec_per_"))
-        label = "%s %dx%d" % (
-            document["benchmark"],
-            document["settings"]["trainers"],
-            document["settings"]["servers"],
-        )
-        found[label] = summary[key]
+        found[trainer_case_label(document)] = summary[key]
     return found
 
 
@@ -77,14 +78,8 @@ def count_events(folder):
     return events, len(files)
 
 
-def run_once(command, work, timeline):
-    result_path = os.path.join(work, "result.json")
-    env = dict(os.environ)
-    env.pop("GRADWIRE_TIMELINE", None)
-    trace = os.path.join(work, "trace.json")
-    if timeline:
-        shutil.rmtree(trace + ".d", ignore_errors=True)
-        env["GRADWIRE_TIMELINE"] = trace
+def run_bench(command, env, result_path):
+    """Runs the command with `env` and --json result_path; returns the document it wrote."""
     completed = subprocess.run(
         command + ["--json", result_path], env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True)
@@ -93,7 +88,18 @@ def run_once(command, work, timeline):
         raise SystemExit("timeline_overhead: %s failed with exit status %d" %
                          (" ".join(command), completed.returncode))
     with open(result_path) as handle:
-        document = json.load(handle)
+        return json.load(handle)
+
+
+def run_once(command, work, timeline):
+    result_path = os.path.join(work, "result.json")
+    env = dict(os.environ)
+    env.pop("GRADWIRE_TIMELINE", None)
+    trace = os.path.join(work, "trace.json")
+    if timeline:
+        shutil.rmtree(trace + ".d", ignore_errors=True)
+        env["GRADWIRE_TIMELINE"] = trace
+    document = run_bench(command, env, result_path)
     events = None
     if timeline:
         count, files = count_events(trace + ".d")
@@ -111,9 +117,8 @@ def alternating_figures(document):
                     label = "%s %s" % (benchmark["model"], result["label"])
                     found[label] = result["timeline_alternating"]["p50_ratio"]
     elif document["summary"].get("timeline_alternating"):
-        label = "%s %dx%d" % (document["benchmark"], document["settings"]["trainers"],
-                              document["settings"]["servers"])
-        found[label] = document["summary"]["timeline_alternating"]["p50_ratio"]
+        found[trainer_case_label(document)] = (
+            document["summary"]["timeline_alternating"]["p50_ratio"])
     return found
 
 
@@ -127,15 +132,7 @@ def alternating(command, rounds, alternate_ms, json_path):
             shutil.rmtree(trace + ".d", ignore_errors=True)
             env = dict(os.environ, GRADWIRE_TIMELINE=trace,
                        GRADWIRE_TIMELINE_ALTERNATE_MS=str(alternate_ms))
-            completed = subprocess.run(
-                command + ["--json", result_path], env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True)
-            if completed.returncode != 0:
-                sys.stderr.write(completed.stderr)
-                raise SystemExit("timeline_overhead: %s failed with exit status %d" %
-                                 (" ".join(command), completed.returncode))
-            with open(result_path) as handle:
-                figures = alternating_figures(json.load(handle))
+            figures = alternating_figures(run_bench(command, env, result_path))
             if not figures:
                 raise SystemExit("timeline_overhead: the run split no steps (--alternate needs "
                                  "gradwire-bench ddp or hybrid, and steps shorter than a window)")

@@ -26,26 +26,39 @@ void AlternatedSteps::add(const std::vector<double>& seconds, const std::vector<
   }
 }
 
+namespace {
+
+// The two groups' p50 seconds and their ratio (comparable steps only).
+struct P50s {
+  double recorded = 0;
+  double unrecorded = 0;
+  double ratio() const { return unrecorded > 0 ? recorded / unrecorded : 0.0; }
+};
+
+P50s p50s(const AlternatedSteps& steps) {
+  return {percentile(steps.recorded_seconds, 50), percentile(steps.unrecorded_seconds, 50)};
+}
+
+}  // namespace
+
 nlohmann::json AlternatedSteps::to_json(const std::string& step) const {
   if (!comparable()) return nullptr;
-  const double recorded = percentile(recorded_seconds, 50);
-  const double unrecorded = percentile(unrecorded_seconds, 50);
+  const P50s p50 = p50s(*this);
   return {{"recorded_" + step + "s", recorded_seconds.size()},
           {"unrecorded_" + step + "s", unrecorded_seconds.size()},
-          {"recorded_p50_sec_per_" + step, recorded},
-          {"unrecorded_p50_sec_per_" + step, unrecorded},
-          {"p50_ratio", unrecorded > 0 ? recorded / unrecorded : 0.0}};
+          {"recorded_p50_sec_per_" + step, p50.recorded},
+          {"unrecorded_p50_sec_per_" + step, p50.unrecorded},
+          {"p50_ratio", p50.ratio()}};
 }
 
 std::string AlternatedSteps::line(const std::string& step) const {
   if (!comparable()) return "";
-  const double recorded = percentile(recorded_seconds, 50);
-  const double unrecorded = percentile(unrecorded_seconds, 50);
+  const P50s p50 = p50s(*this);
   return "the timeline alternating (GRADWIRE_TIMELINE_ALTERNATE_MS): p50 " +
-         format_fixed(recorded * 1e3, 3) + " ms per " + step + " recorded (" +
-         std::to_string(recorded_seconds.size()) + "), " + format_fixed(unrecorded * 1e3, 3) +
+         format_fixed(p50.recorded * 1e3, 3) + " ms per " + step + " recorded (" +
+         std::to_string(recorded_seconds.size()) + "), " + format_fixed(p50.unrecorded * 1e3, 3) +
          " ms not recorded (" + std::to_string(unrecorded_seconds.size()) +
-         "): " + format_fixed(unrecorded > 0 ? recorded / unrecorded : 0.0, 4) + "x";
+         "): " + format_fixed(p50.ratio(), 4) + "x";
 }
 
 }  // namespace gradwire::bench

@@ -103,6 +103,9 @@ void publish_async(char phase, std::string_view name, const char* category, Args
   });
 }
 
+// Whether the window of an alternating timeline holding `job_ns` records (an even one).
+bool records_at(int64_t job_ns, int64_t alternate_ns) { return job_ns / alternate_ns % 2 == 0; }
+
 // Note [alternating timeline]: with StartOptions::alternate_ns, a thread of the timeline's own
 // ("gw timeline alt", sleeping between boundaries) switches detail::g_enabled at each boundary of
 // the job clock's windows: on in even windows, off in odd ones. Recording calls test enabled()
@@ -135,7 +138,7 @@ class Alternator {
     while (!stopping_) {
       const int64_t job_ns = job_clock_ns();
       const int64_t window = job_ns / alternate_ns_;
-      detail::g_enabled.store(window % 2 == 0, std::memory_order_relaxed);
+      detail::g_enabled.store(records_at(job_ns, alternate_ns_), std::memory_order_relaxed);
       // The next boundary on the steady clock.
       const int64_t next_ns = (window + 1) * alternate_ns_ - clock_offset_ns();
       changed_.wait_until(lock,
@@ -185,7 +188,7 @@ void start(const std::string& path, const std::string& process_label, StartOptio
   g_recorder.store(recorder, std::memory_order_release);
   // Alternating: on only in an even window from the start (Note [alternating timeline]).
   detail::g_enabled.store(options.alternate_ns <= 0 ||
-                          job_clock_ns() / options.alternate_ns % 2 == 0);
+                          records_at(job_clock_ns(), options.alternate_ns));
   if (options.alternate_ns > 0) g_alternator = std::make_unique<Alternator>(options.alternate_ns);
 }
 
@@ -242,7 +245,7 @@ int recorded_throughout(int64_t start_job_ns, int64_t end_job_ns, int64_t altern
   const int64_t window = start_job_ns / alternate_ns;
   if (start_job_ns - window * alternate_ns < margin_ns) return -1;
   if (end_job_ns / alternate_ns != window) return -1;
-  return window % 2 == 0 ? 1 : 0;
+  return records_at(start_job_ns, alternate_ns) ? 1 : 0;
 }
 
 // --- Recording -------------------------------------------------------------------------------

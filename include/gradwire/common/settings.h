@@ -36,9 +36,9 @@ inline constexpr Setting kRendezvousTimeout{
     "GRADWIRE_RENDEZVOUS_TIMEOUT", "duration", "the larger of GRADWIRE_TIMEOUT and 300s",
     "comm (InitOptions::rendezvous_timeout), elastic",
     "How long a rendezvous waits for every rank (an elastic generation: for its minimum)"};
-inline constexpr Setting kBackend{"GRADWIRE_BACKEND", "auto, gloo, shm, hierarchical or nccl",
-                                  "auto", "comm (InitOptions::backend)",
-                                  "The communicator's backend when the program names none"};
+inline constexpr Setting kBackend{
+    "GRADWIRE_BACKEND", "auto, gloo, shm, hierarchical or nccl", "auto", "comm (InitOptions::backend)",
+    "The communicator's backend when the program names none"};
 inline constexpr Setting kShmSlotBytes{
     "GRADWIRE_SHM_SLOT_BYTES", "integer (bytes, at least 4096)", "1048576", "comm (shm backend)",
     "The size of each rank's two data slots in a shared-memory segment"};
@@ -60,9 +60,10 @@ inline constexpr Setting kPsAddrs{
     "GRADWIRE_PS_ADDRS", "HOST:PORT,HOST:PORT,...", "none (ConfigError)",
     "ps client (ClientOptions::servers); set by gradwire-run --servers",
     "The parameter servers, in sharding order"};
-inline constexpr Setting kToken{"GRADWIRE_TOKEN", "text", "GRADWIRE_JOB_TOKEN",
-                                "ps client and server, rpc; set by gradwire-run --servers",
-                                "The job's shared secret every parameter-server call carries"};
+inline constexpr Setting kToken{
+    "GRADWIRE_TOKEN", "text", "GRADWIRE_JOB_TOKEN",
+    "ps client and server, rpc; set by gradwire-run --servers",
+    "The job's shared secret every parameter-server call carries"};
 inline constexpr Setting kJobToken{
     "GRADWIRE_JOB_TOKEN", "text", "a fresh random one per launch",
     "gradwire-run (LaunchOptions::job_token; sets it for its workers and servers), ps client and "
@@ -81,12 +82,10 @@ inline constexpr Setting kElasticId{
     "--elastic",
     "The worker's id in an elastic job"};
 inline constexpr Setting kElasticMin{
-    "GRADWIRE_ELASTIC_MIN", "integer", "1",
-    "elastic (RunOptions::min_workers); set by gradwire-run --elastic",
+    "GRADWIRE_ELASTIC_MIN", "integer", "1", "elastic (RunOptions::min_workers); set by gradwire-run --elastic",
     "The fewest workers a generation trains with"};
 inline constexpr Setting kElasticMax{
-    "GRADWIRE_ELASTIC_MAX", "integer", "no limit",
-    "elastic (RunOptions::max_workers); set by gradwire-run --elastic",
+    "GRADWIRE_ELASTIC_MAX", "integer", "no limit", "elastic (RunOptions::max_workers); set by gradwire-run --elastic",
     "The most workers a generation takes"};
 inline constexpr Setting kElasticInitial{
     "GRADWIRE_ELASTIC_INITIAL", "integer", "WORLD_SIZE, else GRADWIRE_ELASTIC_MIN",
@@ -121,29 +120,15 @@ inline constexpr Setting kTimelineAlternateMs{
     "job's clock, to measure the timeline's cost within one run (docs/timeline.md, The cost)"};
 
 // Every declaration above, in the order of docs/configuration.md.
-inline constexpr std::array<const Setting*, 23> kAll = {&kTimeout,
-                                                        &kRendezvousTimeout,
-                                                        &kBackend,
-                                                        &kShmSlotBytes,
-                                                        &kShmStreamingBytes,
-                                                        &kBucketCapMb,
-                                                        &kFirstBucketMb,
-                                                        &kHostId,
-                                                        &kPsAddrs,
-                                                        &kToken,
-                                                        &kJobToken,
-                                                        &kTlsRoots,
-                                                        &kPsSharedMemory,
-                                                        &kElasticId,
-                                                        &kElasticMin,
-                                                        &kElasticMax,
-                                                        &kElasticInitial,
-                                                        &kBoundCpus,
-                                                        &kMalloc,
-                                                        &kBenchMalloc,
-                                                        &kBenchLauncherCores,
-                                                        &kTimeline,
-                                                        &kTimelineAlternateMs};
+// clang-format off
+inline constexpr std::array<const Setting*, 23> kAll = {
+    &kTimeout,   &kRendezvousTimeout, &kBackend,    &kShmSlotBytes,  &kShmStreamingBytes,
+    &kBucketCapMb, &kFirstBucketMb,
+    &kHostId,    &kPsAddrs,           &kToken,      &kJobToken,      &kTlsRoots,
+    &kPsSharedMemory, &kElasticId,    &kElasticMin, &kElasticMax,    &kElasticInitial,
+    &kBoundCpus, &kMalloc,            &kBenchMalloc, &kBenchLauncherCores, &kTimeline,
+    &kTimelineAlternateMs};
+// clang-format on
 
 // GRADWIRE_TIMEOUT from `env` (ConfigError naming it when malformed), else kDefaultTimeout.
 std::chrono::milliseconds timeout(const EnvMap& env);
