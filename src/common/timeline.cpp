@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/timeline_event.h"
+#include "common/timeline_record.h"
 #include "common/timeline_recorder.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
@@ -69,27 +70,29 @@ ThreadBuffer* thread_buffer() {
   return slot.buffer.get();
 }
 
-// Appends an event to the calling thread's buffer: `fill` builds it in its slot (phase, name,
-// args, timestamps). Hands the chunk to the writer when it is full (Note [timeline buffers]).
+// Appends `event` to `buffer` as its record (Note [timeline records]), handing the chunk to the
+// writer first when the record does not fit (Note [timeline buffers]).
+void append(ThreadBuffer& buffer, Event& event) {
+  event.tid = buffer.tid;
+  const size_t size = record_size(event);
+  size_t used = buffer.used.load(std::memory_order_relaxed);
+  if (used + size > buffer.capacity) {
+    buffer.owner->hand_off(buffer);
+    used = 0;
+  }
+  encode_record(buffer.bytes() + used, event);
+  buffer.used.store(used + size, std::memory_order_release);
+}
+
+// Appends an event to the calling thread's buffer: `fill` builds it (phase, name, args,
+// timestamps) on the stack, where only the bytes it uses are touched.
 template <typename Fill>
 void publish(Fill&& fill) {
   ThreadBuffer* buffer = thread_buffer();
   if (buffer == nullptr) return;
-  const size_t count = buffer->count.load(std::memory_order_relaxed);
-  Event& slot = buffer->events[count];
-  fill(slot);
-  slot.tid = buffer->tid;
-  buffer->count.store(count + 1, std::memory_order_release);
-  if (count + 1 == buffer->capacity) buffer->owner->hand_off(*buffer);
-}
-
-// Appends `event` (built elsewhere: a Span's) with the timestamps given.
-void publish_copy(const Event& event, int64_t ts_ns, int64_t dur_ns) {
-  publish([&](Event& slot) {
-    event.copy_used_to(slot);
-    slot.ts_ns = ts_ns;
-    slot.dur_ns = dur_ns;
-  });
+  Event event;
+  fill(event);
+  append(*buffer, event);
 }
 
 // Appends one half of an async span: `phase` 'b' or 'e' of span `id`, at ts_ns.
@@ -196,7 +199,7 @@ std::string process_file(const std::string& timeline_path, const std::string& pr
                          int restart) {
   std::string name = file_name_for(process_label);
   if (restart > 0) name += ".restart-" + std::to_string(restart);
-  return timeline_path + ".d/" + name + ".json";
+  return timeline_path + ".d/" + name + std::string(kProcessFileExtension);
 }
 
 std::optional<std::string> start_from_env(const EnvMap& env, const std::string& process_label) {
@@ -317,7 +320,12 @@ void Span::arg(const Arg& value) {
 
 void Span::finish() {
   const int64_t end_ns = now_ns();
-  publish_copy(*std::launder(reinterpret_cast<Event*>(event_)), start_ns_, end_ns - start_ns_);
+  Event& event = *std::launder(reinterpret_cast<Event*>(event_));
+  if (ThreadBuffer* buffer = thread_buffer()) {
+    event.ts_ns = start_ns_;
+    event.dur_ns = end_ns - start_ns_;
+    append(*buffer, event);
+  }
   start_ns_ = -1;
 }
 

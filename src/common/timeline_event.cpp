@@ -42,13 +42,6 @@ void Event::add(const Arg& arg) {
   }
 }
 
-void Event::copy_used_to(Event& out) const {
-  static_assert(std::is_standard_layout_v<Event>);
-  std::memcpy(static_cast<void*>(&out), this, offsetof(Event, args));
-  std::memcpy(static_cast<void*>(out.args), args, arg_count * sizeof(ArgSlot));
-  std::memcpy(out.text, text, text_used);
-}
-
 namespace {
 
 // The length of the valid UTF-8 sequence at `text[i]`, 0 when invalid or cut.

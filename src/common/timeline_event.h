@@ -1,6 +1,7 @@
-// Internal: the timeline's buffered event and its JSON line (pure). An Event is a fixed-size,
-// trivially copyable record: what a thread appends to its buffer without allocating
-// (gradwire/common/timeline.h), later written as one line of the Chrome trace event format.
+// Internal: the timeline's event being built and its JSON (pure). An Event is a fixed-size,
+// trivially copyable struct that a thread fills without allocating (gradwire/common/timeline.h)
+// and appends to its buffer as a compact record (timeline_record.h); merge decodes the records
+// into Events again and writes them in the Chrome trace event format.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +51,6 @@ struct Event {
     for (const Arg& arg : args) add(arg);
   }
   std::string_view name() const { return {text, name_size}; }
-  // Copies this event into `out`, the bytes in use only (its args and text taken).
-  void copy_used_to(Event& out) const;
 };
 
 // The most bytes write_event_json takes for `event` (every string byte counted as escaped).

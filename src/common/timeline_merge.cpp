@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/timeline_record.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/files.h"
 
@@ -54,6 +55,14 @@ void take_merge_event(ProcessTrace& trace, nlohmann::json event) {
 ProcessTrace parse_process_trace(const std::string& text, const std::string& source) {
   ProcessTrace trace;
   trace.source = source;
+  if (is_process_file(text)) {  // a gradwire process file (timeline_record.h)
+    DecodedFile decoded = decode_process_file(text);
+    trace.closed = decoded.closed;
+    trace.dropped_lines = decoded.dropped;
+    for (nlohmann::json& event : decoded.events) take_merge_event(trace, std::move(event));
+    if (trace.label.empty()) trace.label = std::filesystem::path(source).stem().string();
+    return trace;
+  }
   // A whole trace (a closed file, or any Chrome trace: an array or {"traceEvents": [...]}).
   nlohmann::json whole = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (whole.is_object() && whole.contains("traceEvents")) whole = whole["traceEvents"];
@@ -89,6 +98,11 @@ ProcessTrace read_process_trace(const std::string& path) {
   return parse_process_trace(text.str(), path);
 }
 
+bool is_trace_file_name(const std::string& path) {
+  const std::string extension = std::filesystem::path(path).extension().string();
+  return extension == kProcessFileExtension || extension == ".json";
+}
+
 std::vector<std::string> list_trace_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& path : paths) {
@@ -98,7 +112,7 @@ std::vector<std::string> list_trace_files(const std::vector<std::string>& paths)
     }
     std::vector<std::string> found;
     for (const auto& entry : std::filesystem::directory_iterator(path)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      if (entry.is_regular_file() && is_trace_file_name(entry.path().string())) {
         found.push_back(entry.path().string());
       }
     }

@@ -3,9 +3,11 @@
 // to gradwire ("common/timeline_merge.h"): gradwire-trace merge and the launcher
 // (LaunchOptions::timeline) use it.
 //
-// Each process file is a JSON array of trace events, one event per line ("[{...}", ",{...}",
-// then "]" when the process stopped its timeline). A process killed before stopping leaves the
-// array unclosed, and maybe a last line cut in the middle: that line is dropped and counted.
+// Each process file is a sequence of binary records (timeline_record.h, Note [timeline records])
+// that ends with an end record when the process stopped its timeline. A process killed before
+// stopping leaves no end record, and maybe a last record cut in the middle: it is dropped and
+// counted. Merge also reads Chrome traces in JSON (an array or {"traceEvents": [...]}, whole or,
+// one event per line, cut), such as gradwire's process files before 2026-11-29.
 // Merging puts every file on the job's clock (the last "gradwire_clock" metadata of the file:
 // its offset_ns is added to its timestamps), starts the trace at 0, gives each file a pid of its
 // own (ranks first by rank, then servers by index, then the others by label), renumbers async
@@ -27,19 +29,24 @@ struct ProcessTrace {
   std::string label;      // its process_name ("rank 3"), else the file's name
   int64_t offset_ns = 0;  // its last gradwire_clock offset (0 without one)
   bool has_clock = false;
-  bool closed = false;                 // ended with "]": the process stopped its timeline
-  size_t dropped_lines = 0;            // lines that did not parse (a cut last line)
+  bool closed = false;                 // ended whole: the process stopped its timeline
+  size_t dropped_lines = 0;            // records or lines that did not parse (a cut last one)
   std::vector<nlohmann::json> events;  // in file order; gradwire_clock metadata removed
 };
 
-// Parses a process file's text. Lines that do not parse are counted in dropped_lines (a killed
-// process's last line); `source` names the file in the result. Never throws for bad content.
+// Parses a process file's bytes (binary records, or JSON). What does not parse is counted in
+// dropped_lines (a killed process's last record or line); `source` names the file in the result.
+// Never throws for bad content.
 ProcessTrace parse_process_trace(const std::string& text, const std::string& source);
 
 // Reads and parses a file; gradwire::Error naming it when it cannot be read.
 ProcessTrace read_process_trace(const std::string& path);
 
-// The files to merge: the arguments, with each folder replaced by its *.json files (sorted).
+// Whether a folder's file is one to merge: a process file (*.gwtl) or a JSON trace (*.json).
+bool is_trace_file_name(const std::string& path);
+
+// The files to merge: the arguments, with each folder replaced by the files in it that
+// is_trace_file_name takes (sorted).
 std::vector<std::string> list_trace_files(const std::vector<std::string>& paths);
 
 // Where a process goes in the merged trace: ranks by rank ("rank 3"), then the parameter servers

@@ -42,7 +42,7 @@ Recorder::Recorder(std::string path, std::string label, StartOptions options)
       options_(options),
       pid_(static_cast<int64_t>(::getpid())),
       offset_ns_(wall_minus_steady_ns()) {
-  options_.events_per_chunk = std::max<size_t>(options_.events_per_chunk, 1);
+  options_.chunk_bytes = (std::max(options_.chunk_bytes, kMaxRecordBytes) + 7) & ~size_t{7};
   options_.flush_interval_ns = std::max<int64_t>(options_.flush_interval_ns, 1'000'000);
   const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::error_code ignored;
@@ -52,6 +52,7 @@ Recorder::Recorder(std::string path, std::string label, StartOptions options)
     throw Error("timeline: cannot create " + path_ + ": " + errno_text(errno) +
                 " (GRADWIRE_TIMELINE names the trace; its folder must be writable)");
   }
+  if (!write_fully(fd_.get(), kFileMagic.data(), kFileMagic.size())) fd_.reset();
   Event event;
   event.reset('M', "process_name", nullptr);
   event.add({"name", std::string_view(label_)});
@@ -64,10 +65,10 @@ std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
   auto buffer = std::make_shared<ThreadBuffer>();
   buffer->owner = this;
   buffer->tid = this_thread_id();
-  buffer->capacity = options_.events_per_chunk;
+  buffer->capacity = options_.chunk_bytes;
   {
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
-    buffer->events = take_spare_locked();
+    buffer->chunk = take_spare_locked();
   }
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
@@ -95,21 +96,21 @@ void Recorder::retire(const std::shared_ptr<ThreadBuffer>& buffer) {
 
 void Recorder::hand_off(ThreadBuffer& buffer) {
   std::lock_guard<std::mutex> lock(buffer.mutex);
-  const size_t count = buffer.count.load(std::memory_order_relaxed);
+  const size_t used = buffer.used.load(std::memory_order_relaxed);
   bool write_here = false;
   bool wake_writer = false;
   {
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
     if (closed_) {  // after stop(): dropped
-      buffer.count.store(0, std::memory_order_relaxed);
+      buffer.used.store(0, std::memory_order_relaxed);
       buffer.written = 0;
       return;
     }
     if (pending_.size() >= options_.max_pending_chunks) {
       write_here = true;  // the writer is behind: this thread pays (Note [timeline buffers])
     } else {
-      pending_.push_back({std::move(buffer.events), buffer.written, count});
-      buffer.events = take_spare_locked();
+      pending_.push_back({std::move(buffer.chunk), buffer.written, used});
+      buffer.chunk = take_spare_locked();
       // Woken once a backlog of chunks is there, not for each (Note [timeline buffers]).
       wake_writer = pending_.size() == std::max<size_t>(options_.max_pending_chunks / 2, 1);
     }
@@ -119,13 +120,13 @@ void Recorder::hand_off(ThreadBuffer& buffer) {
   } else if (wake_writer) {
     queue_changed_.notify_one();
   }
-  buffer.count.store(0, std::memory_order_relaxed);
+  buffer.used.store(0, std::memory_order_relaxed);
   buffer.written = 0;
 }
 
-std::unique_ptr<Event[]> Recorder::take_spare_locked() {
-  if (spare_.empty()) return std::unique_ptr<Event[]>(new Event[options_.events_per_chunk]);
-  std::unique_ptr<Event[]> chunk = std::move(spare_.back());
+std::unique_ptr<uint64_t[]> Recorder::take_spare_locked() {
+  if (spare_.empty()) return std::unique_ptr<uint64_t[]>(new uint64_t[options_.chunk_bytes / 8]);
+  std::unique_ptr<uint64_t[]> chunk = std::move(spare_.back());
   spare_.pop_back();
   return chunk;
 }
@@ -169,9 +170,10 @@ void Recorder::drain_locked() {
       chunk = std::move(pending_.front());
       pending_.pop_front();
     }
-    write_events(chunk.events.get(), chunk.begin, chunk.end);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(chunk.bytes.get());
+    write_records(bytes + chunk.begin, chunk.end - chunk.begin);
     std::lock_guard<std::mutex> queue_lock(queue_mutex_);
-    if (spare_.size() < kMostSpareChunks) spare_.push_back(std::move(chunk.events));
+    if (spare_.size() < kMostSpareChunks) spare_.push_back(std::move(chunk.bytes));
   }
 }
 
@@ -207,17 +209,17 @@ void Recorder::close() {
     closed_ = true;
     pending_.clear();  // handed over after the last flush: dropped, as later events are
   }
+  std::vector<unsigned char> end;
+  append_end_record(end);
+  write_records(end.data(), end.size());
   std::lock_guard<std::mutex> lock(file_mutex_);
-  if (!fd_.valid()) return;
-  write_fully(fd_.get(), "]\n", 2);
   fd_.reset();
 }
 
 void Recorder::write_metadata(const Event& event) {
-  std::string line(1, ',');
-  append_event_json(line, event, pid_);
-  line += '\n';
-  write_lines(line);
+  alignas(8) unsigned char record[kMaxRecordBytes];
+  encode_record(record, event);
+  write_records(record, record_size(event));
 }
 
 void Recorder::write_clock(std::string_view source, int64_t error_ns) {
@@ -235,45 +237,27 @@ void Recorder::set_offset(int64_t offset_ns, int64_t error_ns, std::string_view 
 }
 
 void Recorder::write_published(ThreadBuffer& buffer) {
-  const size_t count = buffer.count.load(std::memory_order_acquire);
-  if (count <= buffer.written) return;
-  write_events(buffer.events.get(), buffer.written, count);
-  buffer.written = count;
+  const size_t used = buffer.used.load(std::memory_order_acquire);
+  if (used <= buffer.written) return;
+  write_records(buffer.bytes() + buffer.written, used - buffer.written);
+  buffer.written = used;
 }
 
-void Recorder::write_events(const Event* events, size_t begin, size_t end) {
-  if (end <= begin) return;
-  // Formatted in place (no per-event allocation), written out whenever about 256 KiB are ready.
-  constexpr size_t kWriteBytes = 256 * 1024;
-  std::string lines;
-  lines.reserve(std::min(kWriteBytes, (end - begin) * 256) + 4096);
-  for (size_t i = begin; i < end; ++i) {
-    const size_t bound = event_json_bound(events[i]) + 2;
-    const size_t used = lines.size();
-    if (lines.capacity() < used + bound) lines.reserve(std::max(kWriteBytes, used + bound) * 2);
-    lines.resize(used + bound);  // within capacity: only the new bytes are zeroed
-    char* out = lines.data() + used;
-    *out++ = ',';
-    out = write_event_json(out, events[i], pid_);
-    *out++ = '\n';
-    lines.resize(static_cast<size_t>(out - lines.data()));
-    if (lines.size() >= kWriteBytes) {
-      write_lines(lines);
-      lines.clear();
-    }
-  }
-  write_lines(lines);
-}
-
-void Recorder::write_lines(std::string& lines) {
+void Recorder::write_records(const unsigned char* records, size_t size) {
+  if (size == 0) return;
   std::lock_guard<std::mutex> lock(file_mutex_);
-  if (!fd_.valid() || lines.empty()) return;
-  if (!started_) {
-    lines[0] = '[';
-    started_ = true;
+  if (!fd_.valid()) return;
+  staged_.clear();
+  for_each_address(records, records + size, [&](uint64_t address) {
+    if (defined_.insert(address).second) {
+      append_string_record(staged_, address, reinterpret_cast<const char*>(address));
+    }
+  });
+  // A full disk loses the events from there on, never the run; the file stays whole up to them.
+  if ((!staged_.empty() && !write_fully(fd_.get(), staged_.data(), staged_.size())) ||
+      !write_fully(fd_.get(), records, size)) {
+    fd_.reset();
   }
-  // A full disk loses events, never the run.
-  if (!write_fully(fd_.get(), lines.data(), lines.size())) failed_writes_++;
 }
 
 }  // namespace gradwire::timeline

@@ -23,7 +23,9 @@ TimelineFolderState timeline_folder_state(const std::string& folder) {
   std::error_code error;
   for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
     std::error_code entry_error;
-    if (!it->is_regular_file(entry_error) || it->path().extension() != ".json") continue;
+    if (!it->is_regular_file(entry_error) || !timeline::is_trace_file_name(it->path().string())) {
+      continue;
+    }
     const fs::file_time_type written = it->last_write_time(entry_error);
     if (!entry_error) state[it->path().string()] = written;
   }

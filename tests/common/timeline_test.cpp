@@ -1,5 +1,6 @@
-// The timeline recorder (gradwire/common/timeline.h): its files are Chrome trace JSON, one track
-// per thread, spans across threads, nothing when off, clock offsets.
+// The timeline recorder (gradwire/common/timeline.h): its process files decode to Chrome trace
+// events, one track per thread, spans across threads, nothing when off, clock offsets; and the
+// records themselves (timeline_record.h): decoded as built, cut files, malformed records.
 #include "gradwire/common/timeline.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "common/timeline_event.h"
+#include "common/timeline_record.h"
 #include "gradwire/common/env.h"
 #include "gradwire/common/error.h"
 #include "gradwire/common/settings.h"
@@ -51,16 +53,15 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// The events of a file that may still be open: one per line after its '[' or ','.
-std::vector<json> read_lines(const std::string& path) {
-  std::vector<json> events;
-  std::istringstream lines(read_text(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line == "]" || line.empty()) continue;
-    events.push_back(json::parse(line.substr(1)));
-  }
-  return events;
+// The events of a process file (metadata included), decoded as merge does; `closed` says whether
+// it ended whole. Fails the test when a record does not decode.
+json read_trace(const std::string& path, bool* closed = nullptr) {
+  const std::string bytes = read_text(path);
+  EXPECT_TRUE(is_process_file(bytes)) << path;
+  DecodedFile decoded = decode_process_file(bytes, 7);
+  EXPECT_EQ(decoded.dropped, 0u) << path;
+  if (closed != nullptr) *closed = decoded.closed;
+  return json(decoded.events);
 }
 
 std::vector<json> with_phase(const json& events, const std::string& phase) {
@@ -86,9 +87,9 @@ void expect_two_async_pairs(const json& trace, std::vector<json>* begins, std::v
   }
 }
 
-TEST(Timeline, WritesAChromeTraceArray) {
+TEST(Timeline, WritesAFileThatDecodesToChromeTraceEvents) {
   TempDir dir;
-  const std::string path = dir.path + "/sub/rank-0.json";
+  const std::string path = dir.path + "/sub/rank-0.gwtl";
   start(path, "rank 0");
   ASSERT_TRUE(enabled());
   EXPECT_EQ(current_path(), path);
@@ -105,8 +106,9 @@ TEST(Timeline, WritesAChromeTraceArray) {
   EXPECT_FALSE(enabled());
   EXPECT_EQ(current_path(), "");
 
-  const json trace = json::parse(read_text(path));  // closed: one valid JSON array
-  ASSERT_TRUE(trace.is_array());
+  bool closed = false;
+  const json trace = read_trace(path, &closed);
+  EXPECT_TRUE(closed);
   const auto metadata = with_phase(trace, "M");
   std::map<std::string, std::string> names;
   for (const json& event : metadata) {
@@ -143,9 +145,9 @@ TEST(Timeline, WritesAChromeTraceArray) {
 
 TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
   TempDir dir;
-  const std::string path = dir.path + "/threads.json";
+  const std::string path = dir.path + "/threads.gwtl";
   StartOptions options;
-  options.events_per_chunk = 64;  // many chunks per thread
+  options.chunk_bytes = 4096;  // many chunks per thread
   start(path, "rank 1", options);
   constexpr int kThreads = 4;
   constexpr int kEvents = 1000;
@@ -161,7 +163,7 @@ TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
   for (std::thread& thread : threads) thread.join();  // they exit before the process
   stop();
 
-  const json trace = json::parse(read_text(path));
+  const json trace = read_trace(path);
   std::map<int, std::set<int>> steps_by_tid;  // tid -> the i of its spans
   std::map<int, int> thread_of_tid;
   for (const json& event : with_phase(trace, "X")) {
@@ -183,9 +185,9 @@ TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
 
 TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {
   TempDir dir;
-  const std::string path = dir.path + "/racing.json";
+  const std::string path = dir.path + "/racing.gwtl";
   StartOptions options;
-  options.events_per_chunk = 50;
+  options.chunk_bytes = 4096;
   options.flush_interval_ns = 100'000;  // chunks by time as well as by size
   start(path, "rank 0", options);
   constexpr int kThreads = 3;
@@ -202,7 +204,7 @@ TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {
   for (std::thread& thread : threads) thread.join();
   stop();
   std::map<int, std::multiset<int>> steps_by_tid;
-  for (const json& event : with_phase(json::parse(read_text(path)), "X")) {
+  for (const json& event : with_phase(read_trace(path), "X")) {
     steps_by_tid[event["tid"].get<int>()].insert(event["args"]["i"].get<int>());
   }
   ASSERT_EQ(steps_by_tid.size(), size_t{kThreads});
@@ -214,16 +216,16 @@ TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {
 
 TEST(Timeline, AThreadWritesItsChunkItselfWhenTheWriterIsBehind) {
   TempDir dir;
-  const std::string path = dir.path + "/behind.json";
+  const std::string path = dir.path + "/behind.gwtl";
   StartOptions options;
-  options.events_per_chunk = 16;
+  options.chunk_bytes = 1024;
   options.max_pending_chunks = 0;  // the writer is always "behind": every chunk written in place
   start(path, "rank 0", options);
   constexpr int kEvents = 1000;
   for (int i = 0; i < kEvents; ++i) instant("tick", "test", {{"i", i}}, Scope::kThread);
   stop();
   std::set<int> ticks;
-  for (const json& event : with_phase(json::parse(read_text(path)), "i")) {
+  for (const json& event : with_phase(read_trace(path), "i")) {
     ticks.insert(event["args"]["i"].get<int>());
   }
   EXPECT_EQ(ticks.size(), size_t{kEvents});
@@ -231,9 +233,9 @@ TEST(Timeline, AThreadWritesItsChunkItselfWhenTheWriterIsBehind) {
 
 TEST(Timeline, TheWriterWritesBufferedEventsEveryInterval) {
   TempDir dir;
-  const std::string path = dir.path + "/interval.json";
+  const std::string path = dir.path + "/interval.gwtl";
   StartOptions options;
-  options.flush_interval_ns = 20'000'000;  // 20 ms; the chunk (1024) never fills
+  options.flush_interval_ns = 20'000'000;  // 20 ms; the chunk never fills
   start(path, "rank 0", options);
   instant("written without a flush", "test");
   // No flush(), no stop(): the writer thread writes it within an interval (or so, at its low
@@ -250,7 +252,7 @@ TEST(Timeline, TheWriterWritesBufferedEventsEveryInterval) {
 
 TEST(Timeline, ASpanOutlivingTheTimelineIsDropped) {
   TempDir dir;
-  const std::string path = dir.path + "/late.json";
+  const std::string path = dir.path + "/late.gwtl";
   start(path, "rank 0");
   auto span = std::make_unique<Span>("late", "test");
   AsyncSpan async("late async", "test");
@@ -259,7 +261,7 @@ TEST(Timeline, ASpanOutlivingTheTimelineIsDropped) {
   span.reset();
   async.end();
   complete("after", "test", 0, 1);
-  const json trace = json::parse(read_text(path));
+  const json trace = read_trace(path);
   EXPECT_TRUE(with_phase(trace, "X").empty());
   EXPECT_EQ(with_phase(trace, "b").size(), 1u);
   EXPECT_TRUE(with_phase(trace, "e").empty());
@@ -267,7 +269,7 @@ TEST(Timeline, ASpanOutlivingTheTimelineIsDropped) {
 
 TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
   TempDir dir;
-  const std::string path = dir.path + "/async.json";
+  const std::string path = dir.path + "/async.gwtl";
   start(path, "rank 0");
   AsyncSpan first("bucket 0 allreduce", "ddp", {{"bytes", 1 << 20}});
   AsyncSpan second("bucket 1 allreduce", "ddp");
@@ -281,7 +283,7 @@ TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
   stop();
 
   std::vector<json> begins, ends;
-  expect_two_async_pairs(json::parse(read_text(path)), &begins, &ends);
+  expect_two_async_pairs(read_trace(path), &begins, &ends);
   if (HasFatalFailure()) return;
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(ends[i]["cat"], "ddp");
@@ -293,7 +295,7 @@ TEST(Timeline, AnAsyncSpanEndsOnAnotherThread) {
 
 TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
   TempDir dir;
-  const std::string path = dir.path + "/async_whole.json";
+  const std::string path = dir.path + "/async_whole.gwtl";
   start(path, "rank 0");
   const int64_t started = now_ns();
   // Six args on the "b", one on the "e", as a parameter-server call's span has (kMaxArgs).
@@ -309,7 +311,7 @@ TEST(Timeline, AnAsyncSpanRecordedWholeAtItsEnd) {
   stop();
 
   std::vector<json> begins, ends;
-  expect_two_async_pairs(json::parse(read_text(path)), &begins, &ends);
+  expect_two_async_pairs(read_trace(path), &begins, &ends);
   if (HasFatalFailure()) return;
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(begins[i]["cat"], "ps");
   EXPECT_NEAR(ends[0]["ts"].get<double>() - begins[0]["ts"].get<double>(), 2500.0, 0.01);
@@ -343,31 +345,35 @@ TEST(Timeline, OffRecordsNothingAndWritesNoFile) {
 
 TEST(Timeline, FlushWritesWhatABufferHolds) {
   TempDir dir;
-  const std::string path = dir.path + "/flush.json";
+  const std::string path = dir.path + "/flush.gwtl";
   start(path, "ps server 1");
   instant("checkpoint", "ps", {{"table", "embeddings"}});
-  std::vector<json> events = read_lines(path);
+  bool closed = true;
+  json events = read_trace(path, &closed);
   EXPECT_TRUE(with_phase(events, "i").empty()) << "still in the thread's buffer";
   flush();
-  events = read_lines(path);
+  events = read_trace(path, &closed);
   ASSERT_EQ(with_phase(events, "i").size(), 1u);
   EXPECT_EQ(with_phase(events, "i")[0]["args"]["table"], "embeddings");
-  EXPECT_EQ(read_text(path).find("\n]"), std::string::npos) << "not closed before stop()";
+  EXPECT_FALSE(closed) << "not closed before stop()";
+  stop();
+  read_trace(path, &closed);
+  EXPECT_TRUE(closed);
 }
 
 TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
   TempDir dir;
   const std::string trace = dir.path + "/trace.json";
   const auto first = start_from_env(EnvMap({{settings::kTimeline.name, trace}}), "rank 3");
-  ASSERT_EQ(first, trace + ".d/rank-3.json");
+  ASSERT_EQ(first, trace + ".d/rank-3.gwtl");
   instant("started", "test");
   const auto second = start_from_env(
       EnvMap({{settings::kTimeline.name, trace}, {"TORCHELASTIC_RESTART_COUNT", "2"}}), "rank 3");
-  ASSERT_EQ(second, trace + ".d/rank-3.restart-2.json");
+  ASSERT_EQ(second, trace + ".d/rank-3.restart-2.gwtl");
   instant("restarted", "test");
   stop();
-  const json before = json::parse(read_text(*first));  // closed by the second start
-  const json after = json::parse(read_text(*second));
+  const json before = read_trace(*first);  // closed by the second start
+  const json after = read_trace(*second);
   ASSERT_EQ(with_phase(before, "i").size(), 1u);
   ASSERT_EQ(with_phase(after, "i").size(), 1u);
   EXPECT_EQ(with_phase(after, "i")[0]["name"], "restarted");
@@ -375,7 +381,7 @@ TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
 
 TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
   TempDir dir;
-  const std::string path = dir.path + "/alternating.json";
+  const std::string path = dir.path + "/alternating.gwtl";
   StartOptions options;
   options.alternate_ns = 20'000'000;  // 20 ms
   start(path, "rank 0", options);
@@ -398,7 +404,7 @@ TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
   EXPECT_FALSE(running());
   // Every tick recorded lies in an even window of the job clock, or just after a boundary into
   // an odd one (the switching thread wakes a little late on a busy machine).
-  const json trace = json::parse(read_text(path));
+  const json trace = read_trace(path);
   const std::vector<json> ticks = with_phase(trace, "i");
   ASSERT_FALSE(ticks.empty());
   size_t late = 0;
@@ -442,12 +448,12 @@ TEST(Timeline, StartFromEnvAlternatesAsTheVariableSays) {
 }
 
 TEST(Timeline, ProcessFileNames) {
-  EXPECT_EQ(process_file("/t/trace.json", "rank 3"), "/t/trace.json.d/rank-3.json");
-  EXPECT_EQ(process_file("trace.json", "ps server 1"), "trace.json.d/server-1.json");
-  EXPECT_EQ(process_file("trace.json", "ps servers 0-3"), "trace.json.d/servers-0-3.json");
-  EXPECT_EQ(process_file("trace.json", "bench/conductor"), "trace.json.d/bench-conductor.json");
-  EXPECT_EQ(process_file("trace.json", ""), "trace.json.d/process.json");
-  EXPECT_EQ(process_file("trace.json", "rank 0", 1), "trace.json.d/rank-0.restart-1.json");
+  EXPECT_EQ(process_file("/t/trace.json", "rank 3"), "/t/trace.json.d/rank-3.gwtl");
+  EXPECT_EQ(process_file("trace.json", "ps server 1"), "trace.json.d/server-1.gwtl");
+  EXPECT_EQ(process_file("trace.json", "ps servers 0-3"), "trace.json.d/servers-0-3.gwtl");
+  EXPECT_EQ(process_file("trace.json", "bench/conductor"), "trace.json.d/bench-conductor.gwtl");
+  EXPECT_EQ(process_file("trace.json", ""), "trace.json.d/process.gwtl");
+  EXPECT_EQ(process_file("trace.json", "rank 0", 1), "trace.json.d/rank-0.restart-1.gwtl");
 }
 
 TEST(TimelineEvent, CutAndOddTextStaysValidJson) {
@@ -468,6 +474,135 @@ TEST(TimelineEvent, CutAndOddTextStaysValidJson) {
   const std::string cut = parsed["name"];
   // "x", 39 é and the first byte of the 40th, which becomes U+FFFD (3 bytes).
   EXPECT_EQ(cut.size(), 1 + 78 + 3u);
+}
+
+// A process file as the recorder writes one (Note [timeline records]): the magic, each address's
+// string record before its first use, the events' records, and the end record when `closed`.
+std::string file_of(const std::vector<Event>& events, bool closed) {
+  std::vector<unsigned char> bytes(kFileMagic.begin(), kFileMagic.end());
+  std::set<uint64_t> defined;
+  for (const Event& event : events) {
+    std::vector<unsigned char> record(record_size(event));
+    encode_record(record.data(), event);
+    for_each_address(record.data(), record.data() + record.size(), [&](uint64_t address) {
+      if (defined.insert(address).second) {
+        append_string_record(bytes, address, reinterpret_cast<const char*>(address));
+      }
+    });
+    bytes.insert(bytes.end(), record.begin(), record.end());
+  }
+  if (closed) append_end_record(bytes);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// The events of every phase, each with each kind of arg.
+std::vector<Event> sample_events() {
+  std::vector<Event> events(5);
+  events[0].reset('X', "allreduce \"q\"\n", "comm");
+  events[0].add({{"bytes", int64_t{-4096}}, {"n", 3u}, {"ratio", 0.25}, {"ok", true},
+                 {"algorithm", "ring"}});
+  events[0].ts_ns = 1'234'567;
+  events[0].dur_ns = 2'500;
+  events[0].tid = 11;
+  events[1].reset('A', "lookup server 3", "ps");
+  events[1].add({{"server", 3}, {"transport", "shm"}});
+  events[1].begin_args = events[1].arg_count;
+  events[1].add({"bytes_received", 640});
+  events[1].ts_ns = 2'000'000;
+  events[1].dur_ns = 70'001;
+  events[1].id = 9;
+  events[2].reset('i', "restart", "launch");
+  events[2].scope = 'g';
+  events[2].ts_ns = 3'000'000;
+  events[3].reset('C', "pending bytes", nullptr);
+  events[3].add({"bytes", 100});
+  events[3].ts_ns = 4'000'000;
+  events[4].reset('M', "thread_name", nullptr);
+  events[4].add({"name", "trainer"});
+  return events;
+}
+
+// The JSON objects an event is written as (an 'A' event: two).
+std::vector<json> objects_of(const Event& event, int64_t pid) {
+  std::string text;
+  append_event_json(text, event, pid);
+  std::vector<json> objects;
+  const size_t split = text.find("\n,");
+  if (split == std::string::npos) return {json::parse(text)};
+  return {json::parse(text.substr(0, split)), json::parse(text.substr(split + 2))};
+}
+
+TEST(TimelineRecord, AFileDecodesToTheEventsItsRecordsWereBuiltFrom) {
+  const std::vector<Event> events = sample_events();
+  for (const Event& event : events) {
+    EXPECT_EQ(record_size(event) % 8, 0u);
+    EXPECT_LE(record_size(event), kMaxRecordBytes);
+  }
+  EXPECT_LT(record_size(events[0]), kEventBytes / 2) << "a record is compact";
+  const DecodedFile decoded = decode_process_file(file_of(events, true), 42);
+  EXPECT_TRUE(decoded.closed);
+  EXPECT_EQ(decoded.dropped, 0u);
+  std::vector<json> expected;
+  for (const Event& event : events) {
+    for (json& object : objects_of(event, 42)) expected.push_back(std::move(object));
+  }
+  EXPECT_EQ(json(decoded.events), json(expected));
+  EXPECT_EQ(decoded.events[1]["ph"], "b");
+  EXPECT_EQ(decoded.events[2]["ph"], "e");
+  EXPECT_EQ(decoded.events[2]["args"]["bytes_received"], 640);
+  EXPECT_EQ(decoded.events[0]["args"]["bytes"], -4096);
+}
+
+TEST(TimelineRecord, ACutFileDecodesItsWholeRecordsAndCountsTheCutOne) {
+  const std::string whole = file_of(sample_events(), true);
+  const size_t events = decode_process_file(whole).events.size();
+  size_t previous = 0;
+  for (size_t size = kFileMagic.size(); size < whole.size(); ++size) {
+    const DecodedFile decoded = decode_process_file(std::string_view(whole).substr(0, size));
+    EXPECT_FALSE(decoded.closed) << size;
+    EXPECT_GE(decoded.events.size(), previous) << size;
+    EXPECT_LE(decoded.events.size(), events) << size;
+    previous = decoded.events.size();
+  }
+  EXPECT_EQ(previous, events) << "cut within the end record: every event read";
+  // Cut within a record: the record dropped and counted.
+  const DecodedFile early = decode_process_file(std::string_view(whole).substr(0, whole.size() / 4));
+  EXPECT_EQ(early.dropped, 1u);
+  EXPECT_FALSE(decode_process_file("not a process file").closed);
+}
+
+TEST(TimelineRecord, AMalformedRecordEndsDecodingThere) {
+  std::vector<Event> events = sample_events();
+  std::string bytes = file_of(events, true);
+  // The last event's record: its arg count beyond kMaxArgs.
+  const size_t last = bytes.size() - 48 - record_size(events.back());
+  RecordHead head;
+  std::memcpy(&head, bytes.data() + last, sizeof head);
+  ASSERT_EQ(head.phase, 'M');
+  head.arg_count = kMaxArgs + 1;
+  std::memcpy(bytes.data() + last, &head, sizeof head);
+  DecodedFile decoded = decode_process_file(bytes);
+  EXPECT_EQ(decoded.dropped, 1u);
+  EXPECT_FALSE(decoded.closed);
+  EXPECT_EQ(decoded.events.size(), 5u) << "the four records before it, one of them two objects";
+  // A size that is not a multiple of 8.
+  head.arg_count = 1;
+  head.size = 13;
+  std::memcpy(bytes.data() + last, &head, sizeof head);
+  EXPECT_EQ(decode_process_file(bytes).dropped, 1u);
+}
+
+TEST(TimelineRecord, AnAddressTheFileNeverDefinedReadsAsAQuestionMark) {
+  Event event;
+  event.reset('i', "tick", "test");
+  event.add({"key", 1});
+  std::vector<unsigned char> bytes(kFileMagic.begin(), kFileMagic.end());
+  bytes.resize(bytes.size() + record_size(event));
+  encode_record(bytes.data() + kFileMagic.size(), event);
+  const DecodedFile decoded = decode_process_file(std::string(bytes.begin(), bytes.end()));
+  ASSERT_EQ(decoded.events.size(), 1u);
+  EXPECT_EQ(decoded.events[0]["cat"], "?");
+  EXPECT_EQ(decoded.events[0]["args"]["?"], 1);
 }
 
 TEST(TimelineClock, CristiansEstimateUsesTheShortestRoundTrip) {
@@ -567,14 +702,14 @@ TEST(TimelineClock, RanksOfRankZerosKernelAreNotMeasured) {
 
 TEST(TimelineClock, TheFileRecordsTheOffsets) {
   TempDir dir;
-  const std::string path = dir.path + "/clock.json";
+  const std::string path = dir.path + "/clock.gwtl";
   start(path, "rank 1");
   const int64_t at_start = job_clock_ns() - now_ns();
   set_clock_offset({-42, 7}, "rank 0 through the store");
   EXPECT_NEAR(static_cast<double>(job_clock_ns() - now_ns()), -42.0, 1e6);
   stop();
   std::vector<json> clocks;
-  for (const json& event : with_phase(json::parse(read_text(path)), "M")) {
+  for (const json& event : with_phase(read_trace(path), "M")) {
     if (event["name"] == "gradwire_clock") clocks.push_back(event["args"]);
   }
   ASSERT_EQ(clocks.size(), 2u);

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
+#include "common/timeline_record.h"
 #include "gradwire/common/timeline.h"
 #include "gradwire/data/sharded_reader.h"
 #include "gradwire/data/shared_counter.h"
@@ -20,6 +22,15 @@ namespace sharded_reader_timeline_test {
 
 using nlohmann::json;
 
+// The events of a closed process file (timeline_record.h), decoded as merge does.
+json read_trace_events(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  timeline::DecodedFile decoded = timeline::decode_process_file(bytes);
+  EXPECT_TRUE(decoded.closed && decoded.dropped == 0) << path;
+  return json(std::move(decoded.events));
+}
+
 TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   testing::TempDir dir;
   const std::string path = dir.file("records");
@@ -27,7 +38,7 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   constexpr int kPerChunk = 50;
   constexpr int kEpochs = 3;
   write_test_file(path, 0, kChunks * kPerChunk, kPerChunk, Compression::kZstd);
-  const std::string trace = dir.file("trace.json.d/rank-0.json");
+  const std::string trace = dir.file("trace.json.d/rank-0.gwtl");
   timeline::start(trace, "rank 0");
   uint64_t records = 0;
   {
@@ -44,8 +55,7 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   timeline::stop();
   EXPECT_EQ(records, uint64_t{kEpochs * kChunks * kPerChunk});
 
-  std::ifstream in(trace);
-  const json events = json::parse(in);
+  const json events = read_trace_events(trace);
   std::map<int64_t, std::string> thread_names;
   std::vector<json> prefetches;
   std::vector<json> waits;
@@ -77,18 +87,13 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   }
 }
 
-// The events of a closed timeline file.
-json read_trace_events(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
 
 TEST(ShardedReaderTimeline, DynamicClaimsAreSpansOnTheirThreads) {
   testing::TempDir dir;
   const std::string path = dir.file("records");
   constexpr int kChunks = 40;
   write_test_file(path, 0, kChunks * 4, 4);
-  const std::string trace = dir.file("trace.json.d/bench.json");
+  const std::string trace = dir.file("trace.json.d/bench.gwtl");
   timeline::start(trace, "bench");
   std::shared_ptr<SharedCounter> counter = make_local_counter();
   std::vector<uint64_t> records(2, 0);

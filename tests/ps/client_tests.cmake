@@ -17,7 +17,7 @@ gradwire_add_test(ps_client_test
     ${CMAKE_CURRENT_LIST_DIR}/client_test_support.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../launch/test_support.cpp
   LIBS gradwire_ps gradwire_ps_core_internal gradwire_ps_client_internal gradwire_ps_messages_internal gradwire_rpc_internal gradwire_ddp gradwire_launch gradwire_test_support
-    gradwire_ps_server_label_internal nlohmann_json::nlohmann_json
+    gradwire_ps_server_label_internal gradwire_common_internal nlohmann_json::nlohmann_json
   LABELS ps)
 
 # The client's defaults from an injected environment (trainer rank and count from the launcher

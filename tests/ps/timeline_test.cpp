@@ -9,12 +9,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "client_test_support.h"
+#include "common/timeline_record.h"
 #include "gradwire/common/error.h"
 #include "gradwire_ps_server/server_label.h"
 
@@ -39,16 +41,13 @@ struct TimelineDir {
   std::string path;
 };
 
-// The events of a closed timeline file: one per line after its '[' or ','.
+// The events of a closed process file (timeline_record.h), decoded as merge does.
 std::vector<json> read_events(const std::string& path) {
-  std::ifstream file(path);
-  std::vector<json> events;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line == "]" || line.empty()) continue;
-    events.push_back(json::parse(line.substr(1)));
-  }
-  return events;
+  std::ifstream file(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  timeline::DecodedFile decoded = timeline::decode_process_file(bytes);
+  EXPECT_TRUE(decoded.closed && decoded.dropped == 0) << path;
+  return std::move(decoded.events);
 }
 
 // The events of phase `phase` named `name`.
@@ -87,7 +86,7 @@ using ps_timeline_test::read_events;
 
 TEST(PsTimeline, CallsServedCallsAppliesStepWaitsAndCheckpointsAreRecorded) {
   ps_timeline_test::TimelineDir dir;
-  const std::string file = dir.path + "/test.json";
+  const std::string file = dir.path + "/test.gwtl";
   timeline::start(file, "ps timeline test");
   const std::string checkpoints = dir.path + "/checkpoints";
   {
@@ -232,7 +231,7 @@ TEST(PsTimeline, ServerProcessesAreNamedByTheirFirstServersIndex) {
   EXPECT_EQ(ps_server::process_label(0, 4), "ps servers 0-3");
   EXPECT_EQ(ps_server::server_timeline_name(5), "ps server 5");
   EXPECT_EQ(timeline::process_file("t.json", ps_server::process_label(2, 1)),
-            "t.json.d/server-2.json");
+            "t.json.d/server-2.gwtl");
 }
 
 }  // namespace

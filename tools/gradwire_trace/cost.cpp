@@ -68,16 +68,19 @@ int64_t process_cpu_ns() {
 
 struct OnCost {
   double thread_ns = 0;  // per call, on the recording thread
-  double cpu_ns = 0;     // per call, the process's CPU: recording, formatting and writing
+  double cpu_ns = 0;     // per call, the process's CPU: recording and writing
 };
 
-// With a timeline writing `file`: `calls` calls in bursts of half a chunk of events, each followed
-// by a flush() (untimed on the thread), so that the recording thread's figure is that of a writer
-// that keeps up; the CPU figure includes the flushes' formatting and writing.
+// A record's bytes, about (docs/timeline.md, The files): what sizes a burst below.
+constexpr uint64_t kRecordBytes = 112;
+
+// With a timeline writing `file`: `calls` calls in bursts of half a chunk of records, each
+// followed by a flush() (untimed on the thread), so that the recording thread's figure is that of
+// a writer that keeps up; the CPU figure includes the flushes' writing.
 OnCost time_calls_on(const CostCall& call, uint64_t calls, const std::string& file) {
   const timeline::StartOptions start_options;
   const uint64_t burst = std::max<uint64_t>(
-      1, start_options.events_per_chunk / 2 / static_cast<uint64_t>(call.events_per_call));
+      1, start_options.chunk_bytes / kRecordBytes / 2 / static_cast<uint64_t>(call.events_per_call));
   const int64_t cpu_start = process_cpu_ns();
   timeline::start(file, "gradwire-trace cost", start_options);
   int64_t thread_ns = 0;

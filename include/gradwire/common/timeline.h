@@ -9,15 +9,17 @@
 // Cost: when no timeline runs, each recording call is one relaxed atomic load and a branch
 // (enabled(), inline); a Span or AsyncSpan does nothing more. The args of a call are built
 // before it (a few stores): where even that matters, test enabled() first. When one runs, an event
-// is built in the calling thread's buffer (no lock, no allocation but a thread's first event,
-// which allocates its buffer; 35-45 ns an event, 80 ns a Span, on this project's machine); a
-// full buffer (a chunk) is handed to the process's timeline writer, a low-priority thread that
-// formats and writes the chunks to the file, and every second also the events buffered since its
-// last write; flush() writes everything now. So a process killed by SIGKILL leaves a file that
-// ends with the events written before (about the last second's lost), which merge reads.
+// is appended to the calling thread's buffer as a compact record of about 110 bytes (no lock, no
+// allocation but a thread's first event, which allocates its buffer); a full buffer (a chunk) is
+// handed to the process's timeline writer, a low-priority thread that writes the chunks' bytes
+// to the file as they are, and every second also the records buffered since its last write;
+// flush() writes everything now. So a process killed by SIGKILL leaves a file that ends with the
+// events written before (about the last second's lost), which merge reads. A process file is
+// binary (docs/timeline.md, The files); `gradwire-trace merge` turns files into one Chrome trace.
 //
 // Strings: an event's name and string args are copied (up to kTextBytes in all, cut beyond);
-// categories and arg keys are not: pass string literals (or strings that outlive the process).
+// categories and arg keys are not: pass string literals (or strings that outlive the process,
+// and never change). The file names them once each, by their first kTextBytes / 2 bytes.
 //
 // Thread safety: every function may be called from any thread. A Span belongs to the thread that
 // made it; an AsyncSpan may be ended on another thread (e.g. a bucket's allreduce, launched in an
@@ -43,7 +45,7 @@ namespace gradwire::timeline {
 inline constexpr size_t kTextBytes = 160;
 // The most args an event carries (more are dropped); an async_span's begin and end args together.
 inline constexpr size_t kMaxArgs = 7;
-// The bytes of one buffered event (a Span holds one).
+// The bytes of one event being built (a Span holds one; its record in a buffer takes less).
 inline constexpr size_t kEventBytes = 384;
 
 // One key and value of an event's "args" (bytes, algorithm, table, transport, ...).
@@ -99,9 +101,10 @@ int64_t now_ns();
 // --- Starting and stopping -------------------------------------------------------------------
 
 struct StartOptions {
-  // Events a thread buffers before handing them to the writer as one chunk (384 KiB).
-  size_t events_per_chunk = 1024;
-  // The writer also writes the events buffered in every thread's chunk this often (at least 1 ms).
+  // Bytes a thread buffers before handing them to the writer as one chunk: about 1200 events
+  // (records (at least one record's most, 328 bytes).
+  size_t chunk_bytes = 128 * 1024;
+  // The writer also writes the records buffered in every thread's chunk this often (at least 1 ms).
   int64_t flush_interval_ns = 1'000'000'000;
   // Chunks handed to the writer and not yet written beyond which a thread that fills its chunk
   // writes it itself (blocking file I/O on that thread): memory stays bounded and no event is
@@ -116,7 +119,8 @@ struct StartOptions {
   int64_t alternate_ns = 0;
 };
 
-// Starts the timeline of this process, writing `path` (created or truncated; its directory is
+// Starts the timeline of this process, writing the process file `path` (binary, docs/timeline.md
+// The files: read by gradwire-trace merge; created or truncated; its directory is
 // created) with the process track named `process_label` ("rank 3", "ps server 1", "bench").
 // A timeline already running is stopped first. Throws gradwire::Error naming the path when the
 // file cannot be created. Registers stop() to run at exit.
@@ -124,9 +128,9 @@ void start(const std::string& path, const std::string& process_label, StartOptio
 
 // The file of one process under GRADWIRE_TIMELINE=`timeline_path` (pure): the folder
 // "<timeline_path>.d" holds one file per process, named after its label: "rank 3" ->
-// "<timeline_path>.d/rank-3.json", "ps server 1" -> "server-1.json", "ps servers 0-3" ->
-// "servers-0-3.json", other labels with characters outside [A-Za-z0-9_.-] replaced by '-'. A
-// restarted process (restart > 0) writes "rank-3.restart-2.json", so its earlier incarnation's
+// "<timeline_path>.d/rank-3.gwtl", "ps server 1" -> "server-1.gwtl", "ps servers 0-3" ->
+// "servers-0-3.gwtl", other labels with characters outside [A-Za-z0-9_.-] replaced by '-'. A
+// restarted process (restart > 0) writes "rank-3.restart-2.gwtl", so its earlier incarnation's
 // file stays.
 std::string process_file(const std::string& timeline_path, const std::string& process_label,
                          int restart = 0);
@@ -141,7 +145,7 @@ std::optional<std::string> start_from_env(const EnvMap& env, const std::string& 
 // Writes every thread's buffered events to the file (blocking file I/O). No-op when off.
 void flush();
 
-// Flushes, ends the file's JSON array and closes it. Later events are dropped. Idempotent.
+// Flushes, ends the file (its end record) and closes it. Later events are dropped. Idempotent.
 void stop();
 
 // The file being written, empty when off.

@@ -29,13 +29,15 @@ constexpr const char* kChildFolder = "TIMELINE_CRASH_CHILD_FOLDER";
 constexpr int kThreads = 2;
 constexpr int kEventsPerThread = 1000;
 constexpr size_t kEventsPerChunk = 64;
+// A "step" span's record with its one arg (timeline_record.h: head, one arg, the name, padded).
+constexpr size_t kStepRecordBytes = 72;
 
 // Runs in the child: records, says it is done, and waits to be killed.
 TEST(TimelineCrashChild, RecordsUntilKilled) {
   const char* folder = std::getenv(kChildFolder);
   if (folder == nullptr) GTEST_SKIP() << "the child of TimelineCrash.KilledProcessLeavesAFile";
   timeline::StartOptions options;
-  options.events_per_chunk = kEventsPerChunk;
+  options.chunk_bytes = kEventsPerChunk * kStepRecordBytes;
   timeline::start(timeline::process_file(std::string(folder) + "/trace.json", "rank 7"), "rank 7",
                   options);
   std::vector<std::thread> threads;
@@ -55,8 +57,7 @@ TEST(TimelineCrashChild, RecordsUntilKilled) {
     std::ifstream in(file);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     size_t steps = 0;
-    for (size_t at = text.find("\"step\""); at != std::string::npos;
-         at = text.find("\"step\"", at + 1)) {
+    for (size_t at = text.find("step"); at != std::string::npos; at = text.find("step", at + 1)) {
       steps++;
     }
     if (steps >= full_chunk_steps || std::chrono::steady_clock::now() > deadline) break;
@@ -88,7 +89,7 @@ TEST(TimelineCrash, KilledProcessLeavesAFileThatMergeReads) {
   ASSERT_TRUE(ready) << "the child never finished recording";
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-  const std::string file = folder + "/trace.json.d/rank-7.json";
+  const std::string file = folder + "/trace.json.d/rank-7.gwtl";
   const ProcessTrace process = read_process_trace(file);
   EXPECT_FALSE(process.closed);
   EXPECT_EQ(process.label, "rank 7");

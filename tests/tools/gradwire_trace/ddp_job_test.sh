@@ -4,10 +4,10 @@
 # backward, buckets, allreduces and waits, rank 1 on rank 0's clock (one kernel: wall clocks, not
 # measured; Note [timeline clocks]). TRACE stays in the build tree for the tests that read a real
 # trace (fixture timeline_ddp_trace). Then a restarted rank 1 whose rendezvous times out records
-# the instants "restart" and "timeout".
-# Usage: ddp_job_test.sh GRADWIRE_RUN EXAMPLE_DDP_TRAIN TRACE
+# the instants "restart" and "timeout" (read with gradwire-trace dump).
+# Usage: ddp_job_test.sh GRADWIRE_RUN EXAMPLE_DDP_TRAIN TRACE GRADWIRE_TRACE
 set -euo pipefail
-run=$1 example=$2 out=$3
+run=$1 example=$2 out=$3 trace_tool=$4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 rm -rf "$out" "$out.d"
@@ -24,8 +24,8 @@ grep -F "gradwire-run: wrote timeline $out: 2 processes" "$dir/job.log" || {
   exit 1
 }
 
-python3 - "$out" "$out.d" <<'PY'
-import json, os, sys
+python3 - "$out" "$out.d" "$trace_tool" <<'PY'
+import json, os, subprocess, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
 names = {e["pid"]: e["args"]["name"] for e in events
          if e.get("ph") == "M" and e.get("name") == "process_name"}
@@ -47,9 +47,10 @@ for pid, rank in ranks.items():
     assert "float" in collective["args"]["what"].lower(), collective
     assert all(e.get("ts", 0) >= 0 for e in mine)
 # rank 1 runs on rank 0's kernel: its file says it keeps its wall-clock offset, unmeasured
-with open(os.path.join(sys.argv[2], "rank-1.json")) as f:
-    sources = [json.loads(line.lstrip("[,"))["args"]["source"] for line in f
-               if '"gradwire_clock"' in line]
+dump = subprocess.run([sys.argv[3], "dump", os.path.join(sys.argv[2], "rank-1.gwtl")],
+                      check=True, capture_output=True, text=True).stdout
+sources = [e["args"]["source"] for e in map(json.loads, dump.splitlines())
+           if e.get("name") == "gradwire_clock"]
 assert any("kernel" in s for s in sources) and not any("through the store" in s for s in sources), sources
 print("ok:", len(events), "events,", ", ".join(sorted(ranks.values())))
 PY
@@ -63,10 +64,10 @@ if RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GRADWIRE_RENDEZVO
   cat "$dir/alone.log"
   exit 1
 fi
-python3 - "$dir/alone.json.d/rank-1.restart-1.json" <<'PY'
+"$trace_tool" dump "$dir/alone.json.d/rank-1.restart-1.gwtl" > "$dir/alone.jsonl"
+python3 - "$dir/alone.jsonl" <<'PY'
 import json, sys
-lines = [json.loads(line.strip().lstrip("[,")) for line in open(sys.argv[1])
-         if line.strip() not in ("", "]")]
+lines = [json.loads(line) for line in open(sys.argv[1])]
 instants = {e["name"]: e for e in lines if e.get("ph") == "i" and e.get("cat") == "launch"}
 assert instants["restart"]["args"]["incarnation"] == 1, instants
 assert instants["timeout"]["args"]["timeout_ms"] == 200, instants
