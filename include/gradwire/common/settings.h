@@ -110,7 +110,7 @@ inline constexpr Setting kTimeline{
     "GRADWIRE_TIMELINE", "path (trace.json)", "unset: no timeline",
     "common (timeline::start_from_env, for ranks and servers); gradwire-run "
     "(LaunchOptions::timeline; sets it for its workers and servers)",
-    "Each process writes its timeline to <path>.d/<process>.json; gradwire-run merges them into "
+    "Each process writes its timeline to <path>.d/<process>.gwtl; gradwire-run merges them into "
     "<path> when the job ends, gradwire-trace merge joins them otherwise (docs/timeline.md)"};
 
 inline constexpr Setting kTimelineAlternateMs{
