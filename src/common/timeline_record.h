@@ -81,8 +81,8 @@ void append_end_record(std::vector<unsigned char>& out);
 // "e" objects), metadata included.
 struct DecodedFile {
   std::vector<nlohmann::json> events;
-  bool closed = false;   // ended with its 'Z' record
-  size_t dropped = 0;    // 1 when it ends in a cut or malformed record (the rest is not read)
+  bool closed = false;  // ended with its 'Z' record
+  size_t dropped = 0;   // 1 when it ends in a cut or malformed record (the rest is not read)
 };
 
 // Decodes a process file's bytes (starting with kFileMagic) with "pid": `pid`. Never throws for

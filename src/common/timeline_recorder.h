@@ -117,10 +117,10 @@ class Recorder {
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
-  std::deque<Chunk> pending_;                      // guarded by queue_mutex_
+  std::deque<Chunk> pending_;                       // guarded by queue_mutex_
   std::vector<std::unique_ptr<uint64_t[]>> spare_;  // guarded by queue_mutex_: written chunks
-  bool stopping_ = false;                          // guarded by queue_mutex_
-  bool closed_ = false;                            // guarded by queue_mutex_
+  bool stopping_ = false;                           // guarded by queue_mutex_
+  bool closed_ = false;                             // guarded by queue_mutex_
   std::thread writer_;
 
   std::mutex file_mutex_;

@@ -499,8 +499,8 @@ std::string file_of(const std::vector<Event>& events, bool closed) {
 std::vector<Event> sample_events() {
   std::vector<Event> events(5);
   events[0].reset('X', "allreduce \"q\"\n", "comm");
-  events[0].add({{"bytes", int64_t{-4096}}, {"n", 3u}, {"ratio", 0.25}, {"ok", true},
-                 {"algorithm", "ring"}});
+  events[0].add(
+      {{"bytes", int64_t{-4096}}, {"n", 3u}, {"ratio", 0.25}, {"ok", true}, {"algorithm", "ring"}});
   events[0].ts_ns = 1'234'567;
   events[0].dur_ns = 2'500;
   events[0].tid = 11;
@@ -566,7 +566,8 @@ TEST(TimelineRecord, ACutFileDecodesItsWholeRecordsAndCountsTheCutOne) {
   }
   EXPECT_EQ(previous, events) << "cut within the end record: every event read";
   // Cut within a record: the record dropped and counted.
-  const DecodedFile early = decode_process_file(std::string_view(whole).substr(0, whole.size() / 4));
+  const DecodedFile early =
+      decode_process_file(std::string_view(whole).substr(0, whole.size() / 4));
   EXPECT_EQ(early.dropped, 1u);
   EXPECT_FALSE(decode_process_file("not a process file").closed);
 }

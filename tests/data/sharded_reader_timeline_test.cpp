@@ -87,7 +87,6 @@ TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {
   }
 }
 
-
 TEST(ShardedReaderTimeline, DynamicClaimsAreSpansOnTheirThreads) {
   testing::TempDir dir;
   const std::string path = dir.file("records");

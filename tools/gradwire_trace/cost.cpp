@@ -79,8 +79,8 @@ constexpr uint64_t kRecordBytes = 112;
 // a writer that keeps up; the CPU figure includes the flushes' writing.
 OnCost time_calls_on(const CostCall& call, uint64_t calls, const std::string& file) {
   const timeline::StartOptions start_options;
-  const uint64_t burst = std::max<uint64_t>(
-      1, start_options.chunk_bytes / kRecordBytes / 2 / static_cast<uint64_t>(call.events_per_call));
+  const uint64_t burst = std::max<uint64_t>(1, start_options.chunk_bytes / kRecordBytes / 2 /
+                                                   static_cast<uint64_t>(call.events_per_call));
   const int64_t cpu_start = process_cpu_ns();
   timeline::start(file, "gradwire-trace cost", start_options);
   int64_t thread_ns = 0;

@@ -28,7 +28,8 @@ namespace {
 int run_merge(const std::string& out, const std::vector<std::string>& inputs) {
   const std::vector<std::string> files = gradwire::timeline::list_trace_files(inputs);
   if (files.empty()) {
-    std::fprintf(stderr, "gradwire-trace: no *.gwtl or *.json files in %s\n", inputs.front().c_str());
+    std::fprintf(stderr, "gradwire-trace: no *.gwtl or *.json files in %s\n",
+                 inputs.front().c_str());
     return 1;
   }
   const gradwire::timeline::MergeReport report = gradwire::timeline::merge_files(files, out);
@@ -71,7 +72,8 @@ int main(int argc, char** argv) {
   CLI::App* merge = app.add_subcommand(
       "merge", "Join process timeline files (or folders of them) into one Chrome trace");
   merge->add_option("OUT", out, "The merged trace to write (JSON)")->required();
-  merge->add_option("INPUTS", inputs, "Process files, or folders of them (*.gwtl, *.json)")->required();
+  merge->add_option("INPUTS", inputs, "Process files, or folders of them (*.gwtl, *.json)")
+      ->required();
   std::string dump_file;
   CLI::App* dump = app.add_subcommand("dump", "Print one process file's events as JSON lines");
   dump->add_option("FILE", dump_file, "A process file (*.gwtl)")->required();

@@ -101,8 +101,8 @@ int64_t now_ns();
 // --- Starting and stopping -------------------------------------------------------------------
 
 struct StartOptions {
-  // Bytes a thread buffers before handing them to the writer as one chunk: about 1200 events
-  // (records (at least one record's most, 328 bytes).
+  // Bytes a thread buffers before handing them to the writer as one chunk: about 1200 events'
+  // records. At least one record's most (328 bytes).
   size_t chunk_bytes = 128 * 1024;
   // The writer also writes the records buffered in every thread's chunk this often (at least 1 ms).
   int64_t flush_interval_ns = 1'000'000'000;

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "gradwire/common/timeline.h"
 #include "common/timeline_merge.h"
+#include "gradwire/common/timeline.h"
 
 namespace gradwire::timeline {
 namespace crash_test {
