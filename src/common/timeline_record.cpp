@@ -42,21 +42,27 @@ void encode_record(unsigned char* out, const Event& event) {
   std::memset(at + event.text_used, 0, head.size - (at + event.text_used - out));
 }
 
-void append_string_record(std::vector<unsigned char>& out, uint64_t address, const char* text) {
-  Event event;
-  event.reset('S', text != nullptr ? text : "", nullptr);
-  event.id = address;
+namespace {
+
+void append_record(std::vector<unsigned char>& out, const Event& event) {
   const size_t at = out.size();
   out.resize(at + record_size(event));
   encode_record(out.data() + at, event);
 }
 
+}  // namespace
+
+void append_string_record(std::vector<unsigned char>& out, uint64_t address, const char* text) {
+  Event event;
+  event.reset('S', text != nullptr ? text : "", nullptr);
+  event.id = address;
+  append_record(out, event);
+}
+
 void append_end_record(std::vector<unsigned char>& out) {
   Event event;
   event.reset('Z', "", nullptr);
-  const size_t at = out.size();
-  out.resize(at + record_size(event));
-  encode_record(out.data() + at, event);
+  append_record(out, event);
 }
 
 namespace {
@@ -64,13 +70,13 @@ namespace {
 constexpr std::string_view kPhases = "XiCbeMA";
 constexpr const char* kUnknownString = "?";
 
-// The record at `at` (`left` bytes on) as an Event, its addresses looked up in `strings`; false
-// when it is cut or malformed.
-bool decode_event(const unsigned char* at, size_t left, const RecordHead& head,
+// The record at `at` (head.size bytes, all there) as an Event, its addresses looked up in
+// `strings`; false when it is malformed.
+bool decode_event(const unsigned char* at, const RecordHead& head,
                   const std::unordered_map<uint64_t, std::string>& strings, Event& event) {
   const size_t needed = sizeof head + head.arg_count * sizeof(RecordArg) + head.text_used;
   if (head.arg_count > kMaxArgs || head.begin_args > head.arg_count || needed > head.size ||
-      head.name_size > head.text_used || head.size > left) {
+      head.name_size > head.text_used) {
     return false;
   }
   const auto lookup = [&](uint64_t address) -> const char* {
@@ -149,7 +155,7 @@ DecodedFile decode_process_file(std::string_view bytes, int64_t pid) {
       continue;
     }
     if (kPhases.find(head.phase) == std::string_view::npos ||
-        !decode_event(at, left, head, strings, event)) {
+        !decode_event(at, head, strings, event)) {
       file.dropped = 1;
       break;
     }

@@ -40,7 +40,6 @@ Recorder::Recorder(std::string path, std::string label, StartOptions options)
     : path_(std::move(path)),
       label_(std::move(label)),
       options_(options),
-      pid_(static_cast<int64_t>(::getpid())),
       offset_ns_(wall_minus_steady_ns()) {
   options_.chunk_bytes = (std::max(options_.chunk_bytes, kMaxRecordBytes) + 7) & ~size_t{7};
   options_.flush_interval_ns = std::max<int64_t>(options_.flush_interval_ns, 1'000'000);

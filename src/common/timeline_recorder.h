@@ -107,7 +107,6 @@ class Recorder {
   const std::string path_;
   const std::string label_;
   StartOptions options_;
-  const int64_t pid_;
   std::atomic<int64_t> offset_ns_;
 
   std::mutex registry_mutex_;

@@ -4,14 +4,12 @@
 // spans there and "claim chunks" spans (counter round trips) on the "data claims" track.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
-#include "common/timeline_record.h"
+#include "common/timeline_merge.h"
 #include "gradwire/common/timeline.h"
 #include "gradwire/data/sharded_reader.h"
 #include "gradwire/data/shared_counter.h"
@@ -22,13 +20,11 @@ namespace sharded_reader_timeline_test {
 
 using nlohmann::json;
 
-// The events of a closed process file (timeline_record.h), decoded as merge does.
+// The events of a closed process file, as merge reads it.
 json read_trace_events(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  timeline::DecodedFile decoded = timeline::decode_process_file(bytes);
-  EXPECT_TRUE(decoded.closed && decoded.dropped == 0) << path;
-  return json(std::move(decoded.events));
+  timeline::ProcessTrace trace = timeline::read_process_trace(path);
+  EXPECT_TRUE(trace.closed && trace.dropped_lines == 0) << path;
+  return json(std::move(trace.events));
 }
 
 TEST(ShardedReaderTimeline, PrefetchedChunksAndTheConsumersWaits) {

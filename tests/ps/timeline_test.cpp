@@ -8,15 +8,13 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "client_test_support.h"
-#include "common/timeline_record.h"
+#include "common/timeline_merge.h"
 #include "gradwire/common/error.h"
 #include "gradwire_ps_server/server_label.h"
 
@@ -41,13 +39,11 @@ struct TimelineDir {
   std::string path;
 };
 
-// The events of a closed process file (timeline_record.h), decoded as merge does.
+// The events of a closed process file, as merge reads it.
 std::vector<json> read_events(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  timeline::DecodedFile decoded = timeline::decode_process_file(bytes);
-  EXPECT_TRUE(decoded.closed && decoded.dropped == 0) << path;
-  return std::move(decoded.events);
+  timeline::ProcessTrace trace = timeline::read_process_trace(path);
+  EXPECT_TRUE(trace.closed && trace.dropped_lines == 0) << path;
+  return std::move(trace.events);
 }
 
 // The events of phase `phase` named `name`.
