@@ -106,12 +106,32 @@ void publish_async(char phase, std::string_view name, const char* category, Args
   });
 }
 
-// Whether the window of an alternating timeline holding `job_ns` records (an even one).
-bool records_at(int64_t job_ns, int64_t alternate_ns) { return job_ns / alternate_ns % 2 == 0; }
+}  // namespace
+
+bool window_records(int64_t window) {
+  // splitmix64's finalizer: every bit of the index moves the low bit.
+  auto x = static_cast<uint64_t>(window);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return (x & 1) == 0;
+}
+
+namespace {
+
+// Whether the window of an alternating timeline holding `job_ns` records.
+bool records_at(int64_t job_ns, int64_t alternate_ns) {
+  return window_records(job_ns / alternate_ns);
+}
 
 // Note [alternating timeline]: with StartOptions::alternate_ns, a thread of the timeline's own
 // ("gw timeline alt", sleeping between boundaries) switches detail::g_enabled at each boundary of
-// the job clock's windows: on in even windows, off in odd ones. Recording calls test enabled()
+// the job clock's windows: on in the windows that window_records() picks, off in the others.
+// The pick is a hash of the window's index, not its parity: the machine's periodic work (kernel
+// timers rounded to the whole second, a writer's flush every second) lands in windows of one
+// parity, and measured the parity schedule's "cost" of a timeline that recorded nothing at
+// 0.997-1.017x between batches of runs (docs/history/2026-11-timeline.md, Fifth pass); a hashed
+// pick is uncorrelated with any period. Recording calls test enabled()
 // as ever, so an off window costs what no timeline costs; a span begun in an on window still
 // records when it ends in an off one. The recorder, its writer and the file stay throughout
 // (running() is true). Processes of a job compute the same windows from the job clock, so the
@@ -189,7 +209,7 @@ void start(const std::string& path, const std::string& process_label, StartOptio
   // Never freed (Note [timeline buffers]).
   auto* recorder = new Recorder(path, process_label, options);
   g_recorder.store(recorder, std::memory_order_release);
-  // Alternating: on only in an even window from the start (Note [alternating timeline]).
+  // Alternating: on only in a window that records, from the start (Note [alternating timeline]).
   detail::g_enabled.store(options.alternate_ns <= 0 ||
                           records_at(job_clock_ns(), options.alternate_ns));
   if (options.alternate_ns > 0) g_alternator = std::make_unique<Alternator>(options.alternate_ns);

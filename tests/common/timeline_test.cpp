@@ -379,7 +379,7 @@ TEST(Timeline, StartFromEnvWritesTheProcessFileAndARestartStartsAnother) {
   EXPECT_EQ(with_phase(after, "i")[0]["name"], "restarted");
 }
 
-TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
+TEST(Timeline, AnAlternatingTimelineRecordsInItsRecordingWindowsOnly) {
   TempDir dir;
   const std::string path = dir.path + "/alternating.gwtl";
   StartOptions options;
@@ -402,8 +402,8 @@ TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
   EXPECT_TRUE(seen_off);
   EXPECT_EQ(alternate_ns(), 0);
   EXPECT_FALSE(running());
-  // Every tick recorded lies in an even window of the job clock, or just after a boundary into
-  // an odd one (the switching thread wakes a little late on a busy machine).
+  // Every tick recorded lies in a window of the job clock that records, or just after a boundary
+  // into one that does not (the switching thread wakes a little late on a busy machine).
   const json trace = read_trace(path);
   const std::vector<json> ticks = with_phase(trace, "i");
   ASSERT_FALSE(ticks.empty());
@@ -411,7 +411,7 @@ TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
   for (const json& tick : ticks) {
     const auto job_ns = static_cast<int64_t>(tick["ts"].get<double>() * 1000) + offset_ns;
     const int64_t window = job_ns / options.alternate_ns;
-    if (window % 2 != 0) {
+    if (!window_records(window)) {
       ++late;
       EXPECT_LT(job_ns - window * options.alternate_ns, 10'000'000) << tick.dump();
     }
@@ -419,14 +419,35 @@ TEST(Timeline, AnAlternatingTimelineRecordsInItsEvenWindowsOnly) {
   EXPECT_LT(late, ticks.size() / 4);
 }
 
-TEST(Timeline, AStepRecordedThroughoutLiesInOneEvenWindow) {
+TEST(Timeline, AStepRecordedThroughoutLiesInOneRecordingWindow) {
   constexpr int64_t kWindow = 100;
-  EXPECT_EQ(recorded_throughout(210, 290, kWindow, 5), 1);   // window 2
-  EXPECT_EQ(recorded_throughout(310, 390, kWindow, 5), 0);   // window 3
-  EXPECT_EQ(recorded_throughout(290, 310, kWindow, 5), -1);  // across a boundary
-  EXPECT_EQ(recorded_throughout(202, 290, kWindow, 5), -1);  // within the margin
-  EXPECT_EQ(recorded_throughout(205, 299, kWindow, 5), 1);
-  EXPECT_EQ(recorded_throughout(210, 290, 0, 5), -1);  // not alternating
+  int64_t on = 0;
+  while (!window_records(on)) ++on;
+  int64_t off = 0;
+  while (window_records(off)) ++off;
+  EXPECT_EQ(recorded_throughout(on * kWindow + 10, on * kWindow + 90, kWindow, 5), 1);
+  EXPECT_EQ(recorded_throughout(off * kWindow + 10, off * kWindow + 90, kWindow, 5), 0);
+  // Across a boundary, within the margin after one, and not alternating.
+  EXPECT_EQ(recorded_throughout(on * kWindow + 90, on * kWindow + 110, kWindow, 5), -1);
+  EXPECT_EQ(recorded_throughout(on * kWindow + 2, on * kWindow + 90, kWindow, 5), -1);
+  EXPECT_EQ(recorded_throughout(on * kWindow + 5, on * kWindow + 99, kWindow, 5), 1);
+  EXPECT_EQ(recorded_throughout(on * kWindow + 10, on * kWindow + 90, 0, 5), -1);
+}
+
+TEST(Timeline, TheRecordingWindowsAreHalfOfThemInNoPeriod) {
+  // Periodic work of the machine (timers on the whole second: every 10th window of 100 ms; every
+  // other window) must fall on both sides alike, or the within-run comparison is biased.
+  for (const int64_t period : {2, 4, 10, 20, 50}) {
+    for (int64_t phase = 0; phase < period; ++phase) {
+      int recording = 0;
+      constexpr int kWindows = 2000;
+      for (int64_t k = 0; k < kWindows; ++k) {
+        recording += window_records(k * period + phase) ? 1 : 0;
+      }
+      EXPECT_GT(recording, kWindows * 4 / 10) << "period " << period << " phase " << phase;
+      EXPECT_LT(recording, kWindows * 6 / 10) << "period " << period << " phase " << phase;
+    }
+  }
 }
 
 TEST(Timeline, StartFromEnvAlternatesAsTheVariableSays) {

@@ -111,10 +111,11 @@ struct StartOptions {
   // lost when the writer, which runs at the lowest priority, falls behind. The writer is woken
   // when half of them wait (and every flush interval).
   size_t max_pending_chunks = 16;
-  // 0: record throughout. Otherwise record only in the even windows of this many nanoseconds of
-  // the job's clock (job_clock_ns() / alternate_ns even), so that one run has steps with the
-  // timeline and steps without it, interleaved, and measures the timeline's cost side by side
-  // (GRADWIRE_TIMELINE_ALTERNATE_MS; gradwire-bench hybrid's "timeline alternating" figures;
+  // 0: record throughout. Otherwise record only in half of the windows of this many nanoseconds
+  // of the job's clock (those window_records(job_clock_ns() / alternate_ns) picks, a hash of the
+  // window's index: no periodic work of the machine falls on one side), so that one run has steps
+  // with the timeline and steps without it, interleaved, and measures the timeline's cost side by
+  // side (GRADWIRE_TIMELINE_ALTERNATE_MS; gradwire-bench hybrid's "timeline alternating" figures;
   // docs/timeline.md, The cost). Processes of one job agree on the windows: they share its clock.
   int64_t alternate_ns = 0;
 };
@@ -157,6 +158,11 @@ bool running();
 
 // The running timeline's StartOptions::alternate_ns; 0 when it does not alternate or none runs.
 int64_t alternate_ns();
+
+// Whether an alternating timeline records in window `window` (job_clock_ns() / alternate_ns)
+// (pure): a hash of the index picks half of the windows, in no period (Note [alternating
+// timeline]).
+bool window_records(int64_t window);
 
 // Where a step [start_job_ns, end_job_ns] of the job's clock lies when the timeline alternates
 // every `alternate_ns` (pure): 1 within one window that records, 0 within one that does not, -1
