@@ -1,7 +1,8 @@
 // The timeline's cost measured within one run (docs/timeline.md, "Measuring it within one run"):
 // with GRADWIRE_TIMELINE and GRADWIRE_TIMELINE_ALTERNATE_MS, every process of a job records only
-// in the even windows of the job's clock; a case marks each step it times as recorded throughout,
-// not recorded at all, or neither, and compares the p50 of the first two groups.
+// in half of the windows of the job's clock (timeline::window_records); a case marks each step it
+// times as recorded throughout, not recorded at all, or neither, and compares the p50 of the first
+// two groups.
 #pragma once
 
 #include <cstdint>

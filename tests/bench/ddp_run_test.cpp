@@ -189,7 +189,7 @@ TEST(DdpRunTest, InterleavedBaselineAndOneRank) {
   EXPECT_EQ(rounds[2].measurements.size(), 6u);
 }
 
-// GRADWIRE_TIMELINE_ALTERNATE_MS: both ranks record only in even windows; the DDP round's
+// GRADWIRE_TIMELINE_ALTERNATE_MS: both ranks record only in half of the windows; the DDP round's
 // iterations (every rank's) fall into recorded and unrecorded ones, compared in the round.
 TEST(DdpRunTest, TheAlternatingTimelineSplitsTheIterations) {
   const std::string json = temp_path("alternating.json");

@@ -145,7 +145,7 @@ TEST(HybridRun, WithThePyTorchReference) {
 }
 
 // GRADWIRE_TIMELINE_ALTERNATE_MS: every process of the job (trainers and servers) records only in
-// even windows; the epochs fall into recorded and unrecorded ones, compared in the summary.
+// half of the windows; the epochs fall into recorded and unrecorded ones, compared in the summary.
 TEST(HybridRun, TheAlternatingTimelineSplitsTheEpochs) {
   if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const std::string json = temp_path("hybrid_alternating.json");

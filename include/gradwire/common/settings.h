@@ -116,8 +116,9 @@ inline constexpr Setting kTimeline{
 inline constexpr Setting kTimelineAlternateMs{
     "GRADWIRE_TIMELINE_ALTERNATE_MS", "integer (ms)", "unset: the timeline records throughout",
     "common (timeline::start_from_env)",
-    "With GRADWIRE_TIMELINE: record only in every other window of this many milliseconds of the "
-    "job's clock, to measure the timeline's cost within one run (docs/timeline.md, The cost)"};
+    "With GRADWIRE_TIMELINE: record only in half of the windows of this many milliseconds of the "
+    "job's clock (picked by a hash of their index), to measure the timeline's cost within one run "
+    "(docs/timeline.md, The cost)"};
 
 // Every declaration above, in the order of docs/configuration.md.
 // clang-format off
