@@ -16,6 +16,7 @@
 #include <new>
 #include <thread>
 
+#include "common/mix.h"
 #include "common/timeline_event.h"
 #include "common/timeline_record.h"
 #include "common/timeline_recorder.h"
@@ -110,11 +111,7 @@ void publish_async(char phase, std::string_view name, const char* category, Args
 
 bool window_records(int64_t window) {
   // splitmix64's finalizer: every bit of the index moves the low bit.
-  auto x = static_cast<uint64_t>(window);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return (x & 1) == 0;
+  return (splitmix64_mix(static_cast<uint64_t>(window)) & 1) == 0;
 }
 
 namespace {

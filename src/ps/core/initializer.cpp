@@ -16,21 +16,18 @@
 #include <cmath>
 #include <string>
 
+#include "common/mix.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire::ps {
 namespace {
 
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ULL;
+constexpr uint64_t kGamma = kSplitmixGamma;
 constexpr uint64_t kSeedSalt = 0x6772616477697265ULL;  // "gradwire"
 constexpr double kTwoToMinus53 = 1.0 / 9007199254740992.0;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-inline uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+inline uint64_t mix(uint64_t z) { return splitmix64_mix(z); }
 
 inline uint64_t row_key(uint64_t seed, int64_t id) {
   return mix(mix(seed + kSeedSalt) + (static_cast<uint64_t>(id) + 1) * kGamma);
