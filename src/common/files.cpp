@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <system_error>
 
 #include "gradwire/common/error.h"
@@ -21,7 +22,7 @@ std::string directory_of(const std::string& path) {
 }
 
 constexpr std::string_view kTempMarker = ".tmp-";
-constexpr size_t kRandomChars = 6;  // mkostemp's XXXXXX
+constexpr size_t kRandomChars = 6;  // the XXXXXX of a temporary file's name
 
 // This host's name as temporary file names carry it: at most 64 characters of [A-Za-z0-9._-]
 // (others become '_'), "localhost" when the name cannot be read.
@@ -37,13 +38,28 @@ std::string host_for_file_names() {
   return host;
 }
 
-// A temporary file beside `path`: ".NAME.tmp-HOST-PID-XXXXXX" in its directory. Returns the
-// descriptor (-1 with errno set on failure) and fills `temp` with its name.
+// A temporary file beside `path`: ".NAME.tmp-HOST-PID-XXXXXX" in its directory, XXXXXX random
+// characters of [A-Za-z0-9]. Returns the descriptor (-1 with errno set on failure) and fills
+// `temp` with its name. Created with mode 0666 less the umask, as open(2) creates any file (so the
+// file renamed over `path` has the permissions a user expects, 0644 under umask 022; mkstemp would
+// give 0600).
 int make_temp_beside(const std::string& path, std::string& temp) {
-  temp = directory_of(path) + "/." + std::filesystem::path(path).filename().string() +
-         std::string(kTempMarker) + host_for_file_names() + "-" + std::to_string(::getpid()) +
-         "-XXXXXX";
-  return ::mkostemp(temp.data(), O_CLOEXEC);
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 random(std::random_device{}() ^
+                                      static_cast<uint64_t>(::getpid()) << 32);
+  const std::string prefix = directory_of(path) + "/." +
+                             std::filesystem::path(path).filename().string() +
+                             std::string(kTempMarker) + host_for_file_names() + "-" +
+                             std::to_string(::getpid()) + "-";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp = prefix;
+    for (size_t i = 0; i < kRandomChars; ++i) temp += kAlphabet[random() % kAlphabet.size()];
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 }  // namespace

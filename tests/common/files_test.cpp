@@ -67,6 +67,23 @@ TEST_F(FilesTest, AWriterDestroyedBeforeCommitKeepsTheOldFileAndRemovesItsTempor
   EXPECT_EQ(entries(), 1u);
 }
 
+// The file gets what open(2) gives any new file, 0666 less the umask (mkstemp's 0600 would hide
+// checkpoints, traces and results from the rest of a team).
+TEST_F(FilesTest, AnAtomicallyWrittenFileHasTheUmasksPermissions) {
+  const std::string path = (dir_ / "a.txt").string();
+  const mode_t previous = ::umask(022);
+  write_file_atomically(path, "x");
+  ::umask(027);
+  const std::string other = (dir_ / "b.txt").string();
+  write_file_atomically(other, "y");
+  ::umask(previous);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(::stat(other.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
 // A temporary file names its writer: this host and the writer's pid, read back by
 // temp_file_writer_here, so a crashed writer's leftover can be told from a live writer's.
 TEST_F(FilesTest, ATemporaryFileNamesItsWriter) {

@@ -50,7 +50,8 @@ bool write_fully(int fd, const void* data, size_t size);
 // before commit() removes its temporary file; a writer that dies (a crash, SIGKILL) leaves it,
 // named ".NAME.tmp-HOST-PID-XXXXXX" for the file NAME it replaces, this host's name and its
 // process id (temp_file_writer_here() reads them back). Errors throw gradwire::Error naming
-// `what` ("checkpoint", "results"), `path`, the failing step and errno's text. Blocking file I/O.
+// `what` ("checkpoint", "results"), `path`, the failing step and errno's text. The file gets the
+// permissions any new file gets (0666 less the umask: 0644 under umask 022). Blocking file I/O.
 class AtomicFileWriter {
  public:
   // Creates the temporary file; the directory of `path` must exist.
