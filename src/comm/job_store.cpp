@@ -1,10 +1,13 @@
 #include "gradwire/comm/job_store.h"
 
+#include <chrono>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "comm/core/rendezvous.h"
+#include "comm/diagnostics/backend_text.h"
 #include "comm/job_store_impl.h"
+#include "gradwire/common/error.h"
 
 namespace gradwire {
 namespace {
@@ -23,7 +26,44 @@ std::unique_ptr<JobStore> over_tcp(const std::string& address, int port, bool ho
   impl->store = connect_store(where, timeout);
   const auto* tcp = dynamic_cast<const c10d::TCPStore*>(impl->store.get());
   impl->port = tcp != nullptr ? tcp->getPort() : port;
+  impl->where = address + ":" + std::to_string(impl->port);
   return std::make_unique<JobStore>(std::move(impl));
+}
+
+// Runs `op` (`what` on `key`) on the store, one call at a time; a failure of the store or of the
+// link to it becomes gradwire's error naming the store, the operation and the time waited
+// (TimeoutError, PeerLostError, BackendError: docs/errors.md), not c10's bare "Socket Timeout".
+template <typename Op>
+auto on_store(JobStore::Impl& impl, const char* what, const std::string& key, Op&& op)
+    -> decltype(op()) {
+  const auto start = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  try {
+    return op();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    const auto limit =
+        std::chrono::duration_cast<std::chrono::milliseconds>(impl.store->getTimeout());
+    const std::string said = first_line(e.what());
+    const std::string head = std::string("gradwire: the job store at ") + impl.where + ": " + what +
+                             " '" + key + "' failed after " + format_duration(waited);
+    const std::string advice =
+        ". Check that the store's host (the launcher that hosts it) is running and reachable "
+        "from this host.";
+    if (looks_like_timeout(said)) {
+      throw TimeoutError(head + ": timed out (limit " + format_duration(limit) +
+                         "): the store or the link to it stopped answering. Backend said: " + said +
+                         advice);
+    }
+    if (looks_like_peer_loss(said)) {
+      throw PeerLostError(
+          head + ": the store closed the connection. Backend said: " + said + advice, {});
+    }
+    throw BackendError(head + ": " + said + advice);
+  }
 }
 
 }  // namespace
@@ -53,25 +93,25 @@ std::unique_ptr<JobStore> JobStore::shared() const { return std::make_unique<Job
 int JobStore::port() const { return impl_->port; }
 
 void JobStore::set(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->store->set(key, bytes_of(value));
+  on_store(*impl_, "set", key, [&] { impl_->store->set(key, bytes_of(value)); });
 }
 
 std::optional<std::string> JobStore::get(const std::string& key) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->store->check({key})) return std::nullopt;
-  return text_of(impl_->store->get(key));
+  return on_store(*impl_, "get", key, [&]() -> std::optional<std::string> {
+    if (!impl_->store->check({key})) return std::nullopt;
+    return text_of(impl_->store->get(key));
+  });
 }
 
 int64_t JobStore::add(const std::string& key, int64_t delta) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->store->add(key, delta);
+  return on_store(*impl_, "add", key, [&] { return impl_->store->add(key, delta); });
 }
 
 std::string JobStore::compare_set(const std::string& key, const std::string& expected,
                                   const std::string& desired) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return text_of(impl_->store->compareSet(key, bytes_of(expected), bytes_of(desired)));
+  return on_store(*impl_, "compare_set", key, [&] {
+    return text_of(impl_->store->compareSet(key, bytes_of(expected), bytes_of(desired)));
+  });
 }
 
 }  // namespace gradwire

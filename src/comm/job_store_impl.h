@@ -2,6 +2,7 @@
 #pragma once
 
 #include <mutex>
+#include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "gradwire/comm/job_store.h"
@@ -11,6 +12,7 @@ namespace gradwire {
 struct JobStore::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   int port = 0;
+  std::string where = "this process";  // "host:port" of a TCP store, for messages
   std::mutex mutex;  // TCPStore clients are not safe to share between threads in every libtorch
 };
 

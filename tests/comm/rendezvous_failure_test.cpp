@@ -1,11 +1,16 @@
-// A rank that never joins gives every present rank a TimeoutError naming it, within the timeout.
+// A rank that never joins gives every present rank a TimeoutError naming it, within the timeout;
+// a job store that stops answering is a TimeoutError naming it and the operation.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include "gradwire/comm/job_store.h"
 #include "gradwire/common/error.h"
 #include "support/rank_threads.h"
 
@@ -105,9 +110,71 @@ TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
         std::unique_lock<std::mutex> lock(mutex);
         ++finished;
         changed.notify_all();
-        if (rank == 0) changed.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 2; });
+        if (rank == 0)
+          changed.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 2; });
       },
       std::chrono::milliseconds(1000));
+}
+
+// A job store hosted by another process (as gradwire-run hosts the elastic job's): the child
+// hosts it and writes its port through a pipe, then waits to be stopped or killed. A test declares
+// its ChildGuard before its JobStore, so the client is gone before the host is killed (libtorch
+// 1.13's client thread ends the process when its store's host dies under it).
+pid_t host_store_in_child(int& port) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(ready[0]);
+    auto store = JobStore::host("127.0.0.1", 0, std::chrono::seconds(60));
+    const int hosted = store->port();
+    if (::write(ready[1], &hosted, sizeof hosted) != sizeof hosted) ::_exit(1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  const bool read_port = ::read(ready[0], &port, sizeof port) == sizeof port;
+  ::close(ready[0]);
+  return read_port ? child : -1;
+}
+
+void end_child(pid_t child) {
+  if (child <= 0) return;
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
+// Kills and reaps the child however the test ends.
+struct ChildGuard {
+  pid_t pid;
+  ~ChildGuard() { end_child(pid); }
+};
+
+// The link to the store's host cut, or its host frozen: the store stops answering. c10d says
+// "Socket Timeout"; gradwire names the store, the operation and the time waited.
+TEST(JobStoreFailure, AStoreThatStopsAnsweringIsATimeoutNamingItAndTheOperation) {
+  int port = 0;
+  const pid_t child = host_store_in_child(port);
+  const ChildGuard guard{child};
+  ASSERT_GT(child, 0);
+  auto store = JobStore::connect("127.0.0.1", port, std::chrono::milliseconds(2000));
+  store->set("generation", "1");
+  ASSERT_EQ(store->add("arrived", 1), 1);
+  ::kill(child, SIGSTOP);
+  const auto start = Clock::now();
+  try {
+    store->add("arrived", 1);
+    ADD_FAILURE() << "expected TimeoutError";
+  } catch (const TimeoutError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the job store at 127.0.0.1:" + std::to_string(port) + ": add 'arrived'"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("failed after"), std::string::npos) << what;
+    EXPECT_NE(what.find("limit 2.00 s"), std::string::npos) << what;
+    EXPECT_EQ(what.find("Exception raised from"), std::string::npos) << what;
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

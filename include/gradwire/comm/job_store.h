@@ -2,6 +2,10 @@
 // outlives the workers (gradwire-run hosts it in elastic mode, docs/elastic.md), or one in this
 // process for tests. Keys and values are strings; nothing here waits except connecting.
 //
+// Errors: a store that stops answering within its timeout (the link to its host cut, its host
+// stopped) is a TimeoutError, a closed connection a PeerLostError, any other failure a
+// BackendError; each names the store's address, the operation and key, and the time waited.
+//
 // Thread safety: one JobStore may be used from several threads (calls are serialised).
 #pragma once
 

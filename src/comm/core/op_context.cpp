@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "comm/diagnostics/backend_text.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire {
@@ -13,25 +14,6 @@ std::string format_ranks(const std::vector<int>& ranks) {
 }
 
 namespace {
-bool contains(const std::string& text, const char* needle) {
-  return text.find(needle) != std::string::npos;
-}
-
-// The backend's first line, without c10's "Exception raised from" trace.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-bool looks_like_timeout(const std::string& text) {
-  return contains(text, "timed out") || contains(text, "Timed out") || contains(text, "Timeout") ||
-         contains(text, "timeout");
-}
-
-bool looks_like_peer_loss(const std::string& text) {
-  return contains(text, "Connection closed") || contains(text, "Connection reset") ||
-         contains(text, "Broken pipe") || contains(text, "Connection refused") ||
-         contains(text, "Read error") || contains(text, "Write error") ||
-         contains(text, "NCCL communicator was aborted") ||
-         contains(text, ") left it while rank");  // shm: Note [withdrawn rank]
-}
 
 // How the desync report names rank `rank` of the communicator.
 std::string rank_name(const OpContext& op, int rank) {

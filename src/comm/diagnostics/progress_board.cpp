@@ -5,6 +5,7 @@
 
 #include "comm/diagnostics/store_connection.h"
 
+#include "comm/diagnostics/backend_text.h"
 #include "gradwire/common/error.h"
 
 namespace gradwire {
@@ -18,9 +19,6 @@ std::vector<uint8_t> to_bytes(const std::string& text) {
 std::string to_text(const std::vector<uint8_t>& bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
-
-// The backend's first line, without c10's "Exception raised from" trace.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
 

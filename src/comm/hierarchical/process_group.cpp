@@ -2,6 +2,7 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "comm/diagnostics/backend_text.h"
 #include "gradwire/common/error.h"
 #include "comm/core/op_context.h"
 #include "comm/core/reduce_kernels.h"
@@ -12,8 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kWaitSlice{100};
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 const at::Tensor& only_tensor(const char* op, const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != 1) {
