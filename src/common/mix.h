@@ -1,6 +1,6 @@
-// splitmix64's finalizer: the one home of the 64-bit mix that gradwire's hashes of an index use
-// (the PS row generator, ps/core/initializer.cpp; the alternating timeline's windows,
-// timeline.cpp; the bench's generated records). Pure.
+// splitmix64's finalizer: the one home in the library of the 64-bit mix that its hashes of an
+// index use (the PS row generator, ps/core/initializer.cpp; the alternating timeline's windows,
+// timeline.cpp). Pure.
 #pragma once
 
 #include <cstdint>

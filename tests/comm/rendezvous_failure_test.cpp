@@ -110,8 +110,7 @@ TEST(Rendezvous, SplitWithAbsentMemberTimesOutNamingIt) {
         std::unique_lock<std::mutex> lock(mutex);
         ++finished;
         changed.notify_all();
-        if (rank == 0)
-          changed.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 2; });
+        if (rank == 0) changed.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 2; });
       },
       std::chrono::milliseconds(1000));
 }
@@ -137,17 +136,15 @@ pid_t host_store_in_child(int& port) {
   return read_port ? child : -1;
 }
 
-void end_child(pid_t child) {
-  if (child <= 0) return;
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-}
-
 // Kills and reaps the child however the test ends.
 struct ChildGuard {
   pid_t pid;
-  ~ChildGuard() { end_child(pid); }
+  ~ChildGuard() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
 };
 
 // The link to the store's host cut, or its host frozen: the store stops answering. c10d says
