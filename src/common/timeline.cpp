@@ -58,15 +58,18 @@ ThreadSlot::~ThreadSlot() {
   if (buffer) buffer->owner->retire(buffer);
 }
 
-// The calling thread's buffer in the running recorder, nullptr when none runs.
-ThreadBuffer* thread_buffer() {
+// The calling thread's buffer in the running recorder, nullptr when none runs. A thread that
+// has none yet is registered, its track named `name` (empty: its system name). `*registered`:
+// whether that happened in this call.
+ThreadBuffer* thread_buffer(std::string_view name = {}, bool* registered = nullptr) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
   if (recorder == nullptr || t_slot_gone) return nullptr;
   ThreadSlot& slot = t_slot;
   if (slot.owner != recorder) {
     if (slot.buffer) slot.buffer->owner->retire(slot.buffer);
-    slot.buffer = recorder->register_thread();
+    slot.buffer = recorder->register_thread(name);
     slot.owner = recorder;
+    if (registered != nullptr) *registered = true;
   }
   return slot.buffer.get();
 }
@@ -315,8 +318,9 @@ void detail::record_async(std::string_view name, const char* category, int64_t s
 }
 
 void name_thread(std::string_view name) {
-  ThreadBuffer* buffer = thread_buffer();
-  if (buffer == nullptr) return;
+  bool registered = false;
+  ThreadBuffer* buffer = thread_buffer(name, &registered);
+  if (buffer == nullptr || registered) return;  // registered under `name`: named once
   Event event;
   event.reset('M', "thread_name", nullptr);
   event.tid = buffer->tid;

@@ -60,7 +60,7 @@ Recorder::Recorder(std::string path, std::string label, StartOptions options)
   writer_ = std::thread([this] { writer_loop(); });
 }
 
-std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
+std::shared_ptr<ThreadBuffer> Recorder::register_thread(std::string_view name) {
   auto buffer = std::make_shared<ThreadBuffer>();
   buffer->owner = this;
   buffer->tid = this_thread_id();
@@ -73,12 +73,16 @@ std::shared_ptr<ThreadBuffer> Recorder::register_thread() {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
   }
-  char name[32] = {};
-  if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
+  char system_name[32] = {};
+  if (name.empty() &&
+      ::pthread_getname_np(::pthread_self(), system_name, sizeof system_name) == 0) {
+    name = system_name;
+  }
+  if (!name.empty()) {
     Event event;
     event.reset('M', "thread_name", nullptr);
     event.tid = buffer->tid;
-    event.add({"name", std::string_view(name)});
+    event.add({"name", name});
     write_metadata(event);
   }
   return buffer;

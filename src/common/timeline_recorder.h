@@ -67,8 +67,9 @@ class Recorder {
   const std::string& path() const { return path_; }
   int64_t offset_ns() const { return offset_ns_.load(std::memory_order_relaxed); }
 
-  // A buffer for the calling thread, registered (its thread_name written when it has one).
-  std::shared_ptr<ThreadBuffer> register_thread();
+  // A buffer for the calling thread, registered, its thread_name written: `name`, else the
+  // thread's system name when it has one.
+  std::shared_ptr<ThreadBuffer> register_thread(std::string_view name = {});
   // The thread owning `buffer` exits or moves to another recorder: its events go to the file.
   void retire(const std::shared_ptr<ThreadBuffer>& buffer);
   // The owning thread's next record does not fit: hands the chunk to the writer and takes an

@@ -175,12 +175,16 @@ TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
   ASSERT_EQ(steps_by_tid.size(), static_cast<size_t>(kThreads));
   for (const auto& [tid, steps] : steps_by_tid) EXPECT_EQ(steps.size(), size_t{kEvents}) << tid;
   std::set<std::string> thread_names;
+  std::map<int, int> names_of_tid;
   for (const json& event : with_phase(trace, "M")) {
     if (event["name"] == "thread_name" && thread_of_tid.count(event["tid"].get<int>()) != 0) {
       thread_names.insert(event["args"]["name"].get<std::string>());
+      ++names_of_tid[event["tid"].get<int>()];
     }
   }
   EXPECT_TRUE(thread_names.count("worker 0") && thread_names.count("worker 3"));
+  // A thread that names itself before recording is named once, not by its system name first.
+  for (const auto& [tid, names] : names_of_tid) EXPECT_EQ(names, 1) << tid;
 }
 
 TEST(Timeline, FlushesWhileThreadsRecordWriteEachEventOnce) {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -213,6 +214,51 @@ TEST(PsTimeline, CallsServedCallsAppliesStepWaitsAndCheckpointsAreRecorded) {
     EXPECT_EQ(failure["args"]["method"], "CreateTable");
     EXPECT_EQ(failure["args"]["status"], "UNAVAILABLE");
     EXPECT_TRUE(failure["args"].contains("waited_ms"));
+  }
+}
+
+TEST(PsTimeline, AServedCallThatFailsNamesItsStatusAndEachServingThreadIsNamedOnce) {
+  ps_timeline_test::TimelineDir dir;
+  const std::string file = dir.path + "/test.gwtl";
+  timeline::start(file, "ps timeline test");
+  {
+    std::unique_ptr<Server> server = start_server(ps_timeline_test::server_options(""));
+    ClientOptions options = testing::client_options({server->address()}, 0, 1);
+    options.shared_memory = false;
+    const std::shared_ptr<Client> client = connect(options);
+    client->create_table(testing::small_table("emb", 16, 4, UpdateMode::kAsync, 1));
+    client->lookup("emb", at::arange(4, at::kLong));
+    options.token = "not the job's token";
+    options.max_retries = 0;
+    EXPECT_THROW(connect(options)->create_table(
+                     testing::small_table("other", 16, 4, UpdateMode::kAsync, 1)),
+                 Error);
+    server->shutdown(std::chrono::milliseconds(500));
+  }
+  timeline::stop();
+  const std::vector<json> events = read_events(file);
+
+  std::set<int> serving_threads;
+  int failed = 0;
+  for (const json& call : events) {
+    if (call.value("ph", "") != "X" || call.value("name", "").rfind("serve ", 0) != 0) continue;
+    serving_threads.insert(call["tid"].get<int>());
+    if (call["args"]["table"] == "other") {
+      ++failed;
+      EXPECT_EQ(call["name"], "serve CreateTable");
+      EXPECT_EQ(call["args"]["status"], "UNAUTHENTICATED") << call;
+    } else {
+      EXPECT_FALSE(call["args"].contains("status")) << call;  // only a failed call names one
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  ASSERT_FALSE(serving_threads.empty());
+  std::map<int, std::vector<std::string>> names_of;
+  for (const json& event : named(events, "M", "thread_name")) {
+    names_of[event["tid"].get<int>()].push_back(event["args"]["name"].get<std::string>());
+  }
+  for (const int tid : serving_threads) {
+    EXPECT_EQ(names_of[tid], std::vector<std::string>{"ps server 0 calls"}) << tid;
   }
 }
 

@@ -61,21 +61,20 @@ void ServedSpan::end(const grpc::Status& status, size_t answer_bytes) {
   const std::string_view table(table_, table_size_);
   const char* transport = transport_label(transport_);
   const auto bytes_sent = static_cast<int64_t>(answer_bytes);
-  if (status.ok()) {
-    timeline::complete(std::string_view(name, 6 + size), "ps", start_ns_, timeline::now_ns(),
-                       {{"table", table},
-                        {"transport", transport},
-                        {"bytes_received", request_bytes_},
-                        {"parts", parts_},
-                        {"bytes_sent", bytes_sent}});
-  } else {
+  // A failed call's span also names its status.
+  const auto record = [&](auto... status_arg) {
     timeline::complete(std::string_view(name, 6 + size), "ps", start_ns_, timeline::now_ns(),
                        {{"table", table},
                         {"transport", transport},
                         {"bytes_received", request_bytes_},
                         {"parts", parts_},
                         {"bytes_sent", bytes_sent},
-                        {"status", rpc::status_code_name(status.error_code())}});
+                        status_arg...});
+  };
+  if (status.ok()) {
+    record();
+  } else {
+    record(timeline::Arg("status", rpc::status_code_name(status.error_code())));
   }
   start_ns_ = -1;
 }
