@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 
 #include "common/mix.h"
@@ -48,6 +49,7 @@ std::atomic<uint64_t> g_next_async_id{1};
 struct ThreadSlot {
   Recorder* owner = nullptr;
   std::shared_ptr<ThreadBuffer> buffer;
+  std::string name;  // name_thread's: the track's name in this timeline and those started later
   ~ThreadSlot();
 };
 thread_local bool t_slot_gone = false;  // trivially destructible: readable at thread exit
@@ -59,15 +61,15 @@ ThreadSlot::~ThreadSlot() {
 }
 
 // The calling thread's buffer in the running recorder, nullptr when none runs. A thread that
-// has none yet is registered, its track named `name` (empty: its system name). `*registered`:
-// whether that happened in this call.
-ThreadBuffer* thread_buffer(std::string_view name = {}, bool* registered = nullptr) {
+// has none yet is registered, its track named as name_thread last named it, else by its system
+// name. `*registered`: whether that happened in this call.
+ThreadBuffer* thread_buffer(bool* registered = nullptr) {
   Recorder* recorder = g_recorder.load(std::memory_order_acquire);
   if (recorder == nullptr || t_slot_gone) return nullptr;
   ThreadSlot& slot = t_slot;
   if (slot.owner != recorder) {
     if (slot.buffer) slot.buffer->owner->retire(slot.buffer);
-    slot.buffer = recorder->register_thread(name);
+    slot.buffer = recorder->register_thread(slot.name);
     slot.owner = recorder;
     if (registered != nullptr) *registered = true;
   }
@@ -318,8 +320,10 @@ void detail::record_async(std::string_view name, const char* category, int64_t s
 }
 
 void name_thread(std::string_view name) {
+  if (t_slot_gone) return;
+  t_slot.name.assign(name);
   bool registered = false;
-  ThreadBuffer* buffer = thread_buffer(name, &registered);
+  ThreadBuffer* buffer = thread_buffer(&registered);
   if (buffer == nullptr || registered) return;  // registered under `name`: named once
   Event event;
   event.reset('M', "thread_name", nullptr);

@@ -143,6 +143,33 @@ TEST(Timeline, WritesAFileThatDecodesToChromeTraceEvents) {
   EXPECT_EQ(counters[0]["args"]["bytes"], 100);
 }
 
+TEST(Timeline, AThreadKeepsItsNameInTimelinesStartedLater) {
+  TempDir dir;
+  const std::string first = dir.path + "/first.gwtl";
+  const std::string second = dir.path + "/second.gwtl";
+  std::thread([&] {
+    name_thread("named before any timeline");
+    start(first, "rank 0");
+    instant("one", "test");
+    stop();
+    start(second, "rank 0");
+    instant("two", "test");
+    stop();
+  }).join();
+  for (const std::string& path : {first, second}) {
+    const json trace = read_trace(path);
+    const auto instants = with_phase(trace, "i");
+    ASSERT_EQ(instants.size(), 1u) << path;
+    std::vector<std::string> names;
+    for (const json& event : with_phase(trace, "M")) {
+      if (event["name"] == "thread_name" && event["tid"] == instants[0]["tid"]) {
+        names.push_back(event["args"]["name"]);
+      }
+    }
+    EXPECT_EQ(names, std::vector<std::string>{"named before any timeline"}) << path;
+  }
+}
+
 TEST(Timeline, EachThreadHasItsTrackAndNoEventIsLost) {
   TempDir dir;
   const std::string path = dir.path + "/threads.gwtl";
