@@ -12,6 +12,7 @@
 #include "gradwire/common/error.h"
 #include "gradwire/common/host_identity.h"
 #include "gradwire/common/settings.h"
+#include "gradwire/common/timeline.h"
 #include "gradwire/elastic/elastic.h"
 #include "membership.h"
 
@@ -93,6 +94,9 @@ void throw_if_members_gone(detail::Membership& membership, const Generation& gen
 void run(State& state, const std::function<void(Context&)>& train, RunOptions options) {
   const EnvMap env = EnvMap::from_process();
   const detail::MembershipOptions resolved = membership_options(options, env);
+  // GRADWIRE_TIMELINE (gradwire-run --timeline): a worker's process track is named by its id, which
+  // stays while its rank changes from generation to generation (docs/timeline.md).
+  if (!timeline::running()) timeline::start_from_env(env, "worker " + resolved.worker_id);
   std::unique_ptr<JobStore> owned;
   JobStore* store = options.store;
   if (store == nullptr) {
@@ -103,6 +107,9 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
   // A peer died: back to the last commit, then the next generation.
   auto go_back = [&](const Error& error) {
     state.restore();
+    timeline::instant("membership change", "elastic",
+                      {{"back_to_commit", state.commits()}, {"error", error.what()}},
+                      timeline::Scope::kProcess);
     if (options.verbose) {
       std::cerr << "gradwire elastic: " << error.what()
                 << "\ngradwire elastic: " << resolved.worker_id << " goes back to commit "
@@ -136,6 +143,12 @@ void run(State& state, const std::function<void(Context&)>& train, RunOptions op
       world = connect_world_on_store(prefixed, info, options.init, env);
       const std::shared_ptr<Communicator> communicator = world->communicator();
       state.sync(*communicator, 0, generation.number);
+      timeline::instant("generation", "elastic",
+                        {{"generation", generation.number},
+                         {"rank", generation.rank},
+                         {"world_size", generation.size},
+                         {"commit", state.commits()}},
+                        timeline::Scope::kProcess);
       Context context(generation, communicator);
       for (const auto& reset : options.on_reset) reset(context);
       binding = State::Binding{&membership, generation.number, communicator.get()};

@@ -7,9 +7,12 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -82,6 +85,45 @@ TEST(ElasticRun, WithoutReplacementsTheSurvivorsFinish) {
   EXPECT_EQ(job.world_at_step.at(3), 3);
   EXPECT_EQ(job.world_at_step.at(10), 2);
   EXPECT_NE(job.text.find("no replacements left"), std::string::npos) << job.text;
+}
+
+// With --timeline, each worker records under its id: one merged trace with a process track per
+// worker, each survivor's generations (its rank and the world's size) and its membership change.
+TEST(ElasticRun, WithATimelineEachWorkerHasATrackWithItsGenerations) {
+  char dir_template[] = "/tmp/gradwire-elastic-trace-XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string trace_path = dir + "/trace.json";
+  const JobOutput job =
+      run_job("-n 3 --timeline " + trace_path + " " ELASTIC_WORKER_PATH " 10 4 0.2.0:3");
+  expect_equal_to_reference(job, 10, 4);
+  std::ifstream in(trace_path);
+  ASSERT_TRUE(in.good()) << job.text;
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
+  std::map<int64_t, std::string> worker_of_pid;
+  for (const nlohmann::json& event : events) {
+    if (event.value("ph", "") == "M" && event.value("name", "") == "process_name") {
+      worker_of_pid[event["pid"].get<int64_t>()] = event["args"]["name"].get<std::string>();
+    }
+  }
+  std::map<std::string, std::vector<int>> worlds;  // worker -> the world size of each generation
+  std::map<std::string, int> changes;
+  for (const nlohmann::json& event : events) {
+    if (event.value("ph", "") != "i" || event.value("cat", "") != "elastic") continue;
+    const std::string& worker = worker_of_pid[event["pid"].get<int64_t>()];
+    if (event["name"] == "generation") worlds[worker].push_back(event["args"]["world_size"]);
+    if (event["name"] == "membership change") ++changes[worker];
+  }
+  std::set<std::string> workers;
+  for (const auto& [pid, worker] : worker_of_pid) workers.insert(worker);
+  EXPECT_TRUE(workers.count("worker 0.0.0") && workers.count("worker 0.1.0") &&
+              workers.count("worker 0.2.0"))
+      << trace.dump().substr(0, 2000);
+  for (const std::string survivor : {"worker 0.0.0", "worker 0.1.0"}) {
+    EXPECT_EQ(worlds[survivor], (std::vector<int>{3, 2})) << survivor;
+    EXPECT_EQ(changes[survivor], 1) << survivor;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ElasticRun, BelowTheMinimumTheJobFailsNamingWhatIsMissing) {
