@@ -89,7 +89,9 @@ std::string describe(const IncompleteFile& file);
 nlohmann::json merge_traces(std::vector<ProcessTrace> processes, MergeSummary* summary = nullptr);
 
 // Reads `files`, merges them and writes the trace to `out` (its folder created; written
-// atomically: a reader sees the old file or the whole new one). Throws gradwire::Error naming the
+// atomically: a reader sees the old file or the whole new one). Streams: the events of binary
+// files are written as they are decoded, never all held (Note [streaming merge]); what
+// merge_traces would write for the same files, timestamps exact to the nanosecond. Throws gradwire::Error naming the
 // file when one cannot be read, or `out` cannot be written.
 MergeReport merge_files(const std::vector<std::string>& files, const std::string& out);
 

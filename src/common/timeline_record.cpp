@@ -117,38 +117,37 @@ bool decode_event(const unsigned char* at, const RecordHead& head,
 
 }  // namespace
 
-DecodedFile decode_process_file(std::string_view bytes, int64_t pid) {
-  DecodedFile file;
+DecodeEnd for_each_event(std::string_view bytes, const std::function<void(const Event&)>& each) {
+  DecodeEnd end;
   if (!is_process_file(bytes)) {
-    file.dropped = bytes.empty() ? 0 : 1;
-    return file;
+    end.dropped = bytes.empty() ? 0 : 1;
+    return end;
   }
   std::unordered_map<uint64_t, std::string> strings;
   const auto* const begin = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t offset = kFileMagic.size();
-  std::string json_text;
   Event event;
   while (offset < bytes.size()) {
     const size_t left = bytes.size() - offset;
     RecordHead head;
     if (left < sizeof head) {
-      file.dropped = 1;
+      end.dropped = 1;
       break;
     }
     std::memcpy(&head, begin + offset, sizeof head);
     if (head.size < sizeof head || head.size % 8 != 0 || head.size > left) {
-      file.dropped = 1;
+      end.dropped = 1;
       break;
     }
     const unsigned char* at = begin + offset;
     offset += head.size;
     if (head.phase == 'Z') {
-      file.closed = true;
+      end.closed = true;
       break;
     }
     if (head.phase == 'S') {
       if (sizeof head + head.text_used > head.size) {
-        file.dropped = 1;
+        end.dropped = 1;
         break;
       }
       strings[head.id].assign(reinterpret_cast<const char*>(at + sizeof head), head.name_size);
@@ -156,9 +155,18 @@ DecodedFile decode_process_file(std::string_view bytes, int64_t pid) {
     }
     if (kPhases.find(head.phase) == std::string_view::npos ||
         !decode_event(at, head, strings, event)) {
-      file.dropped = 1;
+      end.dropped = 1;
       break;
     }
+    each(event);
+  }
+  return end;
+}
+
+DecodedFile decode_process_file(std::string_view bytes, int64_t pid) {
+  DecodedFile file;
+  std::string json_text;
+  const DecodeEnd end = for_each_event(bytes, [&](const Event& event) {
     json_text.clear();
     append_event_json(json_text, event, pid);
     // An 'A' record is two objects, "b" then "e", apart by a newline and a comma, which no JSON
@@ -170,8 +178,20 @@ DecodedFile decode_process_file(std::string_view bytes, int64_t pid) {
                                                   json_text.begin() + split, nullptr, false));
       start = split + 2;
     }
-  }
+  });
+  file.closed = end.closed;
+  file.dropped = end.dropped;
   return file;
+}
+
+std::string_view text_arg(const Event& event, std::string_view key) {
+  for (uint8_t i = 0; i < event.arg_count; ++i) {
+    const ArgSlot& slot = event.args[i];
+    if (slot.kind == Arg::Kind::kText && slot.key != nullptr && key == slot.key) {
+      return {event.text + slot.text_offset, slot.text_size};
+    }
+  }
+  return {};
 }
 
 }  // namespace gradwire::timeline

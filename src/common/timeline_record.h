@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,19 @@ struct DecodedFile {
 // Decodes a process file's bytes (starting with kFileMagic) with "pid": `pid`. Never throws for
 // bad content: decoding stops at the first record that is cut or malformed, and counts it.
 DecodedFile decode_process_file(std::string_view bytes, int64_t pid = 0);
+
+// How decoding a process file ended: DecodedFile without its events.
+struct DecodeEnd {
+  bool closed = false;
+  size_t dropped = 0;
+};
+
+// Decodes a process file's bytes as decode_process_file does, handing each event (an 'A' record
+// as one Event, metadata included) to `each` instead of building JSON: the streaming merge's way.
+DecodeEnd for_each_event(std::string_view bytes, const std::function<void(const Event&)>& each);
+
+// The text of `event`'s arg `key` (a kText arg), empty when it has none.
+std::string_view text_arg(const Event& event, std::string_view key);
 
 // Whether `bytes` start as a process file does.
 inline bool is_process_file(std::string_view bytes) {

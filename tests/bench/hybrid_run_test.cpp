@@ -150,9 +150,11 @@ TEST(HybridRun, TheAlternatingTimelineSplitsTheEpochs) {
   if (!kCaseBuilt) GTEST_SKIP() << "gradwire-bench was built without hybrid (no gradwire_ps)";
   const std::string json = temp_path("hybrid_alternating.json");
   const std::string trace = temp_path("hybrid_alternating_trace.json");
+  // Windows several epochs long (an epoch takes about 10 ms, 25 ms on a loaded machine; one across
+  // a boundary counts for neither side), and about 24 of them, so that both sides get epochs.
   const auto run =
-      run_bench("hybrid --trainers 2 --servers 2 --epochs 60 --warmup 1 --json '" + json + "'",
-                "GRADWIRE_TIMELINE='" + trace + "' GRADWIRE_TIMELINE_ALTERNATE_MS=20");
+      run_bench("hybrid --trainers 2 --servers 2 --epochs 120 --warmup 1 --json '" + json + "'",
+                "GRADWIRE_TIMELINE='" + trace + "' GRADWIRE_TIMELINE_ALTERNATE_MS=50");
   std::filesystem::remove_all(trace + ".d");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("the timeline alternating (GRADWIRE_TIMELINE_ALTERNATE_MS)"),

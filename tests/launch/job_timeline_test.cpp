@@ -113,14 +113,18 @@ TEST(JobTimelineTest, RunWorkersMergesWhatItsWorkersWrote) {
   options.timeline = trace;
   options.stderr_fd = err.get();
   // Each worker writes its file as a process would; rank 1's stays open (killed, say), and
-  // rank 1 fails: the trace is merged whatever the outcome.
+  // rank 1 fails: the trace is merged whatever the outcome. Rank 1 fails once rank 0's file is
+  // whole (at most 10 s): the launcher stops rank 0 when rank 1 fails, which on a loaded machine
+  // could be before rank 0 wrote anything.
   options.command = {
       "/bin/sh", "-c",
       "f=\"$GRADWIRE_TIMELINE.d/rank-$RANK.json\"; "
       "printf '[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
       "\"args\":{\"name\":\"rank %s\"}}\\n,{\"ph\":\"i\",\"name\":\"restart\",\"cat\":\"launch\","
       "\"pid\":1,\"tid\":1,\"ts\":5,\"s\":\"p\"}\\n' \"$RANK\" > \"$f\"; "
-      "if [ \"$RANK\" = 0 ]; then echo ']' >> \"$f\"; else exit 3; fi",
+      "if [ \"$RANK\" = 0 ]; then echo ']' >> \"$f\"; exit 0; fi; n=0; "
+      "while [ $n -lt 1000 ] && ! grep -qs '^]' \"$GRADWIRE_TIMELINE.d/rank-0.json\"; do "
+      "n=$((n + 1)); sleep 0.01; done; exit 3",
       "worker"};
   const LaunchResult result = run_workers(options);
   EXPECT_EQ(result.exit_code(), 3);

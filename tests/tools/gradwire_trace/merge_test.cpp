@@ -5,11 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/timeline_merge.h"
 #include "gradwire/common/error.h"
+#include "gradwire/common/timeline.h"
 
 namespace gradwire::timeline {
 namespace merge_test {
@@ -27,6 +30,13 @@ std::string process_text(const std::string& label, int64_t offset_ns,
   for (const std::string& line : lines) text += "," + line + "\n";
   if (closed) text += "]\n";
   return text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
 }
 
 std::vector<json> named(const json& trace, const std::string& name) {
@@ -167,6 +177,71 @@ TEST(TraceMerge, FoldersListTheirJsonFiles) {
   EXPECT_EQ(files[0], dir + "/rank-0.json");
   EXPECT_EQ(files[1], dir + "/rank-1.json");
   EXPECT_EQ(files[2], "/elsewhere/server-0.json");
+  std::filesystem::remove_all(dir);
+}
+
+// The streaming merge of binary process files (Note [streaming merge]) writes what merging the
+// same files parsed whole does: every event, its pid, its timestamp on the job clock (to the
+// nanosecond: the parsed path's doubles are off by picoseconds), its async id; and it reports the
+// same cut and unclosed files.
+TEST(TraceMerge, BinaryFilesMergeAsTheParsedTracesDo) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gradwire-merge-XXXXXX").string();
+  const std::string dir = ::mkdtemp(pattern.data());
+  const auto record = [&](const std::string& label, int64_t offset_ns) {
+    const std::string path = process_file(dir + "/trace.json", label, 0);
+    start(path, label);
+    set_clock_offset({offset_ns, 10}, "test");
+    std::thread([] {
+      name_thread("worker");
+      for (int i = 0; i < 300; ++i) {
+        const int64_t begin = now_ns();
+        complete("step", "test", begin, begin + 1000 + i,
+                 {{"i", i}, {"what", "a \"quoted\" text"}});
+        async_span("call", "test", begin, begin + 2000, {{"i", i}}, {{"bytes", 64 * i}});
+        instant("tick", "test", {{"i", i}});
+      }
+      counter("pending", {{"bytes", 5}});
+    }).join();
+    stop();
+    return path;
+  };
+  const std::vector<std::string> files = {record("rank 1", 123'456'789), record("rank 0", -5'000),
+                                          record("ps server 0", 0)};
+  {  // the server's process killed mid-record: its file cut
+    const std::string bytes = read_text(files[2]);
+    std::ofstream(files[2], std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, bytes.size() / 2 + 3);
+  }
+  const MergeReport report = merge_files(files, dir + "/out/trace.json");
+  std::ifstream in(dir + "/out/trace.json");
+  const json streamed = json::parse(in);
+  std::vector<ProcessTrace> parsed;
+  for (const std::string& file : files) parsed.push_back(read_process_trace(file));
+  MergeSummary summary;
+  const json whole = merge_traces(parsed, &summary);
+
+  EXPECT_EQ(report.summary.processes, 3u);
+  EXPECT_EQ(report.summary.events, summary.events);
+  EXPECT_EQ(report.summary.unclosed, 1u);
+  EXPECT_EQ(report.summary.dropped_lines, summary.dropped_lines);
+  ASSERT_EQ(report.incomplete.size(), 1u);
+  EXPECT_EQ(report.incomplete[0].label, "ps server 0");
+  EXPECT_EQ(streamed["otherData"], whole["otherData"]);
+  EXPECT_EQ(streamed["displayTimeUnit"], "ns");
+  const json& a = streamed["traceEvents"];
+  const json& b = whole["traceEvents"];
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_GT(a.size(), size_t{2000});
+  for (size_t i = 0; i < a.size(); ++i) {
+    json x = a[i];
+    json y = b[i];
+    if (x.contains("ts") || y.contains("ts")) {
+      EXPECT_NEAR(x["ts"].get<double>(), y["ts"].get<double>(), 1e-3) << x << "\n" << y;
+      x.erase("ts");
+      y.erase("ts");
+    }
+    ASSERT_EQ(x, y) << "event " << i;
+  }
   std::filesystem::remove_all(dir);
 }
 
