@@ -292,19 +292,22 @@ MergeInput scan_binary(const std::string& file, std::string_view bytes) {
   return input;
 }
 
-// Writes the merged trace in pieces of about a mebibyte.
+// Writes the merged trace in pieces of about a mebibyte: `head`, the events apart by commas, then
+// the tail.
 class TraceWriter {
  public:
-  explicit TraceWriter(const std::string& out) : file_(out, "trace") {}
-  std::string& buffer() { return buffer_; }
+  TraceWriter(const std::string& out, std::string head)
+      : file_(out, "trace"), buffer_(std::move(head)) {}
+  // Where the next event's JSON goes (after a comma when one came before).
+  std::string& next_event() {
+    if (events_++ > 0) buffer_ += ",\n";
+    return buffer_;
+  }
+  // After each event.
   void event_done() {
-    buffer_ += ",\n";
     if (buffer_.size() >= (size_t{1} << 20)) flush();
   }
-  void finish(const std::string& tail) {
-    if (buffer_.size() >= 2 && buffer_.compare(buffer_.size() - 2, 2, ",\n") == 0) {
-      buffer_.resize(buffer_.size() - 2);  // no comma after the last event
-    }
+  void finish(std::string_view tail) {
     buffer_ += tail;
     flush();
     file_.commit();
@@ -317,6 +320,7 @@ class TraceWriter {
   }
   AtomicFileWriter file_;
   std::string buffer_;
+  size_t events_ = 0;
 };
 
 }  // namespace
@@ -355,11 +359,9 @@ MergeReport merge_files(const std::vector<std::string>& files, const std::string
   if (zero_ns == kNoTime) zero_ns = 0;
 
   prepare_output_file(out, "trace");
-  TraceWriter writer(out);
+  TraceWriter writer(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":" +
+                              other_data(inputs.size()).dump() + ",\"traceEvents\":[\n");
   MergeSummary& counts = report.summary;
-  writer.buffer() =
-      "{\"displayTimeUnit\":\"ns\",\"otherData\":" + other_data(inputs.size()).dump() +
-      ",\"traceEvents\":[\n";
   int64_t pid = 0;
   for (MergeInput& input : inputs) {
     ++pid;
@@ -368,7 +370,7 @@ MergeReport merge_files(const std::vector<std::string>& files, const std::string
     counts.unclosed += process.closed ? 0 : 1;
     counts.dropped_lines += process.dropped_lines;
     for (const nlohmann::json& event : process_metadata(pid, process.label)) {
-      writer.buffer() += event.dump();
+      writer.next_event() += event.dump();
       writer.event_done();
     }
     const int64_t shift_ns = process.offset_ns - zero_ns;
@@ -376,7 +378,7 @@ MergeReport merge_files(const std::vector<std::string>& files, const std::string
       for (nlohmann::json& event : process.events) {
         if (!place_json_event(event, pid, shift_ns)) continue;
         counts.events++;
-        writer.buffer() += event.dump();
+        writer.next_event() += event.dump();
         writer.event_done();
       }
       process.events.clear();
@@ -392,7 +394,7 @@ MergeReport merge_files(const std::vector<std::string>& files, const std::string
             static_cast<uint64_t>(pid) * kMergeIdsPerProcess + event.id % kMergeIdsPerProcess;
       }
       counts.events += event.phase == 'A' ? 2 : 1;  // an 'A' record is its "b" and its "e"
-      append_event_json(writer.buffer(), event, pid);
+      append_event_json(writer.next_event(), event, pid);
       writer.event_done();
     });
   }

@@ -193,7 +193,7 @@ TEST(TraceMerge, BinaryFilesMergeAsTheParsedTracesDo) {
     set_clock_offset({offset_ns, 10}, "test");
     std::thread([] {
       name_thread("worker");
-      for (int i = 0; i < 300; ++i) {
+      for (int i = 0; i < 1500; ++i) {  // over a MiB of output: written in pieces
         const int64_t begin = now_ns();
         complete("step", "test", begin, begin + 1000 + i,
                  {{"i", i}, {"what", "a \"quoted\" text"}});
