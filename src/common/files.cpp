@@ -46,11 +46,12 @@ std::string host_for_file_names() {
 int make_temp_beside(const std::string& path, std::string& temp) {
   static constexpr std::string_view kAlphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(::getpid())
-                                                                   << 32);
-  const std::string prefix =
-      directory_of(path) + "/." + std::filesystem::path(path).filename().string() +
-      std::string(kTempMarker) + host_for_file_names() + "-" + std::to_string(::getpid()) + "-";
+  thread_local std::mt19937_64 random(std::random_device{}() ^
+                                      static_cast<uint64_t>(::getpid()) << 32);
+  const std::string prefix = directory_of(path) + "/." +
+                             std::filesystem::path(path).filename().string() +
+                             std::string(kTempMarker) + host_for_file_names() + "-" +
+                             std::to_string(::getpid()) + "-";
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp = prefix;
     for (size_t i = 0; i < kRandomChars; ++i) temp += kAlphabet[random() % kAlphabet.size()];
