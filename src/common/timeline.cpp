@@ -321,6 +321,9 @@ void detail::record_async(std::string_view name, const char* category, int64_t s
 
 void name_thread(std::string_view name) {
   if (t_slot_gone) return;
+  // Named so already, in this timeline if one runs: nothing to write (callers may name their
+  // thread on every call).
+  if (t_slot.name == name && t_slot.owner == g_recorder.load(std::memory_order_acquire)) return;
   t_slot.name.assign(name);
   bool registered = false;
   ThreadBuffer* buffer = thread_buffer(&registered);

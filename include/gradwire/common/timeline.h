@@ -203,7 +203,8 @@ inline void counter(std::string_view name, Args values) {
 
 // Names the calling thread's track (thread_name metadata): "ddp hooks", "progress", in the
 // running timeline and in those started later (a call while none runs takes effect at the next
-// start). A thread that never names itself is named after its system name (pthread_getname_np).
+// start); naming it again by the same name writes nothing. A thread that never names itself is
+// named after its system name (pthread_getname_np).
 void name_thread(std::string_view name);
 
 // A span on the calling thread's track from construction to destruction (RAII):

@@ -36,12 +36,8 @@ grpc::Status counted_call(ServerMetrics& metrics, const ParameterServerService& 
 
 void ServedSpan::begin(std::string_view thread_name, CallMethod method, CallTransport transport,
                        const CallSummary& what, size_t request_bytes) {
-  // Each thread's track is named once, after its first traced call.
-  thread_local std::string named;
-  if (named != thread_name) {
-    timeline::name_thread(thread_name);
-    named = thread_name;
-  }
+  // Each thread's track is named once, at its first traced call (name_thread skips a repeat).
+  timeline::name_thread(thread_name);
   method_ = method;
   transport_ = transport;
   request_bytes_ = static_cast<int64_t>(request_bytes);
